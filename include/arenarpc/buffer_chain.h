@@ -1,0 +1,104 @@
+#pragma once
+// BufferChain: a byte queue made of reference-counted blocks (pages from the engine's page pool).
+// Cutting a prefix off moves or shares blocks, never copies bytes. Not thread-safe: one owner.
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <google/protobuf/io/zero_copy_stream.h>
+
+#include "arenarpc/memory/page_allocator.h"
+
+namespace arenarpc::net {
+
+// Page allocator used for I/O buffers unless one is given. Default: a process-wide cached pool
+// of 8 KiB pages. SetIoPageAllocator must be called before any BufferChain exists (or not at all).
+memory::PageAllocator& IoPageAllocator();
+void SetIoPageAllocator(memory::PageAllocator* pages);
+
+class BufferChain {
+ public:
+  BufferChain() = default;
+  explicit BufferChain(memory::PageAllocator* pages);
+  BufferChain(BufferChain&&) noexcept;
+  BufferChain& operator=(BufferChain&&) noexcept;
+  BufferChain(const BufferChain&) = delete;  // use ShareFrom to share blocks explicitly
+  BufferChain& operator=(const BufferChain&) = delete;
+  ~BufferChain();
+
+  size_t size() const noexcept;
+  bool empty() const noexcept { return size() == 0; }
+  void clear() noexcept;
+
+  // --- writing at the back
+  void Append(std::string_view bytes);
+  void Append(BufferChain&& other);                 // moves other's blocks; other becomes empty
+  void AppendShared(const BufferChain& other);      // shares other's blocks (refcount), no copy
+  // Writable space at the back (at least min_bytes, in one block); then Commit what was written.
+  std::span<char> PrepareWrite(size_t min_bytes = 1);
+  void CommitWrite(size_t n);
+
+  // --- reading at the front
+  size_t CopyTo(void* dst, size_t n, size_t offset = 0) const;  // peek; returns bytes copied
+  void PopFront(size_t n);
+  void CutFront(size_t n, BufferChain* out);        // moves the first n bytes to the back of out
+  std::string ToString() const;
+
+  // Readable bytes as iovecs for writev/sendmsg (up to max entries); returns the count filled.
+  int FillIoVec(struct iovec* iov, int max) const;
+  // Number of contiguous spans and access to them (for Asio const_buffer sequences).
+  size_t span_count() const noexcept;
+  std::span<const char> span(size_t i) const;
+
+ private:
+  friend class BufferChainInputStream;
+  friend class BufferChainOutputStream;
+  struct Block;
+  struct Ref {
+    Block* block;
+    size_t offset;
+    size_t length;
+  };
+  memory::PageAllocator* pages_ = nullptr;  // nullptr = IoPageAllocator()
+  // Small-vector of refs; implementation detail of buffer_chain.cc.
+  Ref* refs_ = nullptr;
+  size_t ref_begin_ = 0, ref_end_ = 0, ref_capacity_ = 0;
+  size_t size_ = 0;
+};
+
+// Reads a BufferChain's bytes (front to back) without copying them into one string.
+class BufferChainInputStream final : public google::protobuf::io::ZeroCopyInputStream {
+ public:
+  explicit BufferChainInputStream(const BufferChain& chain, size_t limit = SIZE_MAX);
+  bool Next(const void** data, int* size) override;
+  void BackUp(int count) override;
+  bool Skip(int count) override;
+  int64_t ByteCount() const override;
+
+ private:
+  const BufferChain& chain_;
+  size_t limit_, index_ = 0, offset_in_span_ = 0;
+  int64_t bytes_ = 0;
+};
+
+// Appends to a BufferChain, handing out the chain's own block space (serialization writes into
+// I/O buffers directly).
+class BufferChainOutputStream final : public google::protobuf::io::ZeroCopyOutputStream {
+ public:
+  explicit BufferChainOutputStream(BufferChain* chain);
+  ~BufferChainOutputStream() override;  // commits what was written
+  bool Next(void** data, int* size) override;
+  void BackUp(int count) override;
+  int64_t ByteCount() const override;
+
+ private:
+  BufferChain* chain_;
+  int64_t bytes_ = 0;
+  size_t pending_ = 0;  // handed out by the last Next() and not yet committed
+};
+
+}  // namespace arenarpc::net

@@ -1,0 +1,27 @@
+#pragma once
+// Error codes of the baidu_std protocol (brpc errno.proto), as they travel on the wire.
+// Handlers may also fail calls with any other non-zero integer (e.g. Linux errno values).
+
+namespace arenarpc {
+
+enum ErrorCode : int {
+  ENOSERVICE = 1001,
+  ENOMETHOD = 1002,
+  EREQUEST = 1003,
+  ERPCAUTH = 1004,
+  ERPCTIMEDOUT = 1008,
+  EFAILEDSOCKET = 1009,
+  EOVERCROWDED = 1011,
+  EEOF = 1014,
+  EREJECT = 1018,
+  EINTERNAL = 2001,
+  ERESPONSE = 2002,
+  ELOGOFF = 2003,
+  ELIMIT = 2004,
+  ECLOSE = 2005,
+};
+
+// Short description of a code (brpc's wording where it has one), for logs and error texts.
+const char* ErrorCodeName(int code) noexcept;
+
+}  // namespace arenarpc

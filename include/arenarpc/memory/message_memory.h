@@ -1,0 +1,136 @@
+#pragma once
+// MessageMemory: how a call's request and response messages are created and released.
+//
+//   MessageMemory (a strategy: heap | arena | paged | reuse; thread-safe, shared)
+//     -> Bind(request prototype, response prototype) -> MethodMemory (per method, thread-safe)
+//          -> Acquire() -> MessagePair (one call's request + response; RAII, move-only)
+//
+// A MessagePair is used by one call at a time and may be released on any thread. Messages handed
+// out are empty; the runtime fills a request with MergeFrom* (never Parse*, which would Clear() and
+// throw away the reuse strategy's kept sub-message tree), so the same code serves every strategy.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace google::protobuf {
+class Arena;
+class Message;
+}  // namespace google::protobuf
+
+namespace arenarpc::memory {
+
+// Arena block sizes, as brpc/tRPC-cpp expose them (protobuf ArenaOptions start/max_block_size).
+struct ArenaSettings {
+  size_t start_block_size = 256;   // brpc's default
+  size_t max_block_size = 8192;    // brpc's default
+};
+// Process-wide defaults, read when a strategy is created without explicit settings.
+ArenaSettings DefaultArenaSettings();
+void SetDefaultArenaSettings(const ArenaSettings& settings);  // validates; throws invalid_argument
+
+// Bounds of the reuse ("full reuse") strategy.
+struct ReuseSettings {
+  size_t max_pooled_objects = 1024;         // per message type
+  size_t max_object_bytes = 4u << 20;       // an object retaining more is destroyed, not pooled
+  size_t max_pool_bytes = 64u << 20;        // per message type, estimated retained bytes
+  uint32_t sample_every = 16;               // re-measure an object's retained size every N releases
+};
+
+struct PagePoolOptions;  // page_allocator.h
+
+struct MemoryOptions {
+  ArenaSettings arena = DefaultArenaSettings();
+  ReuseSettings reuse;
+  // Page pool for the "paged" strategy (and the reuse strategy's scratch arena).
+  size_t page_size = 4096;
+  size_t page_cache_capacity = 4096;  // pages
+  size_t thread_cache_pages = 64;
+};
+
+// Counters of one strategy, readable at any time (relaxed atomics, approximately consistent).
+struct MemoryStats {
+  uint64_t acquired = 0;            // pairs handed out
+  uint64_t released = 0;            // pairs returned
+  // paged strategy
+  uint64_t page_allocations = 0, page_cache_hits = 0, page_cache_misses = 0;
+  uint64_t pages_cached = 0, pages_outstanding = 0;
+  // reuse strategy
+  uint64_t reuses = 0, rebuilds = 0, objects_pooled = 0, retained_bytes_estimate = 0;
+};
+
+class MethodMemory;
+
+class MessagePair {
+ public:
+  MessagePair() = default;
+  MessagePair(const MessagePair&) = delete;
+  MessagePair& operator=(const MessagePair&) = delete;
+  MessagePair(MessagePair&& other) noexcept { *this = std::move(other); }
+  MessagePair& operator=(MessagePair&& other) noexcept;
+  ~MessagePair() { Release(); }
+
+  google::protobuf::Message* request() const noexcept { return request_; }
+  google::protobuf::Message* response() const noexcept { return response_; }
+  // The arena both messages live on, or nullptr (heap, reuse).
+  google::protobuf::Arena* arena() const noexcept { return arena_; }
+  explicit operator bool() const noexcept { return owner_ != nullptr; }
+
+  // Returns the messages to their strategy now. Idempotent; any thread.
+  void Release() noexcept;
+
+ private:
+  friend class MethodMemory;
+  MethodMemory* owner_ = nullptr;
+  google::protobuf::Message* request_ = nullptr;
+  google::protobuf::Message* response_ = nullptr;
+  google::protobuf::Arena* arena_ = nullptr;
+  void* cookie_ = nullptr;  // strategy-private (e.g. the pooled arena holder)
+};
+
+// One method's binding to a strategy. Thread-safe. Must outlive every pair it handed out.
+class MethodMemory {
+ public:
+  virtual ~MethodMemory() = default;
+  virtual MessagePair Acquire() = 0;
+  const google::protobuf::Message& request_prototype() const { return *request_prototype_; }
+  const google::protobuf::Message& response_prototype() const { return *response_prototype_; }
+
+ protected:
+  MethodMemory(const google::protobuf::Message& request_prototype,
+               const google::protobuf::Message& response_prototype)
+      : request_prototype_(&request_prototype), response_prototype_(&response_prototype) {}
+  MessagePair MakePair(google::protobuf::Message* request, google::protobuf::Message* response,
+                       google::protobuf::Arena* arena, void* cookie) noexcept;
+  // Called once per pair by MessagePair::Release().
+  virtual void Release(google::protobuf::Message* request, google::protobuf::Message* response,
+                       google::protobuf::Arena* arena, void* cookie) noexcept = 0;
+
+ private:
+  friend class MessagePair;
+  const google::protobuf::Message* request_prototype_;
+  const google::protobuf::Message* response_prototype_;
+};
+
+class MessageMemory {
+ public:
+  virtual ~MessageMemory() = default;
+  // "heap", "arena", "paged" or "reuse".
+  virtual std::string_view name() const noexcept = 0;
+  // Binds a method's request/response types. The prototypes must outlive the result.
+  virtual std::unique_ptr<MethodMemory> Bind(const google::protobuf::Message& request_prototype,
+                                             const google::protobuf::Message& response_prototype) = 0;
+  virtual MemoryStats stats() const noexcept = 0;
+};
+
+// Creates a strategy by name ("heap", "arena", "paged", "reuse"). Throws std::invalid_argument
+// with a message for an unknown name (listing the valid ones) or invalid options.
+std::shared_ptr<MessageMemory> MakeMessageMemory(std::string_view name,
+                                                 const MemoryOptions& options = {});
+// Validates options without building anything; throws std::invalid_argument.
+void ValidateMemoryOptions(const MemoryOptions& options);
+
+}  // namespace arenarpc::memory

@@ -1,0 +1,46 @@
+#pragma once
+// Fixed-size page allocators: the unit of memory that paged arenas and I/O buffers are built from.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace arenarpc::memory {
+
+// Settings of a page pool. Validated on construction: page_size must be a power of two in
+// [256 B, 1 MiB]; capacity_pages >= 1 (a pool without cache is MakeSystemPageAllocator);
+// thread_cache_pages <= capacity_pages.
+struct PagePoolOptions {
+  size_t page_size = 4096;         // bytes per page, power of two
+  size_t capacity_pages = 4096;    // max free pages kept in the cache (all threads together)
+  size_t thread_cache_pages = 64;  // max free pages a thread keeps locally (fast path, no lock)
+};
+
+struct PageAllocatorStats {
+  uint64_t allocations = 0;    // pages handed out
+  uint64_t cache_hits = 0;     // ... of which came from the cache
+  uint64_t cache_misses = 0;   // ... of which came from the system
+  uint64_t pages_cached = 0;   // free pages held right now (all thread caches + shared cache)
+  uint64_t pages_outstanding = 0;  // pages handed out and not yet returned
+};
+
+// Hands out blocks of exactly page_size() bytes, aligned to at least 16 bytes. Thread-safe; a page
+// may be returned from a different thread than the one that allocated it.
+class PageAllocator {
+ public:
+  virtual ~PageAllocator() = default;
+  virtual size_t page_size() const noexcept = 0;
+  virtual void* Allocate() = 0;                     // throws std::bad_alloc on exhaustion
+  virtual void Deallocate(void* page) noexcept = 0;
+  virtual PageAllocatorStats stats() const noexcept = 0;
+};
+
+// Throws std::invalid_argument with a message naming the bad setting.
+void ValidatePagePoolOptions(const PagePoolOptions& options);
+
+// Pages straight from the system allocator; no caching.
+std::unique_ptr<PageAllocator> MakeSystemPageAllocator(size_t page_size);
+// A bounded cache of free pages in front of a system page allocator (see cached_page_allocator.h).
+std::unique_ptr<PageAllocator> MakeCachedPageAllocator(const PagePoolOptions& options);
+
+}  // namespace arenarpc::memory

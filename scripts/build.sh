@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour: release | asan | tsan.  Usage: scripts/build.sh FLAVOUR [targets...]
+#   release: -O2 -g, everything (library, tests, examples, tools, benchmarks)
+#   asan:    AddressSanitizer + UndefinedBehaviorSanitizer, library + tests
+#   tsan:    ThreadSanitizer, library + tests (the suite's "concurrency" label runs under it)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+flavour=${1:-release}
+shift || true
+jobs=${JOBS:-$(nproc)}
+case "$flavour" in
+  release) args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DARENARPC_BUILD_BENCH=ON) ;;
+  asan)    args=(-DCMAKE_BUILD_TYPE=Debug -DARENARPC_SANITIZE=address,undefined -DARENARPC_BUILD_BENCH=OFF
+                 -DCMAKE_CXX_FLAGS=-O1) ;;
+  tsan)    args=(-DCMAKE_BUILD_TYPE=Debug -DARENARPC_SANITIZE=thread -DARENARPC_BUILD_BENCH=OFF
+                 -DCMAKE_CXX_FLAGS=-O1) ;;
+  *) echo "build.sh: unknown flavour '$flavour' (release | asan | tsan)" >&2; exit 2 ;;
+esac
+dir="$root/build/$flavour"
+gen=()
+if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
+if [ ! -f "$dir/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$dir" "${gen[@]}" "${args[@]}"
+fi
+if [ $# -gt 0 ]; then
+  cmake --build "$dir" -j "$jobs" --target "$@"
+else
+  cmake --build "$dir" -j "$jobs"
+fi

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The README's test command: installs dependencies, then builds and runs the whole suite twice —
+# optimized, and under AddressSanitizer+UBSan — and the concurrency tests under ThreadSanitizer.
+#   scripts/test.sh            all three
+#   scripts/test.sh release    one flavour (release | asan | tsan)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bash "$root/scripts/install_deps.sh"
+flavours=("$@")
+[ ${#flavours[@]} -gt 0 ] || flavours=(release asan tsan)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+for f in "${flavours[@]}"; do
+  echo "=== [$f] build"
+  bash "$root/scripts/build.sh" "$f"
+  echo "=== [$f] test"
+  label=()
+  [ "$f" = tsan ] && label=(-L concurrency)
+  (cd "$root/build/$f" && ctest --output-on-failure -j "$(nproc)" "${label[@]}")
+done

@@ -1,0 +1,36 @@
+#include "arenarpc/memory/message_memory.h"
+
+namespace arenarpc::memory {
+
+MessagePair& MessagePair::operator=(MessagePair&& other) noexcept {
+  if (this != &other) {
+    Release();
+    owner_ = std::exchange(other.owner_, nullptr);
+    request_ = std::exchange(other.request_, nullptr);
+    response_ = std::exchange(other.response_, nullptr);
+    arena_ = std::exchange(other.arena_, nullptr);
+    cookie_ = std::exchange(other.cookie_, nullptr);
+  }
+  return *this;
+}
+
+void MessagePair::Release() noexcept {
+  if (MethodMemory* owner = std::exchange(owner_, nullptr)) {
+    owner->Release(std::exchange(request_, nullptr), std::exchange(response_, nullptr),
+                   std::exchange(arena_, nullptr), std::exchange(cookie_, nullptr));
+  }
+}
+
+MessagePair MethodMemory::MakePair(google::protobuf::Message* request,
+                                   google::protobuf::Message* response,
+                                   google::protobuf::Arena* arena, void* cookie) noexcept {
+  MessagePair pair;
+  pair.owner_ = this;
+  pair.request_ = request;
+  pair.response_ = response;
+  pair.arena_ = arena;
+  pair.cookie_ = cookie;
+  return pair;
+}
+
+}  // namespace arenarpc::memory

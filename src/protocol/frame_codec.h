@@ -1,0 +1,53 @@
+#pragma once
+// baidu_std framing (spec §1): "PRPC" | body_size BE32 | meta_size BE32 | meta | payload | attachment.
+// Bytes in, frames out; no sockets here.
+
+#include <cstdint>
+#include <string>
+
+#include "arenarpc/buffer_chain.h"
+#include "protocol/rpc_meta.pb.h"
+
+namespace arenarpc::protocol {
+
+inline constexpr size_t kHeaderSize = 12;
+inline constexpr size_t kDefaultMaxBodySize = 64u << 20;  // 67,108,864 bytes, inclusive
+
+// One decoded frame. payload and attachment share the receive buffer's blocks (no copy).
+struct Frame {
+  RpcMeta meta;
+  net::BufferChain payload;     // as on the wire (maybe compressed)
+  net::BufferChain attachment;  // meta.attachment_size() bytes (0 if absent)
+};
+
+enum class DecodeStatus {
+  kNeedMore,   // not a whole frame buffered yet; call again after more bytes arrive
+  kFrame,      // one frame was cut off the input into *out
+  kError,      // fatal framing error: close the connection (error() says why)
+};
+
+// Incremental decoder. Call Next() repeatedly on the connection's input chain: it consumes at most
+// one frame per call. Fatal errors (bad magic, body_size > max_body_size — detected as soon as the
+// 12 header bytes are in, meta_size > body_size, undecodable meta or missing required fields) are
+// sticky. attachment_size larger than the body is NOT fatal here: the frame is returned with
+// attachment_error() set, so the server can answer EREQUEST and the client fail the call (spec §1.1).
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(size_t max_body_size = kDefaultMaxBodySize);
+  DecodeStatus Next(net::BufferChain& in, Frame* out);
+  const std::string& error() const noexcept { return error_; }
+  bool attachment_error() const noexcept { return attachment_error_; }
+
+ private:
+  size_t max_body_size_;
+  std::string error_;
+  bool failed_ = false;
+  bool attachment_error_ = false;
+};
+
+// Appends one frame: header + serialized meta + payload bytes + attachment bytes. Sets nothing in
+// meta: the caller fills attachment_size etc. payload/attachment are moved into out (no copy).
+void EncodeFrame(const RpcMeta& meta, net::BufferChain&& payload, net::BufferChain&& attachment,
+                 net::BufferChain* out);
+
+}  // namespace arenarpc::protocol
