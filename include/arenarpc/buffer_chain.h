@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,17 +58,32 @@ class BufferChain {
  private:
   friend class BufferChainInputStream;
   friend class BufferChainOutputStream;
-  struct Block;
-  struct Ref {
+  struct Block;  // refcounted storage, defined in buffer_chain.cc
+  struct Ref {   // a readable slice of one block
     Block* block;
     size_t offset;
     size_t length;
   };
+  static constexpr size_t kInlineRefs = 2;  // most chains (a frame's payload) hold one or two
+
+  memory::PageAllocator& pages() const noexcept;
+  Ref& ref_at(size_t i) const noexcept { return refs_[ref_begin_ + i]; }
+  void PushRef(const Ref& ref);  // takes over one reference count of ref.block
+  void ReleaseRefs() noexcept;
+  void ReleaseWriteBlock() noexcept;
+  void MoveFrom(BufferChain& other) noexcept;
+
   memory::PageAllocator* pages_ = nullptr;  // nullptr = IoPageAllocator()
-  // Small-vector of refs; implementation detail of buffer_chain.cc.
-  Ref* refs_ = nullptr;
-  size_t ref_begin_ = 0, ref_end_ = 0, ref_capacity_ = 0;
+  // Readable slices in order: refs_[ref_begin_, ref_end_). refs_ points at inline_refs_ until the
+  // chain outgrows it (then at a heap array owned by this chain).
+  Ref* refs_ = inline_refs_;
+  size_t ref_begin_ = 0, ref_end_ = 0, ref_capacity_ = kInlineRefs;
   size_t size_ = 0;
+  Ref inline_refs_[kInlineRefs] = {};
+  // The block this chain appends into (it holds one reference on it). Only the chain owning the
+  // write block ever writes into a block, and only past every shared slice, so chains that share
+  // the block's earlier bytes on other threads never race with it.
+  Block* write_block_ = nullptr;
 };
 
 // Reads a BufferChain's bytes (front to back) without copying them into one string.

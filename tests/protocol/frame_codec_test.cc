@@ -1,0 +1,340 @@
+#include "protocol/frame_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "counting_pages.h"
+#include "hex.h"
+#include "spec_frames.h"
+
+namespace arenarpc::protocol {
+namespace {
+
+using namespace arenarpc::testing;
+
+net::BufferChain Chain(std::string_view bytes) {
+  net::BufferChain c;
+  c.Append(bytes);
+  return c;
+}
+
+std::string Encode(const RpcMeta& meta, std::string_view payload, std::string_view attachment) {
+  net::BufferChain out;
+  EncodeFrame(meta, Chain(payload), Chain(attachment), &out);
+  return out.ToString();
+}
+
+RpcMeta SpecRequestMetaFull() {
+  RpcMeta meta;
+  meta.mutable_request()->set_service_name("example.EchoService");
+  meta.mutable_request()->set_method_name("Echo");
+  meta.set_compress_type(0);
+  meta.set_correlation_id(kSpecCorrelationId);
+  meta.set_content_type(CONTENT_TYPE_PB);
+  meta.set_checksum_type(0);
+  meta.set_checksum_value("");
+  return meta;
+}
+
+// --- encode: exactly the spec's bytes
+
+TEST(EncodeFrame, SpecRequestFull) {
+  EXPECT_EQ(ToHex(Encode(SpecRequestMetaFull(), SpecPayload(), "")), ToHex(SpecRequestFull()));
+}
+
+TEST(EncodeFrame, SpecRequestMinimal) {
+  RpcMeta meta;
+  meta.mutable_request()->set_service_name("example.EchoService");
+  meta.mutable_request()->set_method_name("Echo");
+  meta.set_correlation_id(kSpecCorrelationId);
+  EXPECT_EQ(ToHex(Encode(meta, SpecPayload(), "")), ToHex(SpecRequestMinimal()));
+}
+
+TEST(EncodeFrame, SpecRequestWithLogIdAndAttachment) {
+  RpcMeta meta = SpecRequestMetaFull();
+  meta.mutable_request()->set_log_id(5);
+  meta.set_attachment_size(2);
+  EXPECT_EQ(ToHex(Encode(meta, SpecPayload(), "AB")), ToHex(SpecRequestLogIdAttachment()));
+}
+
+TEST(EncodeFrame, SpecReplies) {
+  RpcMeta full;
+  full.mutable_response()->set_error_code(0);
+  full.set_compress_type(0);
+  full.set_correlation_id(kSpecCorrelationId);
+  full.set_content_type(CONTENT_TYPE_PB);
+  full.set_checksum_type(0);
+  full.set_checksum_value("");
+  EXPECT_EQ(ToHex(Encode(full, SpecPayload(), "")), ToHex(SpecReplyFull()));
+
+  RpcMeta minimal;
+  minimal.mutable_response()->set_error_code(0);
+  minimal.set_correlation_id(kSpecCorrelationId);
+  EXPECT_EQ(ToHex(Encode(minimal, SpecPayload(), "")), ToHex(SpecReplyMinimal()));
+
+  RpcMeta error = full;
+  error.mutable_response()->set_error_code(1002);
+  error.mutable_response()->set_error_text(
+      "[127.0.0.1:8000][E1002]Fail to find method=example.EchoService/Foo");
+  EXPECT_EQ(ToHex(Encode(error, "", "")), ToHex(SpecErrorReply()));
+}
+
+TEST(EncodeFrame, AppendsAfterExistingBytesAndMovesPayload) {
+  net::BufferChain out;
+  out.Append("prefix");
+  net::BufferChain payload = Chain(SpecPayload());
+  RpcMeta meta;
+  meta.mutable_response()->set_error_code(0);
+  meta.set_correlation_id(kSpecCorrelationId);
+  EncodeFrame(meta, std::move(payload), net::BufferChain(), &out);
+  EXPECT_TRUE(payload.empty());
+  EXPECT_EQ(out.ToString(), "prefix" + SpecReplyMinimal());
+}
+
+// --- decode: the spec's bytes give the spec's fields
+
+TEST(FrameDecoder, SpecRequestFull) {
+  net::BufferChain in = Chain(SpecRequestFull());
+  FrameDecoder decoder;
+  Frame frame;
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame) << decoder.error();
+  EXPECT_TRUE(in.empty());
+  EXPECT_FALSE(decoder.attachment_error());
+  EXPECT_EQ(frame.meta.request().service_name(), "example.EchoService");
+  EXPECT_EQ(frame.meta.request().method_name(), "Echo");
+  EXPECT_EQ(frame.meta.correlation_id(), kSpecCorrelationId);
+  EXPECT_TRUE(frame.meta.has_compress_type());
+  EXPECT_EQ(frame.meta.compress_type(), 0);
+  EXPECT_TRUE(frame.meta.has_checksum_value());
+  EXPECT_EQ(frame.meta.checksum_value(), "");
+  EXPECT_EQ(frame.payload.ToString(), SpecPayload());
+  EXPECT_TRUE(frame.attachment.empty());
+  EXPECT_EQ(decoder.Next(in, &frame), DecodeStatus::kNeedMore);
+}
+
+TEST(FrameDecoder, SpecRequestMinimalAndLogIdAttachment) {
+  net::BufferChain in = Chain(SpecRequestMinimal() + SpecRequestLogIdAttachment());
+  FrameDecoder decoder;
+  Frame frame;
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame) << decoder.error();
+  EXPECT_EQ(frame.meta.request().method_name(), "Echo");
+  EXPECT_FALSE(frame.meta.has_compress_type());
+  EXPECT_EQ(frame.meta.correlation_id(), kSpecCorrelationId);
+  EXPECT_EQ(frame.payload.ToString(), SpecPayload());
+
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame) << decoder.error();
+  EXPECT_EQ(frame.meta.request().log_id(), 5);
+  EXPECT_EQ(frame.meta.attachment_size(), 2);
+  EXPECT_EQ(frame.payload.ToString(), SpecPayload());
+  EXPECT_EQ(frame.attachment.ToString(), "AB");
+  EXPECT_TRUE(in.empty());
+}
+
+TEST(FrameDecoder, SpecReplies) {
+  net::BufferChain in = Chain(SpecReplyFull() + SpecReplyMinimal() + SpecErrorReply());
+  FrameDecoder decoder;
+  Frame frame;
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame);
+  EXPECT_TRUE(frame.meta.has_response());
+  EXPECT_EQ(frame.meta.response().error_code(), 0);
+  EXPECT_EQ(frame.payload.ToString(), SpecPayload());
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame);
+  EXPECT_EQ(frame.meta.correlation_id(), kSpecCorrelationId);
+  EXPECT_EQ(frame.payload.ToString(), SpecPayload());
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame);
+  EXPECT_EQ(frame.meta.response().error_code(), 1002);
+  EXPECT_EQ(frame.meta.response().error_text(),
+            "[127.0.0.1:8000][E1002]Fail to find method=example.EchoService/Foo");
+  EXPECT_TRUE(frame.payload.empty());
+  EXPECT_TRUE(frame.attachment.empty());
+  EXPECT_EQ(decoder.Next(in, &frame), DecodeStatus::kNeedMore);
+}
+
+TEST(FrameDecoder, NegativeCorrelationIdRoundTrips) {
+  RpcMeta meta;
+  meta.mutable_request()->set_service_name("s.S");
+  meta.mutable_request()->set_method_name("M");
+  meta.set_correlation_id(-5);
+  const std::string bytes = Encode(meta, "", "");
+  // -5 is a 10-byte two's-complement varint after tag 0x20.
+  EXPECT_NE(bytes.find(FromHex("20 fb ff ff ff ff ff ff ff ff 01")), std::string::npos);
+  net::BufferChain in = Chain(bytes);
+  FrameDecoder decoder;
+  Frame frame;
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame);
+  EXPECT_EQ(frame.meta.correlation_id(), -5);
+}
+
+TEST(FrameDecoder, ByteByByteFeeding) {
+  const std::string stream = SpecRequestLogIdAttachment() + SpecRequestFull() + SpecErrorReply();
+  FrameDecoder decoder;
+  net::BufferChain in;
+  Frame frame;
+  std::vector<std::string> payloads, attachments;
+  for (char c : stream) {
+    in.Append(std::string_view(&c, 1));
+    DecodeStatus st;
+    while ((st = decoder.Next(in, &frame)) == DecodeStatus::kFrame) {
+      payloads.push_back(frame.payload.ToString());
+      attachments.push_back(frame.attachment.ToString());
+    }
+    ASSERT_EQ(st, DecodeStatus::kNeedMore) << decoder.error();
+  }
+  ASSERT_EQ(payloads.size(), 3u);
+  EXPECT_EQ(payloads[0], SpecPayload());
+  EXPECT_EQ(attachments[0], "AB");
+  EXPECT_EQ(payloads[1], SpecPayload());
+  EXPECT_EQ(payloads[2], "");
+  EXPECT_TRUE(in.empty());
+}
+
+TEST(FrameDecoder, ManyFramesInOneChunkAcrossSmallPages) {
+  CountingPages pages(256);
+  net::BufferChain in(&pages);
+  std::string all;
+  for (int i = 0; i < 200; ++i) {
+    RpcMeta meta;
+    meta.mutable_request()->set_service_name("example.EchoService");
+    meta.mutable_request()->set_method_name("Echo");
+    meta.set_correlation_id(i);
+    const std::string att(i % 7, static_cast<char>('a' + i % 26));
+    if (!att.empty()) meta.set_attachment_size(static_cast<int>(att.size()));
+    all += Encode(meta, std::string(i, 'p'), att);
+  }
+  in.Append(all);
+  FrameDecoder decoder;
+  Frame frame;
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame) << i << ": " << decoder.error();
+    EXPECT_EQ(frame.meta.correlation_id(), i);
+    EXPECT_EQ(frame.payload.ToString(), std::string(i, 'p'));
+    EXPECT_EQ(frame.attachment.size(), static_cast<size_t>(i % 7));
+  }
+  EXPECT_EQ(decoder.Next(in, &frame), DecodeStatus::kNeedMore);
+  EXPECT_TRUE(in.empty());
+}
+
+// --- malformed input (spec §1.1)
+
+struct Bad {
+  std::string bytes;
+  std::string error_part;
+};
+
+void ExpectFatal(const std::string& bytes, const std::string& error_part,
+                 size_t max_body = kDefaultMaxBodySize) {
+  SCOPED_TRACE(ToHex(bytes.substr(0, 24)));
+  net::BufferChain in = Chain(bytes);
+  FrameDecoder decoder(max_body);
+  Frame frame;
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kError);
+  EXPECT_NE(decoder.error().find(error_part), std::string::npos) << decoder.error();
+  // Sticky: even a good frame afterwards is refused.
+  net::BufferChain good = Chain(SpecRequestFull());
+  EXPECT_EQ(decoder.Next(good, &frame), DecodeStatus::kError);
+  EXPECT_EQ(good.size(), SpecRequestFull().size());  // nothing consumed
+}
+
+TEST(FrameDecoder, PartialHeaderMatchingMagicWaits) {
+  FrameDecoder decoder;
+  Frame frame;
+  for (size_t n = 0; n < kHeaderSize; ++n) {
+    net::BufferChain in = Chain(SpecRequestFull().substr(0, n));
+    EXPECT_EQ(decoder.Next(in, &frame), DecodeStatus::kNeedMore) << n;
+    EXPECT_EQ(in.size(), n);
+  }
+}
+
+TEST(FrameDecoder, BadMagic) {
+  ExpectFatal("GET / HTTP/1.1\r\n\r\n", "bad magic");
+  ExpectFatal("PRPX", "bad magic");
+  ExpectFatal("X", "bad magic");  // detected on the first byte
+  std::string strm = SpecRequestFull();
+  strm.replace(0, 4, "STRM");
+  ExpectFatal(strm, "streaming");
+}
+
+TEST(FrameDecoder, BodySizeLimitCheckedOnHeaderAlone) {
+  // Header only, claiming max+1: rejected before the body arrives.
+  ExpectFatal(FromHex("50 52 50 43 00 00 04 01 00 00 00 00"), "max_body_size=1024", 1024);
+  ExpectFatal(FromHex("50 52 50 43 ff ff ff ff 00 00 00 00"), "body_size=4294967295");
+  // Equal to the limit is allowed.
+  FrameDecoder decoder(SpecRequestFull().size() - kHeaderSize);
+  net::BufferChain in = Chain(SpecRequestFull());
+  Frame frame;
+  EXPECT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame) << decoder.error();
+  // Default limit: 64 MiB is accepted (waits for the body), 64 MiB + 1 is not.
+  FrameDecoder def;
+  net::BufferChain at_limit = Chain(FromHex("50 52 50 43 04 00 00 00 00 00 00 00"));
+  EXPECT_EQ(def.Next(at_limit, &frame), DecodeStatus::kNeedMore);
+  ExpectFatal(FromHex("50 52 50 43 04 00 00 01 00 00 00 00"), "is larger than max_body_size");
+}
+
+TEST(FrameDecoder, MetaSizeLargerThanBody) {
+  ExpectFatal(FromHex("50 52 50 43 00 00 00 02 00 00 00 03 00 00"), "meta_size=3 is larger");
+}
+
+TEST(FrameDecoder, UndecodableMeta) {
+  // meta = 0a 05 (request, 5 bytes) but only 2 bytes inside the meta: truncated.
+  ExpectFatal(FromHex("50 52 50 43 00 00 00 02 00 00 00 02 0a 05"), "fail to parse RpcMeta");
+  // Invalid wire type 7.
+  ExpectFatal(FromHex("50 52 50 43 00 00 00 01 00 00 00 01 0f"), "fail to parse RpcMeta");
+}
+
+TEST(FrameDecoder, MissingRequiredFields) {
+  RpcMeta meta;
+  meta.mutable_request()->set_service_name("example.EchoService");  // no method_name
+  meta.set_correlation_id(1);
+  const std::string bytes = Encode(meta, SpecPayload(), "");
+  ExpectFatal(bytes, "request.method_name");
+  RpcMeta chunk;
+  chunk.mutable_chunk_info()->set_stream_id(1);  // chunk_id missing
+  ExpectFatal(Encode(chunk, "", ""), "chunk_info.chunk_id");
+}
+
+TEST(FrameDecoder, AttachmentLargerThanBodyIsNotFatal) {
+  RpcMeta meta;
+  meta.mutable_request()->set_service_name("example.EchoService");
+  meta.mutable_request()->set_method_name("Echo");
+  meta.set_correlation_id(9);
+  meta.set_attachment_size(9);  // body after meta has only 7 bytes
+  net::BufferChain in = Chain(Encode(meta, SpecPayload(), "") + SpecRequestFull());
+  FrameDecoder decoder;
+  Frame frame;
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame);
+  EXPECT_TRUE(decoder.attachment_error());
+  EXPECT_EQ(frame.meta.correlation_id(), 9);
+  EXPECT_EQ(frame.payload.size() + frame.attachment.size(), 7u);  // request_size for the error
+  // The connection goes on: the next frame decodes normally and clears the flag.
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame);
+  EXPECT_FALSE(decoder.attachment_error());
+  EXPECT_EQ(frame.meta.correlation_id(), kSpecCorrelationId);
+}
+
+TEST(FrameDecoder, NegativeAttachmentSizeMeansNone) {
+  RpcMeta meta;
+  meta.mutable_response()->set_error_code(0);
+  meta.set_attachment_size(-3);
+  net::BufferChain in = Chain(Encode(meta, SpecPayload(), ""));
+  FrameDecoder decoder;
+  Frame frame;
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame);
+  EXPECT_FALSE(decoder.attachment_error());
+  EXPECT_EQ(frame.payload.ToString(), SpecPayload());
+}
+
+TEST(FrameDecoder, UnknownFieldsAreSkipped) {
+  // Vendor extension field 100 (varint) in RpcMeta: tag (100<<3|0) = a0 06.
+  const std::string meta = FromHex("a0 06 01 20 07");
+  std::string frame_bytes = FromHex("50 52 50 43 00 00 00 05 00 00 00 05") + meta;
+  net::BufferChain in = Chain(frame_bytes);
+  FrameDecoder decoder;
+  Frame frame;
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame) << decoder.error();
+  EXPECT_EQ(frame.meta.correlation_id(), 7);
+}
+
+}  // namespace
+}  // namespace arenarpc::protocol
