@@ -1,0 +1,95 @@
+// baidu_std transport of arenarpc_press: arenarpc::Channel (works against brpc servers too).
+#include <condition_variable>
+#include <mutex>
+
+#include "arenarpc/channel.h"
+#include "arenarpc/controller.h"
+#include "echo/echo.pb.h"
+#include "press/transport.h"
+
+namespace arenarpc::press {
+namespace {
+
+class BaiduStdTransport final : public Transport {
+ public:
+  bool Init(const TransportOptions& options, std::string* error) override {
+    method_ = example::EchoService::descriptor()->FindMethodByName("Echo");
+    ChannelOptions channel_options;
+    channel_options.timeout_ms = options.timeout_ms;
+    channel_options.connection_type = options.connection_type;
+    channel_options.io_threads = options.io_threads;
+    for (int i = 0; i < options.connections; ++i) {
+      auto channel = std::make_unique<Channel>();
+      if (channel->Init(options.server, &channel_options) != 0) {
+        *error = "channel to " + options.server + ": " + channel->last_error();
+        return false;
+      }
+      channels_.push_back(std::move(channel));
+    }
+    return true;
+  }
+
+  void Send(const RawEchoRequest& request, DoneCallback done) override {
+    {
+      std::lock_guard lock(mu_);
+      ++pending_;
+    }
+    Channel& channel = *channels_[next_.fetch_add(1, std::memory_order_relaxed) % channels_.size()];
+    auto call = std::make_unique<Call>(this, std::move(done));
+    Call* raw = call.release();  // owned by the channel until Run(), which takes it back
+    channel.CallMethod(method_, &raw->controller, &request, &raw->response, raw);
+  }
+
+  void Drain() override {
+    std::unique_lock lock(mu_);
+    drained_.wait(lock, [this] { return pending_ == 0; });
+  }
+
+  ~BaiduStdTransport() override {
+    Drain();
+    channels_.clear();
+  }
+
+ private:
+  struct Call final : google::protobuf::Closure {
+    Call(BaiduStdTransport* owner, DoneCallback done) : owner(owner), done(std::move(done)) {}
+    void Run() override {
+      std::unique_ptr<Call> self(this);
+      CallResult result;
+      result.error_code = controller.ErrorCode();
+      std::string text;
+      if (result.error_code != 0) {
+        text = controller.ErrorText();
+        result.error_text = text;
+      } else {
+        result.response_payload = response.payload();
+      }
+      done(result);
+      BaiduStdTransport* transport = owner;
+      self.reset();
+      transport->Finished();
+    }
+    BaiduStdTransport* owner;
+    DoneCallback done;
+    Controller controller;
+    RawEchoResponse response;
+  };
+
+  void Finished() {
+    std::lock_guard lock(mu_);
+    if (--pending_ == 0) drained_.notify_all();
+  }
+
+  const google::protobuf::MethodDescriptor* method_ = nullptr;
+  std::vector<std::unique_ptr<Channel>> channels_;
+  std::atomic<uint64_t> next_{0};
+  std::mutex mu_;
+  std::condition_variable drained_;
+  int64_t pending_ = 0;
+};
+
+}  // namespace
+
+ARENARPC_PRESS_REGISTER_TRANSPORT("baidu_std", BaiduStdTransport);
+
+}  // namespace arenarpc::press

@@ -1,0 +1,37 @@
+#pragma once
+// Everything one arenarpc_press run is configured with, and its validation (shared by the gflags
+// validators in main.cc and by tests).
+
+#include <cstdint>
+#include <string>
+
+namespace arenarpc::press {
+
+struct PressOptions {
+  std::string server = "127.0.0.1:8000";   // host:port
+  std::string protocol = "baidu_std";      // a registered Transport name
+  double qps = 0;                          // > 0: open loop at this rate
+  int concurrency = 0;                     // > 0: closed loop with this many calls in flight
+  int payload_scale = 10;                  // workload.md §1
+  int ring = 64;                           // pre-generated requests; 0 = draw one per call
+  double warmup_s = 2;
+  double duration_s = 10;
+  std::string connection_type = "single";
+  int64_t timeout_ms = 1000;
+  int connections = 1;
+  int threads = 1;                         // open-loop sender threads and transport I/O threads
+  int server_pid = 0;                      // > 0: sample this process's CPU and RSS
+  int max_inflight = 20000;                // open loop: calls beyond are skipped (and counted)
+  bool verify = true;                      // check that each response echoes its request
+  uint64_t seed = 0x5eed;
+  bool live = true;                        // a stderr line each second
+};
+
+// Per-field checks: return "" when valid, else what is wrong (used by the gflags validators).
+std::string ValidateServerAddress(const std::string& host_port);
+std::string ValidatePositive(const char* name, double value, bool allow_zero);
+
+// Whole-run check (every field and their combination); "" when valid.
+std::string Validate(const PressOptions& options);
+
+}  // namespace arenarpc::press

@@ -1,0 +1,155 @@
+#include "press/press_result.h"
+
+#include <cstring>
+#include <iomanip>
+#include <sstream>
+
+#include "arenarpc/error_codes.h"
+
+namespace arenarpc::press {
+namespace {
+
+constexpr std::pair<const char*, double> kPercentiles[] = {
+    {"p50", 50}, {"p80", 80}, {"p90", 90}, {"p99", 99}, {"p99.9", 99.9}};
+
+std::string JsonEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+std::string Mode(const PressOptions& o) {
+  std::ostringstream s;
+  if (o.qps > 0) {
+    s << "open-loop qps=" << o.qps;
+  } else {
+    s << "closed-loop concurrency=" << o.concurrency;
+  }
+  return s.str();
+}
+
+void UsageJson(std::ostringstream& j, const ProcessUsage& u, uint64_t calls) {
+  j << "{\"valid\":" << (u.valid ? "true" : "false") << ",\"cpu_cores\":" << u.cores
+    << ",\"cpu_seconds\":" << u.cpu_seconds << ",\"cpu_us_per_call\":"
+    << (calls ? u.cpu_seconds * 1e6 / double(calls) : 0) << ",\"wall_seconds\":" << u.wall_seconds
+    << ",\"rss_start_bytes\":" << u.rss_start << ",\"rss_peak_bytes\":" << u.rss_peak
+    << ",\"rss_end_bytes\":" << u.rss_end << ",\"rss_samples\":" << u.rss_samples << "}";
+}
+
+}  // namespace
+
+std::string ErrorCodeLabel(int code) {
+  if (code == kEchoMismatch) return "ECHO_MISMATCH";
+  if (code == kSkippedInflight) return "SKIPPED_MAX_INFLIGHT";
+  if (const char* name = ErrorCodeName(code); name[0] != '\0') return name;
+  if (code > 0 && code < 1000) {
+    const char* text = std::strerror(code);
+    return "errno " + std::to_string(code) + " (" + text + ")";
+  }
+  return "code " + std::to_string(code);
+}
+
+std::string FormatText(const PressResult& r) {
+  const PressOptions& o = r.options;
+  std::ostringstream s;
+  s << std::fixed;
+  s << "arenarpc_press " << o.protocol << " " << o.server << " " << Mode(o)
+    << " payload_scale=" << o.payload_scale << " requests="
+    << (o.ring > 0 ? "ring of " + std::to_string(o.ring) + " pre-generated" : "drawn per call")
+    << " warmup=" << std::setprecision(1) << o.warmup_s << "s duration=" << o.duration_s
+    << "s connections=" << o.connections << " threads=" << o.threads
+    << " connection_type=" << o.connection_type << " timeout=" << o.timeout_ms << "ms\n";
+  if (r.mean_request_bytes > 0) {
+    s << "request size: " << std::setprecision(0) << r.mean_request_bytes << " bytes (mean)\n";
+  }
+  s << "calls: " << r.calls_ok << " ok, " << r.calls_failed << " failed; achieved QPS "
+    << std::setprecision(1) << r.achieved_qps << "\n";
+  for (const auto& [code, count] : r.errors_by_code) {
+    auto sample = r.error_samples.find(code);
+    s << "  error " << code << " " << ErrorCodeLabel(code) << ": " << count;
+    if (sample != r.error_samples.end() && !sample->second.empty()) {
+      s << "  (e.g. \"" << sample->second << "\")";
+    }
+    s << "\n";
+  }
+  s << "latency us:";
+  for (const auto& [name, p] : kPercentiles) s << " " << name << "=" << r.latency.Percentile(p);
+  s << " max=" << r.latency.Max() << " mean=" << std::setprecision(0) << r.latency.Mean() << "\n";
+  if (o.qps > 0) {
+    s << "send lag us (actual send - scheduled): p50=" << r.send_lag.Percentile(50)
+      << " p99=" << r.send_lag.Percentile(99) << " max=" << r.send_lag.Max() << "\n";
+  }
+  const uint64_t calls = r.calls_ok + r.calls_failed;
+  if (o.server_pid > 0) {
+    if (r.server.valid) {
+      s << "server pid " << o.server_pid << ": cpu " << std::setprecision(3) << r.server.cores
+        << " cores (" << std::setprecision(0)
+        << (calls ? r.server.cpu_seconds * 1e6 / double(calls) : 0) << " us/call), rss peak "
+        << std::setprecision(1) << r.server.rss_peak / 1e6 << " MB, end "
+        << r.server.rss_end / 1e6 << " MB (" << r.server.rss_samples << " samples)\n";
+    } else {
+      s << "server pid " << o.server_pid << ": not measurable (process missing or exited)\n";
+    }
+  }
+  if (r.client.valid) {
+    s << "press itself: cpu " << std::setprecision(3) << r.client.cores << " cores, rss "
+      << std::setprecision(1) << r.client.rss_peak / 1e6 << " MB\n";
+  }
+  return s.str();
+}
+
+std::string FormatJson(const PressResult& r) {
+  const PressOptions& o = r.options;
+  std::ostringstream j;
+  j.precision(6);
+  j << "{\"protocol\":\"" << JsonEscape(o.protocol) << "\",\"server\":\"" << JsonEscape(o.server)
+    << "\",\"mode\":\"" << (o.qps > 0 ? "open_loop" : "closed_loop") << "\",\"target_qps\":"
+    << o.qps << ",\"concurrency\":" << o.concurrency << ",\"payload_scale\":" << o.payload_scale
+    << ",\"ring\":" << o.ring << ",\"warmup_s\":" << o.warmup_s << ",\"duration_s\":"
+    << o.duration_s << ",\"connections\":" << o.connections << ",\"threads\":" << o.threads
+    << ",\"connection_type\":\"" << JsonEscape(o.connection_type) << "\",\"timeout_ms\":"
+    << o.timeout_ms << ",\"mean_request_bytes\":" << r.mean_request_bytes
+    << ",\"measured_seconds\":" << r.measured_seconds << ",\"calls_ok\":" << r.calls_ok
+    << ",\"calls_failed\":" << r.calls_failed << ",\"achieved_qps\":" << r.achieved_qps
+    << ",\"errors\":[";
+  bool first = true;
+  for (const auto& [code, count] : r.errors_by_code) {
+    auto sample = r.error_samples.find(code);
+    j << (first ? "" : ",") << "{\"code\":" << code << ",\"name\":\""
+      << JsonEscape(ErrorCodeLabel(code)) << "\",\"count\":" << count << ",\"sample\":\""
+      << JsonEscape(sample == r.error_samples.end() ? "" : sample->second) << "\"}";
+    first = false;
+  }
+  j << "],\"latency_us\":{";
+  for (const auto& [name, p] : kPercentiles) j << "\"" << name << "\":" << r.latency.Percentile(p) << ",";
+  j << "\"max\":" << r.latency.Max() << ",\"mean\":" << r.latency.Mean()
+    << ",\"count\":" << r.latency.Count() << "},\"send_lag_us\":{\"p50\":"
+    << r.send_lag.Percentile(50) << ",\"p99\":" << r.send_lag.Percentile(99)
+    << ",\"max\":" << r.send_lag.Max() << "}";
+  const uint64_t calls = r.calls_ok + r.calls_failed;
+  if (o.server_pid > 0) {
+    j << ",\"server_pid\":" << o.server_pid << ",\"server_usage\":";
+    UsageJson(j, r.server, calls);
+  }
+  j << ",\"client_usage\":";
+  UsageJson(j, r.client, calls);
+  j << "}\n";
+  return j.str();
+}
+
+}  // namespace arenarpc::press

@@ -1,0 +1,62 @@
+#pragma once
+// Transport: how arenarpc_press sends one echo call over some protocol. Implementations register
+// themselves by protocol name (ARENARPC_PRESS_REGISTER_TRANSPORT in their own .cc file, which
+// tools/press/CMakeLists.txt globs), so main() needs no #ifdef per protocol.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "press/press_wire.pb.h"
+
+namespace arenarpc::press {
+
+struct TransportOptions {
+  std::string server;                       // "host:port"
+  std::string connection_type = "single";   // "single" | "pooled" | "short" (protocol-specific)
+  int64_t timeout_ms = 1000;                // per call
+  int connections = 1;                      // independent connections/channels, used round-robin
+  int io_threads = 1;                       // threads that run completion callbacks
+};
+
+// What a call returned. Views are valid only during the callback.
+struct CallResult {
+  int error_code = 0;                 // 0 = success; baidu_std codes (error_codes.h) or errno
+  std::string_view error_text;
+  std::string_view response_payload;  // serialized ComplexPayload of the response (on success)
+};
+
+using DoneCallback = std::function<void(const CallResult&)>;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Connects/prepares. Returns false and fills *error on failure.
+  virtual bool Init(const TransportOptions& options, std::string* error) = 0;
+  // Starts one call and returns without waiting. `request` stays valid until `done` has run;
+  // `done` runs exactly once, on any thread (possibly inline when the call fails immediately).
+  // Latency is timed by the caller (from the call's scheduled time), not by the transport.
+  virtual void Send(const RawEchoRequest& request, DoneCallback done) = 0;
+  // Blocks until every call started has completed (their callbacks have returned).
+  virtual void Drain() = 0;
+};
+
+using TransportFactory = std::function<std::unique_ptr<Transport>()>;
+
+// Registry by protocol name ("baidu_std", "grpc", ...). Registration is meant for static
+// initializers; lookups are thread-safe.
+bool RegisterTransport(std::string name, TransportFactory factory);
+std::unique_ptr<Transport> MakeTransport(std::string_view name);  // nullptr if unknown
+std::vector<std::string> TransportNames();                        // sorted
+
+}  // namespace arenarpc::press
+
+#define ARENARPC_PRESS_CONCAT_INNER(a, b) a##b
+#define ARENARPC_PRESS_CONCAT(a, b) ARENARPC_PRESS_CONCAT_INNER(a, b)
+// In a transport's .cc file:  ARENARPC_PRESS_REGISTER_TRANSPORT("grpc", GrpcTransport);
+#define ARENARPC_PRESS_REGISTER_TRANSPORT(name, Type)                                   \
+  static const bool ARENARPC_PRESS_CONCAT(press_transport_registered_, __LINE__) =     \
+      ::arenarpc::press::RegisterTransport(name, [] { return std::make_unique<Type>(); })
