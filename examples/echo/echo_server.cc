@@ -1,0 +1,128 @@
+// echo_server: the benchmark's echo service (workload.md §1) on arenarpc, with every memory
+// setting of ServerOptions as a flag. Prints one line once it listens:
+//   echo_server listening on 127.0.0.1:8000 mode=arena pid=1234
+// and stops cleanly on SIGINT/SIGTERM (calls in flight finish first), printing its statistics.
+#include <gflags/gflags.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "arenarpc/memory/message_memory.h"
+#include "arenarpc/server.h"
+#include "echo/echo_service.h"
+
+namespace {
+
+bool Fail(const char* flag, const std::string& why) {
+  std::fprintf(stderr, "echo_server: --%s: %s\n", flag, why.c_str());
+  return false;
+}
+bool CheckAddress(const char* flag, const std::string& v) {
+  const size_t colon = v.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == v.size()) {
+    return Fail(flag, "'" + v + "' is not ip:port");
+  }
+  const std::string port = v.substr(colon + 1);
+  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
+      std::stoul(port) > 65535) {
+    return Fail(flag, "'" + v + "' has an invalid port (0..65535, 0 = pick one)");
+  }
+  return true;
+}
+bool CheckMode(const char* flag, const std::string& v) {
+  if (v == "heap" || v == "arena" || v == "paged" || v == "reuse") return true;
+  return Fail(flag, "must be heap, arena, paged or reuse, got '" + v + "'");
+}
+bool CheckNonNegative(const char* flag, int32_t v) {
+  return v >= 0 || Fail(flag, "must be >= 0, got " + std::to_string(v));
+}
+bool CheckPositive(const char* flag, uint64_t v) {
+  return v > 0 || Fail(flag, "must be > 0");
+}
+
+}  // namespace
+
+DEFINE_string(address, "127.0.0.1:8000", "Listen on ip:port (port 0 = pick a free one)");
+DEFINE_validator(address, &CheckAddress);
+DEFINE_int32(threads, 0, "I/O threads (handlers run on them unless --worker_threads); 0 = nproc");
+DEFINE_validator(threads, &CheckNonNegative);
+DEFINE_int32(worker_threads, 0, "> 0: run handlers on a separate pool of this many threads");
+DEFINE_validator(worker_threads, &CheckNonNegative);
+DEFINE_string(mode, "heap", "Message memory: heap | arena | paged | reuse");
+DEFINE_validator(mode, &CheckMode);
+DEFINE_uint64(page_size, 4096, "paged: bytes per page of the page pool");
+DEFINE_validator(page_size, &CheckPositive);
+DEFINE_uint64(page_cache_capacity, 4096, "paged: free pages kept cached (not returned to the OS)");
+DEFINE_uint64(reuse_max_pooled, arenarpc::memory::ReuseSettings{}.max_pooled_objects,
+              "reuse: pooled objects per message type");
+DEFINE_validator(reuse_max_pooled, &CheckPositive);
+DEFINE_uint64(reuse_max_object_bytes, arenarpc::memory::ReuseSettings{}.max_object_bytes,
+              "reuse: an object retaining more bytes is destroyed instead of pooled");
+DEFINE_validator(reuse_max_object_bytes, &CheckPositive);
+DEFINE_uint64(reuse_max_pool_bytes, arenarpc::memory::ReuseSettings{}.max_pool_bytes,
+              "reuse: estimated bytes retained per message type's pool");
+DEFINE_validator(reuse_max_pool_bytes, &CheckPositive);
+DEFINE_uint64(arena_start_block_size, arenarpc::memory::ArenaSettings{}.start_block_size,
+              "arena/paged: first block of a call's arena");
+DEFINE_validator(arena_start_block_size, &CheckPositive);
+DEFINE_uint64(arena_max_block_size, arenarpc::memory::ArenaSettings{}.max_block_size,
+              "arena/paged: largest block of a call's arena");
+DEFINE_validator(arena_max_block_size, &CheckPositive);
+DEFINE_int32(max_concurrency, 0, "Calls handled at once; excess get ELIMIT. 0 = unlimited");
+DEFINE_validator(max_concurrency, &CheckNonNegative);
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("arenarpc echo server for the memory-mode benchmark");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (argc > 1) {
+    std::fprintf(stderr, "echo_server: unexpected argument '%s'\n", argv[1]);
+    return 2;
+  }
+  arenarpc::ServerOptions options;
+  options.num_threads = FLAGS_threads;
+  options.worker_threads = FLAGS_worker_threads;
+  options.memory_mode = FLAGS_mode;
+  options.max_concurrency = FLAGS_max_concurrency;
+  options.memory.page_size = FLAGS_page_size;
+  options.memory.page_cache_capacity = FLAGS_page_cache_capacity;
+  options.memory.reuse.max_pooled_objects = FLAGS_reuse_max_pooled;
+  options.memory.reuse.max_object_bytes = FLAGS_reuse_max_object_bytes;
+  options.memory.reuse.max_pool_bytes = FLAGS_reuse_max_pool_bytes;
+  options.memory.arena.start_block_size = FLAGS_arena_start_block_size;
+  options.memory.arena.max_block_size = FLAGS_arena_max_block_size;
+  try {
+    arenarpc::memory::ValidateMemoryOptions(options.memory);  // cross-field rules live there
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "echo_server: invalid memory options: %s\n", e.what());
+    return 2;
+  }
+
+  arenarpc::example::EchoServiceImpl service;
+  arenarpc::Server server;
+  if (server.AddService(&service, arenarpc::SERVER_DOESNT_OWN_SERVICE) != 0 ||
+      server.Start(FLAGS_address, options) != 0) {
+    std::fprintf(stderr, "echo_server: cannot start on %s: %s\n", FLAGS_address.c_str(),
+                 server.last_error().c_str());
+    return 1;
+  }
+  const std::string host = FLAGS_address.substr(0, FLAGS_address.rfind(':'));
+  std::printf("echo_server listening on %s:%d mode=%s pid=%d\n", host.c_str(),
+              server.listen_port(), FLAGS_mode.c_str(), static_cast<int>(getpid()));
+  std::fflush(stdout);
+
+  server.RunUntilAskedToQuit();
+
+  const auto stats = server.GetMethodStats("arenarpc.example.EchoService.Echo");
+  std::fprintf(stderr,
+               "echo_server stopped: %llu calls, %llu errors, %llu rejected, latency p50/p99/max "
+               "%lld/%lld/%lld us (mode %s)\n",
+               static_cast<unsigned long long>(stats.calls),
+               static_cast<unsigned long long>(stats.errors),
+               static_cast<unsigned long long>(stats.rejected),
+               static_cast<long long>(stats.latency_p50_us),
+               static_cast<long long>(stats.latency_p99_us),
+               static_cast<long long>(stats.latency_max_us), stats.memory_mode.c_str());
+  return 0;
+}
