@@ -21,6 +21,14 @@ void MessagePair::Release() noexcept {
   }
 }
 
+void MessagePair::SettleRequest() noexcept {
+  if (owner_ != nullptr) owner_->Settle(request_, /*is_response=*/false, cookie_);
+}
+
+void MessagePair::SettleResponse() noexcept {
+  if (owner_ != nullptr) owner_->Settle(response_, /*is_response=*/true, cookie_);
+}
+
 MessagePair MethodMemory::MakePair(google::protobuf::Message* request,
                                    google::protobuf::Message* response,
                                    google::protobuf::Arena* arena, void* cookie) noexcept {

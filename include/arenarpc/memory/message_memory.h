@@ -82,6 +82,15 @@ class MessagePair {
   // Returns the messages to their strategy now. Idempotent; any thread.
   void Release() noexcept;
 
+  // Call after the request has been filled (parsed) and before the handler reads it, and after the
+  // handler has written the response and before it is serialized. Only the reuse strategy acts
+  // (others: no-op): a handed-out reused message carries its kept, cleared sub-message tree, so
+  // has_x() reads true for a kept singular sub-message until Settle detaches those that are still
+  // empty. After Settle, has_x() and the serialized bytes equal a heap message's with the same
+  // content (see docs/memory.md for the one proto3 corner case).
+  void SettleRequest() noexcept;
+  void SettleResponse() noexcept;
+
  private:
   friend class MethodMemory;
   MethodMemory* owner_ = nullptr;
@@ -108,6 +117,8 @@ class MethodMemory {
   // Called once per pair by MessagePair::Release().
   virtual void Release(google::protobuf::Message* request, google::protobuf::Message* response,
                        google::protobuf::Arena* arena, void* cookie) noexcept = 0;
+  // Called by MessagePair::Settle*(); `message` is the pair's request or response.
+  virtual void Settle(google::protobuf::Message* message, bool is_response, void* cookie) noexcept {}
 
  private:
   friend class MessagePair;

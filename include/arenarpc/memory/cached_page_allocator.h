@@ -1,0 +1,37 @@
+#pragma once
+// A bounded cache of free pages in front of the system allocator.
+//
+// Each thread keeps a small local stack of free pages (no lock on the fast path); it refills from /
+// spills to a shared stack in batches under one mutex. The bound is strict: a thread cache may only
+// hold as many pages as it was granted "credit" for, and credits plus the shared stack never exceed
+// capacity_pages, so the total number of cached pages never exceeds the capacity. A page may be
+// freed on any thread; it simply lands in that thread's cache.
+
+#include <memory>
+
+#include "arenarpc/memory/page_allocator.h"
+
+namespace arenarpc::memory {
+
+class CachedPageAllocator final : public PageAllocator {
+ public:
+  explicit CachedPageAllocator(const PagePoolOptions& options);  // validates; throws invalid_argument
+  ~CachedPageAllocator() override;
+  CachedPageAllocator(const CachedPageAllocator&) = delete;
+  CachedPageAllocator& operator=(const CachedPageAllocator&) = delete;
+
+  size_t page_size() const noexcept override;
+  void* Allocate() override;
+  void Deallocate(void* page) noexcept override;
+  PageAllocatorStats stats() const noexcept override;
+  const PagePoolOptions& options() const noexcept;
+
+  // Shared state; kept alive by thread caches that still hold pages of a destroyed allocator, which
+  // hand them back when their thread exits or next creates a cache.
+  struct Core;
+
+ private:
+  std::shared_ptr<Core> core_;
+};
+
+}  // namespace arenarpc::memory

@@ -1,0 +1,61 @@
+#pragma once
+// Clearing a heap message while keeping its allocated sub-message tree (the reuse strategy's core).
+//
+// protobuf 3.21's generated Clear() on a heap message deletes singular sub-message fields, so a
+// naive Clear()+Parse reuse rebuilds the whole tree every call. KeptTreePlan, computed once per
+// root type from the descriptor, clears in place instead:
+//  - repeated fields: RepeatedPtrField::Clear() keeps the cleared elements (and their strings'
+//    capacity) for the next Add(); repeated scalars keep their capacity;
+//  - singular sub-messages reachable from the root through singular message fields ("slots", up to
+//    kMaxDepth deep and kMaxSlots in all) are cleared recursively and kept;
+//  - everything else (scalars, singular strings, maps, oneofs, singular sub-messages inside repeated
+//    elements or beyond the slot limits, unknown fields, extensions) is cleared as Clear() would.
+// Settle() detaches kept sub-messages that the new content left empty into a per-object stash, so
+// has_x() and serialization match a heap message; the next Clear() re-attaches them.
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace google::protobuf {
+class Descriptor;
+class FieldDescriptor;
+class Message;
+}  // namespace google::protobuf
+
+namespace arenarpc::memory {
+
+class KeptTreePlan {
+ public:
+  static constexpr int kMaxDepth = 8;
+  static constexpr int kMaxSlots = 64;
+  using Stash = std::span<std::unique_ptr<google::protobuf::Message>>;
+
+  explicit KeptTreePlan(const google::protobuf::Descriptor& root);
+  ~KeptTreePlan();
+  KeptTreePlan(const KeptTreePlan&) = delete;
+  KeptTreePlan& operator=(const KeptTreePlan&) = delete;
+
+  // Number of stash entries an object of the root type needs.
+  size_t slot_count() const noexcept { return slot_count_; }
+  // Clears `message` (of the root type) in place, keeping its sub-message tree; re-attaches stashed
+  // sub-messages whose field is unset.
+  void Clear(google::protobuf::Message& message, Stash stash) const;
+  // Detaches kept singular sub-messages that are set but empty into `stash`.
+  void Settle(google::protobuf::Message& message, Stash stash) const;
+
+  struct TypePlan;  // per-descriptor field classification (kept_tree.cc)
+  struct Node {     // one singular-message path from the root
+    const google::protobuf::FieldDescriptor* field = nullptr;  // nullptr for the root
+    int slot = -1;
+    const TypePlan* type = nullptr;
+    std::vector<Node> children;
+  };
+
+ private:
+  Node root_;
+  size_t slot_count_ = 0;
+};
+
+}  // namespace arenarpc::memory

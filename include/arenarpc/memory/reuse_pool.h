@@ -1,0 +1,81 @@
+#pragma once
+// ReusePool: a bounded pool of heap message objects of one type that are cleared in place (keeping
+// their sub-message tree, see kept_tree.h) instead of destroyed, so the next call reuses the
+// allocations of the previous one.
+//
+// Bounded memory: each object's retained size is estimated, and an object over max_object_bytes,
+// or one that would push the pool over max_pool_bytes, is destroyed instead of pooled (a
+// "rebuild": the next Take() builds a fresh one). The estimate is an exact SpaceUsedLong() walk on
+// an object's first release and every sample_every-th release after; in between it is the larger
+// of the last sample and the message's cached serialized size scaled by the last sample's
+// space/wire ratio (O(1): set whenever the message was serialized, e.g. every response).
+//
+// Thread-safe and lock-light: objects sit in per-thread-hashed shards, each with its own mutex, so
+// threads rarely meet on one lock. An object may be given back on any thread.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "arenarpc/memory/kept_tree.h"
+#include "arenarpc/memory/message_memory.h"
+
+namespace arenarpc::memory {
+
+struct ReusePoolStats {
+  uint64_t reuses = 0;          // Take() served from the pool
+  uint64_t creations = 0;       // Take() that built a new object
+  uint64_t rebuilds = 0;        // objects destroyed at Give() for exceeding a byte cap
+  uint64_t drops = 0;           // objects destroyed at Give() because the pool was full
+  uint64_t objects_pooled = 0;  // objects in the pool now
+  uint64_t retained_bytes_estimate = 0;  // estimated bytes retained by pooled objects
+};
+
+class ReusePool {
+ public:
+  // One pooled object and its bookkeeping. Owned by the pool while pooled, by a caller otherwise.
+  struct Entry {
+    std::unique_ptr<google::protobuf::Message> message;
+    std::vector<std::unique_ptr<google::protobuf::Message>> stash;  // see KeptTreePlan
+    size_t retained_estimate = 0;
+    double space_per_wire_byte = 0;  // from the last sample; 0 until known
+    uint32_t releases = 0;
+    Entry* partner = nullptr;  // the reuse strategy links a request entry to its response entry
+  };
+
+  // Throws std::invalid_argument for invalid settings.
+  ReusePool(const google::protobuf::Message& prototype, const ReuseSettings& settings);
+  ~ReusePool();
+  ReusePool(const ReusePool&) = delete;
+  ReusePool& operator=(const ReusePool&) = delete;
+
+  Entry* Take();                 // an empty message, pooled or new; throws std::bad_alloc
+  void Give(Entry* entry) noexcept;  // clears and pools it, or destroys it
+  void Settle(Entry& entry) const noexcept { plan_.Settle(*entry.message, entry.stash); }
+
+  ReusePoolStats stats() const noexcept;
+  const ReuseSettings& settings() const noexcept { return settings_; }
+
+ private:
+  struct alignas(64) Shard {
+    std::mutex mu;
+    std::vector<std::unique_ptr<Entry>> entries;
+  };
+  Shard& MyShard() noexcept;
+  size_t Measure(Entry& entry) noexcept;
+  void Destroy(Entry* entry) noexcept;
+
+  const google::protobuf::Message& prototype_;
+  const ReuseSettings settings_;
+  const KeptTreePlan plan_;
+  const size_t shard_capacity_;
+  std::vector<Shard> shards_;
+  alignas(64) std::atomic<uint64_t> pooled_bytes_{0};
+  std::atomic<uint64_t> pooled_objects_{0};
+  std::atomic<uint64_t> reuses_{0}, creations_{0}, rebuilds_{0}, drops_{0};
+};
+
+}  // namespace arenarpc::memory

@@ -1,0 +1,140 @@
+#include "arenarpc/memory/kept_tree.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/unknown_field_set.h>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace arenarpc::memory {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::OneofDescriptor;
+using google::protobuf::Reflection;
+
+// How to clear one message type's own fields, computed once per descriptor.
+struct KeptTreePlan::TypePlan {
+  std::vector<const FieldDescriptor*> clear_fields;     // repeated, scalars, strings, maps
+  std::vector<const FieldDescriptor*> message_fields;   // singular, not in a real oneof
+  std::vector<const OneofDescriptor*> oneofs;
+  std::vector<const FieldDescriptor*> all_fields;       // for the emptiness check
+  bool has_extensions = false;
+};
+
+namespace {
+
+using TypePlan = KeptTreePlan::TypePlan;
+using Node = KeptTreePlan::Node;
+
+// Descriptors of generated messages live for the whole process, so the plans do too.
+const TypePlan& PlanFor(const Descriptor& d) {
+  static std::mutex mu;
+  static std::unordered_map<const Descriptor*, std::unique_ptr<TypePlan>> plans;
+  std::lock_guard lock(mu);
+  auto& plan = plans[&d];
+  if (!plan) {
+    plan = std::make_unique<TypePlan>();
+    plan->has_extensions = d.extension_range_count() > 0;
+    for (int i = 0; i < d.field_count(); ++i) {
+      const FieldDescriptor* f = d.field(i);
+      plan->all_fields.push_back(f);
+      if (f->real_containing_oneof() != nullptr) continue;
+      if (!f->is_repeated() && f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+        plan->message_fields.push_back(f);
+      } else {
+        plan->clear_fields.push_back(f);
+      }
+    }
+    for (int i = 0; i < d.real_oneof_decl_count(); ++i) plan->oneofs.push_back(d.oneof_decl(i));
+  }
+  return *plan;
+}
+
+void BuildNode(Node& node, const Descriptor& type, int depth, size_t& slots) {
+  node.type = &PlanFor(type);
+  if (depth >= KeptTreePlan::kMaxDepth) return;
+  for (const FieldDescriptor* f : node.type->message_fields) {
+    if (slots >= static_cast<size_t>(KeptTreePlan::kMaxSlots)) return;
+    Node child;
+    child.field = f;
+    child.slot = static_cast<int>(slots++);
+    BuildNode(child, *f->message_type(), depth + 1, slots);
+    node.children.push_back(std::move(child));
+  }
+}
+
+void ClearExtensions(Message& m, const Reflection& r) {
+  std::vector<const FieldDescriptor*> set;
+  r.ListFields(m, &set);
+  for (const FieldDescriptor* f : set) {
+    if (f->is_extension()) r.ClearField(&m, f);
+  }
+}
+
+void ClearNode(Message& m, const Node& node, KeptTreePlan::Stash stash) {
+  const Reflection& r = *m.GetReflection();
+  const TypePlan& t = *node.type;
+  // ClearField on a repeated field keeps the cleared elements / capacity (RepeatedPtrField::Clear).
+  for (const FieldDescriptor* f : t.clear_fields) r.ClearField(&m, f);
+  for (const OneofDescriptor* o : t.oneofs) r.ClearOneof(&m, o);
+  size_t next_child = 0;
+  for (const FieldDescriptor* f : t.message_fields) {
+    const Node* child = next_child < node.children.size() && node.children[next_child].field == f
+                            ? &node.children[next_child++]
+                            : nullptr;
+    if (child == nullptr) {  // beyond the slot limits: behave like Clear()
+      r.ClearField(&m, f);
+      continue;
+    }
+    auto& spare = stash[child->slot];
+    if (r.HasField(m, f)) {
+      spare.reset();  // the content set a fresh object; keep that one
+      ClearNode(*r.MutableMessage(&m, f), *child, stash);
+    } else if (spare) {
+      Message* kept = spare.release();
+      r.UnsafeArenaSetAllocatedMessage(&m, kept, f);
+      ClearNode(*kept, *child, stash);
+    }
+  }
+  if (t.has_extensions) ClearExtensions(m, r);
+  if (!r.GetUnknownFields(m).empty()) r.MutableUnknownFields(&m)->Clear();
+}
+
+bool IsEmpty(const Message& m, const TypePlan& t) {
+  const Reflection& r = *m.GetReflection();
+  for (const FieldDescriptor* f : t.all_fields) {
+    if (f->is_repeated() ? r.FieldSize(m, f) > 0 : r.HasField(m, f)) return false;
+  }
+  if (t.has_extensions) {
+    std::vector<const FieldDescriptor*> set;
+    r.ListFields(m, &set);
+    if (!set.empty()) return false;
+  }
+  return r.GetUnknownFields(m).empty();
+}
+
+void SettleNode(Message& m, const Node& node, KeptTreePlan::Stash stash) {
+  const Reflection& r = *m.GetReflection();
+  for (const Node& child : node.children) {
+    if (!r.HasField(m, child.field)) continue;
+    Message& sub = *r.MutableMessage(&m, child.field);
+    SettleNode(sub, child, stash);
+    auto& spare = stash[child.slot];
+    if (!spare && IsEmpty(sub, *child.type)) {
+      spare.reset(r.UnsafeArenaReleaseMessage(&m, child.field));
+    }
+  }
+}
+
+}  // namespace
+
+KeptTreePlan::KeptTreePlan(const Descriptor& root) { BuildNode(root_, root, 0, slot_count_); }
+KeptTreePlan::~KeptTreePlan() = default;
+
+void KeptTreePlan::Clear(Message& message, Stash stash) const { ClearNode(message, root_, stash); }
+void KeptTreePlan::Settle(Message& message, Stash stash) const { SettleNode(message, root_, stash); }
+
+}  // namespace arenarpc::memory

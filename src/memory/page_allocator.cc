@@ -1,0 +1,87 @@
+// Page pool option validation and the uncached system page allocator.
+#include <atomic>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "arenarpc/memory/cached_page_allocator.h"
+#include "arenarpc/memory/page_allocator.h"
+#include "memory/system_pages.h"
+
+namespace arenarpc::memory {
+namespace {
+
+constexpr size_t kMinPageSize = 256;
+constexpr size_t kMaxPageSize = size_t{1} << 20;
+
+class SystemPageAllocator final : public PageAllocator {
+ public:
+  explicit SystemPageAllocator(size_t page_size) : page_size_(page_size) {}
+  ~SystemPageAllocator() override = default;
+
+  size_t page_size() const noexcept override { return page_size_; }
+  void* Allocate() override {
+    void* page = AllocateSystemPage(page_size_);
+    allocations_.fetch_add(1, std::memory_order_relaxed);
+    return page;
+  }
+  void Deallocate(void* page) noexcept override {
+    if (page == nullptr) return;
+    FreeSystemPage(page, page_size_);
+    frees_.fetch_add(1, std::memory_order_relaxed);
+  }
+  PageAllocatorStats stats() const noexcept override {
+    PageAllocatorStats s;
+    s.allocations = allocations_.load(std::memory_order_relaxed);
+    s.cache_misses = s.allocations;
+    const uint64_t frees = frees_.load(std::memory_order_relaxed);
+    s.pages_outstanding = s.allocations >= frees ? s.allocations - frees : 0;
+    return s;
+  }
+
+ private:
+  const size_t page_size_;
+  std::atomic<uint64_t> allocations_{0};
+  std::atomic<uint64_t> frees_{0};
+};
+
+}  // namespace
+
+void ValidatePageSize(size_t page_size) {
+  if (page_size < kMinPageSize || page_size > kMaxPageSize || (page_size & (page_size - 1)) != 0) {
+    throw std::invalid_argument("page_size " + std::to_string(page_size) +
+                                " is invalid: it must be a power of two in [256, 1048576] bytes");
+  }
+}
+
+void ValidatePagePoolOptions(const PagePoolOptions& options) {
+  ValidatePageSize(options.page_size);
+  if (options.capacity_pages == 0) {
+    throw std::invalid_argument(
+        "capacity_pages must be >= 1 (use MakeSystemPageAllocator for a pool without cache)");
+  }
+  if (options.thread_cache_pages > options.capacity_pages) {
+    throw std::invalid_argument("thread_cache_pages (" + std::to_string(options.thread_cache_pages) +
+                                ") must not exceed capacity_pages (" +
+                                std::to_string(options.capacity_pages) + ")");
+  }
+}
+
+void* AllocateSystemPage(size_t page_size) {
+  return ::operator new(page_size, std::align_val_t{kSystemPageAlignment});
+}
+
+void FreeSystemPage(void* page, size_t page_size) noexcept {
+  ::operator delete(page, page_size, std::align_val_t{kSystemPageAlignment});
+}
+
+std::unique_ptr<PageAllocator> MakeSystemPageAllocator(size_t page_size) {
+  ValidatePageSize(page_size);
+  return std::make_unique<SystemPageAllocator>(page_size);
+}
+
+std::unique_ptr<PageAllocator> MakeCachedPageAllocator(const PagePoolOptions& options) {
+  return std::make_unique<CachedPageAllocator>(options);
+}
+
+}  // namespace arenarpc::memory

@@ -1,0 +1,138 @@
+#include "arenarpc/memory/reuse_pool.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include <algorithm>
+#include <functional>
+#include <thread>
+
+namespace arenarpc::memory {
+namespace {
+
+size_t ShardCount(size_t max_objects) {
+  const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp<size_t>(hw, 1, std::min<size_t>(16, max_objects));
+}
+
+// A small per-thread number, stable for the thread's life, picks the thread's home shard.
+size_t ThreadIndex() noexcept {
+  static std::atomic<size_t> next{0};
+  thread_local const size_t index = next.fetch_add(1, std::memory_order_relaxed);
+  return index;
+}
+
+}  // namespace
+
+void ValidateReuseSettings(const ReuseSettings& s);  // message_memory_options.cc
+
+ReusePool::ReusePool(const google::protobuf::Message& prototype, const ReuseSettings& settings)
+    : prototype_(prototype),
+      settings_((ValidateReuseSettings(settings), settings)),
+      plan_(*prototype.GetDescriptor()),
+      shard_capacity_((settings.max_pooled_objects + ShardCount(settings.max_pooled_objects) - 1) /
+                      ShardCount(settings.max_pooled_objects)),
+      shards_(ShardCount(settings.max_pooled_objects)) {
+  for (Shard& shard : shards_) shard.entries.reserve(shard_capacity_);  // Give() must not allocate
+}
+
+ReusePool::~ReusePool() = default;  // pooled entries are owned by the shards
+
+ReusePool::Shard& ReusePool::MyShard() noexcept { return shards_[ThreadIndex() % shards_.size()]; }
+
+ReusePool::Entry* ReusePool::Take() {
+  // Home shard first, then the others: an object released on another thread is still found.
+  const size_t home = ThreadIndex() % shards_.size();
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    Shard& shard = shards_[(home + i) % shards_.size()];
+    std::unique_ptr<Entry> entry;
+    {
+      std::lock_guard lock(shard.mu);
+      if (shard.entries.empty()) continue;
+      entry = std::move(shard.entries.back());
+      shard.entries.pop_back();
+    }
+    pooled_bytes_.fetch_sub(entry->retained_estimate, std::memory_order_relaxed);
+    pooled_objects_.fetch_sub(1, std::memory_order_relaxed);
+    reuses_.fetch_add(1, std::memory_order_relaxed);
+    return entry.release();
+  }
+  auto entry = std::make_unique<Entry>();
+  entry->message.reset(prototype_.New());
+  entry->stash.resize(plan_.slot_count());
+  creations_.fetch_add(1, std::memory_order_relaxed);
+  return entry.release();
+}
+
+size_t ReusePool::Measure(Entry& entry) noexcept {
+  const size_t wire = static_cast<size_t>(std::max(0, entry.message->GetCachedSize()));
+  const bool sample = entry.releases == 0 || entry.releases % settings_.sample_every == 0;
+  ++entry.releases;
+  if (sample) {
+    size_t bytes = entry.message->SpaceUsedLong();
+    for (const auto& kept : entry.stash) {
+      if (kept) bytes += kept->SpaceUsedLong();
+    }
+    if (wire > 0) entry.space_per_wire_byte = static_cast<double>(bytes) / static_cast<double>(wire);
+    entry.retained_estimate = bytes;
+  } else if (wire > 0 && entry.space_per_wire_byte > 0) {
+    // Retained capacity only grows between clears, so the estimate never decreases here.
+    entry.retained_estimate = std::max(
+        entry.retained_estimate, static_cast<size_t>(static_cast<double>(wire) * entry.space_per_wire_byte));
+  }
+  return entry.retained_estimate;
+}
+
+void ReusePool::Destroy(Entry* entry) noexcept { std::unique_ptr<Entry> owned(entry); }
+
+void ReusePool::Give(Entry* entry) noexcept {
+  if (entry == nullptr) return;
+  entry->partner = nullptr;
+  // Measure before clearing: the cached serialized size is the content's.
+  const size_t bytes = Measure(*entry);
+  if (bytes > settings_.max_object_bytes) {
+    rebuilds_.fetch_add(1, std::memory_order_relaxed);
+    return Destroy(entry);
+  }
+  // Reserve room under the pool byte cap before pooling.
+  uint64_t pooled = pooled_bytes_.load(std::memory_order_relaxed);
+  do {
+    if (pooled + bytes > settings_.max_pool_bytes) {
+      rebuilds_.fetch_add(1, std::memory_order_relaxed);
+      return Destroy(entry);
+    }
+  } while (!pooled_bytes_.compare_exchange_weak(pooled, pooled + bytes, std::memory_order_relaxed));
+
+  try {
+    plan_.Clear(*entry->message, entry->stash);
+  } catch (...) {  // reflection does not throw in practice; never pool a half-cleared object
+    pooled_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    rebuilds_.fetch_add(1, std::memory_order_relaxed);
+    return Destroy(entry);
+  }
+  Shard& shard = MyShard();
+  {
+    std::lock_guard lock(shard.mu);
+    if (shard.entries.size() < shard_capacity_) {
+      shard.entries.emplace_back(entry);
+      pooled_objects_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  pooled_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  drops_.fetch_add(1, std::memory_order_relaxed);
+  Destroy(entry);
+}
+
+ReusePoolStats ReusePool::stats() const noexcept {
+  ReusePoolStats s;
+  s.reuses = reuses_.load(std::memory_order_relaxed);
+  s.creations = creations_.load(std::memory_order_relaxed);
+  s.rebuilds = rebuilds_.load(std::memory_order_relaxed);
+  s.drops = drops_.load(std::memory_order_relaxed);
+  s.objects_pooled = pooled_objects_.load(std::memory_order_relaxed);
+  s.retained_bytes_estimate = pooled_bytes_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace arenarpc::memory

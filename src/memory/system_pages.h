@@ -1,0 +1,16 @@
+#pragma once
+// Raw page memory from the system allocator (internal to the memory layer).
+#include <cstddef>
+
+namespace arenarpc::memory {
+
+// Cache-line alignment: enough for any protobuf block and avoids false sharing between pages,
+// without the per-allocation overhead that page-size alignment costs in glibc.
+inline constexpr size_t kSystemPageAlignment = 64;
+
+void* AllocateSystemPage(size_t page_size);  // throws std::bad_alloc
+void FreeSystemPage(void* page, size_t page_size) noexcept;
+// Throws std::invalid_argument unless page_size is a power of two in [256 B, 1 MiB].
+void ValidatePageSize(size_t page_size);
+
+}  // namespace arenarpc::memory
