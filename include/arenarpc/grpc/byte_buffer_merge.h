@@ -1,0 +1,22 @@
+#pragma once
+// Merges a received gRPC payload into a message without Clear()ing it first.
+//
+// gRPC's protobuf deserializer calls ParseFromZeroCopyStream, whose Clear() deletes a proto3
+// message's singular sub-messages; a message that a strategy handed out already empty (the reuse
+// strategy's cleared-in-place tree) must be filled with MergeFrom instead, as the arenarpc runtime
+// does. Compressed payloads are decompressed by gRPC's byte buffer reader.
+
+#include <grpc/impl/codegen/byte_buffer.h>
+#include <grpcpp/support/status.h>
+
+namespace google::protobuf {
+class MessageLite;
+}
+
+namespace arenarpc::grpc {
+
+// Merges `buffer` into `message` and destroys `buffer` (it takes ownership, like gRPC's own
+// deserializer). A null buffer (no payload) or a malformed payload gives INTERNAL, as in gRPC.
+::grpc::Status MergeFromByteBuffer(grpc_byte_buffer* buffer, google::protobuf::MessageLite& message);
+
+}  // namespace arenarpc::grpc

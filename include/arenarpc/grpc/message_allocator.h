@@ -1,0 +1,156 @@
+#pragma once
+// grpc::MessageAllocator on top of arenarpc's message memory strategies.
+//
+//   auto alloc = arenarpc::grpc::allocator<EchoRequest, EchoResponse>("reuse", options);
+//   service.SetMessageAllocatorFor_Echo(alloc.get());   // alloc must outlive the server
+//
+// Each call's request and response come from one MessagePair of the strategy (heap | arena |
+// paged | reuse) and go back to it when gRPC calls the holder's Release(), on whichever thread.
+// Note: gRPC's own handler parses the request with ParseFromZeroCopyStream, which Clear()s it
+// first; on a proto3 message that deletes singular sub-messages, so the reuse strategy keeps only
+// the response's tree. ServiceMemory::Serve() (service_memory.h) parses with merge semantics
+// instead and keeps both (see docs/grpc.md for the measured difference).
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include <google/protobuf/message.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/message_allocator.h>
+
+#include "arenarpc/memory/message_memory.h"
+
+namespace arenarpc::grpc {
+
+// Holders handed to gRPC and returned by it; equal after the server has shut down.
+struct HolderStats {
+  uint64_t allocated = 0;
+  uint64_t released = 0;
+};
+
+// The type-independent part of an allocator: one method's binding to a strategy plus counters.
+class MethodAllocatorCore {
+ public:
+  MethodAllocatorCore(std::shared_ptr<memory::MessageMemory> memory,
+                      const google::protobuf::Message& request_prototype,
+                      const google::protobuf::Message& response_prototype);
+  MethodAllocatorCore(const MethodAllocatorCore&) = delete;
+  MethodAllocatorCore& operator=(const MethodAllocatorCore&) = delete;
+
+  memory::MessagePair Acquire();
+  void CountRelease() noexcept { released_.fetch_add(1, std::memory_order_release); }
+
+  HolderStats holder_stats() const noexcept;
+  memory::MemoryStats memory_stats() const noexcept { return memory_->stats(); }
+  const memory::MessageMemory& memory() const noexcept { return *memory_; }
+
+ private:
+  std::shared_ptr<memory::MessageMemory> memory_;
+  std::unique_ptr<memory::MethodMemory> method_;
+  std::atomic<uint64_t> allocated_{0};
+  std::atomic<uint64_t> released_{0};
+};
+
+// The per-call state behind a holder: what a handler can reach through
+// CallbackServerContext::GetRpcAllocatorState() (see SettleResponse below).
+class CallMessages {
+ public:
+  // MessagePair::SettleRequest/SettleResponse of the call's pair (only the reuse strategy acts).
+  virtual void SettleRequest() noexcept = 0;
+  virtual void SettleResponse() noexcept = 0;
+
+ protected:
+  ~CallMessages() = default;
+};
+
+// Call in a handler after writing the response and before Finish() (which serializes it) when the
+// handler may leave a singular sub-message unset: with the reuse strategy a kept, empty
+// sub-message would otherwise be sent as present-but-empty. No-op for other strategies, for
+// gRPC's default allocation and outside arenarpc's allocators.
+inline void SettleResponse(::grpc::CallbackServerContext* context) noexcept {
+  if (auto* messages = dynamic_cast<CallMessages*>(context->GetRpcAllocatorState())) {
+    messages->SettleResponse();
+  }
+}
+
+// What ServiceMemory needs from an allocator of any message types.
+class AllocatorBase {
+ public:
+  virtual ~AllocatorBase() = default;
+  virtual HolderStats holder_stats() const noexcept = 0;
+};
+
+// A grpc::MessageAllocator for one method. Thread-safe; must outlive every holder it handed out
+// (i.e. the server: gRPC's rule for allocators).
+template <class Request, class Response>
+class MessageAllocator final : public ::grpc::MessageAllocator<Request, Response>,
+                               public AllocatorBase {
+  static_assert(std::is_base_of_v<google::protobuf::Message, Request> &&
+                    std::is_base_of_v<google::protobuf::Message, Response>,
+                "arenarpc::grpc::MessageAllocator needs generated (non-lite) protobuf messages");
+
+ public:
+  explicit MessageAllocator(std::shared_ptr<memory::MessageMemory> memory)
+      : core_(std::move(memory), Request::default_instance(), Response::default_instance()) {}
+
+  // One call's messages; gRPC returns it through Release() on any thread.
+  class Holder final : public ::grpc::MessageHolder<Request, Response>, public CallMessages {
+   public:
+    Holder(memory::MessagePair pair, MethodAllocatorCore* core)
+        : pair_(std::move(pair)), core_(core) {
+      // Bind() was given Request/Response prototypes, so the strategy created these types.
+      this->set_request(static_cast<Request*>(pair_.request()));
+      this->set_response(static_cast<Response*>(pair_.response()));
+    }
+    void Release() override {
+      pair_.Release();
+      core_->CountRelease();
+      delete this;  // gRPC's holder contract: Release() ends the holder's life
+    }
+    void SettleRequest() noexcept override { pair_.SettleRequest(); }
+    void SettleResponse() noexcept override { pair_.SettleResponse(); }
+
+   private:
+    memory::MessagePair pair_;
+    MethodAllocatorCore* core_;
+  };
+
+  ::grpc::MessageHolder<Request, Response>* AllocateMessages() override { return Allocate(); }
+
+  // AllocateMessages() with the concrete type (MergingUnaryHandler settles the request).
+  Holder* Allocate() {
+    // gRPC takes the holder and hands it back through Release(); it cannot take a smart pointer.
+    return std::make_unique<Holder>(core_.Acquire(), &core_).release();
+  }
+
+  HolderStats holder_stats() const noexcept override { return core_.holder_stats(); }
+  memory::MemoryStats memory_stats() const noexcept { return core_.memory_stats(); }
+  const memory::MessageMemory& memory() const noexcept { return core_.memory(); }
+
+ private:
+  MethodAllocatorCore core_;
+};
+
+// True for "default" (gRPC's own allocation); otherwise the name must be a strategy.
+inline bool IsDefaultMode(std::string_view mode) noexcept { return mode == "default"; }
+
+// Builds a strategy by name: "heap", "arena", "paged" or "reuse"; throws std::invalid_argument
+// for anything else (including "default", which has no allocator: pass nullptr to gRPC).
+std::shared_ptr<memory::MessageMemory> MakeStrategy(std::string_view mode,
+                                                    const memory::MemoryOptions& options);
+
+// One-line form: an allocator with its own strategy. The caller owns it and keeps it alive for
+// the server's lifetime. Returns nullptr for "default" (SetMessageAllocatorFor_X(nullptr) keeps
+// gRPC's own allocation). Throws std::invalid_argument for an unknown mode or bad options.
+template <class Request, class Response>
+std::unique_ptr<MessageAllocator<Request, Response>> allocator(
+    std::string_view mode, const memory::MemoryOptions& options = {}) {
+  if (IsDefaultMode(mode)) return nullptr;
+  return std::make_unique<MessageAllocator<Request, Response>>(MakeStrategy(mode, options));
+}
+
+}  // namespace arenarpc::grpc

@@ -1,0 +1,41 @@
+#include "arenarpc/grpc/message_allocator.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace arenarpc::grpc {
+
+MethodAllocatorCore::MethodAllocatorCore(std::shared_ptr<memory::MessageMemory> memory,
+                                         const google::protobuf::Message& request_prototype,
+                                         const google::protobuf::Message& response_prototype)
+    : memory_(std::move(memory)) {
+  if (memory_ == nullptr) {
+    throw std::invalid_argument("arenarpc::grpc: a message allocator needs a strategy (got null)");
+  }
+  method_ = memory_->Bind(request_prototype, response_prototype);
+}
+
+memory::MessagePair MethodAllocatorCore::Acquire() {
+  memory::MessagePair pair = method_->Acquire();
+  allocated_.fetch_add(1, std::memory_order_release);
+  return pair;
+}
+
+HolderStats MethodAllocatorCore::holder_stats() const noexcept {
+  HolderStats stats;
+  // Read released first so that a concurrent call never shows released > allocated.
+  stats.released = released_.load(std::memory_order_acquire);
+  stats.allocated = allocated_.load(std::memory_order_acquire);
+  return stats;
+}
+
+std::shared_ptr<memory::MessageMemory> MakeStrategy(std::string_view mode,
+                                                    const memory::MemoryOptions& options) {
+  if (IsDefaultMode(mode)) {
+    throw std::invalid_argument(
+        "arenarpc::grpc: mode 'default' is gRPC's own allocation and has no strategy");
+  }
+  return memory::MakeMessageMemory(mode, options);
+}
+
+}  // namespace arenarpc::grpc
