@@ -1,7 +1,5 @@
 #include "protocol/frame_codec.h"
 
-#include <google/protobuf/io/coded_stream.h>
-
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -69,6 +67,9 @@ DecodeStatus FrameDecoder::Next(net::BufferChain& in, Frame* out) {
     return fail("meta_size=" + std::to_string(meta_size) + " is larger than body_size=" +
                 std::to_string(body_size));
   }
+  if (meta_size > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return fail("meta_size=" + std::to_string(meta_size) + " is larger than protobuf can parse");
+  }
   if (in.size() - kHeaderSize < body_size) return DecodeStatus::kNeedMore;
 
   in.PopFront(kHeaderSize);
@@ -77,9 +78,8 @@ DecodeStatus FrameDecoder::Next(net::BufferChain& in, Frame* out) {
   out->attachment.clear();
   {
     net::BufferChainInputStream meta_stream(in, meta_size);
-    google::protobuf::io::CodedInputStream coded(&meta_stream);
-    if (!out->meta.MergePartialFromCodedStream(&coded) || !coded.ConsumedEntireMessage() ||
-        coded.CurrentPosition() != static_cast<int>(meta_size)) {
+    if (!out->meta.MergePartialFromBoundedZeroCopyStream(&meta_stream,
+                                                         static_cast<int>(meta_size))) {
       return fail("fail to parse RpcMeta (" + std::to_string(meta_size) + " bytes)");
     }
     if (!out->meta.IsInitialized()) {

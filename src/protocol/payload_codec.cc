@@ -1,0 +1,104 @@
+#include "protocol/payload_codec.h"
+
+#include <climits>
+
+#include "protocol/checksum.h"
+
+namespace arenarpc::protocol {
+
+const char* ContentTypeName(int content_type) noexcept {
+  switch (content_type) {
+    case CONTENT_TYPE_PB: return "pb";
+    case CONTENT_TYPE_JSON: return "json";
+    case CONTENT_TYPE_PROTO_JSON: return "proto-json";
+    case CONTENT_TYPE_PROTO_TEXT: return "proto-text";
+    default: return "unknown";
+  }
+}
+
+bool SerializePayload(const google::protobuf::Message& message, int compress_type,
+                      net::BufferChain* out, std::string* error, std::string_view what) {
+  if (!message.IsInitialized()) {
+    *error = "Missing required fields in " + std::string(what) + ": " +
+             message.InitializationErrorString();
+    return false;
+  }
+  if (!IsSupportedCompressType(compress_type)) {
+    *error = "Fail to compress " + std::string(what) + ": unsupported compress_type=" +
+             std::to_string(compress_type);
+    return false;
+  }
+  if (message.ByteSizeLong() > static_cast<size_t>(INT_MAX)) {
+    *error = "Fail to serialize " + std::string(what) + ": " +
+             std::to_string(message.ByteSizeLong()) + " bytes is more than protobuf allows";
+    return false;
+  }
+  net::BufferChain serialized;
+  {
+    net::BufferChainOutputStream stream(&serialized);
+    if (!message.SerializePartialToZeroCopyStream(&stream)) {
+      *error = "Fail to serialize " + std::string(what) + "=" + message.GetTypeName();
+      return false;
+    }
+  }
+  if (compress_type == COMPRESS_TYPE_NONE) {
+    out->Append(std::move(serialized));
+    return true;
+  }
+  std::string why;
+  if (!Compress(compress_type, serialized, out, &why)) {
+    *error = "Fail to compress " + std::string(what) + ": " + why;
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+bool MergeFromChain(const net::BufferChain& bytes, google::protobuf::Message* message,
+                    std::string* detail) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
+    *detail = "payload larger than 2 GiB";
+    return false;
+  }
+  net::BufferChainInputStream stream(bytes);
+  if (!message->MergePartialFromBoundedZeroCopyStream(&stream, static_cast<int>(bytes.size()))) {
+    *detail = "invalid protobuf bytes for " + message->GetTypeName();
+    return false;
+  }
+  if (!message->IsInitialized()) {
+    *detail = "missing required fields: " + message->InitializationErrorString();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool MergePayload(const RpcMeta& meta, const net::BufferChain& payload,
+                  const net::BufferChain& attachment, google::protobuf::Message* message,
+                  std::string* detail, size_t max_decompressed) {
+  if (meta.content_type() != CONTENT_TYPE_PB) {
+    *detail = std::string("content_type=") + ContentTypeName(meta.content_type()) +
+              " is not supported (only pb)";
+    return false;
+  }
+  if (!VerifyChecksum(meta, payload, attachment, detail)) return false;
+  if (meta.compress_type() == COMPRESS_TYPE_NONE) return MergeFromChain(payload, message, detail);
+  net::BufferChain plain;
+  if (!Decompress(meta.compress_type(), payload, &plain, detail, max_decompressed)) return false;
+  return MergeFromChain(plain, message, detail);
+}
+
+std::string ParseFailureText(std::string_view what, const google::protobuf::Message& message,
+                             const RpcMeta& meta, size_t size) {
+  std::string text = "Fail to parse ";
+  text.append(what).append("=").append(message.GetDescriptor()->full_name());
+  text.append(", ContentType=").append(ContentTypeName(meta.content_type()));
+  text.append(", CompressType=").append(CompressTypeName(meta.compress_type()));
+  text.append(", ChecksumType=").append(ChecksumTypeName(meta.checksum_type()));
+  text.append(", ").append(what).append("_size=").append(std::to_string(size));
+  return text;
+}
+
+}  // namespace arenarpc::protocol
