@@ -153,13 +153,12 @@ const PagePoolOptions& CachedPageAllocator::options() const noexcept { return co
 void* CachedPageAllocator::Allocate() {
   Core& core = *core_;
   ThreadPageCache* cache = FindCache(core_);
-  if (cache != nullptr) {
-    if (cache->pages.empty() && cache->credit > 0) {
+  if (cache != nullptr && cache->credit > 0) {
+    if (cache->pages.empty()) {
       std::lock_guard lock(core.mu);
       const size_t n = std::min({core.batch, cache->credit, core.shared.size()});
       cache->pages.insert(cache->pages.end(), core.shared.end() - n, core.shared.end());
       core.shared.resize(core.shared.size() - n);
-      cache->cached.Add(n);
     }
     cache->allocations.Add();
     if (!cache->pages.empty()) {
@@ -193,16 +192,16 @@ void CachedPageAllocator::Deallocate(void* page) noexcept {
   if (cache != nullptr && cache->credit > 0) {
     cache->frees.Add();
     if (cache->pages.size() >= cache->credit) {
-      // Spill a batch to the shared stack (or the system when it is full) under one lock.
+      // Spill a batch to the shared stack under one lock; if that is full too, the cache is at
+      // capacity and the page goes back to the system.
       std::lock_guard lock(core.mu);
-      const size_t n = std::min(core.batch, cache->pages.size());
-      for (size_t i = cache->pages.size() - n; i < cache->pages.size(); ++i) {
-        if (core.shared.size() < core.SharedCapacity()) {
-          core.shared.push_back(cache->pages[i]);
-        } else {
-          FreeSystemPage(cache->pages[i], core.options.page_size);
-        }
+      const size_t room = core.SharedCapacity() - core.shared.size();
+      const size_t n = std::min({core.batch, cache->pages.size(), room});
+      if (n == 0) {
+        FreeSystemPage(page, core.options.page_size);
+        return;
       }
+      core.shared.insert(core.shared.end(), cache->pages.end() - n, cache->pages.end());
       cache->pages.resize(cache->pages.size() - n);
     }
     cache->pages.push_back(page);

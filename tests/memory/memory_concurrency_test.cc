@@ -1,0 +1,162 @@
+// Many threads acquiring and releasing, with pairs released on a different thread than they were
+// acquired on (async handlers). Runs under ThreadSanitizer (label "concurrency").
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "arenarpc/memory/cached_page_allocator.h"
+#include "arenarpc/memory/message_memory.h"
+#include "echo/payload_generator.h"
+
+namespace arenarpc::memory {
+namespace {
+
+using example::EchoRequest;
+using example::EchoResponse;
+
+constexpr int kThreads = 4;
+constexpr int kCallsPerThread = 60;
+
+// A tiny MPMC queue to hand pairs to another thread.
+class PairQueue {
+ public:
+  void Push(MessagePair pair) {
+    {
+      std::lock_guard lock(mu_);
+      pairs_.push_back(std::move(pair));
+    }
+    cv_.notify_one();
+  }
+  bool Pop(MessagePair& out) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !pairs_.empty() || closed_; });
+    if (pairs_.empty()) return false;
+    out = std::move(pairs_.front());
+    pairs_.pop_front();
+    return true;
+  }
+  void Close() {
+    {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<MessagePair> pairs_;
+  bool closed_ = false;
+};
+
+class StrategyConcurrency : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StrategyConcurrency, AcquireHereReleaseThere) {
+  MemoryOptions options;
+  options.page_cache_capacity = 256;
+  options.thread_cache_pages = 16;
+  options.reuse.max_pooled_objects = 6;
+  auto memory = MakeMessageMemory(GetParam(), options);
+  auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
+
+  std::vector<std::string> wires;
+  for (int i = 0; i < 4; ++i) {
+    EchoRequest r;
+    example::PayloadGenerator(3, i + 1).Fill(&r);
+    wires.push_back(r.SerializeAsString());
+  }
+  PairQueue queue;
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> releasers;
+  for (int i = 0; i < 2; ++i) {
+    releasers.emplace_back([&] {
+      MessagePair pair;
+      while (queue.Pop(pair)) {
+        auto& request = static_cast<EchoRequest&>(*pair.request());
+        auto& response = static_cast<EchoResponse&>(*pair.response());
+        if (response.payload().SerializeAsString() != request.payload().SerializeAsString()) {
+          ++mismatches;
+        }
+        pair.Release();  // on another thread than Acquire
+      }
+    });
+  }
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kThreads; ++t) {
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < kCallsPerThread; ++i) {
+        MessagePair pair = method->Acquire();
+        if (!pair.request()->MergeFromString(wires[(t + i) % wires.size()])) ++mismatches;
+        pair.SettleRequest();
+        auto& request = static_cast<EchoRequest&>(*pair.request());
+        static_cast<EchoResponse&>(*pair.response()).mutable_payload()->CopyFrom(request.payload());
+        pair.SettleResponse();
+        if (i % 2 == 0) {
+          queue.Push(std::move(pair));
+        }  // else released here by the destructor
+        if (i % 16 == 0) (void)memory->stats();  // readable at any time
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  queue.Close();
+  for (auto& r : releasers) r.join();
+
+  EXPECT_EQ(mismatches.load(), 0);
+  const MemoryStats s = memory->stats();
+  EXPECT_EQ(s.acquired, static_cast<uint64_t>(kThreads * kCallsPerThread));
+  EXPECT_EQ(s.released, s.acquired);
+  EXPECT_EQ(s.pages_outstanding, 0u);
+  EXPECT_LE(s.pages_cached, options.page_cache_capacity);
+  EXPECT_LE(s.objects_pooled, 2 * options.reuse.max_pooled_objects);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, StrategyConcurrency,
+                         ::testing::Values("heap", "arena", "paged", "reuse"));
+
+TEST(CachedPageAllocatorConcurrency, CrossThreadFreesKeepCountsAndCapacity) {
+  CachedPageAllocator pages({4096, 64, 8});
+  constexpr int kPerThread = 2000;
+  std::vector<std::vector<void*>> produced(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        void* p = pages.Allocate();
+        static_cast<char*>(p)[i % 4096] = static_cast<char>(i);
+        if (i % 3 == 0) {
+          pages.Deallocate(p);
+        } else {
+          produced[t].push_back(p);
+        }
+        if (i % 256 == 0) {
+          EXPECT_LE(pages.stats().pages_cached, 64u);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  threads.clear();
+  // Every thread frees pages that another thread allocated.
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (void* p : produced[(t + 1) % kThreads]) pages.Deallocate(p);
+    });
+  }
+  for (auto& th : threads) th.join();
+  const PageAllocatorStats s = pages.stats();
+  EXPECT_EQ(s.allocations, static_cast<uint64_t>(kThreads * kPerThread));
+  EXPECT_EQ(s.cache_hits + s.cache_misses, s.allocations);
+  EXPECT_EQ(s.pages_outstanding, 0u);
+  EXPECT_LE(s.pages_cached, 64u);
+}
+
+}  // namespace
+}  // namespace arenarpc::memory

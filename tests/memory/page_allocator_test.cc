@@ -1,0 +1,95 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "arenarpc/memory/cached_page_allocator.h"
+#include "arenarpc/memory/page_allocator.h"
+
+namespace arenarpc::memory {
+namespace {
+
+TEST(PagePoolOptions, RejectsInvalidSettingsWithClearError) {
+  for (size_t bad : {size_t{0}, size_t{100}, size_t{3000}, size_t{128}, size_t{2} << 20}) {
+    try {
+      ValidatePagePoolOptions({bad, 16, 4});
+      FAIL() << "page_size " << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("page_size"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(ValidatePagePoolOptions({4096, 0, 0}), std::invalid_argument);
+  EXPECT_THROW(ValidatePagePoolOptions({4096, 8, 9}), std::invalid_argument);
+  EXPECT_THROW(MakeSystemPageAllocator(1000), std::invalid_argument);
+  EXPECT_THROW(CachedPageAllocator({4096, 0, 0}), std::invalid_argument);
+  EXPECT_NO_THROW(ValidatePagePoolOptions({256, 1, 0}));
+  EXPECT_NO_THROW(ValidatePagePoolOptions({1 << 20, 8, 8}));
+}
+
+TEST(SystemPageAllocator, CountsAndAlignment) {
+  auto pages = MakeSystemPageAllocator(8192);
+  EXPECT_EQ(pages->page_size(), 8192u);
+  void* a = pages->Allocate();
+  void* b = pages->Allocate();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 16, 0u);
+  std::memset(a, 0xab, 8192);  // the whole page is usable (ASan checks the bounds)
+  EXPECT_EQ(pages->stats().allocations, 2u);
+  EXPECT_EQ(pages->stats().pages_outstanding, 2u);
+  pages->Deallocate(a);
+  pages->Deallocate(b);
+  EXPECT_EQ(pages->stats().pages_outstanding, 0u);
+  EXPECT_EQ(pages->stats().pages_cached, 0u);
+}
+
+TEST(CachedPageAllocator, ReusesFreedPagesAndCounts) {
+  CachedPageAllocator pages({4096, 64, 8});
+  void* first = pages.Allocate();
+  std::memset(first, 1, 4096);
+  EXPECT_EQ(pages.stats().cache_misses, 1u);
+  pages.Deallocate(first);
+  EXPECT_EQ(pages.stats().pages_cached, 1u);
+  EXPECT_EQ(pages.stats().pages_outstanding, 0u);
+  void* again = pages.Allocate();
+  EXPECT_EQ(again, first);  // LIFO thread cache
+  PageAllocatorStats s = pages.stats();
+  EXPECT_EQ(s.allocations, 2u);
+  EXPECT_EQ(s.cache_hits, 1u);
+  EXPECT_EQ(s.cache_misses, 1u);
+  EXPECT_EQ(s.pages_outstanding, 1u);
+  EXPECT_EQ(s.pages_cached, 0u);
+  pages.Deallocate(again);
+}
+
+TEST(CachedPageAllocator, NeverCachesMoreThanCapacity) {
+  for (size_t thread_cache : {size_t{0}, size_t{4}, size_t{16}}) {
+    CachedPageAllocator pages({4096, 16, thread_cache});
+    std::vector<void*> held;
+    for (int i = 0; i < 100; ++i) held.push_back(pages.Allocate());
+    EXPECT_EQ(pages.stats().pages_outstanding, 100u);
+    for (void* p : held) {
+      pages.Deallocate(p);
+      EXPECT_LE(pages.stats().pages_cached, 16u);
+    }
+    PageAllocatorStats s = pages.stats();
+    EXPECT_EQ(s.pages_outstanding, 0u);
+    EXPECT_EQ(s.pages_cached, 16u) << "thread_cache " << thread_cache;
+    // The cache serves the next allocations.
+    held.clear();
+    for (int i = 0; i < 16; ++i) held.push_back(pages.Allocate());
+    EXPECT_EQ(pages.stats().cache_hits, 16u);
+    for (void* p : held) pages.Deallocate(p);
+  }
+}
+
+TEST(CachedPageAllocator, NullDeallocateIsNoop) {
+  CachedPageAllocator pages({4096, 4, 2});
+  pages.Deallocate(nullptr);
+  EXPECT_EQ(pages.stats().pages_cached, 0u);
+  auto sys = MakeSystemPageAllocator(4096);
+  sys->Deallocate(nullptr);
+  EXPECT_EQ(sys->stats().pages_outstanding, 0u);
+}
+
+}  // namespace
+}  // namespace arenarpc::memory
