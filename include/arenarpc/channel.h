@@ -1,0 +1,104 @@
+#pragma once
+// Channel: the client end of baidu_std (spec §6, §7). A google::protobuf::RpcChannel, so stubs
+// generated with `option cc_generic_services = true` work unchanged:
+//
+//   arenarpc::Channel channel;
+//   arenarpc::ChannelOptions options;            // timeout 500 ms, connect 200 ms, 3 retries
+//   if (channel.Init("localhost:8000", &options) != 0) { ...channel.last_error()... }
+//   example::EchoService_Stub stub(&channel);
+//   arenarpc::Controller cntl;
+//   stub.Echo(&cntl, &request, &response, nullptr);   // done == nullptr: blocks until done
+//   if (cntl.Failed()) { ...cntl.ErrorCode(), cntl.ErrorText()... }
+//
+// Asynchronous calls pass a done closure: it runs once, on one of the channel's runtime threads,
+// and request/response/controller must stay alive until it ran. Requests and responses may live on
+// the caller's protobuf Arena; the reply is parsed straight into the caller's response.
+//
+// Guarantees: a call completes exactly once. After it completed (with success, an error or a
+// timeout), the runtime never touches its request, response, controller or done again; a reply
+// that arrives later is dropped and counted (stats().dropped_responses). A call is retried (new
+// correlation id, new connection if needed) only when its request was not completely written:
+// connect failures and connections that broke before the write finished. A call whose request was
+// sent is never resent (at-most-once), and a timed-out call is never retried.
+//
+// Thread-safe: any number of threads may call CallMethod at once. Do not destroy a Channel while
+// calls on it are in flight from other threads, nor from inside one of its done callbacks; the
+// destructor fails the calls still pending (EFAILEDSOCKET) and joins the runtime threads.
+
+#include <google/protobuf/service.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace arenarpc {
+
+namespace client {
+class ChannelCore;
+}
+
+struct ChannelOptions {
+  // Deadline of the whole call including retries; -1 = none. A Controller may override it.
+  int64_t timeout_ms = 500;
+  // Deadline of one TCP connect; -1 = none (the call's deadline still applies).
+  int64_t connect_timeout_ms = 200;
+  // Extra attempts after a connection failure that happened before the request was sent.
+  int max_retry = 3;
+  // "single": one connection shared by all calls, any number in flight, matched by correlation id.
+  // "pooled": at most one call per connection; idle connections wait in a pool.
+  // "short":  one connection per call.
+  std::string connection_type = "single";
+  // Largest reply body accepted (spec §1.1); a larger one closes the connection.
+  size_t max_body_size = 64u << 20;
+  // Runtime threads: they do the I/O and run async callbacks.
+  int io_threads = 1;
+  // "pooled": idle connections kept per channel; more are closed after their call.
+  int max_pooled_connections = 100;
+  // Send the remaining budget in RpcRequestMeta.timeout_ms (brpc's
+  // -baidu_std_protocol_deliver_timeout_ms; off by default there too).
+  bool deliver_timeout_ms = false;
+};
+
+// Counters of one channel (monotonic, approximately consistent).
+struct ChannelStats {
+  uint64_t calls = 0;               // CallMethod invocations
+  uint64_t failed_calls = 0;        // completed with an error (timeouts included)
+  uint64_t timeouts = 0;            // completed with ERPCTIMEDOUT
+  uint64_t retries = 0;             // extra attempts made
+  uint64_t dropped_responses = 0;   // replies for unknown / finished / timed-out calls
+  uint64_t connections_opened = 0; // successful TCP connects
+  uint64_t connections_failed = 0; // connects that failed
+};
+
+class Channel : public google::protobuf::RpcChannel {
+ public:
+  Channel();
+  ~Channel() override;
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  // server_address: "host:port", "ip:port" or "[ipv6]:port"; the host is resolved once, here.
+  // options == nullptr: defaults. Returns 0, or -1 with last_error() saying why.
+  int Init(std::string_view server_address, const ChannelOptions* options);
+  const std::string& last_error() const noexcept { return last_error_; }
+
+  // controller must be an arenarpc::Controller. done == nullptr: synchronous.
+  void CallMethod(const google::protobuf::MethodDescriptor* method,
+                  google::protobuf::RpcController* controller,
+                  const google::protobuf::Message* request, google::protobuf::Message* response,
+                  google::protobuf::Closure* done) override;
+
+  ChannelStats stats() const noexcept;
+  // Replies dropped because no pending call matched them (late after a timeout, duplicate, unknown).
+  uint64_t dropped_responses() const noexcept { return stats().dropped_responses; }
+  // "ip:port" the channel resolved to (empty before Init).
+  const std::string& remote_side() const noexcept;
+
+ private:
+  std::shared_ptr<client::ChannelCore> core_;
+  std::string last_error_;
+};
+
+}  // namespace arenarpc

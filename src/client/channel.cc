@@ -1,0 +1,144 @@
+#include "arenarpc/channel.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include <asio/post.hpp>
+
+#include <cerrno>
+
+#include "arenarpc/controller.h"
+#include "arenarpc/error_codes.h"
+#include "client/channel_core.h"
+#include "client/client_call.h"
+#include "client/connection_manager.h"
+#include "net/endpoint.h"
+
+namespace arenarpc {
+namespace {
+
+// Empty string = valid.
+std::string ValidateOptions(const ChannelOptions& o) {
+  if (o.timeout_ms <= 0 && o.timeout_ms != -1) {
+    return "timeout_ms=" + std::to_string(o.timeout_ms) + " must be > 0 or -1 (no deadline)";
+  }
+  if (o.connect_timeout_ms <= 0 && o.connect_timeout_ms != -1) {
+    return "connect_timeout_ms=" + std::to_string(o.connect_timeout_ms) +
+           " must be > 0 or -1 (no deadline)";
+  }
+  if (o.max_retry < 0) return "max_retry=" + std::to_string(o.max_retry) + " must be >= 0";
+  if (o.connection_type != "single" && o.connection_type != "pooled" &&
+      o.connection_type != "short") {
+    return "connection_type=\"" + o.connection_type +
+           "\" is unknown (expected \"single\", \"pooled\" or \"short\")";
+  }
+  if (o.max_body_size == 0 || o.max_body_size > 0xFFFFFFFFu) {
+    return "max_body_size=" + std::to_string(o.max_body_size) + " must be in [1, 4294967295]";
+  }
+  if (o.io_threads < 1 || o.io_threads > 256) {
+    return "io_threads=" + std::to_string(o.io_threads) + " must be in [1, 256]";
+  }
+  if (o.max_pooled_connections < 0) {
+    return "max_pooled_connections=" + std::to_string(o.max_pooled_connections) + " must be >= 0";
+  }
+  return {};
+}
+
+// Fails a call that never started; done still runs on a runtime thread (or inline without one).
+void FailBeforeStart(client::ChannelCore* core, Controller* controller, int code,
+                     const std::string& text, google::protobuf::Closure* done) {
+  if (controller != nullptr) controller->SetFailed(code, "[E" + std::to_string(code) + "]" + text);
+  if (done == nullptr) return;
+  if (core != nullptr && !core->shutting_down()) {
+    asio::post(core->loops().Next(), [done] { done->Run(); });
+  } else {
+    done->Run();
+  }
+}
+
+}  // namespace
+
+Channel::Channel() = default;
+
+Channel::~Channel() {
+  if (core_) core_->Shutdown();
+}
+
+int Channel::Init(std::string_view server_address, const ChannelOptions* options) {
+  if (core_) {
+    last_error_ = "Channel is already initialized (to " + core_->remote_side() + ")";
+    return -1;
+  }
+  const ChannelOptions effective = options != nullptr ? *options : ChannelOptions{};
+  if (std::string error = ValidateOptions(effective); !error.empty()) {
+    last_error_ = "invalid ChannelOptions: " + error;
+    return -1;
+  }
+  asio::ip::tcp::endpoint endpoint;
+  std::string error;
+  if (!net::ParseEndpoint(server_address, &endpoint, &error)) {
+    last_error_ = "invalid server address \"" + std::string(server_address) + "\": " + error;
+    return -1;
+  }
+  if (endpoint.port() == 0 || endpoint.address().is_unspecified()) {
+    last_error_ = "invalid server address \"" + std::string(server_address) +
+                  "\": a client needs a concrete host and a non-zero port";
+    return -1;
+  }
+  core_ = std::make_shared<client::ChannelCore>(endpoint, effective);
+  last_error_.clear();
+  return 0;
+}
+
+const std::string& Channel::remote_side() const noexcept {
+  static const std::string kEmpty;
+  return core_ ? core_->remote_side() : kEmpty;
+}
+
+ChannelStats Channel::stats() const noexcept {
+  return core_ ? core_->counters().Snapshot() : ChannelStats{};
+}
+
+void Channel::CallMethod(const google::protobuf::MethodDescriptor* method,
+                         google::protobuf::RpcController* rpc_controller,
+                         const google::protobuf::Message* request,
+                         google::protobuf::Message* response, google::protobuf::Closure* done) {
+  auto* controller = dynamic_cast<Controller*>(rpc_controller);
+  if (controller == nullptr) {
+    if (rpc_controller != nullptr) {
+      rpc_controller->SetFailed("[E22]arenarpc::Channel needs an arenarpc::Controller");
+    }
+    FailBeforeStart(core_.get(), nullptr, EINVAL, "", done);
+    return;
+  }
+  if (!core_) {
+    FailBeforeStart(nullptr, controller, EINVAL, "Channel is not initialized", done);
+    return;
+  }
+  core_->counters().calls.fetch_add(1, std::memory_order_relaxed);
+  if (method == nullptr || request == nullptr || response == nullptr) {
+    core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
+    FailBeforeStart(core_.get(), controller, EINVAL, "method, request and response are required",
+                    done);
+    return;
+  }
+  if (done == nullptr && core_->loops().InLoopThread()) {
+    // The loop this thread would block is the one that has to complete the call.
+    core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
+    FailBeforeStart(core_.get(), controller, EINVAL,
+                    "synchronous call from one of the channel's own runtime threads would "
+                    "deadlock; call asynchronously (pass a done closure)",
+                    nullptr);
+    return;
+  }
+  auto call = std::make_shared<client::ClientCall>(core_, method, controller, response, done);
+  if (!call->Prepare(*request)) {
+    core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
+    FailBeforeStart(core_.get(), nullptr, 0, "", done);
+    return;
+  }
+  call->Start();
+  if (done == nullptr) call->Wait();
+}
+
+}  // namespace arenarpc

@@ -1,0 +1,67 @@
+#pragma once
+// ChannelCore: what a Channel shares with its calls and connections — options, the resolved
+// endpoint, the runtime threads (an EventLoopGroup), the connection manager and the counters.
+// Calls keep it alive (shared_ptr), so a call's timer or connection never outlives its loop.
+
+#include <asio/ip/tcp.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "arenarpc/channel.h"
+#include "net/event_loop_group.h"
+
+namespace arenarpc::client {
+
+class ConnectionManager;
+
+struct ChannelCounters {
+  std::atomic<uint64_t> calls{0}, failed_calls{0}, timeouts{0}, retries{0}, dropped_responses{0},
+      connections_opened{0}, connections_failed{0};
+  ChannelStats Snapshot() const noexcept;
+};
+
+class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
+ public:
+  ChannelCore(const asio::ip::tcp::endpoint& endpoint, const ChannelOptions& options);
+  ~ChannelCore();
+  ChannelCore(const ChannelCore&) = delete;
+  ChannelCore& operator=(const ChannelCore&) = delete;
+
+  // Fails every pending call, closes every connection and joins the runtime threads. Idempotent;
+  // must not run on a runtime thread.
+  void Shutdown();
+  bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
+
+  const ChannelOptions& options() const noexcept { return options_; }
+  const asio::ip::tcp::endpoint& endpoint() const noexcept { return endpoint_; }
+  const std::string& remote_side() const noexcept { return remote_side_; }
+  net::EventLoopGroup& loops() noexcept { return *loops_; }
+  ConnectionManager& connections() noexcept { return *connections_; }
+  ChannelCounters& counters() noexcept { return counters_; }
+
+  // brpc's versioned-handle shape: high 32 bits = the call's slot, low 32 bits = the attempt's
+  // version (2 for the first attempt, +1 per retry). Slots are unique per channel until they wrap
+  // after 2^32 calls; 0 is skipped.
+  uint32_t NextCallSlot() noexcept;
+
+ private:
+  const ChannelOptions options_;
+  const asio::ip::tcp::endpoint endpoint_;
+  const std::string remote_side_;
+  ChannelCounters counters_;
+  std::atomic<uint32_t> next_slot_{1};
+  std::atomic<bool> shutting_down_{false};
+  // Members die in reverse order: connections (sockets and timers of these loops) before loops.
+  std::unique_ptr<net::EventLoopGroup> loops_;
+  std::unique_ptr<ConnectionManager> connections_;
+};
+
+inline constexpr int64_t MakeCorrelationId(uint32_t slot, int attempt) noexcept {
+  return static_cast<int64_t>((static_cast<uint64_t>(slot) << 32) |
+                              (static_cast<uint32_t>(attempt) + 2u));
+}
+
+}  // namespace arenarpc::client

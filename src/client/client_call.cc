@@ -1,0 +1,206 @@
+#include "client/client_call.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/service.h>
+
+#include <cerrno>
+#include <limits>
+#include <utility>
+
+#include "client/channel_core.h"
+#include "client/client_connection.h"
+#include "client/connection_manager.h"
+#include "protocol/meta_builder.h"
+#include "protocol/payload_codec.h"
+
+namespace arenarpc::client {
+
+ClientCall::ClientCall(std::shared_ptr<ChannelCore> core,
+                       const google::protobuf::MethodDescriptor* method, Controller* controller,
+                       google::protobuf::Message* response, google::protobuf::Closure* done)
+    : core_(std::move(core)),
+      method_(method),
+      controller_(controller),
+      response_(response),
+      done_(done),
+      deadline_timer_(core_->loops().Next()) {
+  const ChannelOptions& options = core_->options();
+  // Per-call overrides: a positive timeout, a non-negative retry count.
+  timeout_ms_ = controller_->timeout_ms() > 0 ? controller_->timeout_ms() : options.timeout_ms;
+  max_retry_ = controller_->max_retry() >= 0 ? controller_->max_retry() : options.max_retry;
+  if (timeout_ms_ > 0) deadline_ = start_ + std::chrono::milliseconds(timeout_ms_);
+}
+
+ClientCall::~ClientCall() = default;
+
+bool ClientCall::Prepare(const google::protobuf::Message& request) {
+  const auto fail = [this](std::string text) {  // not started: nothing else can see the call
+    FailLocked(EREQUEST, text);
+    controller_->set_remote_side(core_->remote_side());
+    return false;
+  };
+  const int compress_type = static_cast<int>(controller_->request_compress_type());
+  std::string error;
+  if (!protocol::SerializePayload(request, compress_type, &payload_, &error, "request")) {
+    return fail(std::move(error));
+  }
+  const net::BufferChain& attachment = controller_->request_attachment();
+  // baidu_std's body_size is 32 bits and attachment_size an int32; leave room for the meta.
+  if (attachment.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()) ||
+      payload_.size() + attachment.size() > std::numeric_limits<uint32_t>::max() - (1u << 20)) {
+    return fail("request of " + std::to_string(payload_.size()) + " + attachment of " +
+                std::to_string(attachment.size()) + " bytes does not fit a baidu_std frame");
+  }
+  attachment_.AppendShared(attachment);
+
+  protocol::RequestMetaFields fields;
+  fields.service_name = method_->service()->full_name();
+  fields.method_name = method_->name();
+  fields.log_id = controller_->log_id();
+  fields.request_id = controller_->request_id();
+  fields.trace_id = controller_->trace_id();
+  fields.span_id = controller_->span_id();
+  fields.parent_span_id = controller_->parent_span_id();
+  fields.user_fields = &controller_->request_user_fields();
+  protocol::PayloadFields payload_fields;
+  payload_fields.compress_type = compress_type;
+  payload_fields.attachment_size = attachment_.size();
+  if (!protocol::BuildRequestMeta(fields, payload_fields, payload_, attachment_, &meta_, &error)) {
+    return fail(std::move(error));
+  }
+  return true;
+}
+
+void ClientCall::Start() {
+  std::unique_lock lock(mutex_);
+  slot_ = core_->NextCallSlot();
+  if (deadline_ != Clock::time_point::max()) {
+    deadline_timer_.expires_at(deadline_);
+    deadline_timer_.async_wait([self = shared_from_this()](const asio::error_code& error) {
+      if (!error) self->OnDeadline();
+    });
+  }
+  IssueAttempt(lock);
+}
+
+void ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock) {
+  correlation_id_ = MakeCorrelationId(slot_, attempt_);
+  meta_.set_correlation_id(correlation_id_);
+  if (core_->options().deliver_timeout_ms && deadline_ != Clock::time_point::max()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
+    meta_.mutable_request()->set_timeout_ms(static_cast<int32_t>(
+        std::clamp<int64_t>(left.count(), 1, std::numeric_limits<int32_t>::max())));
+  }
+  net::BufferChain payload, attachment, frame;
+  payload.AppendShared(payload_);
+  attachment.AppendShared(attachment_);
+  protocol::EncodeFrame(meta_, std::move(payload), std::move(attachment), &frame);
+
+  std::shared_ptr<ClientConnection> connection = core_->connections().Acquire();
+  if (!connection) {
+    FailLocked(EFAILEDSOCKET, "Channel to " + core_->remote_side() + " is shutting down");
+    CompleteLocked(lock);
+    return;
+  }
+  connection_ = connection;
+  // Submit only posts to the connection's loop: no callback into this call from inside it.
+  connection->Submit(shared_from_this(), correlation_id_, std::move(frame));
+}
+
+void ClientCall::Wait() {
+  std::unique_lock lock(mutex_);
+  finished_cv_.wait(lock, [this] { return completed_; });
+}
+
+void ClientCall::OnDeadline() {
+  std::unique_lock lock(mutex_);
+  if (completed_) return;
+  FailLocked(ERPCTIMEDOUT,
+             "Reached timeout=" + std::to_string(timeout_ms_) + "ms @" + core_->remote_side());
+  core_->counters().timeouts.fetch_add(1, std::memory_order_relaxed);
+  const std::shared_ptr<ClientConnection> connection = connection_.lock();
+  const int64_t correlation_id = correlation_id_;
+  CompleteLocked(lock);  // unlocks
+  // After the caller was told: forget the attempt so that its reply, if any, is dropped.
+  if (connection) connection->Abandon(correlation_id);
+}
+
+void ClientCall::OnReply(int64_t correlation_id, protocol::Frame& frame,
+                         bool attachment_too_large) {
+  std::unique_lock lock(mutex_);
+  if (completed_ || correlation_id != correlation_id_) {
+    lock.unlock();
+    core_->counters().dropped_responses.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  InterpretReplyLocked(frame, attachment_too_large);
+  CompleteLocked(lock);
+}
+
+void ClientCall::OnAttemptFailed(int64_t correlation_id, int code, const std::string& text,
+                                 bool request_sent) {
+  std::unique_lock lock(mutex_);
+  if (completed_ || correlation_id != correlation_id_) return;
+  const bool time_left = Clock::now() < deadline_;
+  if (!request_sent && attempt_ < max_retry_ && time_left && !core_->shutting_down()) {
+    ++attempt_;
+    core_->counters().retries.fetch_add(1, std::memory_order_relaxed);
+    IssueAttempt(lock);
+    return;
+  }
+  FailLocked(code, attempt_ > 0 ? text + " (after " + std::to_string(attempt_) + " retries)" : text);
+  CompleteLocked(lock);
+}
+
+void ClientCall::FailLocked(int code, const std::string& text) {
+  controller_->SetFailed(code, "[E" + std::to_string(code) + "]" + text);
+}
+
+void ClientCall::InterpretReplyLocked(protocol::Frame& frame, bool attachment_too_large) {
+  const protocol::RpcMeta& meta = frame.meta;
+  // 1. A failed call: the code and text as the server sent them; payload ignored.
+  if (meta.has_response() && meta.response().error_code() != 0) {
+    FailLocked(meta.response().error_code(), meta.response().error_text());
+    return;
+  }
+  // 2. Split off the attachment (the decoder did), then checksum, decompress, parse straight
+  //    into the caller's response (its arena, if any).
+  if (attachment_too_large) {
+    FailLocked(ERESPONSE, protocol::AttachmentTooLargeText("response", meta.attachment_size(),
+                                                           frame.payload.size()));
+    return;
+  }
+  // Cleared first, like brpc's parse: a reused response does not accumulate. Clear() keeps the
+  // message's arena and its allocated repeated elements.
+  response_->Clear();
+  std::string detail;
+  if (!protocol::MergePayload(meta, frame.payload, frame.attachment, response_, &detail)) {
+    FailLocked(EREQUEST, protocol::ParseFailureText("response", *response_, meta,
+                                                    frame.payload.size() + frame.attachment.size()));
+    return;
+  }
+  controller_->response_attachment() = std::move(frame.attachment);
+  controller_->set_response_compress_type(static_cast<CompressType>(meta.compress_type()));
+  for (const auto& [key, value] : meta.user_fields()) {
+    controller_->response_user_fields()[key] = value;
+  }
+}
+
+void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {
+  completed_ = true;
+  deadline_timer_.cancel();
+  controller_->set_latency_us(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count());
+  controller_->set_remote_side(core_->remote_side());
+  controller_->set_retried_count(attempt_);
+  const bool failed = controller_->Failed();
+  google::protobuf::Closure* const done = done_;
+  if (done == nullptr) finished_cv_.notify_all();  // the waiter re-checks completed_ under mutex_
+  lock.unlock();
+  // From here on the caller owns controller/response again: touch nothing of theirs.
+  if (failed) core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
+  if (done != nullptr) done->Run();
+}
+
+}  // namespace arenarpc::client

@@ -1,0 +1,96 @@
+#pragma once
+// ClientCall: one RPC from CallMethod to completion, across its attempts.
+//
+// Ownership rule that keeps a finished call's memory safe: the caller's controller, response and
+// done are touched only under mutex_ and only while completed_ is false. Whoever sets completed_
+// (reply, timeout, connection failure, shutdown) finishes the call; every other path then sees
+// completed_ and backs off. So a reply racing with the timeout is either parsed into the response
+// before the caller hears of the failure, or dropped without touching it. The request is read only
+// inside CallMethod (serialized once; retries resend those bytes).
+
+#include <asio/steady_timer.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "arenarpc/buffer_chain.h"
+#include "arenarpc/controller.h"
+#include "protocol/frame_codec.h"
+#include "protocol/rpc_meta.pb.h"
+
+namespace google::protobuf {
+class Closure;
+class Message;
+class MethodDescriptor;
+}  // namespace google::protobuf
+
+namespace arenarpc::client {
+
+class ChannelCore;
+class ClientConnection;
+
+class ClientCall : public std::enable_shared_from_this<ClientCall> {
+ public:
+  ClientCall(std::shared_ptr<ChannelCore> core, const google::protobuf::MethodDescriptor* method,
+             Controller* controller, google::protobuf::Message* response,
+             google::protobuf::Closure* done);
+  ~ClientCall();
+  ClientCall(const ClientCall&) = delete;
+  ClientCall& operator=(const ClientCall&) = delete;
+
+  // Caller thread, before Start(): serializes (and compresses) the request and builds the meta.
+  // On failure the controller is failed (EREQUEST) and the call must not be started.
+  bool Prepare(const google::protobuf::Message& request);
+  // Arms the deadline and sends the first attempt.
+  void Start();
+  // Synchronous calls: blocks until the call completed.
+  void Wait();
+
+  // From a connection's loop thread. correlation_id tells which attempt the event belongs to;
+  // events of an older attempt or of a completed call are ignored (a reply is counted as dropped).
+  // attachment_too_large: the frame's attachment_size exceeded its body (FrameDecoder said so).
+  void OnReply(int64_t correlation_id, protocol::Frame& frame, bool attachment_too_large);
+  // request_sent: the kernel accepted the whole request, so it may have run; never retried then.
+  void OnAttemptFailed(int64_t correlation_id, int code, const std::string& text,
+                       bool request_sent);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void IssueAttempt(std::unique_lock<std::mutex>& lock);
+  void OnDeadline();
+  // Fails the call's controller; text gets brpc's "[E<code>]" prefix.
+  void FailLocked(int code, const std::string& text);
+  // Reads a successful or failed reply into controller/response (spec §6.2).
+  void InterpretReplyLocked(protocol::Frame& frame, bool attachment_too_large);
+  // Sets completed_, fills latency etc., wakes the waiter; runs done after unlocking.
+  void CompleteLocked(std::unique_lock<std::mutex>& lock);
+
+  const std::shared_ptr<ChannelCore> core_;
+  const google::protobuf::MethodDescriptor* const method_;
+  Controller* const controller_;
+  google::protobuf::Message* const response_;
+  google::protobuf::Closure* const done_;
+  const Clock::time_point start_ = Clock::now();
+  Clock::time_point deadline_ = Clock::time_point::max();
+  int64_t timeout_ms_ = -1;
+  int max_retry_ = 0;
+
+  std::mutex mutex_;
+  std::condition_variable finished_cv_;
+  bool completed_ = false;
+  int attempt_ = 0;
+  uint32_t slot_ = 0;
+  int64_t correlation_id_ = 0;
+  std::weak_ptr<ClientConnection> connection_;  // the current attempt's
+  protocol::RpcMeta meta_;
+  net::BufferChain payload_;     // serialized (maybe compressed) request, resent on retries
+  net::BufferChain attachment_;  // shares the controller's request attachment
+  asio::steady_timer deadline_timer_;
+};
+
+}  // namespace arenarpc::client

@@ -1,0 +1,231 @@
+#include "client/client_connection.h"
+
+#include <asio/post.hpp>
+
+#include <cerrno>
+#include <utility>
+
+#include "arenarpc/error_codes.h"
+#include "client/channel_core.h"
+#include "client/client_call.h"
+#include "client/connection_manager.h"
+
+namespace arenarpc::client {
+
+// Adapts net::Connection's callbacks; holds the ClientConnection alive while the socket lives.
+class ClientConnection::Delegate final : public net::Connection::Delegate {
+ public:
+  explicit Delegate(std::shared_ptr<ClientConnection> owner) : owner_(std::move(owner)) {}
+  bool OnInput(net::Connection&, net::BufferChain& input) override { return owner_->OnInput(input); }
+  void OnClosed(net::Connection& connection) override { owner_->OnSocketClosed(connection); }
+
+ private:
+  std::shared_ptr<ClientConnection> owner_;
+};
+
+std::shared_ptr<ClientConnection> ClientConnection::Create(ChannelCore* core,
+                                                           asio::io_context& loop,
+                                                           bool exclusive) {
+  std::shared_ptr<ClientConnection> connection(new ClientConnection(core, loop, exclusive));
+  asio::post(loop, [connection] { connection->StartConnect(); });
+  return connection;
+}
+
+ClientConnection::ClientConnection(ChannelCore* core, asio::io_context& loop, bool exclusive)
+    : core_(core),
+      loop_(loop),
+      exclusive_(exclusive),
+      connecting_socket_(loop),
+      connect_timer_(loop),
+      decoder_(core->options().max_body_size) {}
+
+ClientConnection::~ClientConnection() = default;
+
+void ClientConnection::StartConnect() {
+  if (closed()) return;  // Close() ran first
+  const int64_t timeout_ms = core_->options().connect_timeout_ms;
+  if (timeout_ms > 0) {
+    connect_timer_.expires_after(std::chrono::milliseconds(timeout_ms));
+    connect_timer_.async_wait([self = shared_from_this()](const asio::error_code& error) {
+      if (error || self->connection_ || self->closed()) return;
+      self->connect_timed_out_ = true;
+      asio::error_code ignored;
+      self->connecting_socket_.close(ignored);  // OnConnected sees operation_aborted
+    });
+  }
+  connecting_socket_.async_connect(core_->endpoint(),
+                                   [self = shared_from_this()](const asio::error_code& error) {
+                                     self->OnConnected(error);
+                                   });
+}
+
+void ClientConnection::OnConnected(const asio::error_code& error) {
+  connect_timer_.cancel();
+  if (closed()) return;  // Close() failed the calls already
+  if (error) {
+    core_->counters().connections_failed.fetch_add(1, std::memory_order_relaxed);
+    const std::string where = "Fail to connect " + core_->remote_side() + ": ";
+    if (connect_timed_out_) {
+      FailAll(ETIMEDOUT,
+              where + "timeout=" + std::to_string(core_->options().connect_timeout_ms) + "ms", 0);
+    } else {
+      const int code = error.category() == asio::system_category() ? error.value() : EFAILEDSOCKET;
+      FailAll(code, where + error.message(), 0);
+    }
+    return;
+  }
+  core_->counters().connections_opened.fetch_add(1, std::memory_order_relaxed);
+  connection_ = net::Connection::Create(std::move(connecting_socket_),
+                                        std::make_unique<Delegate>(shared_from_this()), {});
+  connection_->Start();
+  std::vector<std::pair<int64_t, net::BufferChain>> waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& [correlation_id, frame] : waiting) {
+    if (closed()) break;  // a write failed and failed every call already
+    WriteFrame(correlation_id, std::move(frame));
+  }
+}
+
+void ClientConnection::Submit(std::shared_ptr<ClientCall> call, int64_t correlation_id,
+                              net::BufferChain frame) {
+  asio::post(loop_, [self = shared_from_this(), call = std::move(call), correlation_id,
+                     frame = std::move(frame)]() mutable {
+    self->DoSubmit(std::move(call), correlation_id, std::move(frame));
+  });
+}
+
+void ClientConnection::DoSubmit(std::shared_ptr<ClientCall> call, int64_t correlation_id,
+                                net::BufferChain frame) {
+  if (closed()) {  // lost a race with a failure: retryable, nothing was sent
+    call->OnAttemptFailed(correlation_id, close_code_ != 0 ? close_code_ : EFAILEDSOCKET,
+                          close_text_.empty() ? "Connection to " + core_->remote_side() + " closed"
+                                              : close_text_,
+                          false);
+    return;
+  }
+  auto [it, inserted] = pending_.try_emplace(correlation_id);
+  if (!inserted) {  // needs 2^32 calls between two attempts still in flight
+    call->OnAttemptFailed(correlation_id, EINTERNAL, "correlation_id collision", false);
+    return;
+  }
+  it->second.call = std::move(call);
+  if (!connection_) {
+    waiting_.emplace_back(correlation_id, std::move(frame));
+    return;
+  }
+  WriteFrame(correlation_id, std::move(frame));
+}
+
+void ClientConnection::WriteFrame(int64_t correlation_id, net::BufferChain frame) {
+  auto it = pending_.find(correlation_id);
+  if (it == pending_.end()) return;  // abandoned (timed out) while waiting for the connect
+  queued_bytes_ += frame.size();
+  it->second.end_offset = queued_bytes_;
+  it->second.queued = true;
+  // May fail the write at once (on this thread) and close: OnSocketClosed then runs in here and
+  // drops connection_, so write through a local reference.
+  const std::shared_ptr<net::Connection> connection = connection_;
+  connection->Write(std::move(frame));
+}
+
+void ClientConnection::Abandon(int64_t correlation_id) {
+  asio::post(loop_, [self = shared_from_this(), correlation_id] {
+    if (self->pending_.erase(correlation_id) == 0) return;
+    if (self->exclusive_ && !self->closed()) {
+      self->close_code_ = EFAILEDSOCKET;
+      self->close_text_ = "Connection closed after its call timed out";
+      if (self->connection_) {
+        self->connection_->Close();
+      } else {
+        self->FailAll(self->close_code_, self->close_text_, 0);
+      }
+    }
+  });
+}
+
+void ClientConnection::Close(int code, std::string text) {
+  asio::post(loop_, [self = shared_from_this(), code, text = std::move(text)]() mutable {
+    if (self->closed()) return;
+    self->close_code_ = code;
+    self->close_text_ = std::move(text);
+    if (self->connection_) {
+      self->connection_->Close();  // OnSocketClosed fails the calls
+    } else {
+      asio::error_code ignored;
+      self->connecting_socket_.close(ignored);
+      self->connect_timer_.cancel();
+      self->FailAll(self->close_code_, self->close_text_, 0);
+    }
+  });
+}
+
+bool ClientConnection::OnInput(net::BufferChain& input) {
+  for (;;) {
+    protocol::Frame frame;
+    switch (decoder_.Next(input, &frame)) {
+      case protocol::DecodeStatus::kNeedMore:
+        return true;
+      case protocol::DecodeStatus::kFrame:
+        HandleFrame(frame);
+        if (closed()) return true;  // the frame's call closed us (exclusive) — stop reading
+        break;
+      case protocol::DecodeStatus::kError:
+        // Like brpc (spec §7.4): pending calls fail with EINVAL, the connection is closed.
+        close_code_ = EINVAL;
+        close_text_ = "Bad response frame from " + core_->remote_side() + ": " + decoder_.error();
+        return false;
+    }
+  }
+}
+
+void ClientConnection::HandleFrame(protocol::Frame& frame) {
+  const int64_t correlation_id = frame.meta.correlation_id();
+  auto it = pending_.find(correlation_id);
+  if (it == pending_.end()) {  // late (after a timeout), duplicate or never sent: drop, keep going
+    core_->counters().dropped_responses.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  std::shared_ptr<ClientCall> call = std::move(it->second.call);
+  pending_.erase(it);
+  call->OnReply(correlation_id, frame, decoder_.attachment_error());
+  if (exclusive_ && pending_.empty() && !closed()) {
+    core_->connections().OnExclusiveCallDone(shared_from_this());
+  }
+}
+
+void ClientConnection::OnSocketClosed(net::Connection& connection) {
+  int code = close_code_;
+  std::string text = close_text_;
+  if (code == 0) {
+    const asio::error_code& error = connection.close_error();
+    if (error == asio::error::eof) {
+      code = EEOF;
+      text = "Got EOF of " + core_->remote_side();
+    } else if (error && error.category() == asio::system_category()) {
+      code = error.value();  // ECONNRESET, EPIPE, ...
+      text = "Connection to " + core_->remote_side() + " broken: " + error.message();
+    } else {
+      code = EFAILEDSOCKET;
+      text = "Connection to " + core_->remote_side() + " closed" +
+             (error ? ": " + error.message() : std::string());
+    }
+  }
+  FailAll(code, text, connection.bytes_written());
+}
+
+void ClientConnection::FailAll(int code, const std::string& text, uint64_t bytes_written) {
+  if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+  if (close_code_ == 0) close_code_ = code, close_text_ = text;
+  // The manager must stop handing us out before the failed calls retry.
+  core_->connections().OnClosed(this);
+  std::unordered_map<int64_t, Pending> pending = std::move(pending_);
+  pending_.clear();
+  waiting_.clear();
+  for (auto& [correlation_id, entry] : pending) {
+    const bool sent = entry.queued && entry.end_offset <= bytes_written;
+    entry.call->OnAttemptFailed(correlation_id, code, text, sent);
+  }
+  connection_.reset();  // breaks the cycle through our Delegate
+}
+
+}  // namespace arenarpc::client

@@ -1,0 +1,88 @@
+#include "client/connection_manager.h"
+
+#include "arenarpc/error_codes.h"
+#include "client/channel_core.h"
+#include "client/client_connection.h"
+
+namespace arenarpc::client {
+
+std::unique_ptr<ConnectionManager> ConnectionManager::Create(std::string_view connection_type,
+                                                             ChannelCore* core) {
+  Kind kind;
+  if (connection_type == "single") {
+    kind = Kind::kSingle;
+  } else if (connection_type == "pooled") {
+    kind = Kind::kPooled;
+  } else if (connection_type == "short") {
+    kind = Kind::kShort;
+  } else {
+    return nullptr;
+  }
+  return std::unique_ptr<ConnectionManager>(new ConnectionManager(kind, core));
+}
+
+ConnectionManager::~ConnectionManager() = default;
+
+std::shared_ptr<ClientConnection> ConnectionManager::NewConnectionLocked() {
+  auto connection =
+      ClientConnection::Create(core_, core_->loops().Next(), /*exclusive=*/kind_ != Kind::kSingle);
+  live_.emplace(connection.get(), connection);
+  return connection;
+}
+
+std::shared_ptr<ClientConnection> ConnectionManager::Acquire() {
+  std::lock_guard lock(mutex_);
+  if (closed_) return nullptr;
+  switch (kind_) {
+    case Kind::kSingle:
+      if (!single_ || single_->closed()) single_ = NewConnectionLocked();
+      return single_;
+    case Kind::kPooled:
+      while (!idle_.empty()) {
+        std::shared_ptr<ClientConnection> connection = std::move(idle_.back());
+        idle_.pop_back();
+        if (!connection->closed()) return connection;
+      }
+      return NewConnectionLocked();
+    case Kind::kShort:
+      return NewConnectionLocked();
+  }
+  return nullptr;
+}
+
+void ConnectionManager::OnExclusiveCallDone(const std::shared_ptr<ClientConnection>& connection) {
+  {
+    std::lock_guard lock(mutex_);
+    if (kind_ == Kind::kPooled && !closed_ &&
+        idle_.size() < static_cast<size_t>(core_->options().max_pooled_connections)) {
+      idle_.push_back(connection);
+      return;
+    }
+  }
+  connection->Close(EFAILEDSOCKET, "Connection closed after its call");
+}
+
+void ConnectionManager::OnClosed(ClientConnection* connection) {
+  std::lock_guard lock(mutex_);
+  live_.erase(connection);
+  if (single_.get() == connection) single_.reset();
+  std::erase_if(idle_, [connection](const auto& idle) { return idle.get() == connection; });
+}
+
+void ConnectionManager::CloseAll() {
+  std::vector<std::shared_ptr<ClientConnection>> to_close;
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    for (auto& [raw, weak] : live_) {
+      if (auto connection = weak.lock()) to_close.push_back(std::move(connection));
+    }
+    single_.reset();
+    idle_.clear();
+  }
+  for (auto& connection : to_close) {
+    connection->Close(EFAILEDSOCKET, "Channel to the server is being destroyed");
+  }
+}
+
+}  // namespace arenarpc::client

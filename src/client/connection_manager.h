@@ -1,0 +1,50 @@
+#pragma once
+// How a channel maps calls to connections (spec §7.2):
+//   single — one shared connection, any number of calls in flight; replaced when it fails;
+//   pooled — one call per connection at a time, idle connections wait in a bounded pool;
+//   short  — a new connection per call, closed when the call ends.
+// Every live connection is registered here so that Shutdown() can close them all.
+
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace arenarpc::client {
+
+class ChannelCore;
+class ClientConnection;
+
+class ConnectionManager {
+ public:
+  enum class Kind { kSingle, kPooled, kShort };
+  // nullptr for an unknown name.
+  static std::unique_ptr<ConnectionManager> Create(std::string_view connection_type,
+                                                   ChannelCore* core);
+  ~ConnectionManager();
+
+  Kind kind() const noexcept { return kind_; }
+  // A connection for one attempt (connecting or connected); nullptr once shutting down.
+  std::shared_ptr<ClientConnection> Acquire();
+  // Loop thread of `connection`: its only call finished with a reply (pooled/short only).
+  void OnExclusiveCallDone(const std::shared_ptr<ClientConnection>& connection);
+  // Loop thread of `connection`: it closed. Called once per connection, before its calls fail.
+  void OnClosed(ClientConnection* connection);
+  // Closes every connection (their pending calls fail); new Acquire()s return nullptr.
+  void CloseAll();
+
+ private:
+  ConnectionManager(Kind kind, ChannelCore* core) : kind_(kind), core_(core) {}
+  std::shared_ptr<ClientConnection> NewConnectionLocked();
+
+  const Kind kind_;
+  ChannelCore* const core_;
+  std::mutex mutex_;
+  bool closed_ = false;
+  std::shared_ptr<ClientConnection> single_;            // kSingle
+  std::vector<std::shared_ptr<ClientConnection>> idle_;  // kPooled
+  std::unordered_map<ClientConnection*, std::weak_ptr<ClientConnection>> live_;
+};
+
+}  // namespace arenarpc::client
