@@ -1,0 +1,42 @@
+#pragma once
+// Per-method and server-wide counters of an arenarpc::Server (snapshots; see Server::GetMethodStats).
+
+#include <cstdint>
+#include <string>
+
+#include "arenarpc/memory/message_memory.h"
+
+namespace arenarpc {
+
+// One method's counters since Start(). Latencies in microseconds, from the request frame being
+// decoded to its reply being queued (done->Run()); only calls that reached the handler count.
+struct MethodStats {
+  std::string full_name;        // "pkg.Service.Method"; empty when the method is unknown
+  std::string memory_mode;      // strategy serving this method ("heap", "arena", ...)
+  uint64_t calls = 0;           // handler invocations completed (done->Run() ran)
+  uint64_t errors = 0;          // ... of which failed (handler SetFailed or reply not serializable)
+  uint64_t rejected = 0;        // requests answered without running the handler (EREQUEST, ELIMIT)
+  int64_t in_flight = 0;        // handler started, done->Run() not yet
+  int64_t latency_p50_us = 0, latency_p80_us = 0, latency_p90_us = 0, latency_p99_us = 0,
+          latency_p999_us = 0, latency_max_us = 0;
+  double latency_mean_us = 0;
+  // Counters of the strategy serving this method. The strategy (one per mode per server) is shared
+  // by every method configured with the same mode, so these are that strategy's totals.
+  memory::MemoryStats memory;
+};
+
+// Server-wide counters since Start().
+struct ServerStats {
+  uint64_t connections_accepted = 0;
+  uint64_t connections_open = 0;
+  uint64_t connections_closed_idle = 0;  // closed by idle_timeout_sec
+  uint64_t malformed_frames = 0;         // framing/meta errors: the connection was closed
+  uint64_t requests = 0;                 // request frames decoded
+  uint64_t rejected_stopping = 0;        // ELOGOFF
+  uint64_t rejected_limit = 0;           // ELIMIT (max_concurrency)
+  uint64_t rejected_unknown = 0;         // ENOSERVICE / ENOMETHOD
+  uint64_t rejected_overcrowded = 0;     // EOVERCROWDED
+  int64_t in_flight = 0;                 // calls admitted and not yet answered
+};
+
+}  // namespace arenarpc

@@ -1,0 +1,87 @@
+#pragma once
+// arenarpc::Server: serves google::protobuf::Service implementations (generated with
+// `option cc_generic_services = true`) over brpc's baidu_std protocol, creating every call's
+// request and response through a MessageMemory strategy (heap | arena | paged | reuse).
+//
+//   arenarpc::Server server;
+//   server.AddService(&echo_impl, arenarpc::SERVER_DOESNT_OWN_SERVICE);
+//   arenarpc::ServerOptions options;
+//   options.memory_mode = "paged";
+//   if (server.Start("0.0.0.0:8000", options) != 0) die(server.last_error());
+//   server.RunUntilAskedToQuit();
+//
+// Handlers have brpc's shape: void Echo(RpcController* cntl, const Req* request, Resp* response,
+// Closure* done). `cntl` is an arenarpc::Controller. done->Run() may be called on any thread, now
+// or later; it sends the reply. Before calling it, a handler may take
+// static_cast<Controller*>(cntl)->RetainMessages() to keep request/response alive for background
+// work after the reply was sent (two-phase completion); they return to their strategy when the
+// last handle is dropped.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "arenarpc/memory/message_memory.h"
+#include "arenarpc/method_stats.h"
+
+namespace google::protobuf {
+class Service;
+}
+
+namespace arenarpc {
+
+enum ServiceOwnership { SERVER_OWNS_SERVICE, SERVER_DOESNT_OWN_SERVICE };
+
+struct ServerOptions {
+  int num_threads = 0;                 // I/O threads (handlers run on them by default); 0 = nproc
+  int worker_threads = 0;              // >0: handlers run on a separate pool of this size
+  std::string memory_mode = "heap";    // "heap" | "arena" | "paged" | "reuse"
+  memory::MemoryOptions memory;        // arena block sizes, page size/cache capacity, reuse caps
+  std::map<std::string, std::string> method_memory_mode;  // "pkg.Service.Method" -> mode override
+  size_t max_body_size = 64u << 20;    // larger frames close the connection (spec §1.1)
+  int max_concurrency = 0;             // 0 = unlimited; excess calls get ELIMIT (2004)
+  int idle_timeout_sec = -1;           // -1 = never close idle connections
+  int stop_deadline_ms = 5000;         // Stop(): how long calls in flight may take to finish
+};
+
+class Server {
+ public:
+  Server();
+  ~Server();  // Stop() + Join()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Registers every method of `service` under "pkg.Service.Method" (and the service under its
+  // short name, spec §5.2). Only before Start(). 0 on success, -1 (see last_error()) on a
+  // duplicate full or short service name, a null service or a running server.
+  int AddService(google::protobuf::Service* service, ServiceOwnership ownership);
+
+  // Validates the options, binds "ip:port" (port 0 = pick one; "[::1]:p", "host:p", "*:p" too),
+  // starts the I/O threads and accepts. 0 on success, -1 with last_error() saying which option or
+  // step failed and why.
+  int Start(std::string_view address, const ServerOptions& options);
+  const std::string& last_error() const;   // why AddService/Start failed
+  int listen_port() const;                 // after a successful Start(), else -1
+
+  // Stops accepting, answers new requests with ELOGOFF (2003), waits up to stop_deadline_ms for
+  // calls in flight to finish, then closes every connection. Not from a handler. Idempotent.
+  int Stop();
+  // Waits until Stop() has finished and every I/O and worker thread has exited. 0 on success.
+  int Join();
+  // Blocks until SIGINT or SIGTERM, then Stop() + Join().
+  void RunUntilAskedToQuit();
+
+  // Counters of one method ("pkg.Service.Method"); full_name is empty if there is no such method.
+  MethodStats GetMethodStats(std::string_view full_method_name) const;
+  ServerStats GetServerStats() const;
+  // Registered methods, "pkg.Service.Method", sorted.
+  std::vector<std::string> ListMethods() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace arenarpc

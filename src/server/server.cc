@@ -1,0 +1,349 @@
+#include "arenarpc/server.h"
+
+#include <asio/io_context.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/service.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <thread>
+
+#include "net/endpoint.h"
+#include "server/server_connection.h"
+#include "server/server_state.h"
+
+namespace arenarpc {
+
+using server::ServerState;
+
+class Server::Impl {
+ public:
+  enum class Phase { kIdle, kRunning, kStopped };
+
+  std::shared_ptr<ServerState> state = std::make_shared<ServerState>();
+  std::string last_error;
+  int port = -1;
+
+  std::mutex mutex;  // guards phase, joined
+  std::condition_variable stopped_cv;
+  Phase phase = Phase::kIdle;
+  bool joined = false;
+
+  int Fail(std::string message) {
+    last_error = std::move(message);
+    return -1;
+  }
+  int ValidateOptions(const ServerOptions& options);
+  int BindMethods(const ServerOptions& options);
+  void OnAccept(asio::ip::tcp::socket socket);
+};
+
+namespace {
+
+std::string Quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+}  // namespace
+
+int Server::Impl::ValidateOptions(const ServerOptions& options) {
+  if (options.num_threads < 0) {
+    return Fail("num_threads=" + std::to_string(options.num_threads) +
+                " is invalid (expected >= 0; 0 = one per CPU)");
+  }
+  if (options.worker_threads < 0) {
+    return Fail("worker_threads=" + std::to_string(options.worker_threads) +
+                " is invalid (expected >= 0; 0 = run handlers on the I/O threads)");
+  }
+  if (options.max_body_size == 0 || options.max_body_size > UINT32_MAX) {
+    return Fail("max_body_size=" + std::to_string(options.max_body_size) +
+                " is invalid (expected 1..4294967295: body_size is a 32-bit field)");
+  }
+  if (options.max_concurrency < 0) {
+    return Fail("max_concurrency=" + std::to_string(options.max_concurrency) +
+                " is invalid (expected >= 0; 0 = unlimited)");
+  }
+  if (options.idle_timeout_sec == 0 || options.idle_timeout_sec < -1) {
+    return Fail("idle_timeout_sec=" + std::to_string(options.idle_timeout_sec) +
+                " is invalid (expected -1 = never, or > 0)");
+  }
+  if (options.stop_deadline_ms < 0) {
+    return Fail("stop_deadline_ms=" + std::to_string(options.stop_deadline_ms) +
+                " is invalid (expected >= 0)");
+  }
+  try {
+    memory::ValidateMemoryOptions(options.memory);
+  } catch (const std::exception& e) {
+    return Fail(std::string("memory options are invalid: ") + e.what());
+  }
+  for (const auto& [method, mode] : options.method_memory_mode) {
+    if (state->registry.FindMethod(method) == nullptr) {
+      std::string known;
+      for (const auto& entry : state->registry.methods()) {
+        known += (known.empty() ? "" : ", ") + entry->full_name;
+      }
+      return Fail("method_memory_mode: no method " + Quoted(method) +
+                  " is registered (expected pkg.Service.Method, one of: " + known + ")");
+    }
+  }
+  return 0;
+}
+
+int Server::Impl::BindMethods(const ServerOptions& options) {
+  auto strategy_for = [&](const std::string& mode, const std::string& where)
+      -> std::shared_ptr<memory::MessageMemory> {
+    auto& strategy = state->strategies[mode];
+    if (!strategy) {
+      try {
+        strategy = memory::MakeMessageMemory(mode, options.memory);
+      } catch (const std::exception& e) {
+        state->strategies.erase(mode);
+        Fail(where + "=" + Quoted(mode) + " is invalid: " + e.what());
+        return nullptr;
+      }
+    }
+    return strategy;
+  };
+  for (const auto& entry : state->registry.methods()) {
+    auto override_it = options.method_memory_mode.find(entry->full_name);
+    const bool overridden = override_it != options.method_memory_mode.end();
+    const std::string& mode = overridden ? override_it->second : options.memory_mode;
+    auto strategy = strategy_for(
+        mode, overridden ? "method_memory_mode[" + entry->full_name + "]" : "memory_mode");
+    if (!strategy) return -1;
+    auto binding = std::make_shared<server::MethodBinding>();
+    binding->service = entry->service_owner;
+    binding->strategy = strategy;
+    try {
+      binding->memory = strategy->Bind(entry->service->GetRequestPrototype(entry->descriptor),
+                                       entry->service->GetResponsePrototype(entry->descriptor));
+    } catch (const std::exception& e) {
+      return Fail("memory_mode " + Quoted(mode) + " cannot serve " + entry->full_name + ": " +
+                  e.what());
+    }
+    entry->memory_mode = mode;
+    entry->binding = std::move(binding);
+  }
+  return 0;
+}
+
+void Server::Impl::OnAccept(asio::ip::tcp::socket socket) {
+  ServerState& s = *state;
+  net::Connection::Options connection_options;
+  connection_options.idle_timeout_sec = s.options.idle_timeout_sec;
+  auto connection = net::Connection::Create(
+      std::move(socket), std::make_unique<server::ServerConnection>(&s), connection_options);
+  {
+    std::lock_guard lock(s.connections_mutex);
+    if (s.closing_connections) return;  // Stop() is closing everything: drop it (closes the fd)
+    s.connections.emplace(connection->id(), connection);
+  }
+  s.counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
+  connection->Start();
+}
+
+Server::Server() : impl_(std::make_unique<Impl>()) {}
+
+Server::~Server() {
+  Stop();
+  Join();
+}
+
+int Server::AddService(google::protobuf::Service* service, ServiceOwnership ownership) {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->phase != Impl::Phase::kIdle) {
+    if (ownership == SERVER_OWNS_SERVICE) delete service;  // we promised to own it
+    return impl_->Fail("AddService: the server was already started");
+  }
+  return impl_->state->registry.Add(service, ownership, &impl_->last_error);
+}
+
+int Server::Start(std::string_view address, const ServerOptions& options) {
+  std::lock_guard lock(impl_->mutex);
+  Impl& impl = *impl_;
+  if (impl.phase != Impl::Phase::kIdle) {
+    return impl.Fail(impl.phase == Impl::Phase::kRunning
+                         ? "Start: the server is already running"
+                         : "Start: a stopped server cannot be restarted; create a new Server");
+  }
+  ServerState& state = *impl.state;
+  if (state.registry.methods().empty()) return impl.Fail("Start: no service was added");
+  if (impl.ValidateOptions(options) != 0) return -1;
+  asio::ip::tcp::endpoint endpoint;
+  std::string endpoint_error;
+  if (!net::ParseEndpoint(address, &endpoint, &endpoint_error)) {
+    return impl.Fail("Start: " + endpoint_error);
+  }
+  state.options = options;
+  if (impl.BindMethods(options) != 0) return -1;
+
+  const int io_threads = options.num_threads > 0
+                             ? options.num_threads
+                             : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  state.loops = std::make_unique<net::EventLoopGroup>(io_threads, "arenarpc-io");
+  try {
+    state.acceptor = net::Acceptor::Listen(
+        *state.loops, endpoint,
+        [impl = &impl](asio::ip::tcp::socket socket) { impl->OnAccept(std::move(socket)); });
+  } catch (const std::exception& e) {
+    state.loops.reset();
+    return impl.Fail("Start: cannot listen on " + std::string(address) + ": " + e.what());
+  }
+  if (options.worker_threads > 0) {
+    state.workers = std::make_unique<asio::thread_pool>(options.worker_threads);
+  }
+  impl.port = state.acceptor->port();
+  state.acceptor->Start();
+  impl.phase = Impl::Phase::kRunning;
+  impl.last_error.clear();
+  return 0;
+}
+
+const std::string& Server::last_error() const { return impl_->last_error; }
+
+int Server::listen_port() const { return impl_->port; }
+
+int Server::Stop() {
+  Impl& impl = *impl_;
+  {
+    std::lock_guard lock(impl.mutex);
+    if (impl.phase != Impl::Phase::kRunning) return 0;
+  }
+  ServerState& state = *impl.state;
+  if (state.loops->InLoopThread()) {
+    // Waiting here would wait for this very thread; Stop() belongs on a thread of the application.
+    impl.last_error = "Stop: called from an I/O thread of the server (call it from another thread)";
+    return -1;
+  }
+  if (state.stopping.exchange(true, std::memory_order_acq_rel)) return 0;  // another Stop() runs
+  state.acceptor->Close();
+
+  // Calls in flight may finish until the deadline; new requests already get ELOGOFF.
+  {
+    std::unique_lock lock(state.drain_mutex);
+    state.drained.wait_for(lock, std::chrono::milliseconds(state.options.stop_deadline_ms), [&] {
+      return state.in_flight.load(std::memory_order_acquire) == 0;
+    });
+  }
+  std::vector<std::shared_ptr<net::Connection>> open;
+  {
+    std::lock_guard lock(state.connections_mutex);
+    state.closing_connections = true;
+    for (const auto& [id, connection] : state.connections) open.push_back(connection);
+  }
+  for (const auto& connection : open) connection->Close();
+  {
+    // Closing runs on the loops; a loop stuck in a handler cannot close its sockets, so bound the
+    // wait (Join() still waits for the loop threads themselves).
+    std::unique_lock lock(state.connections_mutex);
+    state.connections_gone.wait_for(lock, std::chrono::seconds(1),
+                                    [&] { return state.connections.empty(); });
+  }
+  {
+    std::lock_guard lock(impl.mutex);
+    impl.phase = Impl::Phase::kStopped;
+  }
+  impl.stopped_cv.notify_all();
+  return 0;
+}
+
+int Server::Join() {
+  Impl& impl = *impl_;
+  std::unique_lock lock(impl.mutex);
+  if (impl.phase == Impl::Phase::kIdle) return 0;
+  impl.stopped_cv.wait(lock, [&] { return impl.phase == Impl::Phase::kStopped; });
+  if (impl.joined) return 0;
+  impl.joined = true;
+  ServerState& state = *impl.state;
+  if (state.loops->InLoopThread()) {
+    impl.last_error = "Join: called from an I/O thread of the server";
+    return -1;
+  }
+  state.loops->Stop();
+  if (state.workers) state.workers->join();
+  return 0;
+}
+
+void Server::RunUntilAskedToQuit() {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->phase != Impl::Phase::kRunning) return;
+  }
+  asio::io_context context;
+  asio::signal_set signals(context, SIGINT, SIGTERM);
+  signals.async_wait([&](const asio::error_code& error, int) {
+    if (!error) context.stop();
+  });
+  // Also return when someone else stopped the server.
+  asio::steady_timer poll(context);
+  std::function<void()> arm = [&] {
+    poll.expires_after(std::chrono::milliseconds(100));
+    poll.async_wait([&](const asio::error_code& error) {
+      if (error) return;
+      std::unique_lock lock(impl_->mutex);
+      if (impl_->phase != Impl::Phase::kRunning) {
+        context.stop();
+      } else {
+        lock.unlock();
+        arm();
+      }
+    });
+  };
+  arm();
+  context.run();
+  Stop();
+  Join();
+}
+
+MethodStats Server::GetMethodStats(std::string_view full_method_name) const {
+  MethodStats stats;
+  const server::MethodEntry* entry = impl_->state->registry.FindMethod(full_method_name);
+  if (entry == nullptr) return stats;
+  stats.full_name = entry->full_name;
+  stats.memory_mode = entry->memory_mode;
+  stats.calls = entry->calls.load(std::memory_order_relaxed);
+  stats.errors = entry->errors.load(std::memory_order_relaxed);
+  stats.rejected = entry->rejected.load(std::memory_order_relaxed);
+  stats.in_flight = entry->in_flight.load(std::memory_order_relaxed);
+  const LatencyHistogram& latency = entry->latency;
+  stats.latency_p50_us = latency.Percentile(50);
+  stats.latency_p80_us = latency.Percentile(80);
+  stats.latency_p90_us = latency.Percentile(90);
+  stats.latency_p99_us = latency.Percentile(99);
+  stats.latency_p999_us = latency.Percentile(99.9);
+  stats.latency_max_us = latency.Max();
+  stats.latency_mean_us = latency.Mean();
+  if (entry->binding) stats.memory = entry->binding->strategy->stats();
+  return stats;
+}
+
+ServerStats Server::GetServerStats() const {
+  const ServerState& state = *impl_->state;
+  ServerStats stats;
+  stats.connections_accepted = state.counters.connections_accepted.load(std::memory_order_relaxed);
+  stats.connections_closed_idle =
+      state.counters.connections_closed_idle.load(std::memory_order_relaxed);
+  stats.malformed_frames = state.counters.malformed_frames.load(std::memory_order_relaxed);
+  stats.requests = state.counters.requests.load(std::memory_order_relaxed);
+  stats.rejected_stopping = state.counters.rejected_stopping.load(std::memory_order_relaxed);
+  stats.rejected_limit = state.counters.rejected_limit.load(std::memory_order_relaxed);
+  stats.rejected_unknown = state.counters.rejected_unknown.load(std::memory_order_relaxed);
+  stats.rejected_overcrowded = state.counters.rejected_overcrowded.load(std::memory_order_relaxed);
+  stats.in_flight = state.in_flight.load(std::memory_order_relaxed);
+  {
+    std::lock_guard lock(impl_->state->connections_mutex);
+    stats.connections_open = state.connections.size();
+  }
+  return stats;
+}
+
+std::vector<std::string> Server::ListMethods() const {
+  std::vector<std::string> names;
+  for (const auto& entry : impl_->state->registry.methods()) names.push_back(entry->full_name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace arenarpc

@@ -1,0 +1,129 @@
+#include "server/server_call.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/service.h>
+
+#include <exception>
+
+#include "arenarpc/error_codes.h"
+#include "protocol/frame_codec.h"
+#include "protocol/meta_builder.h"
+#include "protocol/payload_codec.h"
+#include "server/error_reply.h"
+
+namespace arenarpc::server {
+
+// A pair kept alive by RetainMessages() handles. The binding (strategy + prototypes) outlives it.
+struct ServerCall::RetainedMessages {
+  std::shared_ptr<MethodBinding> binding;
+  memory::MessagePair pair;
+};
+
+ServerCall::ServerCall(std::shared_ptr<ServerState> state,
+                       std::shared_ptr<net::Connection> connection, MethodEntry* method,
+                       int64_t correlation_id, std::chrono::steady_clock::time_point start)
+    : state_(std::move(state)),
+      connection_(std::move(connection)),
+      method_(method),
+      correlation_id_(correlation_id),
+      start_(start) {
+  controller_.set_retain_hook(&ServerCall::RetainHook, this);
+}
+
+ServerCall::~ServerCall() = default;
+
+std::shared_ptr<void> ServerCall::RetainHook(const Controller& controller) {
+  auto* call = static_cast<ServerCall*>(controller.retain_state());
+  if (!call->retained_) {
+    // The messages stay where they are; only the ownership of the pair moves.
+    call->retained_ = std::make_shared<RetainedMessages>(
+        RetainedMessages{call->method_->binding, std::move(call->pair_)});
+  }
+  return call->retained_;
+}
+
+void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payload) {
+  MethodEntry* method = call->method_;
+  try {
+    call->pair_ = method->binding->memory->Acquire();
+  } catch (const std::exception& e) {
+    method->rejected.fetch_add(1, std::memory_order_relaxed);
+    WriteErrorReply(*call->connection_, call->correlation_id_, EINTERNAL,
+                    "Fail to create the messages of " + method->full_name + ": " + e.what());
+    call->state_->FinishOne();
+    return;
+  }
+  std::string detail;
+  if (!protocol::MergePayload(payload.meta, payload.bytes, call->controller_.request_attachment(),
+                              call->pair_.request(), &detail)) {
+    method->rejected.fetch_add(1, std::memory_order_relaxed);
+    WriteErrorReply(*call->connection_, call->correlation_id_, EREQUEST,
+                    protocol::ParseFailureText("request", *call->pair_.request(), payload.meta,
+                                               payload.request_size));
+    call->state_->FinishOne();
+    return;  // the half-filled pair goes back to its strategy with the call
+  }
+  payload.bytes.clear();  // the input pages can go back before the handler runs
+  method->in_flight.fetch_add(1, std::memory_order_relaxed);
+  ServerCall* done = call.release();  // owned by the handler until done->Run()
+  done->method_->service->CallMethod(method->descriptor, &done->controller_,
+                                     done->pair_.request(), done->pair_.response(), done);
+}
+
+bool ServerCall::BuildReply(const google::protobuf::Message& response, net::BufferChain* frame) {
+  int code = controller_.ErrorCode();
+  std::string error_text;
+  if (controller_.Failed()) {
+    error_text = protocol::FormatErrorText(protocol::ServerIdentity(connection_->local_side()),
+                                           code, controller_.ErrorText());
+  } else {
+    net::BufferChain payload;
+    std::string error;
+    const int compress_type = static_cast<int>(controller_.response_compress_type());
+    protocol::PayloadFields fields;
+    fields.compress_type = compress_type;
+    fields.attachment_size = controller_.response_attachment().size();
+    protocol::RpcMeta meta;
+    if (protocol::SerializePayload(response, compress_type, &payload, &error, "response") &&
+        protocol::BuildResponseMeta(correlation_id_, fields, payload,
+                                    controller_.response_attachment(),
+                                    &controller_.response_user_fields(), &meta, &error)) {
+      protocol::EncodeFrame(meta, std::move(payload), std::move(controller_.response_attachment()),
+                            frame);
+      return true;
+    }
+    // A reply that cannot be serialized becomes an ERESPONSE failure (spec §5.4).
+    code = ERESPONSE;
+    error_text = protocol::FormatErrorText(protocol::ServerIdentity(connection_->local_side()),
+                                           code, error);
+  }
+  protocol::RpcMeta meta;
+  protocol::BuildErrorResponseMeta(correlation_id_, protocol::WireErrorCode(code), error_text,
+                                   &controller_.response_user_fields(), &meta);
+  protocol::EncodeFrame(meta, net::BufferChain(), net::BufferChain(), frame);
+  return false;
+}
+
+void ServerCall::Run() {
+  std::unique_ptr<ServerCall> self(this);
+  const memory::MessagePair& pair = retained_ ? retained_->pair : pair_;
+  bool ok;
+  if (controller_.Failed() && controller_.ErrorCode() == ECLOSE) {
+    ok = false;
+    connection_->Close();  // the handler asked for it: no reply (spec §5.3)
+  } else {
+    net::BufferChain frame;
+    ok = BuildReply(*pair.response(), &frame);
+    connection_->Write(std::move(frame));
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start_;
+  method_->latency.Record(std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count());
+  method_->calls.fetch_add(1, std::memory_order_relaxed);
+  if (!ok) method_->errors.fetch_add(1, std::memory_order_relaxed);
+  method_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  state_->FinishOne();
+  // `self` goes out of scope: the pair is released now, unless RetainMessages() handles remain.
+}
+
+}  // namespace arenarpc::server

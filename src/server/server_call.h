@@ -1,0 +1,63 @@
+#pragma once
+// ServerCall: one request from parse to reply. It is the `done` closure handed to the handler:
+// done->Run() (any thread, exactly once) serializes and queues the reply, records the stats and
+// releases the request/response pair — or leaves it to the last RetainMessages() handle.
+
+#include <google/protobuf/service.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "arenarpc/controller.h"
+#include "arenarpc/memory/message_memory.h"
+#include "net/connection.h"
+#include "protocol/rpc_meta.pb.h"
+#include "server/method_entry.h"
+#include "server/server_state.h"
+
+namespace arenarpc::server {
+
+// The request frame's parts that parsing needs (spec §5.1 step 10). The attachment has already
+// moved to the controller.
+struct RequestPayload {
+  protocol::RpcMeta meta;
+  net::BufferChain bytes;       // as on the wire, maybe compressed
+  size_t request_size = 0;      // payload + attachment bytes, for error texts
+};
+
+class ServerCall final : public google::protobuf::Closure {
+ public:
+  ServerCall(std::shared_ptr<ServerState> state, std::shared_ptr<net::Connection> connection,
+             MethodEntry* method, int64_t correlation_id,
+             std::chrono::steady_clock::time_point start);
+  ~ServerCall() override;
+
+  Controller& controller() noexcept { return controller_; }
+
+  // Acquires the pair, parses the request into it and runs the handler. A call that fails here
+  // is answered (EREQUEST / EINTERNAL) and destroyed; otherwise the handler owns it until Run().
+  static void Execute(std::unique_ptr<ServerCall> call, RequestPayload payload);
+
+  // done->Run(): reply, stats, release. Deletes the call.
+  void Run() override;
+
+ private:
+  struct RetainedMessages;
+  static std::shared_ptr<void> RetainHook(const Controller& controller);
+  // Appends the reply for a finished handler; false = the call failed (handler or serialization).
+  bool BuildReply(const google::protobuf::Message& response, net::BufferChain* frame);
+
+  // Destroyed bottom-up: the pair goes back to its strategy before the state that keeps the
+  // strategy alive can go.
+  std::shared_ptr<ServerState> state_;
+  std::shared_ptr<net::Connection> connection_;
+  MethodEntry* method_;
+  const int64_t correlation_id_;
+  const std::chrono::steady_clock::time_point start_;
+  Controller controller_;
+  memory::MessagePair pair_;                   // moved into retained_ by RetainMessages()
+  std::shared_ptr<RetainedMessages> retained_;
+};
+
+}  // namespace arenarpc::server

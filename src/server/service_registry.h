@@ -1,0 +1,43 @@
+#pragma once
+// ServiceRegistry: registered services and methods, resolved as brpc does (spec §5.2): a
+// service_name with '.' is fully qualified, one without is a short name.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "arenarpc/server.h"
+#include "server/method_entry.h"
+
+namespace arenarpc::server {
+
+class ServiceRegistry {
+ public:
+  ServiceRegistry() = default;
+  ServiceRegistry(const ServiceRegistry&) = delete;
+  ServiceRegistry& operator=(const ServiceRegistry&) = delete;
+
+  // 0, or -1 with *error set (null service, duplicate full or short name, no methods).
+  int Add(google::protobuf::Service* service, ServiceOwnership ownership, std::string* error);
+
+  // Resolution of one request (spec §5.2). On a miss returns nullptr and sets the wire error code
+  // (ENOSERVICE / ENOMETHOD) and the message (without the server identity prefix).
+  MethodEntry* Resolve(std::string_view service_name, std::string_view method_name,
+                       int* error_code, std::string* error_text) const;
+  MethodEntry* FindMethod(std::string_view full_method_name) const;
+  const std::vector<std::unique_ptr<MethodEntry>>& methods() const { return methods_; }
+
+ private:
+  struct ServiceEntry {
+    std::string full_name;
+    std::map<std::string, MethodEntry*, std::less<>> methods;  // by method name
+  };
+  std::vector<std::unique_ptr<MethodEntry>> methods_;
+  std::map<std::string, std::unique_ptr<ServiceEntry>, std::less<>> by_full_name_;
+  std::map<std::string, ServiceEntry*, std::less<>> by_short_name_;
+  std::map<std::string, MethodEntry*, std::less<>> by_method_name_;  // "pkg.Service.Method"
+};
+
+}  // namespace arenarpc::server
