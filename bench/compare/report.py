@@ -1,0 +1,97 @@
+"""Table and chart of a bench/compare_modes result (the dict it writes as JSON).
+
+Also usable on a saved result:  python3 bench/compare/report.py RESULT.json [CHART.png]
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+CHART_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "chart.gp")
+
+
+def _ratio(value, base):
+    return f"{value / base:.2f}x" if base else "-"
+
+
+def table(result):
+    med, base = result["medians"], result["baseline"]
+    b = med[base]
+    maxq = result.get("max_throughput", {})
+    lines = [
+        f"{result['server']} echo server, payload_scale {result['payload_scale']}, "
+        f"{result['qps']:.0f} QPS open loop, {result['repeats']} interleaved repeats x "
+        f"{result['duration_s']:g} s (after {result['warmup_s']:g} s warm-up); server pinned to "
+        f"core {result['server_core']} ({result['server_threads']} I/O thread), press on core "
+        f"{result['client_core']}; medians over repeats, ratios to {base}",
+        "",
+        "| mode | latency [p80, p90, p99, p99.9] us | CPU cores | CPU us/call | RSS peak MB "
+        "| p99 ratio | CPU ratio | RSS ratio | max QPS (1 core) | max QPS ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for mode in result["modes"]:
+        m = med[mode]
+        lat = ", ".join(f"{m[k]:.0f}" for k in ("p80", "p90", "p99", "p99.9"))
+        mq = maxq.get(mode, {}).get("achieved_qps")
+        bq = maxq.get(base, {}).get("achieved_qps")
+        lines.append(
+            f"| {mode} | [{lat}] | {m['cpu_cores']:.3f} | {m['cpu_us_per_call']:.0f} | "
+            f"{m['rss_peak'] / 1e6:.1f} | {_ratio(m['p99'], b['p99'])} | "
+            f"{_ratio(m['cpu_us_per_call'], b['cpu_us_per_call'])} | "
+            f"{_ratio(m['rss_peak'], b['rss_peak'])} | "
+            f"{f'{mq:.0f}' if mq else '-'} | {_ratio(mq, bq) if mq and bq else '-'} |")
+    failed = {mode: sum(r["calls_failed"] for r in result["runs"][mode]) for mode in result["modes"]}
+    if any(failed.values()):
+        lines.append("")
+        lines.append("errors during the fixed-QPS runs: " +
+                     ", ".join(f"{mode} {n}" for mode, n in failed.items() if n))
+    lag = max(med[mode]["send_lag_p99"] for mode in result["modes"])
+    client = max(med[mode]["client_cores"] for mode in result["modes"])
+    lines.append("")
+    lines.append(f"load generator: send lag p99 <= {lag:.0f} us, press CPU <= {client:.2f} cores "
+                 "(well below 1: the generator did not limit the load)"
+                 if client < 0.8 else
+                 f"load generator: send lag p99 <= {lag:.0f} us, press CPU up to {client:.2f} "
+                 "cores: the generator may be near its limit")
+    return "\n".join(lines)
+
+
+def chart(result, png_path):
+    """Draws the PNG with gnuplot; returns False (and says why) when it cannot."""
+    if not shutil.which("gnuplot"):
+        print("report: gnuplot not installed, no chart", file=sys.stderr)
+        return False
+    med = result["medians"]
+    maxq = result.get("max_throughput", {})
+    with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as data:
+        data.write("mode p80 p90 p99 p999 cpu_us cpu_cores rss_mb max_qps\n")
+        for mode in result["modes"]:
+            m = med[mode]
+            data.write(f"{mode} {m['p80']} {m['p90']} {m['p99']} {m['p99.9']} "
+                       f"{m['cpu_us_per_call']:.1f} {m['cpu_cores']:.4f} {m['rss_peak'] / 1e6:.2f} "
+                       f"{maxq.get(mode, {}).get('achieved_qps', 0):.1f}\n")
+    title = (f"{result['server']} echo, payload_scale {result['payload_scale']}, "
+             f"{result['qps']:.0f} QPS, medians of {result['repeats']} ({result['utc']})")
+    try:
+        out = subprocess.run(["gnuplot", "-e", f"datafile='{data.name}'; outfile='{png_path}'; "
+                              f"plottitle='{title}'", CHART_SCRIPT],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.unlink(data.name)
+    if out.returncode != 0 or not os.path.exists(png_path):
+        print(f"report: gnuplot failed: {out.stderr.strip()}", file=sys.stderr)
+        return False
+    return True
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    with open(sys.argv[1]) as f:
+        saved = json.load(f)
+    print(table(saved))
+    if len(sys.argv) > 2:
+        sys.exit(0 if chart(saved, sys.argv[2]) else 1)
