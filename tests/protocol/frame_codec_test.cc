@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "counting_pages.h"
+#include "chain_util.h"
 #include "hex.h"
 #include "spec_frames.h"
 
@@ -13,18 +14,6 @@ namespace arenarpc::protocol {
 namespace {
 
 using namespace arenarpc::testing;
-
-net::BufferChain Chain(std::string_view bytes) {
-  net::BufferChain c;
-  c.Append(bytes);
-  return c;
-}
-
-std::string Encode(const RpcMeta& meta, std::string_view payload, std::string_view attachment) {
-  net::BufferChain out;
-  EncodeFrame(meta, Chain(payload), Chain(attachment), &out);
-  return out.ToString();
-}
 
 RpcMeta SpecRequestMetaFull() {
   RpcMeta meta;
@@ -41,7 +30,7 @@ RpcMeta SpecRequestMetaFull() {
 // --- encode: exactly the spec's bytes
 
 TEST(EncodeFrame, SpecRequestFull) {
-  EXPECT_EQ(ToHex(Encode(SpecRequestMetaFull(), SpecPayload(), "")), ToHex(SpecRequestFull()));
+  EXPECT_EQ(ToHex(EncodeToString(SpecRequestMetaFull(), SpecPayload(), "")), ToHex(SpecRequestFull()));
 }
 
 TEST(EncodeFrame, SpecRequestMinimal) {
@@ -49,14 +38,14 @@ TEST(EncodeFrame, SpecRequestMinimal) {
   meta.mutable_request()->set_service_name("example.EchoService");
   meta.mutable_request()->set_method_name("Echo");
   meta.set_correlation_id(kSpecCorrelationId);
-  EXPECT_EQ(ToHex(Encode(meta, SpecPayload(), "")), ToHex(SpecRequestMinimal()));
+  EXPECT_EQ(ToHex(EncodeToString(meta, SpecPayload(), "")), ToHex(SpecRequestMinimal()));
 }
 
 TEST(EncodeFrame, SpecRequestWithLogIdAndAttachment) {
   RpcMeta meta = SpecRequestMetaFull();
   meta.mutable_request()->set_log_id(5);
   meta.set_attachment_size(2);
-  EXPECT_EQ(ToHex(Encode(meta, SpecPayload(), "AB")), ToHex(SpecRequestLogIdAttachment()));
+  EXPECT_EQ(ToHex(EncodeToString(meta, SpecPayload(), "AB")), ToHex(SpecRequestLogIdAttachment()));
 }
 
 TEST(EncodeFrame, SpecReplies) {
@@ -67,18 +56,18 @@ TEST(EncodeFrame, SpecReplies) {
   full.set_content_type(CONTENT_TYPE_PB);
   full.set_checksum_type(0);
   full.set_checksum_value("");
-  EXPECT_EQ(ToHex(Encode(full, SpecPayload(), "")), ToHex(SpecReplyFull()));
+  EXPECT_EQ(ToHex(EncodeToString(full, SpecPayload(), "")), ToHex(SpecReplyFull()));
 
   RpcMeta minimal;
   minimal.mutable_response()->set_error_code(0);
   minimal.set_correlation_id(kSpecCorrelationId);
-  EXPECT_EQ(ToHex(Encode(minimal, SpecPayload(), "")), ToHex(SpecReplyMinimal()));
+  EXPECT_EQ(ToHex(EncodeToString(minimal, SpecPayload(), "")), ToHex(SpecReplyMinimal()));
 
   RpcMeta error = full;
   error.mutable_response()->set_error_code(1002);
   error.mutable_response()->set_error_text(
       "[127.0.0.1:8000][E1002]Fail to find method=example.EchoService/Foo");
-  EXPECT_EQ(ToHex(Encode(error, "", "")), ToHex(SpecErrorReply()));
+  EXPECT_EQ(ToHex(EncodeToString(error, "", "")), ToHex(SpecErrorReply()));
 }
 
 TEST(EncodeFrame, AppendsAfterExistingBytesAndMovesPayload) {
@@ -157,7 +146,7 @@ TEST(FrameDecoder, NegativeCorrelationIdRoundTrips) {
   meta.mutable_request()->set_service_name("s.S");
   meta.mutable_request()->set_method_name("M");
   meta.set_correlation_id(-5);
-  const std::string bytes = Encode(meta, "", "");
+  const std::string bytes = EncodeToString(meta, "", "");
   // -5 is a 10-byte two's-complement varint after tag 0x20.
   EXPECT_NE(bytes.find(FromHex("20 fb ff ff ff ff ff ff ff ff 01")), std::string::npos);
   net::BufferChain in = Chain(bytes);
@@ -201,7 +190,7 @@ TEST(FrameDecoder, ManyFramesInOneChunkAcrossSmallPages) {
     meta.set_correlation_id(i);
     const std::string att(i % 7, static_cast<char>('a' + i % 26));
     if (!att.empty()) meta.set_attachment_size(static_cast<int>(att.size()));
-    all += Encode(meta, std::string(i, 'p'), att);
+    all += EncodeToString(meta, std::string(i, 'p'), att);
   }
   in.Append(all);
   FrameDecoder decoder;
@@ -217,11 +206,6 @@ TEST(FrameDecoder, ManyFramesInOneChunkAcrossSmallPages) {
 }
 
 // --- malformed input (spec §1.1)
-
-struct Bad {
-  std::string bytes;
-  std::string error_part;
-};
 
 void ExpectFatal(const std::string& bytes, const std::string& error_part,
                  size_t max_body = kDefaultMaxBodySize) {
@@ -287,11 +271,11 @@ TEST(FrameDecoder, MissingRequiredFields) {
   RpcMeta meta;
   meta.mutable_request()->set_service_name("example.EchoService");  // no method_name
   meta.set_correlation_id(1);
-  const std::string bytes = Encode(meta, SpecPayload(), "");
+  const std::string bytes = EncodeToString(meta, SpecPayload(), "");
   ExpectFatal(bytes, "request.method_name");
   RpcMeta chunk;
   chunk.mutable_chunk_info()->set_stream_id(1);  // chunk_id missing
-  ExpectFatal(Encode(chunk, "", ""), "chunk_info.chunk_id");
+  ExpectFatal(EncodeToString(chunk, "", ""), "chunk_info.chunk_id");
 }
 
 TEST(FrameDecoder, AttachmentLargerThanBodyIsNotFatal) {
@@ -300,7 +284,7 @@ TEST(FrameDecoder, AttachmentLargerThanBodyIsNotFatal) {
   meta.mutable_request()->set_method_name("Echo");
   meta.set_correlation_id(9);
   meta.set_attachment_size(9);  // body after meta has only 7 bytes
-  net::BufferChain in = Chain(Encode(meta, SpecPayload(), "") + SpecRequestFull());
+  net::BufferChain in = Chain(EncodeToString(meta, SpecPayload(), "") + SpecRequestFull());
   FrameDecoder decoder;
   Frame frame;
   ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame);
@@ -317,7 +301,7 @@ TEST(FrameDecoder, NegativeAttachmentSizeMeansNone) {
   RpcMeta meta;
   meta.mutable_response()->set_error_code(0);
   meta.set_attachment_size(-3);
-  net::BufferChain in = Chain(Encode(meta, SpecPayload(), ""));
+  net::BufferChain in = Chain(EncodeToString(meta, SpecPayload(), ""));
   FrameDecoder decoder;
   Frame frame;
   ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "arenarpc/error_codes.h"
+#include "chain_util.h"
 #include "hex.h"
 #include "protocol/frame_codec.h"
 #include "protocol/payload_codec.h"
@@ -12,18 +13,6 @@ namespace arenarpc::protocol {
 namespace {
 
 using namespace arenarpc::testing;
-
-net::BufferChain Chain(std::string_view bytes) {
-  net::BufferChain c;
-  c.Append(bytes);
-  return c;
-}
-
-std::string Frame(const RpcMeta& meta, std::string_view payload, std::string_view attachment) {
-  net::BufferChain out;
-  EncodeFrame(meta, Chain(payload), Chain(attachment), &out);
-  return out.ToString();
-}
 
 RequestMetaFields EchoCall() {
   RequestMetaFields call;
@@ -37,7 +26,7 @@ TEST(MetaBuilder, RequestAsBrpcSendsIt) {
   RpcMeta meta;
   std::string error;
   ASSERT_TRUE(BuildRequestMeta(EchoCall(), {}, Chain(SpecPayload()), {}, &meta, &error)) << error;
-  EXPECT_EQ(ToHex(Frame(meta, SpecPayload(), "")), ToHex(SpecRequestFull()));
+  EXPECT_EQ(ToHex(EncodeToString(meta, SpecPayload(), "")), ToHex(SpecRequestFull()));
 }
 
 TEST(MetaBuilder, RequestWithLogIdAndAttachment) {
@@ -48,7 +37,7 @@ TEST(MetaBuilder, RequestWithLogIdAndAttachment) {
   RpcMeta meta;
   std::string error;
   ASSERT_TRUE(BuildRequestMeta(call, fields, Chain(SpecPayload()), Chain("AB"), &meta, &error));
-  EXPECT_EQ(ToHex(Frame(meta, SpecPayload(), "AB")), ToHex(SpecRequestLogIdAttachment()));
+  EXPECT_EQ(ToHex(EncodeToString(meta, SpecPayload(), "AB")), ToHex(SpecRequestLogIdAttachment()));
 }
 
 TEST(MetaBuilder, OptionalRequestFieldsOnlyWhenSet) {
@@ -97,7 +86,7 @@ TEST(MetaBuilder, SuccessReplyAsBrpcSendsIt) {
   std::string error;
   ASSERT_TRUE(BuildResponseMeta(kSpecCorrelationId, {}, Chain(SpecPayload()), {}, nullptr, &meta,
                                 &error));
-  EXPECT_EQ(ToHex(Frame(meta, SpecPayload(), "")), ToHex(SpecReplyFull()));
+  EXPECT_EQ(ToHex(EncodeToString(meta, SpecPayload(), "")), ToHex(SpecReplyFull()));
 }
 
 TEST(MetaBuilder, ErrorReplyAsBrpcSendsIt) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "counting_pages.h"
+#include "chain_util.h"
 #include "hex.h"
 #include "protocol/checksum.h"
 #include "protocol/compression.h"
@@ -15,12 +16,6 @@ namespace arenarpc::protocol {
 namespace {
 
 using namespace arenarpc::testing;
-
-net::BufferChain Chain(std::string_view bytes) {
-  net::BufferChain c;
-  c.Append(bytes);
-  return c;
-}
 
 // RpcMeta serves as a test message: it has nested messages, a map and required fields.
 RpcMeta SampleMessage(size_t text_bytes) {
