@@ -1,0 +1,84 @@
+// Fuzzes FrameDecoder (header checks, RpcMeta parsing, payload/attachment split) over input that
+// arrives in arbitrary pieces, then the payload codec on every frame it accepts.
+// Input: byte 0 chooses how the rest is chopped into reads; the rest is the connection's bytes.
+#include <google/protobuf/util/message_differencer.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+
+#include "fuzz_check.h"
+#include "protocol/frame_codec.h"
+#include "protocol/payload_codec.h"
+
+namespace {
+
+using arenarpc::net::BufferChain;
+using namespace arenarpc::protocol;
+
+constexpr size_t kMaxBody = 1 << 20;
+
+// Every accepted frame must survive re-encoding unchanged, and its payload must either parse or
+// fail cleanly.
+void CheckFrame(const Frame& frame, bool attachment_error) {
+  BufferChain payload, attachment, wire;
+  payload.AppendShared(frame.payload);
+  attachment.AppendShared(frame.attachment);
+  EncodeFrame(frame.meta, std::move(payload), std::move(attachment), &wire);
+  FrameDecoder again(kMaxBody + 1024);
+  Frame copy;
+  FUZZ_CHECK(again.Next(wire, &copy) == DecodeStatus::kFrame);
+  FUZZ_CHECK(wire.empty());
+  FUZZ_CHECK(again.attachment_error() == attachment_error);
+  FUZZ_CHECK(google::protobuf::util::MessageDifferencer::Equals(copy.meta, frame.meta));
+  FUZZ_CHECK(copy.payload.ToString() == frame.payload.ToString());
+  FUZZ_CHECK(copy.attachment.ToString() == frame.attachment.ToString());
+
+  // Parse the payload as an RpcMeta (a message with nested, required and map fields).
+  RpcMeta message;
+  std::string detail;
+  if (!MergePayload(frame.meta, frame.payload, frame.attachment, &message, &detail, kMaxBody)) {
+    FUZZ_CHECK(!detail.empty());
+    FUZZ_CHECK(!ParseFailureText("request", message, frame.meta, frame.payload.size()).empty());
+  } else {
+    FUZZ_CHECK(message.IsInitialized());
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const size_t unit = (data[0] & 0x3f) + 1;
+  const std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
+
+  FrameDecoder decoder(kMaxBody);
+  BufferChain in;
+  Frame frame;
+  size_t pos = 0, round = 0, consumed = 0;
+  while (pos < bytes.size()) {
+    const size_t n = std::min(bytes.size() - pos, unit * (round++ % 4 + 1));
+    in.Append(bytes.substr(pos, n));
+    pos += n;
+    for (;;) {
+      const size_t before = in.size();
+      const DecodeStatus status = decoder.Next(in, &frame);
+      if (status == DecodeStatus::kNeedMore) {
+        FUZZ_CHECK(in.size() == before);  // waiting never eats bytes
+        break;
+      }
+      if (status == DecodeStatus::kError) {
+        FUZZ_CHECK(!decoder.error().empty());
+        FUZZ_CHECK(decoder.Next(in, &frame) == DecodeStatus::kError);  // sticky
+        return 0;
+      }
+      const size_t frame_bytes = before - in.size();
+      FUZZ_CHECK(frame_bytes >= kHeaderSize);
+      FUZZ_CHECK(frame_bytes - kHeaderSize >= frame.payload.size() + frame.attachment.size());
+      consumed += frame_bytes;
+      CheckFrame(frame, decoder.attachment_error());
+    }
+  }
+  FUZZ_CHECK(consumed + in.size() == bytes.size());
+  return 0;
+}

@@ -1,0 +1,83 @@
+// Writes the seed corpora for the fuzz targets: the spec's example frames (§10) and payloads in
+// every codec. Usage: fuzz_make_seeds <frame_corpus_dir> <payload_corpus_dir>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "../tests/protocol/spec_frames.h"
+#include "protocol/checksum.h"
+#include "protocol/frame_codec.h"
+#include "protocol/compression.h"
+#include "protocol/meta_builder.h"
+#include "protocol/payload_codec.h"
+
+namespace {
+
+using arenarpc::net::BufferChain;
+using namespace arenarpc::protocol;
+using namespace arenarpc::testing;
+
+void Write(const std::filesystem::path& dir, const std::string& name, const std::string& bytes) {
+  std::ofstream(dir / name, std::ios::binary) << bytes;
+}
+
+BufferChain Chain(const std::string& s) {
+  BufferChain c;
+  c.Append(s);
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s <frame_corpus_dir> <payload_corpus_dir>\n", argv[0]);
+    return 2;
+  }
+  const std::filesystem::path frames = argv[1], payloads = argv[2];
+  std::filesystem::create_directories(frames);
+  std::filesystem::create_directories(payloads);
+
+  // Frame seeds: chunking byte + connection bytes.
+  Write(frames, "request_full", "\x07" + SpecRequestFull());
+  Write(frames, "request_minimal", "\x01" + SpecRequestMinimal());
+  Write(frames, "request_attachment", "\x3f" + SpecRequestLogIdAttachment());
+  Write(frames, "reply_full", "\x10" + SpecReplyFull() + SpecReplyMinimal());
+  Write(frames, "error_reply", "\x05" + SpecErrorReply());
+  Write(frames, "pipelined", "\x20" + SpecRequestFull() + SpecRequestLogIdAttachment() +
+                                 SpecRequestMinimal());
+
+  // A request whose payload is a compressed, checksummed RpcMeta, in every codec.
+  RpcMeta message;
+  message.mutable_request()->set_service_name("example.EchoService");
+  message.mutable_request()->set_method_name("Echo");
+  (*message.mutable_user_fields())["key"] = "value";
+  message.set_correlation_id(-1);
+  for (int type = 0; type <= 3; ++type) {
+    BufferChain payload;
+    std::string error;
+    if (!SerializePayload(message, type, &payload, &error)) {
+      std::fprintf(stderr, "seed: %s\n", error.c_str());
+      return 1;
+    }
+    const std::string name = CompressTypeName(type);
+    Write(payloads, name, std::string(1, static_cast<char>(type)) + "\x03" + payload.ToString());
+    Write(payloads, name + "_pieces", std::string(1, static_cast<char>(type)) + "\x0c" +
+                                          payload.ToString());
+
+    RequestMetaFields call;
+    call.service_name = "example.EchoService";
+    call.method_name = "Echo";
+    call.correlation_id = 4294967298LL;
+    call.log_id = 5;
+    const BufferChain attachment = Chain("AB");
+    PayloadFields fields{type, attachment.size(), 1, true};
+    RpcMeta meta;
+    if (!BuildRequestMeta(call, fields, payload, attachment, &meta, &error)) return 1;
+    BufferChain wire;
+    EncodeFrame(meta, std::move(payload), Chain("AB"), &wire);
+    Write(frames, "request_" + name, "\x09" + wire.ToString());
+  }
+  return 0;
+}
