@@ -73,7 +73,13 @@ size_t ReusePool::Measure(Entry& entry) noexcept {
     for (const auto& kept : entry.stash) {
       if (kept) bytes += kept->SpaceUsedLong();
     }
-    if (wire > 0) entry.space_per_wire_byte = static_cast<double>(bytes) / static_cast<double>(wire);
+    // The smallest ratio seen: an object's first sample measures memory for exactly its content;
+    // later ones also count capacity kept from bigger earlier contents, which would inflate it.
+    if (wire > 0) {
+      const double ratio = static_cast<double>(bytes) / static_cast<double>(wire);
+      entry.space_per_wire_byte =
+          entry.space_per_wire_byte > 0 ? std::min(entry.space_per_wire_byte, ratio) : ratio;
+    }
     entry.retained_estimate = bytes;
   } else if (wire > 0 && entry.space_per_wire_byte > 0) {
     // Retained capacity only grows between clears, so the estimate never decreases here.

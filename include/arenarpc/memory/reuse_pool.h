@@ -7,8 +7,8 @@
 // or one that would push the pool over max_pool_bytes, is destroyed instead of pooled (a
 // "rebuild": the next Take() builds a fresh one). The estimate is an exact SpaceUsedLong() walk on
 // an object's first release and every sample_every-th release after; in between it is the larger
-// of the last sample and the message's cached serialized size scaled by the last sample's
-// space/wire ratio (O(1): set whenever the message was serialized, e.g. every response).
+// of the last sample and the message's cached serialized size scaled by the smallest space/wire
+// ratio sampled (O(1): set whenever the message was serialized, e.g. every response).
 //
 // Thread-safe and lock-light: objects sit in per-thread-hashed shards, each with its own mutex, so
 // threads rarely meet on one lock. An object may be given back on any thread.
@@ -41,7 +41,7 @@ class ReusePool {
     std::unique_ptr<google::protobuf::Message> message;
     std::vector<std::unique_ptr<google::protobuf::Message>> stash;  // see KeptTreePlan
     size_t retained_estimate = 0;
-    double space_per_wire_byte = 0;  // from the last sample; 0 until known
+    double space_per_wire_byte = 0;  // smallest sampled SpaceUsed/wire ratio; 0 until known
     uint32_t releases = 0;
     Entry* partner = nullptr;  // the reuse strategy links a request entry to its response entry
   };
