@@ -1,0 +1,423 @@
+// Failure paths against FakeServer: timeouts and late replies, retries (connect refused, broken
+// before the request was written) and no retry once it was, broken connections failing every
+// pending call, garbage from the server, pooled and short connections, shutdown.
+#include <sys/socket.h>
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "client_test_util.h"
+
+namespace arenarpc::testing {
+namespace {
+
+using example::EchoRequest;
+using example::EchoResponse;
+using example::EchoService_Stub;
+using std::chrono::milliseconds;
+
+// Requests are parked here; the test decides when (and whether) to answer.
+struct Parked {
+  std::mutex mutex;
+  std::vector<std::pair<std::shared_ptr<FakeConnection>, FakeRequest>> requests;
+
+  FakeServer::Handler Handler() {
+    return [this](const std::shared_ptr<FakeConnection>& connection, FakeRequest&& request) {
+      std::lock_guard lock(mutex);
+      requests.emplace_back(connection, std::move(request));
+    };
+  }
+  size_t size() {
+    std::lock_guard lock(mutex);
+    return requests.size();
+  }
+  void ReplyAll() {
+    std::lock_guard lock(mutex);
+    for (auto& [connection, request] : requests) {
+      EchoRequest echo_request;
+      ASSERT_TRUE(DecodeRequest(request, &echo_request));
+      connection->Reply(request, EchoOf(echo_request));
+    }
+    requests.clear();
+  }
+};
+
+EchoRequest Request(const std::string& message) {
+  EchoRequest request;
+  request.set_message(message);
+  return request;
+}
+
+TEST(ChannelTimeout, LateReplyIsDroppedAndCountedWithoutTouchingTheResponse) {
+  Parked parked;
+  FakeServer server(parked.Handler());
+  Channel channel;
+  ChannelOptions options = TestOptions();
+  options.timeout_ms = 100;
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  Controller cntl;
+  EchoRequest request = Request("slow");
+  EchoResponse response;
+  response.set_message("untouched");
+  EchoService_Stub(&channel).Echo(&cntl, &request, &response, nullptr);
+  EXPECT_EQ(cntl.ErrorCode(), ERPCTIMEDOUT);
+  EXPECT_NE(cntl.ErrorText().find("[E1008]Reached timeout=100ms"), std::string::npos)
+      << cntl.ErrorText();
+  EXPECT_GE(cntl.latency_us(), 100'000);
+  EXPECT_EQ(cntl.retried_count(), 0);  // never retried after a timeout
+  ASSERT_EQ(parked.size(), 1u);
+  parked.ReplyAll();
+  ASSERT_TRUE(FakeServer::WaitFor([&] { return channel.dropped_responses() == 1; }));
+  EXPECT_EQ(response.message(), "untouched");
+  EXPECT_EQ(channel.stats().timeouts, 1u);
+  // The single connection survived the timeout and serves the next call.
+  Controller next;
+  CountingDone done;
+  EchoService_Stub(&channel).Echo(&next, &request, &response, &done);
+  ASSERT_TRUE(FakeServer::WaitFor([&] { return parked.size() == 1; }));
+  parked.ReplyAll();
+  ASSERT_TRUE(done.WaitForRuns(1));
+  EXPECT_FALSE(next.Failed()) << next.ErrorText();
+  EXPECT_EQ(response.message(), "slow");
+  EXPECT_EQ(server.connections_accepted(), 1);
+}
+
+// The caller frees controller and response as soon as it hears of the timeout; the late reply
+// must not touch them (AddressSanitizer would report a use after free).
+TEST(ChannelTimeout, AsyncCallerMayFreeEverythingOnTimeout) {
+  Parked parked;
+  FakeServer server(parked.Handler());
+  Channel channel;
+  ChannelOptions options = TestOptions();
+  options.timeout_ms = 50;
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  struct CallState {
+    Controller cntl;
+    EchoRequest request;
+    EchoResponse response;
+  };
+  std::atomic<int> failed{0};
+  constexpr int kCalls = 8;
+  for (int i = 0; i < kCalls; ++i) {
+    auto* state = new CallState;
+    state->request.set_message("m" + std::to_string(i));
+    EchoService_Stub(&channel).Echo(
+        &state->cntl, &state->request, &state->response,
+        google::protobuf::NewCallback(+[](CallState* s, std::atomic<int>* failed_count) {
+          if (s->cntl.ErrorCode() == ERPCTIMEDOUT) failed_count->fetch_add(1);
+          delete s;
+        }, state, &failed));
+  }
+  ASSERT_TRUE(FakeServer::WaitFor([&] { return failed.load() == kCalls; }));
+  ASSERT_TRUE(FakeServer::WaitFor([&] { return parked.size() == kCalls; }));
+  parked.ReplyAll();
+  ASSERT_TRUE(FakeServer::WaitFor([&] { return channel.dropped_responses() == kCalls; }));
+}
+
+TEST(ChannelTimeout, PerCallTimeoutOverridesTheChannels) {
+  Parked parked;
+  FakeServer server(parked.Handler());
+  Channel channel;
+  ChannelOptions options = TestOptions();  // 2 s
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  Controller cntl;
+  cntl.set_timeout_ms(30);
+  EchoRequest request = Request("x");
+  EchoResponse response;
+  const auto start = std::chrono::steady_clock::now();
+  EchoService_Stub(&channel).Echo(&cntl, &request, &response, nullptr);
+  EXPECT_EQ(cntl.ErrorCode(), ERPCTIMEDOUT);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1500));
+}
+
+TEST(ChannelRetry, ConnectRefusedIsRetriedThenFails) {
+  Channel channel;
+  ChannelOptions options = TestOptions();
+  options.max_retry = 2;
+  ASSERT_EQ(channel.Init("127.0.0.1:" + std::to_string(UnusedPort()), &options), 0);
+  EchoService_Stub stub(&channel);
+  Controller cntl;
+  EchoRequest request = Request("x");
+  EchoResponse response;
+  stub.Echo(&cntl, &request, &response, nullptr);
+  EXPECT_EQ(cntl.ErrorCode(), ECONNREFUSED);
+  EXPECT_NE(cntl.ErrorText().find("Fail to connect"), std::string::npos) << cntl.ErrorText();
+  EXPECT_EQ(cntl.retried_count(), 2);
+  EXPECT_EQ(channel.stats().retries, 2u);
+  EXPECT_EQ(channel.stats().connections_failed, 3u);
+
+  Controller no_retry;
+  no_retry.set_max_retry(0);
+  stub.Echo(&no_retry, &request, &response, nullptr);
+  EXPECT_EQ(no_retry.ErrorCode(), ECONNREFUSED);
+  EXPECT_EQ(no_retry.retried_count(), 0);
+  EXPECT_EQ(channel.stats().connections_failed, 4u);
+}
+
+// The first connection is never read, so a large request cannot be written completely; then it
+// is reset. The request was not sent: it is retried on a new connection and succeeds.
+TEST(ChannelRetry, BrokenBeforeTheRequestWasWrittenIsRetried) {
+  FakeServer::Options server_options;
+  server_options.read_requests = [](int index) { return index > 0; };
+  FakeServer server(EchoHandler(), server_options);
+  Channel channel;
+  ChannelOptions options = TestOptions();
+  options.timeout_ms = 20000;
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  Controller cntl;
+  EchoRequest request = Request("big");
+  request.set_blob(std::string(24u << 20, 'b'));  // far beyond loopback socket buffers
+  EchoResponse response;
+  CountingDone done;
+  EchoService_Stub(&channel).Echo(&cntl, &request, &response, &done);
+  ASSERT_TRUE(FakeServer::WaitFor([&] { return server.connections_accepted() == 1; }));
+  std::this_thread::sleep_for(milliseconds(100));  // let the client fill the socket buffers
+  server.connection(0)->Reset();
+  ASSERT_TRUE(done.WaitForRuns(1, std::chrono::seconds(20)));
+  ASSERT_FALSE(cntl.Failed()) << cntl.ErrorText();
+  EXPECT_EQ(cntl.retried_count(), 1);
+  EXPECT_EQ(response.blob().size(), request.blob().size());
+  EXPECT_EQ(server.connections_accepted(), 2);
+  EXPECT_EQ(server.requests_received(), 1);
+}
+
+// The request reached the server, then the connection broke: it may have run, so it is not sent
+// again (at-most-once) and fails with the connection's error.
+TEST(ChannelRetry, NoRetryOnceTheRequestWasSent) {
+  FakeServer server([](const std::shared_ptr<FakeConnection>& connection, FakeRequest&&) {
+    connection->Close();
+  });
+  Channel channel;
+  ChannelOptions options = TestOptions();
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  Controller cntl;
+  EchoRequest request = Request("x");
+  EchoResponse response;
+  EchoService_Stub(&channel).Echo(&cntl, &request, &response, nullptr);
+  EXPECT_EQ(cntl.ErrorCode(), EEOF);
+  EXPECT_NE(cntl.ErrorText().find("[E1014]Got EOF"), std::string::npos) << cntl.ErrorText();
+  EXPECT_EQ(cntl.retried_count(), 0);
+  EXPECT_EQ(server.requests_received(), 1);
+  EXPECT_EQ(server.connections_accepted(), 1);
+}
+
+TEST(ChannelBroken, ResetFailsEveryPendingCallAtOnceThenReconnects) {
+  Parked parked;
+  FakeServer server(parked.Handler());
+  Channel channel;
+  ChannelOptions options = TestOptions();
+  options.timeout_ms = 10000;
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  EchoService_Stub stub(&channel);
+  constexpr int kCalls = 5;
+  std::vector<std::unique_ptr<Controller>> cntls;
+  std::vector<EchoRequest> requests(kCalls);
+  std::vector<EchoResponse> responses(kCalls);
+  CountingDone done;
+  for (int i = 0; i < kCalls; ++i) {
+    cntls.push_back(std::make_unique<Controller>());
+    requests[i].set_message("p" + std::to_string(i));
+    stub.Echo(cntls[i].get(), &requests[i], &responses[i], &done);
+  }
+  ASSERT_TRUE(FakeServer::WaitFor([&] { return parked.size() == kCalls; }));
+  const auto start = std::chrono::steady_clock::now();
+  server.connection(0)->Reset();
+  ASSERT_TRUE(done.WaitForRuns(kCalls));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));  // not the timeout
+  for (const auto& cntl : cntls) {
+    EXPECT_TRUE(cntl->ErrorCode() == ECONNRESET || cntl->ErrorCode() == EEOF)
+        << cntl->ErrorCode() << " " << cntl->ErrorText();
+    EXPECT_EQ(cntl->retried_count(), 0);  // all were sent
+  }
+  // The next call opens a new connection.
+  Controller cntl;
+  EchoResponse response;
+  CountingDone next;
+  stub.Echo(&cntl, &requests[0], &response, &next);
+  ASSERT_TRUE(FakeServer::WaitFor([&] { return parked.size() == kCalls + 1; }));
+  parked.ReplyAll();
+  ASSERT_TRUE(next.WaitForRuns(1));
+  EXPECT_FALSE(cntl.Failed()) << cntl.ErrorText();
+  EXPECT_EQ(server.connections_accepted(), 2);
+}
+
+TEST(ChannelBroken, GarbageFromTheServerFailsPendingCallsWithEinval) {
+  FakeServer server([](const std::shared_ptr<FakeConnection>& connection, FakeRequest&&) {
+    connection->SendRaw("HTTP/1.1 200 OK\r\n\r\n");
+  });
+  Channel channel;
+  ChannelOptions options = TestOptions();
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  Controller cntl;
+  EchoRequest request = Request("x");
+  EchoResponse response;
+  EchoService_Stub(&channel).Echo(&cntl, &request, &response, nullptr);
+  EXPECT_EQ(cntl.ErrorCode(), EINVAL);
+  EXPECT_NE(cntl.ErrorText().find("bad magic"), std::string::npos) << cntl.ErrorText();
+  EXPECT_TRUE(FakeServer::WaitFor([&] { return server.connections_closed_by_peer() == 1; }));
+}
+
+TEST(ChannelBroken, UnknownCorrelationIdIsDroppedAndCounted) {
+  FakeServer server([](const std::shared_ptr<FakeConnection>& connection, FakeRequest&& r) {
+    EchoRequest request;
+    ASSERT_TRUE(DecodeRequest(r, &request));
+    connection->ReplyRaw(r.meta.correlation_id() + 12345, EchoOf(request).SerializeAsString(), {});
+    connection->Reply(r, EchoOf(request));
+  });
+  Channel channel;
+  ChannelOptions options = TestOptions();
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  Controller cntl;
+  EchoRequest request = Request("x");
+  EchoResponse response;
+  EchoService_Stub(&channel).Echo(&cntl, &request, &response, nullptr);
+  ASSERT_FALSE(cntl.Failed()) << cntl.ErrorText();
+  EXPECT_EQ(channel.dropped_responses(), 1u);
+}
+
+TEST(ChannelPooled, SequentialCallsReuseOneConnection) {
+  FakeServer server(EchoHandler());
+  Channel channel;
+  ChannelOptions options = TestOptions("pooled");
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  EchoService_Stub stub(&channel);
+  for (int i = 0; i < 5; ++i) {
+    Controller cntl;
+    EchoRequest request = Request("s" + std::to_string(i));
+    EchoResponse response;
+    stub.Echo(&cntl, &request, &response, nullptr);
+    ASSERT_FALSE(cntl.Failed()) << cntl.ErrorText();
+    EXPECT_EQ(response.message(), request.message());
+  }
+  EXPECT_EQ(server.connections_accepted(), 1);
+}
+
+TEST(ChannelPooled, AtMostOneCallPerConnection) {
+  std::mutex mutex;
+  std::map<int, int> in_flight;
+  int max_in_flight = 0;
+  FakeServer server([&](const std::shared_ptr<FakeConnection>& connection, FakeRequest&& r) {
+    {
+      std::lock_guard lock(mutex);
+      max_in_flight = std::max(max_in_flight, ++in_flight[connection->index()]);
+    }
+    std::this_thread::sleep_for(milliseconds(5));
+    EchoRequest request;
+    ASSERT_TRUE(DecodeRequest(r, &request));
+    {
+      std::lock_guard lock(mutex);
+      --in_flight[connection->index()];
+    }
+    connection->Reply(r, EchoOf(request));
+  });
+  Channel channel;
+  ChannelOptions options = TestOptions("pooled");
+  options.io_threads = 2;
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  EchoService_Stub stub(&channel);
+  constexpr int kCalls = 16;
+  std::vector<Controller> cntls(kCalls);
+  std::vector<EchoRequest> requests(kCalls);
+  std::vector<EchoResponse> responses(kCalls);
+  CountingDone done;
+  for (int i = 0; i < kCalls; ++i) {
+    requests[i].set_message("c" + std::to_string(i));
+    stub.Echo(&cntls[i], &requests[i], &responses[i], &done);
+  }
+  ASSERT_TRUE(done.WaitForRuns(kCalls));
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_FALSE(cntls[i].Failed()) << cntls[i].ErrorText();
+    EXPECT_EQ(responses[i].message(), requests[i].message());
+  }
+  EXPECT_EQ(max_in_flight, 1);
+  EXPECT_GT(server.connections_accepted(), 1);
+  EXPECT_LE(server.connections_accepted(), kCalls);
+}
+
+TEST(ChannelPooled, ConnectionWhoseCallTimedOutIsClosed) {
+  FakeServer server([](const std::shared_ptr<FakeConnection>& connection, FakeRequest&& r) {
+    if (connection->index() == 0) return;  // never answers on the first connection
+    EchoRequest request;
+    ASSERT_TRUE(DecodeRequest(r, &request));
+    connection->Reply(r, EchoOf(request));
+  });
+  Channel channel;
+  ChannelOptions options = TestOptions("pooled");
+  options.timeout_ms = 50;
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  EchoService_Stub stub(&channel);
+  Controller timed_out;
+  EchoRequest request = Request("x");
+  EchoResponse response;
+  stub.Echo(&timed_out, &request, &response, nullptr);
+  EXPECT_EQ(timed_out.ErrorCode(), ERPCTIMEDOUT);
+  ASSERT_TRUE(FakeServer::WaitFor([&] { return server.connection(0)->peer_closed(); }));
+  Controller cntl;
+  stub.Echo(&cntl, &request, &response, nullptr);
+  ASSERT_FALSE(cntl.Failed()) << cntl.ErrorText();
+  EXPECT_EQ(server.connections_accepted(), 2);
+}
+
+TEST(ChannelShort, OneConnectionPerCallClosedAfterIt) {
+  FakeServer server(EchoHandler());
+  Channel channel;
+  ChannelOptions options = TestOptions("short");
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  EchoService_Stub stub(&channel);
+  for (int i = 0; i < 3; ++i) {
+    Controller cntl;
+    EchoRequest request = Request("s");
+    EchoResponse response;
+    stub.Echo(&cntl, &request, &response, nullptr);
+    ASSERT_FALSE(cntl.Failed()) << cntl.ErrorText();
+  }
+  EXPECT_EQ(server.connections_accepted(), 3);
+  EXPECT_TRUE(FakeServer::WaitFor([&] { return server.connections_closed_by_peer() == 3; }));
+}
+
+TEST(ChannelShutdown, DestroyingTheChannelFailsPendingCalls) {
+  Parked parked;
+  FakeServer server(parked.Handler());
+  Controller cntl;
+  EchoRequest request = Request("x");
+  EchoResponse response;
+  CountingDone done;
+  {
+    Channel channel;
+    ChannelOptions options = TestOptions();
+    options.timeout_ms = -1;  // only the shutdown can end this call
+    ASSERT_EQ(channel.Init(server.address(), &options), 0);
+    EchoService_Stub(&channel).Echo(&cntl, &request, &response, &done);
+    ASSERT_TRUE(FakeServer::WaitFor([&] { return parked.size() == 1; }));
+  }
+  ASSERT_EQ(done.runs(), 1);  // ran before the destructor returned
+  EXPECT_EQ(cntl.ErrorCode(), EFAILEDSOCKET);
+  EXPECT_NE(cntl.ErrorText().find("destroyed"), std::string::npos) << cntl.ErrorText();
+}
+
+TEST(ChannelSync, SyncCallFromARuntimeThreadIsRefused) {
+  FakeServer server(EchoHandler());
+  Channel channel;
+  ChannelOptions options = TestOptions();
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  EchoService_Stub stub(&channel);
+  Controller outer, inner;
+  EchoRequest request = Request("x");
+  EchoResponse outer_response, inner_response;
+  CountingDone done;
+  auto* nested = google::protobuf::NewCallback(+[](EchoService_Stub* s, Controller* c,
+                                                  EchoRequest* q, EchoResponse* r,
+                                                  CountingDone* d) {
+    s->Echo(c, q, r, nullptr);  // would block the loop that must complete it
+    d->Run();
+  }, &stub, &inner, &request, &inner_response, &done);
+  stub.Echo(&outer, &request, &outer_response, nested);
+  ASSERT_TRUE(done.WaitForRuns(1));
+  EXPECT_FALSE(outer.Failed()) << outer.ErrorText();
+  EXPECT_EQ(inner.ErrorCode(), EINVAL);
+  EXPECT_NE(inner.ErrorText().find("deadlock"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace arenarpc::testing
