@@ -187,10 +187,11 @@ void ClientConnection::HandleFrame(protocol::Frame& frame) {
   }
   std::shared_ptr<ClientCall> call = std::move(it->second.call);
   pending_.erase(it);
-  call->OnReply(correlation_id, frame, decoder_.attachment_error());
+  // Back to the pool before the caller hears of the reply, so that its next call finds it.
   if (exclusive_ && pending_.empty() && !closed()) {
     core_->connections().OnExclusiveCallDone(shared_from_this());
   }
+  call->OnReply(correlation_id, frame, decoder_.attachment_error());
 }
 
 void ClientConnection::OnSocketClosed(net::Connection& connection) {

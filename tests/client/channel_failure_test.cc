@@ -406,12 +406,24 @@ TEST(ChannelSync, SyncCallFromARuntimeThreadIsRefused) {
   EchoRequest request = Request("x");
   EchoResponse outer_response, inner_response;
   CountingDone done;
-  auto* nested = google::protobuf::NewCallback(+[](EchoService_Stub* s, Controller* c,
-                                                  EchoRequest* q, EchoResponse* r,
-                                                  CountingDone* d) {
-    s->Echo(c, q, r, nullptr);  // would block the loop that must complete it
-    d->Run();
-  }, &stub, &inner, &request, &inner_response, &done);
+  // Runs on a runtime thread and makes a synchronous call from there.
+  struct Nested : google::protobuf::Closure {
+    EchoService_Stub* stub;
+    Controller* cntl;
+    EchoRequest* request;
+    EchoResponse* response;
+    CountingDone* done;
+    void Run() override {
+      stub->Echo(cntl, request, response, nullptr);  // would block the loop that completes it
+      done->Run();
+    }
+  } nested_done;
+  nested_done.stub = &stub;
+  nested_done.cntl = &inner;
+  nested_done.request = &request;
+  nested_done.response = &inner_response;
+  nested_done.done = &done;
+  google::protobuf::Closure* nested = &nested_done;
   stub.Echo(&outer, &request, &outer_response, nested);
   ASSERT_TRUE(done.WaitForRuns(1));
   EXPECT_FALSE(outer.Failed()) << outer.ErrorText();
