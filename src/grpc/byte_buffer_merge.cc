@@ -68,19 +68,6 @@ class ByteBufferInputStream final : public google::protobuf::io::ZeroCopyInputSt
   int64_t byte_count_ = 0;
 };
 
-// Copies a (compressed) buffer's decompressed bytes, for the rare payload that is not plain.
-bool ReadAll(grpc_byte_buffer* buffer, std::string* out) {
-  grpc_byte_buffer_reader reader;
-  if (grpc_byte_buffer_reader_init(&reader, buffer) == 0) return false;
-  grpc_slice* slice = nullptr;
-  while (grpc_byte_buffer_reader_peek(&reader, &slice) != 0) {
-    out->append(reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(*slice)),
-                GRPC_SLICE_LENGTH(*slice));
-  }
-  grpc_byte_buffer_reader_destroy(&reader);
-  return true;
-}
-
 ::grpc::Status ParseError(const google::protobuf::MessageLite& message) {
   std::string text = "Failed to parse " + message.GetTypeName();
   if (std::string missing = message.InitializationErrorString(); !missing.empty()) {
@@ -90,24 +77,18 @@ bool ReadAll(grpc_byte_buffer* buffer, std::string* out) {
 }
 
 ::grpc::Status Merge(grpc_byte_buffer* buffer, google::protobuf::MessageLite& message) {
-  if (buffer->type == GRPC_BB_RAW && buffer->data.raw.compression == GRPC_COMPRESS_NONE) {
-    // The common case (gRPC's filters have already decompressed): parse the slices in place.
-    const size_t size = grpc_byte_buffer_length(buffer);
-    if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
-      return {::grpc::StatusCode::RESOURCE_EXHAUSTED, "payload larger than 2 GiB"};
-    }
-    ByteBufferInputStream stream(buffer);
-    if (!stream.ok()) return {::grpc::StatusCode::INTERNAL, "Couldn't initialize byte buffer reader"};
-    if (!message.MergeFromBoundedZeroCopyStream(&stream, static_cast<int>(size))) {
-      return ParseError(message);
-    }
-    return ::grpc::Status::OK;
+  // gRPC's message_decompress filter has already inflated compressed messages, and the reader
+  // hands out exactly grpc_byte_buffer_length() bytes, as gRPC's own ProtoBufferReader does.
+  const size_t size = grpc_byte_buffer_length(buffer);
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return {::grpc::StatusCode::RESOURCE_EXHAUSTED, "payload larger than 2 GiB"};
   }
-  std::string bytes;
-  if (!ReadAll(buffer, &bytes)) {
-    return {::grpc::StatusCode::INTERNAL, "Couldn't initialize byte buffer reader"};
+  ByteBufferInputStream stream(buffer);
+  if (!stream.ok()) return {::grpc::StatusCode::INTERNAL, "Couldn't initialize byte buffer reader"};
+  if (!message.MergeFromBoundedZeroCopyStream(&stream, static_cast<int>(size))) {
+    return ParseError(message);
   }
-  return message.MergeFromString(bytes) ? ::grpc::Status::OK : ParseError(message);
+  return ::grpc::Status::OK;
 }
 
 }  // namespace

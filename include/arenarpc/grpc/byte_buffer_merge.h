@@ -4,7 +4,7 @@
 // gRPC's protobuf deserializer calls ParseFromZeroCopyStream, whose Clear() deletes a proto3
 // message's singular sub-messages; a message that a strategy handed out already empty (the reuse
 // strategy's cleared-in-place tree) must be filled with MergeFrom instead, as the arenarpc runtime
-// does. Compressed payloads are decompressed by gRPC's byte buffer reader.
+// does. Compressed messages arrive already inflated (gRPC's message_decompress filter).
 
 #include <grpc/impl/codegen/byte_buffer.h>
 #include <grpcpp/support/status.h>

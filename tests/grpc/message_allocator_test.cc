@@ -1,0 +1,150 @@
+// arenarpc::grpc::MessageAllocator / ServiceMemory without a server: what gRPC's handler does with
+// an allocator (AllocateMessages, fill, Release on some thread), for every strategy.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "arenarpc/grpc/message_allocator.h"
+#include "arenarpc/grpc/service_memory.h"
+#include "echo/payload_generator.h"
+#include "grpc_echo/echo_service.h"
+
+namespace arenarpc::grpc {
+namespace {
+
+using example::EchoRequest;
+using example::EchoResponse;
+
+class AllocatorPerStrategy : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(AllocatorPerStrategy, HoldersAreEmptyFilledAndReleasedOnce) {
+  auto alloc = allocator<EchoRequest, EchoResponse>(GetParam());
+  ASSERT_NE(alloc, nullptr);
+  EXPECT_EQ(alloc->memory().name(), GetParam());
+  example::PayloadGenerator generator(3);
+  for (int i = 0; i < 20; ++i) {
+    auto* holder = alloc->Allocate();
+    ASSERT_NE(holder->request(), nullptr);
+    ASSERT_NE(holder->response(), nullptr);
+    // Empty every time, whatever the previous call left behind. A reused object may still carry
+    // its kept (empty) payload sub-message; settling detaches it, as the handler paths do.
+    EXPECT_EQ(holder->request()->payload().result_size(), 0);
+    EXPECT_EQ(holder->response()->payload().result_size(), 0);
+    holder->SettleRequest();
+    holder->SettleResponse();
+    EXPECT_EQ(holder->request()->ByteSizeLong(), 0u);
+    EXPECT_EQ(holder->response()->ByteSizeLong(), 0u);
+    EXPECT_FALSE(holder->request()->has_payload());
+    generator.Fill(holder->request());
+    holder->response()->mutable_payload()->CopyFrom(holder->request()->payload());
+    EXPECT_EQ(holder->response()->payload().SerializeAsString(),
+              holder->request()->payload().SerializeAsString());
+    holder->Release();
+  }
+  const HolderStats holders = alloc->holder_stats();
+  EXPECT_EQ(holders.allocated, 20u);
+  EXPECT_EQ(holders.released, 20u);
+  const memory::MemoryStats stats = alloc->memory_stats();
+  EXPECT_EQ(stats.acquired, 20u);
+  EXPECT_EQ(stats.released, 20u);
+}
+
+// gRPC may call Release() on another thread than AllocateMessages(); many threads at once.
+TEST_P(AllocatorPerStrategy, ReleaseFromOtherThreads) {
+  ServiceMemory memory(GetParam());
+  auto* alloc = memory.allocator<EchoRequest, EchoResponse>();
+  ASSERT_NE(alloc, nullptr);
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 200;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<::grpc::MessageHolder<EchoRequest, EchoResponse>*> mine;
+      for (int i = 0; i < kPerThread; ++i) {
+        auto* holder = alloc->AllocateMessages();
+        holder->request()->add_message("call " + std::to_string(t) + "/" + std::to_string(i));
+        mine.push_back(holder);
+      }
+      // Hand half of them to a fresh thread to release, release the rest here.
+      std::vector<::grpc::MessageHolder<EchoRequest, EchoResponse>*> other(
+          mine.begin(), mine.begin() + kPerThread / 2);
+      std::thread releaser([&other] {
+        for (auto* holder : other) holder->Release();
+      });
+      for (size_t i = kPerThread / 2; i < mine.size(); ++i) mine[i]->Release();
+      releaser.join();
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  const HolderStats holders = memory.holder_stats();
+  EXPECT_EQ(holders.allocated, uint64_t{kThreads * kPerThread});
+  EXPECT_EQ(holders.released, holders.allocated);
+  const memory::MemoryStats stats = memory.memory_stats();
+  EXPECT_EQ(stats.acquired, stats.released);
+  EXPECT_EQ(stats.acquired, uint64_t{kThreads * kPerThread});
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, AllocatorPerStrategy,
+                         ::testing::Values("heap", "arena", "paged", "reuse"));
+
+TEST(MessageAllocator, DefaultModeHasNoAllocator) {
+  EXPECT_EQ((allocator<EchoRequest, EchoResponse>("default")), nullptr);
+  ServiceMemory memory("default");
+  EXPECT_TRUE(memory.is_default());
+  EXPECT_EQ((memory.allocator<EchoRequest, EchoResponse>()), nullptr);
+  EXPECT_EQ(memory.memory_stats().acquired, 0u);
+  EXPECT_EQ(memory.holder_stats().allocated, 0u);
+}
+
+TEST(MessageAllocator, UnknownModeAndBadOptionsThrowClearly) {
+  try {
+    ServiceMemory memory("pool");
+    FAIL() << "unknown mode accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("pool"), std::string::npos) << e.what();
+  }
+  memory::MemoryOptions bad;
+  bad.page_size = 1000;  // not a power of two
+  EXPECT_THROW(ServiceMemory("paged", bad), std::invalid_argument);
+  // Flags are validated in "default" mode too, so a typo fails fast whatever the mode.
+  EXPECT_THROW(ServiceMemory("default", bad), std::invalid_argument);
+  EXPECT_THROW(MakeStrategy("default", {}), std::invalid_argument);
+  EXPECT_THROW((MessageAllocator<EchoRequest, EchoResponse>(nullptr)), std::invalid_argument);
+}
+
+TEST(ServiceMemory, SharesOneStrategyBetweenAllocators) {
+  ServiceMemory memory(memory::MakeMessageMemory("reuse"));
+  EXPECT_EQ(memory.mode(), "reuse");
+  auto* a = memory.allocator<EchoRequest, EchoResponse>();
+  auto* b = memory.allocator<EchoRequest, EchoResponse>();
+  ASSERT_NE(a, b);
+  a->AllocateMessages()->Release();
+  b->AllocateMessages()->Release();
+  EXPECT_EQ(memory.memory_stats().acquired, 2u);
+  EXPECT_EQ(memory.holder_stats().allocated, 2u);
+  EXPECT_EQ(memory.holder_stats().released, 2u);
+}
+
+TEST(ServiceMemory, ServeRejectsAMethodOfOtherTypes) {
+  ServiceMemory memory("reuse");
+  example::GrpcEchoServiceImpl service;
+  // Method 0 is Echo(EchoRequest) -> EchoResponse; claiming other types must fail, not corrupt.
+  struct Wrong : example::GrpcEchoService::CallbackService {
+    ::grpc::ServerUnaryReactor* Swapped(::grpc::CallbackServerContext*, const EchoResponse*,
+                                        EchoRequest*) {
+      return nullptr;
+    }
+  };
+  Wrong wrong;
+  EXPECT_THROW(memory.Serve(wrong, 0, &Wrong::Swapped), std::invalid_argument);
+  EXPECT_THROW(memory.Serve(service, -1, &example::GrpcEchoServiceImpl::Echo),
+               std::invalid_argument);
+  EXPECT_NO_THROW(memory.Serve(service, 0, &example::GrpcEchoServiceImpl::Echo));
+  EXPECT_NO_THROW(memory.Serve(service, 0, &example::GrpcEchoServiceImpl::Echo));  // re-serve
+}
+
+}  // namespace
+}  // namespace arenarpc::grpc
