@@ -4,6 +4,7 @@
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/impl/codegen/proto_utils.h>  // SerializationTraits for protobuf messages
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
