@@ -108,20 +108,21 @@ bool ServerCall::BuildReply(const google::protobuf::Message& response, net::Buff
 void ServerCall::Run() {
   std::unique_ptr<ServerCall> self(this);
   const memory::MessagePair& pair = retained_ ? retained_->pair : pair_;
-  bool ok;
-  if (controller_.Failed() && controller_.ErrorCode() == ECLOSE) {
-    ok = false;
-    connection_->Close();  // the handler asked for it: no reply (spec §5.3)
-  } else {
-    net::BufferChain frame;
-    ok = BuildReply(*pair.response(), &frame);
-    connection_->Write(std::move(frame));
-  }
+  const bool close = controller_.Failed() && controller_.ErrorCode() == ECLOSE;
+  net::BufferChain frame;
+  const bool ok = !close && BuildReply(*pair.response(), &frame);
+  // Counted before the reply leaves, so a client that has its reply also sees its call counted.
   const auto elapsed = std::chrono::steady_clock::now() - start_;
   method_->latency.Record(std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count());
   method_->calls.fetch_add(1, std::memory_order_relaxed);
   if (!ok) method_->errors.fetch_add(1, std::memory_order_relaxed);
   method_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  if (close) {
+    connection_->Close();  // the handler asked for it: no reply (spec §5.3)
+  } else {
+    connection_->Write(std::move(frame));
+  }
+  // After the write was queued: Stop() closes connections once nothing is in flight.
   state_->FinishOne();
   // `self` goes out of scope: the pair is released now, unless RetainMessages() handles remain.
 }

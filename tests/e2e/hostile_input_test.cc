@@ -1,0 +1,131 @@
+// Hostile input: malformed frames on raw sockets close only their own connection, are counted,
+// and never disturb the good clients calling at the same time.
+
+#include <atomic>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "protocol/rpc_meta.pb.h"
+#include "server_fixture.h"
+
+namespace arenarpc::e2e {
+namespace {
+
+class HostileInputTest : public ServerTest {};
+ARENARPC_ALL_MODES(HostileInputTest);
+
+std::string BigEndian32(uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+          static_cast<char>(v)};
+}
+
+std::string Header(uint32_t body_size, uint32_t meta_size, std::string_view magic = "PRPC") {
+  return std::string(magic) + BigEndian32(body_size) + BigEndian32(meta_size);
+}
+
+TEST_P(HostileInputTest, MalformedFramesCloseOnlyTheirConnection) {
+  ServerOptions options;
+  options.max_body_size = 4096;
+  StartServer(options);
+
+  // Good clients keep calling for the whole test.
+  std::atomic<bool> done{false};
+  std::atomic<int> good_calls{0}, bad_calls{0};
+  std::vector<std::thread> good;
+  for (int c = 0; c < 2; ++c) {
+    good.emplace_back([&, c] {
+      auto channel = MakeChannel();
+      TestService_Stub stub(channel.get());
+      int i = 0;
+      while (!done.load() || i < 20) {
+        Controller controller;
+        TestRequest request;
+        request.set_message("good-" + std::to_string(c) + "-" + std::to_string(i++));
+        request.add_items("x");
+        TestResponse response;
+        stub.Echo(&controller, &request, &response, nullptr);
+        if (!controller.Failed() && response.message() == request.message()) {
+          good_calls.fetch_add(1);
+        } else {
+          bad_calls.fetch_add(1);
+        }
+      }
+    });
+  }
+
+  uint64_t expected_malformed = 0;
+  auto expect_closed = [&](const std::string& bytes, bool counts, const char* what) {
+    RawClient client(port_);
+    ASSERT_TRUE(client.connected());
+    client.SendBytes(bytes);
+    EXPECT_TRUE(client.WaitForClose()) << what;
+    if (counts) ++expected_malformed;
+  };
+
+  std::mt19937 rng(GetParam()[0]);
+  for (int round = 0; round < 3 * kLoadScale; ++round) {
+    // Random bytes (never starting with 'P', so never a valid magic).
+    std::string noise(64 + rng() % 512, '\0');
+    for (char& ch : noise) ch = static_cast<char>(rng());
+    noise[0] = static_cast<char>('Q' + rng() % 8);
+    expect_closed(noise, true, "random bytes");
+  }
+  expect_closed("XRPC" + BigEndian32(10) + BigEndian32(5) + std::string(10, 'a'), true,
+                "bad magic");
+  expect_closed(Header(4097, 10), true, "body_size over max_body_size (header only)");
+  expect_closed(Header(0xFFFFFFFFu, 10), true, "body_size 4 GiB");
+  expect_closed(Header(10, 11) + std::string(10, 'm'), true, "meta_size > body_size");
+  expect_closed(Header(6, 6) + std::string("\xff\xff\xff\xff\xff\xff", 6), true,
+                "undecodable meta");
+  {
+    protocol::RpcMeta meta;  // `request` without its required method_name
+    meta.mutable_request()->set_service_name("arenarpc.e2e.TestService");
+    const std::string bytes = meta.SerializePartialAsString();
+    expect_closed(Header(static_cast<uint32_t>(bytes.size()), static_cast<uint32_t>(bytes.size())) +
+                      bytes,
+                  true, "meta missing a required field");
+  }
+  {
+    // A good request, then garbage on the same connection: the request is answered first.
+    RawClient client(port_);
+    TestRequest request;
+    request.set_message("before garbage");
+    RawRequest raw = RequestFor(&request);
+    client.Send(raw);
+    client.SendBytes("GARBAGE!GARBAGE!");
+    RawReply reply;
+    ASSERT_TRUE(client.Read(&reply));
+    EXPECT_EQ(0, reply.error_code);
+    EXPECT_TRUE(client.WaitForClose());
+    ++expected_malformed;
+  }
+  {
+    // Truncated frames, then the client closes: not a framing error, nothing to answer.
+    TestRequest request;
+    request.set_message("truncated");
+    RawRequest raw = RequestFor(&request);
+    const std::string frame = RawClient::Encode(raw, 1);
+    for (size_t cut : {size_t{3}, size_t{11}, frame.size() / 2, frame.size() - 1}) {
+      RawClient client(port_);
+      client.SendBytes(frame.substr(0, cut));
+      client.Close();
+    }
+  }
+  done.store(true);
+  for (auto& t : good) t.join();
+
+  EXPECT_EQ(0, bad_calls.load());
+  EXPECT_GE(good_calls.load(), 40);
+  EXPECT_EQ(expected_malformed, server_->GetServerStats().malformed_frames);
+  // Every hostile connection is gone (the good channels may still be open).
+  for (int i = 0; i < 200 && server_->GetServerStats().connections_open > 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_LE(server_->GetServerStats().connections_open, 2u);
+  EXPECT_EQ(0, service_->handler_calls() - good_calls.load() - 1);
+  ExpectAllPairsReleased();
+}
+
+}  // namespace
+}  // namespace arenarpc::e2e

@@ -1,0 +1,91 @@
+#pragma once
+// ServerTest: a fixture that runs the test service in one memory strategy (the test parameter),
+// with a Channel and raw-socket clients to call it. Every e2e test runs in all four strategies.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "arenarpc/channel.h"
+#include "arenarpc/controller.h"
+#include "arenarpc/server.h"
+#include "raw_client.h"
+#include "test_service.h"
+
+namespace arenarpc::e2e {
+
+inline const char* const kAllModes[] = {"heap", "arena", "paged", "reuse"};
+
+// Sanitizer builds run everything several times slower: scale the loads down there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr int kLoadScale = 1;
+#else
+inline constexpr int kLoadScale = 4;
+#endif
+
+class ServerTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void TearDown() override {
+    server_.reset();   // Stop + Join: no handler starts after this
+    service_.reset();  // completes delayed calls (their replies are dropped) and joins
+  }
+
+  // Starts the server on 127.0.0.1:<any> with the parameter's memory mode.
+  void StartServer(ServerOptions options = {}) {
+    options.memory_mode = GetParam();
+    if (options.num_threads == 0) options.num_threads = 2;
+    service_ = std::make_unique<TestServiceImpl>();
+    server_ = std::make_unique<Server>();
+    ASSERT_EQ(0, server_->AddService(service_.get(), SERVER_DOESNT_OWN_SERVICE))
+        << server_->last_error();
+    ASSERT_EQ(0, server_->Start("127.0.0.1:0", options)) << server_->last_error();
+    port_ = server_->listen_port();
+    ASSERT_GT(port_, 0);
+  }
+
+  std::unique_ptr<Channel> MakeChannel(ChannelOptions options = {}) {
+    if (options.timeout_ms == 500) options.timeout_ms = 10000;  // sanitizer builds are slow
+    auto channel = std::make_unique<Channel>();
+    EXPECT_EQ(0, channel->Init("127.0.0.1:" + std::to_string(port_), &options))
+        << channel->last_error();
+    return channel;
+  }
+
+  // True once `n` calls are admitted and unanswered (e.g. sitting in slow handlers).
+  bool WaitForInFlight(int64_t n) {
+    for (int i = 0; i < 1000; ++i) {
+      if (server_->GetServerStats().in_flight >= n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+  }
+
+  std::string Identity() const { return "[127.0.0.1:" + std::to_string(port_) + "]"; }
+
+  // Every pair the strategy handed out went back (two-phase calls included), soon.
+  void ExpectAllPairsReleased(const std::string& method = "arenarpc.e2e.TestService.Echo") {
+    MethodStats stats;
+    for (int i = 0; i < 500; ++i) {
+      stats = server_->GetMethodStats(method);
+      if (stats.memory.acquired == stats.memory.released) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(stats.memory.acquired, stats.memory.released) << "mode " << GetParam();
+  }
+
+  std::unique_ptr<TestServiceImpl> service_;
+  std::unique_ptr<Server> server_;
+  int port_ = -1;
+};
+
+inline std::string ModeName(const ::testing::TestParamInfo<const char*>& info) {
+  return info.param;
+}
+
+#define ARENARPC_ALL_MODES(fixture) \
+  INSTANTIATE_TEST_SUITE_P(AllModes, fixture, ::testing::ValuesIn(::arenarpc::e2e::kAllModes), \
+                           ::arenarpc::e2e::ModeName)
+
+}  // namespace arenarpc::e2e
