@@ -1,5 +1,7 @@
 #include "protocol/payload_codec.h"
 
+#include <google/protobuf/io/coded_stream.h>
+
 #include <climits>
 
 #include "protocol/checksum.h"
@@ -28,15 +30,18 @@ bool SerializePayload(const google::protobuf::Message& message, int compress_typ
              std::to_string(compress_type);
     return false;
   }
-  if (message.ByteSizeLong() > static_cast<size_t>(INT_MAX)) {
-    *error = "Fail to serialize " + std::string(what) + ": " +
-             std::to_string(message.ByteSizeLong()) + " bytes is more than protobuf allows";
+  const size_t size = message.ByteSizeLong();  // one walk; the sizes stay cached for Serialize
+  if (size > static_cast<size_t>(INT_MAX)) {
+    *error = "Fail to serialize " + std::string(what) + ": " + std::to_string(size) +
+             " bytes is more than protobuf allows";
     return false;
   }
   net::BufferChain serialized;
   {
     net::BufferChainOutputStream stream(&serialized);
-    if (!message.SerializePartialToZeroCopyStream(&stream)) {
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    message.SerializeWithCachedSizes(&coded);
+    if (coded.HadError()) {
       *error = "Fail to serialize " + std::string(what) + "=" + message.GetTypeName();
       return false;
     }
