@@ -36,6 +36,23 @@ TEST(PagedArena, BlocksComeFromThePoolAndAllReturn) {
   EXPECT_EQ(pages->stats().pages_outstanding, 0u);
 }
 
+TEST(PagedArena, ResetReturnsEveryPageButTheFirst) {
+  auto pages = std::make_shared<CachedPageAllocator>(PagePoolOptions{4096, 1024, 64});
+  PagedArenaFactory factory(pages);
+  {
+    PagedArena arena(factory);
+    for (int round = 0; round < 3; ++round) {
+      example::PayloadGenerator(6, round).Fill(
+          google::protobuf::Arena::CreateMessage<EchoRequest>(arena.get()));
+      EXPECT_GT(pages->stats().pages_outstanding, 2u);
+      arena->Reset();
+      // The first page holds the Arena object and its user-owned initial block.
+      EXPECT_EQ(pages->stats().pages_outstanding, 1u);
+    }
+  }
+  EXPECT_EQ(pages->stats().pages_outstanding, 0u);
+}
+
 TEST(PagedArena, LargerThanPageAllocationsGoToTheHeap) {
   auto pages = std::make_shared<CachedPageAllocator>(PagePoolOptions{4096, 64, 8});
   PagedArenaFactory factory(pages);
