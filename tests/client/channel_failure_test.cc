@@ -1,7 +1,10 @@
 // Failure paths against FakeServer: timeouts and late replies, retries (connect refused, broken
 // before the request was written) and no retry once it was, broken connections failing every
 // pending call, garbage from the server, pooled and short connections, shutdown.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <memory>
 #include <thread>
@@ -153,6 +156,43 @@ TEST(ChannelRetry, ConnectRefusedIsRetriedThenFails) {
   EXPECT_EQ(no_retry.ErrorCode(), ECONNREFUSED);
   EXPECT_EQ(no_retry.retried_count(), 0);
   EXPECT_EQ(channel.stats().connections_failed, 4u);
+}
+
+// A listener whose accept queue is full drops SYNs, so connects hang until the connect timeout.
+TEST(ChannelRetry, ConnectTimeoutIsRetriedThenFailsWithEtimedout) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::vector<int> fillers;
+  for (int i = 0; i < 3; ++i) {  // fill the (never accepted) queue
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    fillers.push_back(fd);
+  }
+  std::this_thread::sleep_for(milliseconds(50));
+  Channel channel;
+  ChannelOptions options = TestOptions();
+  options.connect_timeout_ms = 100;
+  options.max_retry = 1;
+  ASSERT_EQ(channel.Init("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), &options), 0);
+  Controller cntl;
+  EchoRequest request = Request("x");
+  EchoResponse response;
+  const auto start = std::chrono::steady_clock::now();
+  EchoService_Stub(&channel).Echo(&cntl, &request, &response, nullptr);
+  const auto took = std::chrono::steady_clock::now() - start;
+  for (int fd : fillers) ::close(fd);
+  ::close(listener);
+  EXPECT_EQ(cntl.ErrorCode(), ETIMEDOUT) << cntl.ErrorText();
+  EXPECT_NE(cntl.ErrorText().find("timeout=100ms"), std::string::npos) << cntl.ErrorText();
+  EXPECT_EQ(cntl.retried_count(), 1);
+  EXPECT_GE(took, milliseconds(200));  // two connect timeouts, well before the call's 2 s
+  EXPECT_LT(took, milliseconds(1900));
 }
 
 // The first connection is never read, so a large request cannot be written completely; then it
