@@ -152,6 +152,13 @@ class KeepCallbackQueueAlive : public ::testing::Environment {
 const auto* const kKeepCallbackQueueAlive =
     ::testing::AddGlobalTestEnvironment(new KeepCallbackQueueAlive);  // gtest owns it
 
+// One client call of the tests that keep several in flight.
+struct PendingCall {
+  EchoRequest request;
+  ::grpc::ClientContext context;
+  EchoResponse response;
+};
+
 // (mode, request path): "merge" = ServiceMemory::Serve, "grpc" = SetMessageAllocatorFor_Echo.
 using Param = std::tuple<std::string, std::string>;
 
@@ -329,14 +336,9 @@ TEST_P(GrpcEndToEnd, DeadlinesAndCancellationsReleaseOnce) {
   std::condition_variable cv;
   int done = 0;
   std::map<::grpc::StatusCode, int> codes;
-  struct Call {
-    EchoRequest request;
-    ::grpc::ClientContext context;
-    EchoResponse response;
-  };
-  std::vector<std::unique_ptr<Call>> calls;
+  std::vector<std::unique_ptr<PendingCall>> calls;
   for (int i = 0; i < kCalls; ++i) {
-    auto call = std::make_unique<Call>();
+    auto call = std::make_unique<PendingCall>();
     call->request = Draw(generator);
     // The server answers after 300 ms; a third time out at 40 ms, a third are cancelled, a third
     // get their answer.
@@ -410,14 +412,9 @@ TEST_P(GrpcEndToEnd, MalformedRequestIsRejectedAndReleased) {
 TEST_P(GrpcEndToEnd, ShutdownWithCallsInFlight) {
   constexpr int kCalls = 12;
   std::atomic<int> done{0};
-  struct Call {
-    EchoRequest request;
-    ::grpc::ClientContext context;
-    EchoResponse response;
-  };
-  std::vector<std::unique_ptr<Call>> calls;
+  std::vector<std::unique_ptr<PendingCall>> calls;
   for (int i = 0; i < kCalls; ++i) {
-    auto call = std::make_unique<Call>();
+    auto call = std::make_unique<PendingCall>();
     call->request.add_message(std::string(kDelayPrefix) + "200");
     SetDeadline(call->context, 20s);
     stub_->async()->Echo(&call->context, &call->request, &call->response,
