@@ -4,11 +4,12 @@
 # (glibc) for the issue's targets. Installs dependencies and builds first.
 #
 #   bench/run_micro.sh [--threads T] [--tasks N] [--rounds R] [--scale S]
-#                      [--callgrind-tasks K | --no-callgrind]
-# Defaults (2 threads x 40 tasks x 3 rounds, scale 11, 5 callgrind tasks) take ~2-3 min on 2 cores.
+#                      [--callgrind-tasks K | --no-callgrind] [--callgrind-allocators "glibc tcmalloc jemalloc"]
+# Defaults (2 threads x 40 tasks x 3 rounds, scale 11, 5 callgrind tasks, callgrind on glibc only)
+# take ~2-3 min on 2 cores.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-threads=2 tasks=40 rounds=3 scale=11 cg_tasks=5 callgrind=1
+threads=2 tasks=40 rounds=3 scale=11 cg_tasks=5 callgrind=1 cg_allocs=glibc
 while [ $# -gt 0 ]; do
   case "$1" in
     --threads) threads=$2; shift 2 ;;
@@ -17,6 +18,7 @@ while [ $# -gt 0 ]; do
     --scale) scale=$2; shift 2 ;;
     --callgrind-tasks) cg_tasks=$2; shift 2 ;;
     --no-callgrind) callgrind=0; shift ;;
+    --callgrind-allocators) cg_allocs=$2; shift 2 ;;
     *) echo "run_micro.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -30,12 +32,16 @@ trap 'rm -rf "$out"' EXIT
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "== load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-for alloc in glibc tcmalloc jemalloc; do
-  case $alloc in
-    glibc) preload="" ;;
-    tcmalloc) preload="$libdir/libtcmalloc.so.4" ;;
-    jemalloc) preload="$libdir/libjemalloc.so.2" ;;
+preload_for() {
+  case $1 in
+    glibc) echo "" ;;
+    tcmalloc) echo "$libdir/libtcmalloc.so.4" ;;
+    jemalloc) echo "$libdir/libjemalloc.so.2" ;;
+    *) echo "run_micro.sh: unknown allocator '$1'" >&2; exit 2 ;;
   esac
+}
+for alloc in glibc tcmalloc jemalloc; do
+  preload=$(preload_for "$alloc")
   if [ -n "$preload" ] && [ ! -f "$preload" ]; then
     echo "run_micro.sh: $preload missing (scripts/install_deps.sh installs it)" >&2; exit 1
   fi
@@ -45,15 +51,20 @@ for alloc in glibc tcmalloc jemalloc; do
 done
 
 if [ "$callgrind" = 1 ]; then
-  echo "== callgrind (glibc, 1 thread x $cg_tasks tasks after 2 warm-up tasks, instructions per task)"
-  for scenario in build echo; do
-    for strategy in heap arena paged reuse; do
-      valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/cg.$scenario.$strategy" \
-        "$bin" --threads 1 --tasks "$cg_tasks" --rounds 1 --payload_scale "$scale" \
-        --strategies "$strategy" --scenarios "$scenario" --callgrind >/dev/null 2>"$out/cg.log" ||
-        { cat "$out/cg.log" >&2; exit 1; }
-      ir=$(awk '/^totals:/ {print $2; exit}' "$out/cg.$scenario.$strategy")
-      echo "CALLGRIND scenario=$scenario strategy=$strategy ir_per_task=$((ir / cg_tasks))" >>"$out/callgrind.txt"
+  for alloc in $cg_allocs; do
+    preload=$(preload_for "$alloc")
+    echo "== callgrind ($alloc, 1 thread x $cg_tasks tasks after 2 warm-up tasks, instructions per task)"
+    for scenario in build echo; do
+      for strategy in heap arena paged reuse; do
+        cg_out="$out/cg.$alloc.$scenario.$strategy"
+        LD_PRELOAD="$preload" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$cg_out" \
+          "$bin" --threads 1 --tasks "$cg_tasks" --rounds 1 --payload_scale "$scale" \
+          --strategies "$strategy" --scenarios "$scenario" --callgrind >/dev/null 2>"$out/cg.log" ||
+          { cat "$out/cg.log" >&2; exit 1; }
+        ir=$(awk '/^totals:/ {print $2; exit}' "$cg_out")
+        echo "CALLGRIND allocator=$alloc scenario=$scenario strategy=$strategy ir_per_task=$((ir / cg_tasks))" \
+          >>"$out/callgrind.txt"
+      done
     done
   done
 fi
@@ -89,27 +100,35 @@ cg = os.path.join(out, "callgrind.txt")
 if os.path.exists(cg):
     ir = {}
     for line in open(cg):
-        m = re.match(r"CALLGRIND scenario=(\S+) strategy=(\S+) ir_per_task=(\d+)", line)
-        ir[(m[1], m[2])] = int(m[3])
-    print("\ncallgrind instructions per task (glibc), ratio to heap")
-    print("| strategy | build-fill-destroy | parse-copy-serialize |")
-    print("|---|---|---|")
+        m = re.match(r"CALLGRIND allocator=(\S+) scenario=(\S+) strategy=(\S+) ir_per_task=(\d+)", line)
+        ir[(m[1], m[2], m[3])] = int(m[4])
+    cg_allocs = [a for a in allocs if any(k[0] == a for k in ir)]
+    print("\ncallgrind instructions per task, ratio to heap")
+    print("| strategy | " + " | ".join(f"{sc} ({a})" for a in cg_allocs for sc in ["build", "echo"]) + " |")
+    print("|---|" + "---|" * (2 * len(cg_allocs)))
     for s in strategies:
         cells = []
-        for sc in ["build", "echo"]:
-            v, heap = ir.get((sc, s)), ir.get((sc, "heap"))
-            cells.append("-" if v is None else f"{v / 1e6:.2f} M ({v / heap:.2f}x)")
+        for a in cg_allocs:
+            for sc in ["build", "echo"]:
+                v, heap = ir.get((a, sc, s)), ir.get((a, sc, "heap"))
+                cells.append("-" if v is None or not heap else f"{v / 1e6:.2f} M ({v / heap:.2f}x)")
         print(f"| {s} | " + " | ".join(cells) + " |")
-    def r(sc, s): return ir[(sc, s)] / ir[(sc, "heap")]
-    checks = [
-        ("echo: arena <= 0.55x heap", r("echo", "arena") <= 0.55, r("echo", "arena")),
-        ("echo: reuse <= 0.35x heap", r("echo", "reuse") <= 0.35, r("echo", "reuse")),
-        ("echo: paged <= arena", ir[("echo", "paged")] <= ir[("echo", "arena")], r("echo", "paged")),
-        ("build: arena beats heap by > 14%", r("build", "arena") < 0.86, r("build", "arena")),
-        ("build: paged beats arena", ir[("build", "paged")] < ir[("build", "arena")], r("build", "paged")),
-        ("build: reuse beats arena", ir[("build", "reuse")] < ir[("build", "arena")], r("build", "reuse")),
-    ]
-    print("\ntargets (callgrind instructions):")
+    print("\ntargets (callgrind instructions; echo targets are for glibc):")
+    def r(a, sc, s): return ir[(a, sc, s)] / ir[(a, sc, "heap")]
+    checks = []
+    if "glibc" in cg_allocs:
+        checks += [
+            ("echo/glibc: arena <= 0.55x heap", r("glibc", "echo", "arena") <= 0.55, r("glibc", "echo", "arena")),
+            ("echo/glibc: reuse <= 0.35x heap", r("glibc", "echo", "reuse") <= 0.35, r("glibc", "echo", "reuse")),
+            ("echo/glibc: paged <= arena", r("glibc", "echo", "paged") <= r("glibc", "echo", "arena"),
+             r("glibc", "echo", "paged")),
+        ]
+    for a in cg_allocs:
+        checks += [
+            (f"build/{a}: arena beats heap by > 14%", r(a, "build", "arena") < 0.86, r(a, "build", "arena")),
+            (f"build/{a}: paged beats arena", r(a, "build", "paged") < r(a, "build", "arena"), r(a, "build", "paged")),
+            (f"build/{a}: reuse beats arena", r(a, "build", "reuse") < r(a, "build", "arena"), r(a, "build", "reuse")),
+        ]
     for name, ok, ratio in checks:
         print(f"  {'MET   ' if ok else 'MISSED'} {name}  (x{ratio:.2f} of heap)")
 PY

@@ -3,6 +3,8 @@
 #include <google/protobuf/arena.h>
 #include <google/protobuf/message.h>
 
+#include <memory>
+
 #include "memory/call_counters.h"
 #include "memory/strategies.h"
 
@@ -13,7 +15,7 @@ using google::protobuf::Arena;
 using google::protobuf::ArenaOptions;
 using google::protobuf::Message;
 
-class ArenaMemory final : public MessageMemory {
+class ArenaMemory final : public MessageMemory, public std::enable_shared_from_this<ArenaMemory> {
  public:
   explicit ArenaMemory(const ArenaSettings& settings) {
     options_.start_block_size = settings.start_block_size;
@@ -44,7 +46,7 @@ class ArenaMemory final : public MessageMemory {
 
   std::string_view name() const noexcept override { return "arena"; }
   std::unique_ptr<MethodMemory> Bind(const Message& req, const Message& resp) override {
-    return std::make_unique<Method>(self_.lock(), req, resp);
+    return std::make_unique<Method>(shared_from_this(), req, resp);
   }
   MemoryStats stats() const noexcept override {
     MemoryStats s;
@@ -52,7 +54,6 @@ class ArenaMemory final : public MessageMemory {
     return s;
   }
 
-  std::weak_ptr<ArenaMemory> self_;
   ArenaOptions options_;
   CallCounters counters_;
 };
@@ -60,9 +61,7 @@ class ArenaMemory final : public MessageMemory {
 }  // namespace
 
 std::shared_ptr<MessageMemory> MakeArenaMemory(const MemoryOptions& options) {
-  auto memory = std::make_shared<ArenaMemory>(options.arena);
-  memory->self_ = memory;
-  return memory;
+  return std::make_shared<ArenaMemory>(options.arena);
 }
 
 }  // namespace arenarpc::memory

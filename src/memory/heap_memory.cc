@@ -1,6 +1,8 @@
 // "heap": every call news its request and response and deletes them afterwards.
 #include <google/protobuf/message.h>
 
+#include <memory>
+
 #include "memory/call_counters.h"
 #include "memory/strategies.h"
 
@@ -10,7 +12,7 @@ namespace {
 using google::protobuf::Arena;
 using google::protobuf::Message;
 
-class HeapMemory final : public MessageMemory {
+class HeapMemory final : public MessageMemory, public std::enable_shared_from_this<HeapMemory> {
  public:
   class Method final : public MethodMemory {
    public:
@@ -35,7 +37,7 @@ class HeapMemory final : public MessageMemory {
 
   std::string_view name() const noexcept override { return "heap"; }
   std::unique_ptr<MethodMemory> Bind(const Message& req, const Message& resp) override {
-    return std::make_unique<Method>(self_.lock(), req, resp);
+    return std::make_unique<Method>(shared_from_this(), req, resp);
   }
   MemoryStats stats() const noexcept override {
     MemoryStats s;
@@ -43,16 +45,13 @@ class HeapMemory final : public MessageMemory {
     return s;
   }
 
-  std::weak_ptr<HeapMemory> self_;
   CallCounters counters_;
 };
 
 }  // namespace
 
 std::shared_ptr<MessageMemory> MakeHeapMemory(const MemoryOptions&) {
-  auto memory = std::make_shared<HeapMemory>();
-  memory->self_ = memory;
-  return memory;
+  return std::make_shared<HeapMemory>();
 }
 
 }  // namespace arenarpc::memory

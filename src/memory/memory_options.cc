@@ -12,6 +12,8 @@ namespace {
 std::mutex g_defaults_mu;
 ArenaSettings g_defaults;  // brpc's 256 / 8192
 
+}  // namespace
+
 void ValidateArenaSettings(const ArenaSettings& s) {
   if (s.start_block_size == 0) throw std::invalid_argument("arena start_block_size must be > 0");
   if (s.max_block_size < s.start_block_size) {
@@ -20,8 +22,6 @@ void ValidateArenaSettings(const ArenaSettings& s) {
                                 std::to_string(s.start_block_size) + ")");
   }
 }
-
-}  // namespace
 
 void ValidateReuseSettings(const ReuseSettings& s) {
   if (s.max_pooled_objects == 0) {

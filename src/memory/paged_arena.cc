@@ -44,6 +44,8 @@ constexpr auto kHooks =
     MakeHooks(std::make_integer_sequence<int, PagedArenaFactory::kMaxFactories>{});
 
 constexpr size_t AlignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+// The smallest page (256 B) must still hold the Arena object plus some initial block.
+static_assert(AlignUp(sizeof(google::protobuf::Arena), 64) <= 192);
 
 }  // namespace
 

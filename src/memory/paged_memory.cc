@@ -3,6 +3,8 @@
 #include <google/protobuf/arena.h>
 #include <google/protobuf/message.h>
 
+#include <memory>
+
 #include "arenarpc/memory/cached_page_allocator.h"
 #include "arenarpc/memory/paged_arena.h"
 #include "memory/call_counters.h"
@@ -14,7 +16,7 @@ namespace {
 using google::protobuf::Arena;
 using google::protobuf::Message;
 
-class PagedMemory final : public MessageMemory {
+class PagedMemory final : public MessageMemory, public std::enable_shared_from_this<PagedMemory> {
  public:
   explicit PagedMemory(const MemoryOptions& o)
       : pages_(std::make_shared<CachedPageAllocator>(
@@ -51,7 +53,7 @@ class PagedMemory final : public MessageMemory {
 
   std::string_view name() const noexcept override { return "paged"; }
   std::unique_ptr<MethodMemory> Bind(const Message& req, const Message& resp) override {
-    return std::make_unique<Method>(self_.lock(), req, resp);
+    return std::make_unique<Method>(shared_from_this(), req, resp);
   }
   MemoryStats stats() const noexcept override {
     MemoryStats s;
@@ -65,7 +67,6 @@ class PagedMemory final : public MessageMemory {
     return s;
   }
 
-  std::weak_ptr<PagedMemory> self_;
   std::shared_ptr<CachedPageAllocator> pages_;
   PagedArenaFactory factory_;
   CallCounters counters_;
@@ -74,9 +75,7 @@ class PagedMemory final : public MessageMemory {
 }  // namespace
 
 std::shared_ptr<MessageMemory> MakePagedMemory(const MemoryOptions& options) {
-  auto memory = std::make_shared<PagedMemory>(options);
-  memory->self_ = memory;
-  return memory;
+  return std::make_shared<PagedMemory>(options);
 }
 
 }  // namespace arenarpc::memory

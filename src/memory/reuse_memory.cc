@@ -3,6 +3,8 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
+#include <memory>
+
 #include <mutex>
 #include <unordered_map>
 
@@ -17,7 +19,7 @@ using google::protobuf::Arena;
 using google::protobuf::Descriptor;
 using google::protobuf::Message;
 
-class ReuseMemory final : public MessageMemory {
+class ReuseMemory final : public MessageMemory, public std::enable_shared_from_this<ReuseMemory> {
  public:
   explicit ReuseMemory(const ReuseSettings& settings) : settings_(settings) {}
 
@@ -68,7 +70,7 @@ class ReuseMemory final : public MessageMemory {
 
   std::string_view name() const noexcept override { return "reuse"; }
   std::unique_ptr<MethodMemory> Bind(const Message& req, const Message& resp) override {
-    return std::make_unique<Method>(self_.lock(), req, resp);
+    return std::make_unique<Method>(shared_from_this(), req, resp);
   }
   MemoryStats stats() const noexcept override {
     MemoryStats s;
@@ -92,7 +94,6 @@ class ReuseMemory final : public MessageMemory {
     return pool;
   }
 
-  std::weak_ptr<ReuseMemory> self_;
 
  private:
   const ReuseSettings settings_;
@@ -104,9 +105,7 @@ class ReuseMemory final : public MessageMemory {
 }  // namespace
 
 std::shared_ptr<MessageMemory> MakeReuseMemory(const MemoryOptions& options) {
-  auto memory = std::make_shared<ReuseMemory>(options.reuse);
-  memory->self_ = memory;
-  return memory;
+  return std::make_shared<ReuseMemory>(options.reuse);
 }
 
 }  // namespace arenarpc::memory

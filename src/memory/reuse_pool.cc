@@ -24,8 +24,6 @@ size_t ThreadIndex() noexcept {
 
 }  // namespace
 
-void ValidateReuseSettings(const ReuseSettings& s);  // message_memory_options.cc
-
 ReusePool::ReusePool(const google::protobuf::Message& prototype, const ReuseSettings& settings)
     : prototype_(prototype),
       settings_((ValidateReuseSettings(settings), settings)),

@@ -141,7 +141,9 @@ class MessageMemory {
 // with a message for an unknown name (listing the valid ones) or invalid options.
 std::shared_ptr<MessageMemory> MakeMessageMemory(std::string_view name,
                                                  const MemoryOptions& options = {});
-// Validates options without building anything; throws std::invalid_argument.
+// Validates options without building anything; throws std::invalid_argument naming the setting.
 void ValidateMemoryOptions(const MemoryOptions& options);
+void ValidateArenaSettings(const ArenaSettings& settings);  // start > 0, max >= start
+void ValidateReuseSettings(const ReuseSettings& settings);  // every bound >= 1
 
 }  // namespace arenarpc::memory
