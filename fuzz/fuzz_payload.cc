@@ -47,7 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   meta.set_compress_type(compress_type);
   if (flags & 1) {
     meta.set_checksum_type(CHECKSUM_TYPE_CRC32C);
-    meta.set_checksum_value((flags & 2) ? Crc32cChecksumValue(payload) : std::string("\0\0\0\0", 4));
+    meta.set_checksum_value((flags & 2) ? Crc32cChecksumValue(payload)
+                                        : std::string("\0\0\0\0", 4));
   }
   RpcMeta message;
   std::string detail;

@@ -7,8 +7,8 @@
 
 #include "../tests/protocol/spec_frames.h"
 #include "protocol/checksum.h"
-#include "protocol/frame_codec.h"
 #include "protocol/compression.h"
+#include "protocol/frame_codec.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 
@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
   Write(frames, "request_attachment", "\x3f" + SpecRequestLogIdAttachment());
   Write(frames, "reply_full", "\x10" + SpecReplyFull() + SpecReplyMinimal());
   Write(frames, "error_reply", "\x05" + SpecErrorReply());
-  Write(frames, "pipelined", "\x20" + SpecRequestFull() + SpecRequestLogIdAttachment() +
-                                 SpecRequestMinimal());
+  Write(frames, "pipelined",
+        "\x20" + SpecRequestFull() + SpecRequestLogIdAttachment() + SpecRequestMinimal());
 
   // A request whose payload is a compressed, checksummed RpcMeta, in every codec.
   RpcMeta message;
@@ -63,8 +63,8 @@ int main(int argc, char** argv) {
     }
     const std::string name = CompressTypeName(type);
     Write(payloads, name, std::string(1, static_cast<char>(type)) + "\x03" + payload.ToString());
-    Write(payloads, name + "_pieces", std::string(1, static_cast<char>(type)) + "\x0c" +
-                                          payload.ToString());
+    Write(payloads, name + "_pieces",
+          std::string(1, static_cast<char>(type)) + "\x0c" + payload.ToString());
 
     RequestMetaFields call;
     call.service_name = "example.EchoService";

@@ -2,6 +2,7 @@
 // BufferChain: a byte queue made of reference-counted blocks (pages from the engine's page pool).
 // Cutting a prefix off moves or shares blocks, never copies bytes. Not thread-safe: one owner.
 
+#include <google/protobuf/io/zero_copy_stream.h>
 #include <sys/uio.h>
 
 #include <cstddef>
@@ -9,8 +10,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-
-#include <google/protobuf/io/zero_copy_stream.h>
 
 #include "arenarpc/memory/page_allocator.h"
 
@@ -37,8 +36,8 @@ class BufferChain {
 
   // --- writing at the back
   void Append(std::string_view bytes);
-  void Append(BufferChain&& other);                 // moves other's blocks; other becomes empty
-  void AppendShared(const BufferChain& other);      // shares other's blocks (refcount), no copy
+  void Append(BufferChain&& other);             // moves other's blocks; other becomes empty
+  void AppendShared(const BufferChain& other);  // shares other's blocks (refcount), no copy
   // Writable space at the back (at least min_bytes, in one block); then Commit what was written.
   std::span<char> PrepareWrite(size_t min_bytes = 1);
   void CommitWrite(size_t n);
@@ -46,7 +45,7 @@ class BufferChain {
   // --- reading at the front
   size_t CopyTo(void* dst, size_t n, size_t offset = 0) const;  // peek; returns bytes copied
   void PopFront(size_t n);
-  void CutFront(size_t n, BufferChain* out);        // moves the first n bytes to the back of out
+  void CutFront(size_t n, BufferChain* out);  // moves the first n bytes to the back of out
   std::string ToString() const;
 
   // Readable bytes as iovecs for writev/sendmsg (up to max entries); returns the count filled.

@@ -31,7 +31,7 @@ struct BufferChain::Block {
       return new (mem) Block(&pages, page - sizeof(Block));
     }
     // Too big for a page: one heap block of exactly the requested size.
-    void* mem = ::operator new(sizeof(Block) + min_bytes, std::align_val_t{alignof(Block)});
+    void* mem = ::operator new (sizeof(Block) + min_bytes, std::align_val_t{alignof(Block)});
     return new (mem) Block(nullptr, min_bytes);
   }
   void AddRef() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
@@ -42,7 +42,7 @@ struct BufferChain::Block {
     if (owner != nullptr) {
       owner->Deallocate(this);
     } else {
-      ::operator delete(static_cast<void*>(this), std::align_val_t{alignof(Block)});
+      ::operator delete (static_cast<void*>(this), std::align_val_t{alignof(Block)});
     }
   }
 };

@@ -14,8 +14,8 @@ memory::PageAllocator& DefaultIoPages() {
   // and by threads that outlive main().
   static memory::PageAllocator* const pages = [] {
     memory::PagePoolOptions options;
-    options.page_size = 8192;        // one page holds a typical request or reply frame
-    options.capacity_pages = 8192;   // at most 64 MiB of idle I/O pages stay cached
+    options.page_size = 8192;       // one page holds a typical request or reply frame
+    options.capacity_pages = 8192;  // at most 64 MiB of idle I/O pages stay cached
     options.thread_cache_pages = 64;
     return memory::MakeCachedPageAllocator(options).release();
   }();

@@ -43,8 +43,8 @@ bool BufferChainInputStream::Skip(int count) {
   while (left > 0) {
     if (static_cast<size_t>(bytes_) >= limit_ || index_ >= chain_.span_count()) return false;
     const size_t span_size = chain_.span(index_).size();
-    const size_t n = std::min({span_size - offset_in_span_, left,
-                               limit_ - static_cast<size_t>(bytes_)});
+    const size_t n =
+        std::min({span_size - offset_in_span_, left, limit_ - static_cast<size_t>(bytes_)});
     offset_in_span_ += n;
     bytes_ += static_cast<int64_t>(n);
     left -= n;

@@ -14,9 +14,12 @@ std::string BigEndian32(uint32_t v) {
 
 const char* ChecksumTypeName(int checksum_type) noexcept {
   switch (checksum_type) {
-    case CHECKSUM_TYPE_NONE: return "none";
-    case CHECKSUM_TYPE_CRC32C: return "crc32c";
-    default: return "unknown";
+    case CHECKSUM_TYPE_NONE:
+      return "none";
+    case CHECKSUM_TYPE_CRC32C:
+      return "crc32c";
+    default:
+      return "unknown";
   }
 }
 
@@ -36,7 +39,8 @@ bool SetChecksum(int checksum_type, bool with_attachment, const net::BufferChain
       return true;
     case CHECKSUM_TYPE_CRC32C:
       meta->set_checksum_type(CHECKSUM_TYPE_CRC32C);
-      meta->set_checksum_value(Crc32cChecksumValue(payload, with_attachment ? &attachment : nullptr));
+      meta->set_checksum_value(
+          Crc32cChecksumValue(payload, with_attachment ? &attachment : nullptr));
       if (with_attachment) meta->set_checksum_with_attachment(true);
       return true;
     default:

@@ -191,11 +191,16 @@ bool Inflate(int compress_type, const net::BufferChain& in, net::BufferChain* ou
 
 const char* CompressTypeName(int compress_type) noexcept {
   switch (compress_type) {
-    case COMPRESS_TYPE_NONE: return "none";
-    case COMPRESS_TYPE_SNAPPY: return "snappy";
-    case COMPRESS_TYPE_GZIP: return "gzip";
-    case COMPRESS_TYPE_ZLIB: return "zlib";
-    default: return "unknown";
+    case COMPRESS_TYPE_NONE:
+      return "none";
+    case COMPRESS_TYPE_SNAPPY:
+      return "snappy";
+    case COMPRESS_TYPE_GZIP:
+      return "gzip";
+    case COMPRESS_TYPE_ZLIB:
+      return "zlib";
+    default:
+      return "unknown";
   }
 }
 

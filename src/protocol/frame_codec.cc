@@ -60,12 +60,12 @@ DecodeStatus FrameDecoder::Next(net::BufferChain& in, Frame* out) {
   const size_t body_size = LoadBE32(header + 4);
   const size_t meta_size = LoadBE32(header + 8);
   if (body_size > max_body_size_) {
-    return fail("body_size=" + std::to_string(body_size) + " is larger than max_body_size=" +
-                std::to_string(max_body_size_));
+    return fail("body_size=" + std::to_string(body_size) +
+                " is larger than max_body_size=" + std::to_string(max_body_size_));
   }
   if (meta_size > body_size) {
-    return fail("meta_size=" + std::to_string(meta_size) + " is larger than body_size=" +
-                std::to_string(body_size));
+    return fail("meta_size=" + std::to_string(meta_size) +
+                " is larger than body_size=" + std::to_string(body_size));
   }
   if (meta_size > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return fail("meta_size=" + std::to_string(meta_size) + " is larger than protobuf can parse");

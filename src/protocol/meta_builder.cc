@@ -18,6 +18,11 @@ void SetUserFields(const std::map<std::string, std::string>* fields, RpcMeta* me
 bool SetPayloadFields(const PayloadFields& fields, const net::BufferChain& payload,
                       const net::BufferChain& attachment, RpcMeta* meta, std::string* error) {
   meta->set_compress_type(fields.compress_type);
+  if (fields.attachment_size != attachment.size()) {
+    *error = "attachment_size=" + std::to_string(fields.attachment_size) +
+             " but the attachment has " + std::to_string(attachment.size()) + " bytes";
+    return false;
+  }
   if (fields.attachment_size > 0) {
     if (fields.attachment_size > static_cast<size_t>(INT32_MAX)) {
       *error = "attachment of " + std::to_string(fields.attachment_size) + " bytes is too large";
@@ -70,8 +75,7 @@ bool BuildResponseMeta(int64_t correlation_id, const PayloadFields& payload_fiel
 }
 
 void BuildErrorResponseMeta(int64_t correlation_id, int error_code, std::string_view error_text,
-                            const std::map<std::string, std::string>* user_fields,
-                            RpcMeta* meta) {
+                            const std::map<std::string, std::string>* user_fields, RpcMeta* meta) {
   meta->Clear();
   RpcResponseMeta* response = meta->mutable_response();
   response->set_error_code(error_code);
@@ -91,7 +95,9 @@ void EncodeErrorResponse(int64_t correlation_id, int error_code, std::string_vie
   EncodeFrame(meta, net::BufferChain(), net::BufferChain(), out);
 }
 
-int WireErrorCode(int handler_code) noexcept { return handler_code == -1 ? EINTERNAL : handler_code; }
+int WireErrorCode(int handler_code) noexcept {
+  return handler_code == -1 ? EINTERNAL : handler_code;
+}
 
 std::string ServerIdentity(std::string_view ip_port) {
   std::string s = "[";

@@ -17,13 +17,13 @@ namespace arenarpc::protocol {
 
 // What a request says about its call (all optional parts are sent only when set, like brpc).
 struct RequestMetaFields {
-  std::string_view service_name;   // fully qualified, e.g. "example.EchoService"
-  std::string_view method_name;    // e.g. "Echo"
+  std::string_view service_name;  // fully qualified, e.g. "example.EchoService"
+  std::string_view method_name;   // e.g. "Echo"
   int64_t correlation_id = 0;
-  int64_t log_id = 0;              // sent when != 0
-  std::string_view request_id;     // sent when non-empty
+  int64_t log_id = 0;                                     // sent when != 0
+  std::string_view request_id;                            // sent when non-empty
   int64_t trace_id = 0, span_id = 0, parent_span_id = 0;  // all three sent when trace_id != 0
-  int32_t timeout_ms = 0;          // sent when > 0 (the caller's remaining budget)
+  int32_t timeout_ms = 0;  // sent when > 0 (the caller's remaining budget)
   const std::map<std::string, std::string>* user_fields = nullptr;  // sent when non-empty
   std::optional<std::string_view> authentication_data;  // first request of a connection only
 };
@@ -31,14 +31,15 @@ struct RequestMetaFields {
 // How the payload that follows is encoded.
 struct PayloadFields {
   int compress_type = 0;
-  size_t attachment_size = 0;      // attachment_size is written only when > 0
-  int checksum_type = 0;           // 0 none, 1 crc32c
+  size_t attachment_size = 0;  // must equal the attachment's size; written only when > 0
+  int checksum_type = 0;       // 0 none, 1 crc32c
   bool checksum_with_attachment = false;
 };
 
 // Request meta: request{...}, compress_type, correlation_id, [attachment_size], [user_fields],
 // content_type=pb, checksum_type, checksum_value (computed over payload [+ attachment]).
-// Returns false with *error for an unsupported checksum type; *meta is then unspecified.
+// Returns false with *error for an unsupported checksum type or an attachment_size that is not
+// attachment.size(); *meta is then unspecified.
 bool BuildRequestMeta(const RequestMetaFields& call, const PayloadFields& payload_fields,
                       const net::BufferChain& payload, const net::BufferChain& attachment,
                       RpcMeta* meta, std::string* error);
@@ -55,8 +56,7 @@ bool BuildResponseMeta(int64_t correlation_id, const PayloadFields& payload_fiel
 // has no payload, no attachment and no attachment_size. error_code must already be the wire code
 // (see WireErrorCode).
 void BuildErrorResponseMeta(int64_t correlation_id, int error_code, std::string_view error_text,
-                            const std::map<std::string, std::string>* user_fields,
-                            RpcMeta* meta);
+                            const std::map<std::string, std::string>* user_fields, RpcMeta* meta);
 
 // Appends a whole error reply frame (meta only, body_size == meta_size) to *out.
 void EncodeErrorResponse(int64_t correlation_id, int error_code, std::string_view error_text,

@@ -10,11 +10,16 @@ namespace arenarpc::protocol {
 
 const char* ContentTypeName(int content_type) noexcept {
   switch (content_type) {
-    case CONTENT_TYPE_PB: return "pb";
-    case CONTENT_TYPE_JSON: return "json";
-    case CONTENT_TYPE_PROTO_JSON: return "proto-json";
-    case CONTENT_TYPE_PROTO_TEXT: return "proto-text";
-    default: return "unknown";
+    case CONTENT_TYPE_PB:
+      return "pb";
+    case CONTENT_TYPE_JSON:
+      return "json";
+    case CONTENT_TYPE_PROTO_JSON:
+      return "proto-json";
+    case CONTENT_TYPE_PROTO_TEXT:
+      return "proto-text";
+    default:
+      return "unknown";
   }
 }
 
@@ -26,8 +31,8 @@ bool SerializePayload(const google::protobuf::Message& message, int compress_typ
     return false;
   }
   if (!IsSupportedCompressType(compress_type)) {
-    *error = "Fail to compress " + std::string(what) + ": unsupported compress_type=" +
-             std::to_string(compress_type);
+    *error = "Fail to compress " + std::string(what) +
+             ": unsupported compress_type=" + std::to_string(compress_type);
     return false;
   }
   const size_t size = message.ByteSizeLong();  // one walk; the sizes stay cached for Serialize

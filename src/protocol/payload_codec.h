@@ -26,7 +26,8 @@ const char* ContentTypeName(int content_type) noexcept;
 // required fields are missing ("Missing required fields in response: message", spec §5.3), the
 // message is larger than protobuf can serialize, or compress_type is unsupported.
 bool SerializePayload(const google::protobuf::Message& message, int compress_type,
-                      net::BufferChain* out, std::string* error, std::string_view what = "response");
+                      net::BufferChain* out, std::string* error,
+                      std::string_view what = "response");
 
 // Merges the payload described by `meta` (content_type, compress_type, checksum) into *message.
 // `attachment` is only read for a checksum that covers it. On failure returns false with a short

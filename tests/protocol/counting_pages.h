@@ -15,11 +15,11 @@ class CountingPages final : public memory::PageAllocator {
   void* Allocate() override {
     allocations_.fetch_add(1, std::memory_order_relaxed);
     outstanding_.fetch_add(1, std::memory_order_relaxed);
-    return ::operator new(page_size_, std::align_val_t{16});
+    return ::operator new (page_size_, std::align_val_t{16});
   }
   void Deallocate(void* page) noexcept override {
     outstanding_.fetch_sub(1, std::memory_order_relaxed);
-    ::operator delete(page, std::align_val_t{16});
+    ::operator delete (page, std::align_val_t{16});
   }
   memory::PageAllocatorStats stats() const noexcept override {
     memory::PageAllocatorStats s;

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "counting_pages.h"
 #include "chain_util.h"
+#include "counting_pages.h"
 #include "hex.h"
 #include "spec_frames.h"
 
@@ -30,7 +30,8 @@ RpcMeta SpecRequestMetaFull() {
 // --- encode: exactly the spec's bytes
 
 TEST(EncodeFrame, SpecRequestFull) {
-  EXPECT_EQ(ToHex(EncodeToString(SpecRequestMetaFull(), SpecPayload(), "")), ToHex(SpecRequestFull()));
+  EXPECT_EQ(ToHex(EncodeToString(SpecRequestMetaFull(), SpecPayload(), "")),
+            ToHex(SpecRequestFull()));
 }
 
 TEST(EncodeFrame, SpecRequestMinimal) {

@@ -13,8 +13,7 @@ inline std::string FromHex(std::string_view hex) {
   int nibble = -1;
   for (char c : hex) {
     if (std::isspace(static_cast<unsigned char>(c))) continue;
-    int v = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
-                                                          : std::tolower(c) - 'a' + 10;
+    int v = std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : std::tolower(c) - 'a' + 10;
     if (v < 0 || v > 15) throw std::invalid_argument("FromHex: bad digit");
     if (nibble < 0) {
       nibble = v;

@@ -76,6 +76,11 @@ TEST(MetaBuilder, OptionalRequestFieldsOnlyWhenSet) {
   EXPECT_FALSE(plain.has_authentication_data());
   EXPECT_TRUE(plain.user_fields().empty());
 
+  PayloadFields wrong_size;
+  wrong_size.attachment_size = 3;
+  EXPECT_FALSE(BuildRequestMeta(EchoCall(), wrong_size, {}, Chain("AB"), &meta, &error));
+  EXPECT_EQ(error, "attachment_size=3 but the attachment has 2 bytes");
+
   fields.checksum_type = 9;
   EXPECT_FALSE(BuildRequestMeta(EchoCall(), fields, {}, {}, &meta, &error));
   EXPECT_EQ(error, "unsupported checksum_type=9");
@@ -84,8 +89,8 @@ TEST(MetaBuilder, OptionalRequestFieldsOnlyWhenSet) {
 TEST(MetaBuilder, SuccessReplyAsBrpcSendsIt) {
   RpcMeta meta;
   std::string error;
-  ASSERT_TRUE(BuildResponseMeta(kSpecCorrelationId, {}, Chain(SpecPayload()), {}, nullptr, &meta,
-                                &error));
+  ASSERT_TRUE(
+      BuildResponseMeta(kSpecCorrelationId, {}, Chain(SpecPayload()), {}, nullptr, &meta, &error));
   EXPECT_EQ(ToHex(EncodeToString(meta, SpecPayload(), "")), ToHex(SpecReplyFull()));
 }
 
@@ -99,7 +104,8 @@ TEST(MetaBuilder, ErrorReplyAsBrpcSendsIt) {
 }
 
 TEST(MetaBuilder, ErrorTextsOfSpec53) {
-  EXPECT_EQ(FormatErrorText("", ENOSERVICE, NoServiceText("Nope")), "[E1001]Fail to find service=Nope");
+  EXPECT_EQ(FormatErrorText("", ENOSERVICE, NoServiceText("Nope")),
+            "[E1001]Fail to find service=Nope");
   EXPECT_EQ(FormatErrorText("", EREQUEST, AttachmentTooLargeText("request", 9, 7)),
             "[E1003]attachment_size=9 is larger than request_size=7");
   EXPECT_EQ(FormatErrorText("", 22, "bad"), "[E22]bad");
@@ -153,7 +159,8 @@ TEST(MetaBuilder, FullRequestPipelineEveryCodec) {
     ASSERT_EQ(decoder.Next(wire, &frame), DecodeStatus::kFrame) << decoder.error();
     EXPECT_EQ(frame.attachment.ToString(), "attached bytes");
     RpcMeta parsed;
-    ASSERT_TRUE(MergePayload(frame.meta, frame.payload, frame.attachment, &parsed, &error)) << error;
+    ASSERT_TRUE(MergePayload(frame.meta, frame.payload, frame.attachment, &parsed, &error))
+        << error;
     EXPECT_EQ(parsed.request().service_name(), message.request().service_name());
   }
 }

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "counting_pages.h"
 #include "chain_util.h"
+#include "counting_pages.h"
 #include "hex.h"
 #include "protocol/checksum.h"
 #include "protocol/compression.h"
@@ -78,7 +78,8 @@ TEST(Compression, WireFormatsAreTheStandardOnes) {
   std::string out(plain.size(), '\0');
   uLongf out_len = out.size();
   ASSERT_EQ(uncompress(reinterpret_cast<Bytef*>(out.data()), &out_len,
-                       reinterpret_cast<const Bytef*>(zl.data()), zl.size()), Z_OK);
+                       reinterpret_cast<const Bytef*>(zl.data()), zl.size()),
+            Z_OK);
   EXPECT_EQ(out, plain);
   // Raw snappy block: starts with the varint uncompressed length (23 = 0x17), no stream header.
   const std::string sn = Compressed(COMPRESS_TYPE_SNAPPY, plain);
@@ -89,14 +90,14 @@ TEST(Compression, GzipAndZlibAreNotInterchangeable) {
   const std::string plain = "some payload bytes";
   std::string error;
   net::BufferChain out;
-  EXPECT_FALSE(Decompress(COMPRESS_TYPE_GZIP, Chain(Compressed(COMPRESS_TYPE_ZLIB, plain)), &out,
-                          &error));
+  EXPECT_FALSE(
+      Decompress(COMPRESS_TYPE_GZIP, Chain(Compressed(COMPRESS_TYPE_ZLIB, plain)), &out, &error));
   EXPECT_NE(error.find("bad gzip data"), std::string::npos) << error;
-  EXPECT_FALSE(Decompress(COMPRESS_TYPE_ZLIB, Chain(Compressed(COMPRESS_TYPE_GZIP, plain)), &out,
-                          &error));
+  EXPECT_FALSE(
+      Decompress(COMPRESS_TYPE_ZLIB, Chain(Compressed(COMPRESS_TYPE_GZIP, plain)), &out, &error));
   EXPECT_NE(error.find("bad zlib data"), std::string::npos) << error;
-  EXPECT_FALSE(Decompress(COMPRESS_TYPE_SNAPPY, Chain(Compressed(COMPRESS_TYPE_GZIP, plain)), &out,
-                          &error));
+  EXPECT_FALSE(
+      Decompress(COMPRESS_TYPE_SNAPPY, Chain(Compressed(COMPRESS_TYPE_GZIP, plain)), &out, &error));
   EXPECT_TRUE(out.empty());  // nothing appended on failure
 }
 
@@ -122,7 +123,8 @@ TEST(Compression, CorruptTruncatedTrailingAndUnknown) {
 }
 
 TEST(Compression, ConcatenatedGzipMembers) {
-  const std::string two = Compressed(COMPRESS_TYPE_GZIP, "abc") + Compressed(COMPRESS_TYPE_GZIP, "def");
+  const std::string two =
+      Compressed(COMPRESS_TYPE_GZIP, "abc") + Compressed(COMPRESS_TYPE_GZIP, "def");
   net::BufferChain out;
   std::string error;
   ASSERT_TRUE(Decompress(COMPRESS_TYPE_GZIP, Chain(two), &out, &error)) << error;
@@ -148,9 +150,9 @@ TEST(Checksum, Crc32cReferenceValues) {
   EXPECT_EQ(Crc32c(std::string_view("123456789")), 0xE3069283u);
   EXPECT_EQ(Crc32c(std::string_view("")), 0u);
   const std::string big(100003, 'z');
-  EXPECT_EQ(Crc32cExtend(Crc32c(std::string_view(big).substr(0, 5)),
-                         std::string_view(big).substr(5)),
-            Crc32c(big));
+  EXPECT_EQ(
+      Crc32cExtend(Crc32c(std::string_view(big).substr(0, 5)), std::string_view(big).substr(5)),
+      Crc32c(big));
   CountingPages pages(256);
   net::BufferChain chain(&pages);
   chain.Append(std::string_view(big).substr(0, 2000));
@@ -258,8 +260,8 @@ TEST(Payload, ParseFailuresAndTheirText) {
   RpcMeta crc;
   crc.set_checksum_type(1);
   crc.set_checksum_value(FromHex("00 00 00 00"));
-  EXPECT_FALSE(MergePayload(crc, Chain(FromHex("0a 05 68 65 6c 6c 6f")), net::BufferChain(), &msg,
-                            &detail));
+  EXPECT_FALSE(
+      MergePayload(crc, Chain(FromHex("0a 05 68 65 6c 6c 6f")), net::BufferChain(), &msg, &detail));
   EXPECT_EQ(detail, "crc32c checksum mismatch");
 }
 
