@@ -17,6 +17,11 @@ def _ratio(value, base):
     return f"{value / base:.2f}x" if base else "-"
 
 
+def _per_core(run):
+    us = run.get("cpu_us_per_call", 0)
+    return 1e6 / us if us else 0
+
+
 def table(result):
     med, base = result["medians"], result["baseline"]
     b = med[base]
@@ -29,25 +34,44 @@ def table(result):
         f"{result['client_core']}; medians over repeats, ratios to {base}",
         "",
         "| mode | latency [p80, p90, p99, p99.9] us | CPU cores | CPU us/call | RSS peak MB "
-        "| p99 ratio | CPU ratio | RSS ratio | max QPS (1 core) | max QPS ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| p99 ratio | CPU ratio | RSS ratio | max QPS (1 core) | max QPS ratio "
+        "| QPS per core-second | ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for mode in result["modes"]:
         m = med[mode]
         lat = ", ".join(f"{m[k]:.0f}" for k in ("p80", "p90", "p99", "p99.9"))
         mq = maxq.get(mode, {}).get("achieved_qps")
         bq = maxq.get(base, {}).get("achieved_qps")
+        # Capacity per core-second of server CPU in the closed-loop run (1e6 / CPU us per call):
+        # unlike the raw QPS it does not drop when other processes steal the server's core.
+        mc = _per_core(maxq.get(mode, {}))
+        bc = _per_core(maxq.get(base, {}))
         lines.append(
             f"| {mode} | [{lat}] | {m['cpu_cores']:.3f} | {m['cpu_us_per_call']:.0f} | "
             f"{m['rss_peak'] / 1e6:.1f} | {_ratio(m['p99'], b['p99'])} | "
             f"{_ratio(m['cpu_us_per_call'], b['cpu_us_per_call'])} | "
             f"{_ratio(m['rss_peak'], b['rss_peak'])} | "
-            f"{f'{mq:.0f}' if mq else '-'} | {_ratio(mq, bq) if mq and bq else '-'} |")
+            f"{f'{mq:.0f}' if mq else '-'} | {_ratio(mq, bq) if mq and bq else '-'} | "
+            f"{f'{mc:.0f}' if mc else '-'} | {_ratio(mc, bc) if mc and bc else '-'} |")
     failed = {mode: sum(r["calls_failed"] for r in result["runs"][mode]) for mode in result["modes"]}
     if any(failed.values()):
         lines.append("")
         lines.append("errors during the fixed-QPS runs: " +
                      ", ".join(f"{mode} {n}" for mode, n in failed.items() if n))
+    if maxq:
+        got = min(run.get("cpu_cores", 0) for run in maxq.values())
+        if got < 0.8:
+            lines.append("")
+            lines.append(f"warning: in the closed-loop runs the server used as little as {got:.2f} of "
+                         "its pinned core: something else ran on it (or the server waits on "
+                         "something else), so the max QPS column understates capacity; the "
+                         "per-core-second column does not depend on it")
+    load = result.get("machine", {}).get("loadavg_before")
+    if load and load > 1.5:
+        lines.append("")
+        lines.append(f"warning: load average {load:.2f} on {result['machine'].get('cpus')} CPUs "
+                     "before the run: the machine was busy, expect noisy figures")
     lag = max(med[mode]["send_lag_p99"] for mode in result["modes"])
     client = max(med[mode]["client_cores"] for mode in result["modes"])
     lines.append("")

@@ -55,6 +55,7 @@ DEFINE_validator(mode, &CheckMode);
 DEFINE_uint64(page_size, 4096, "paged: bytes per page of the page pool");
 DEFINE_validator(page_size, &CheckPositive);
 DEFINE_uint64(page_cache_capacity, 4096, "paged: free pages kept cached (not returned to the OS)");
+DEFINE_uint64(thread_cache_pages, 64, "paged: free pages each thread keeps for itself");
 DEFINE_uint64(reuse_max_pooled, arenarpc::memory::ReuseSettings{}.max_pooled_objects,
               "reuse: pooled objects per message type");
 DEFINE_validator(reuse_max_pooled, &CheckPositive);
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
   options.max_concurrency = FLAGS_max_concurrency;
   options.memory.page_size = FLAGS_page_size;
   options.memory.page_cache_capacity = FLAGS_page_cache_capacity;
+  options.memory.thread_cache_pages = FLAGS_thread_cache_pages;
   options.memory.reuse.max_pooled_objects = FLAGS_reuse_max_pooled;
   options.memory.reuse.max_object_bytes = FLAGS_reuse_max_object_bytes;
   options.memory.reuse.max_pool_bytes = FLAGS_reuse_max_pool_bytes;
