@@ -101,7 +101,8 @@ class BufferChainInputStream final : public google::protobuf::io::ZeroCopyInputS
 };
 
 // Appends to a BufferChain, handing out the chain's own block space (serialization writes into
-// I/O buffers directly).
+// I/O buffers directly). Leave the chain alone while the stream is alive: bytes handed out by the
+// last Next() are committed only by BackUp(), the next Next() or the destructor.
 class BufferChainOutputStream final : public google::protobuf::io::ZeroCopyOutputStream {
  public:
   explicit BufferChainOutputStream(BufferChain* chain);
