@@ -21,11 +21,11 @@ void MessagePair::Release() noexcept {
   }
 }
 
-void MessagePair::SettleRequest() noexcept {
+void MessagePair::SettleRequest() const noexcept {
   if (owner_ != nullptr) owner_->Settle(request_, /*is_response=*/false, cookie_);
 }
 
-void MessagePair::SettleResponse() noexcept {
+void MessagePair::SettleResponse() const noexcept {
   if (owner_ != nullptr) owner_->Settle(response_, /*is_response=*/true, cookie_);
 }
 

@@ -88,8 +88,8 @@ class MessagePair {
   // has_x() reads true for a kept singular sub-message until Settle detaches those that are still
   // empty. After Settle, has_x() and the serialized bytes equal a heap message's with the same
   // content (see docs/memory.md for the one proto3 corner case).
-  void SettleRequest() noexcept;
-  void SettleResponse() noexcept;
+  void SettleRequest() const noexcept;
+  void SettleResponse() const noexcept;
 
  private:
   friend class MethodMemory;
