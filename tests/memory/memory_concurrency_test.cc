@@ -158,5 +158,39 @@ TEST(CachedPageAllocatorConcurrency, CrossThreadFreesKeepCountsAndCapacity) {
   EXPECT_LE(s.pages_cached, 64u);
 }
 
+// A thread keeps pages of an allocator in its cache after the allocator is destroyed; they go back
+// when the thread next creates a cache or exits (ASan/LSan would flag a leak, TSan a race).
+TEST(CachedPageAllocatorConcurrency, OutlivingThreadCachesHandPagesBack) {
+  auto first = std::make_unique<CachedPageAllocator>(PagePoolOptions{4096, 32, 8});
+  std::mutex mu;
+  std::condition_variable cv;
+  int stage = 0;
+  std::thread worker([&] {
+    std::vector<void*> pages;
+    for (int i = 0; i < 8; ++i) pages.push_back(first->Allocate());
+    for (void* p : pages) first->Deallocate(p);  // now cached by this thread
+    {
+      std::unique_lock lock(mu);
+      stage = 1;
+      cv.notify_all();
+      cv.wait(lock, [&] { return stage == 2; });
+    }
+    CachedPageAllocator second({4096, 32, 8});  // sweeps the dead allocator's cache
+    void* p = second.Allocate();
+    second.Deallocate(p);
+    EXPECT_EQ(second.stats().pages_outstanding, 0u);
+  });
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return stage == 1; });
+    EXPECT_EQ(first->stats().pages_cached, 8u);
+    EXPECT_EQ(first->stats().pages_outstanding, 0u);
+    first.reset();
+    stage = 2;
+    cv.notify_all();
+  }
+  worker.join();
+}
+
 }  // namespace
 }  // namespace arenarpc::memory
