@@ -131,7 +131,13 @@ void SettleNode(Message& m, const Node& node, KeptTreePlan::Stash stash) {
 
 }  // namespace
 
-KeptTreePlan::KeptTreePlan(const Descriptor& root) { BuildNode(root_, root, 0, slot_count_); }
+KeptTreePlan::KeptTreePlan(const Descriptor& root) {
+  // GetUnknownFields() on a message without unknown fields returns this lazily created static.
+  // Create it here, before the plan is shared between threads: its lazy init happens inside the
+  // (uninstrumented) protobuf library, which ThreadSanitizer would otherwise report as a race.
+  (void)google::protobuf::UnknownFieldSet::default_instance();
+  BuildNode(root_, root, 0, slot_count_);
+}
 KeptTreePlan::~KeptTreePlan() = default;
 
 void KeptTreePlan::Clear(Message& message, Stash stash) const { ClearNode(message, root_, stash); }
