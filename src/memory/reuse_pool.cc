@@ -28,15 +28,17 @@ ReusePool::ReusePool(const google::protobuf::Message& prototype, const ReuseSett
     : prototype_(prototype),
       settings_((ValidateReuseSettings(settings), settings)),
       plan_(*prototype.GetDescriptor()),
-      shard_capacity_((settings.max_pooled_objects + ShardCount(settings.max_pooled_objects) - 1) /
-                      ShardCount(settings.max_pooled_objects)),
       shards_(ShardCount(settings.max_pooled_objects)) {
-  for (Shard& shard : shards_) shard.entries.reserve(shard_capacity_);  // Give() must not allocate
+  // Split max_pooled_objects exactly (shards <= max_pooled_objects, so each holds at least one).
+  const size_t base = settings_.max_pooled_objects / shards_.size();
+  const size_t extra = settings_.max_pooled_objects % shards_.size();
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    shards_[i].capacity = base + (i < extra ? 1 : 0);
+    shards_[i].entries.reserve(shards_[i].capacity);  // Give() must not allocate
+  }
 }
 
 ReusePool::~ReusePool() = default;  // pooled entries are owned by the shards
-
-ReusePool::Shard& ReusePool::MyShard() noexcept { return shards_[ThreadIndex() % shards_.size()]; }
 
 ReusePool::Entry* ReusePool::Take() {
   // Home shard first, then the others: an object released on another thread is still found.
@@ -114,10 +116,12 @@ void ReusePool::Give(Entry* entry) noexcept {
     rebuilds_.fetch_add(1, std::memory_order_relaxed);
     return Destroy(entry);
   }
-  Shard& shard = MyShard();
-  {
+  // Home shard first; when it is full, any shard with room.
+  const size_t home = ThreadIndex() % shards_.size();
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    Shard& shard = shards_[(home + i) % shards_.size()];
     std::lock_guard lock(shard.mu);
-    if (shard.entries.size() < shard_capacity_) {
+    if (shard.entries.size() < shard.capacity) {
       shard.entries.emplace_back(entry);
       pooled_objects_.fetch_add(1, std::memory_order_relaxed);
       return;

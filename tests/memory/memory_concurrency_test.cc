@@ -115,7 +115,7 @@ TEST_P(StrategyConcurrency, AcquireHereReleaseThere) {
   EXPECT_EQ(s.released, s.acquired);
   EXPECT_EQ(s.pages_outstanding, 0u);
   EXPECT_LE(s.pages_cached, options.page_cache_capacity);
-  EXPECT_LE(s.objects_pooled, 2 * options.reuse.max_pooled_objects);
+  EXPECT_LE(s.objects_pooled, 2 * options.reuse.max_pooled_objects);  // two pools (types)
 }
 
 INSTANTIATE_TEST_SUITE_P(All, StrategyConcurrency,

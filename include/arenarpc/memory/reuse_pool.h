@@ -11,7 +11,8 @@
 // ratio sampled (O(1): set whenever the message was serialized, e.g. every response).
 //
 // Thread-safe and lock-light: objects sit in per-thread-hashed shards, each with its own mutex, so
-// threads rarely meet on one lock. An object may be given back on any thread.
+// threads rarely meet on one lock (a thread falls back to other shards only when its own is empty
+// on Take or full on Give). An object may be given back on any thread.
 
 #include <atomic>
 #include <cstddef>
@@ -63,15 +64,14 @@ class ReusePool {
   struct alignas(64) Shard {
     std::mutex mu;
     std::vector<std::unique_ptr<Entry>> entries;
+    size_t capacity = 0;  // the shards' capacities add up to max_pooled_objects
   };
-  Shard& MyShard() noexcept;
   size_t Measure(Entry& entry) noexcept;
   void Destroy(Entry* entry) noexcept;
 
   const google::protobuf::Message& prototype_;
   const ReuseSettings settings_;
   const KeptTreePlan plan_;
-  const size_t shard_capacity_;
   std::vector<Shard> shards_;
   alignas(64) std::atomic<uint64_t> pooled_bytes_{0};
   std::atomic<uint64_t> pooled_objects_{0};
