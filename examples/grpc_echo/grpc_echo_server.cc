@@ -87,6 +87,10 @@ int main(int argc, char** argv) {
     return Fail("--request_parse must be merge or grpc, got '" + FLAGS_request_parse + "'");
   }
 
+  if (FLAGS_mode != "default" && FLAGS_mode != "heap" && FLAGS_mode != "arena" &&
+      FLAGS_mode != "paged" && FLAGS_mode != "reuse") {
+    return Fail("--mode must be default, heap, arena, paged or reuse, got '" + FLAGS_mode + "'");
+  }
   std::unique_ptr<arenarpc::grpc::ServiceMemory> memory;
   try {
     memory = std::make_unique<arenarpc::grpc::ServiceMemory>(FLAGS_mode, OptionsFromFlags());
