@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "arenarpc/error_codes.h"
 #include "protocol/payload_codec.h"
 #include "server_fixture.h"
 
@@ -280,6 +281,33 @@ TEST_P(CallsTest, WorkerThreadsRunHandlers) {
   stub2.Echo(&controller, &request, &response, nullptr);
   ASSERT_FALSE(controller.Failed()) << controller.ErrorText();
   EXPECT_EQ(0u, response.thread_name().find("arenarpc-io")) << response.thread_name();
+}
+
+TEST_P(CallsTest, ClientTimeoutDropsTheLateReplyAndServerStillReleases) {
+  StartServer();
+  ChannelOptions options;
+  options.timeout_ms = 50;
+  auto channel = MakeChannel(options);
+  TestService_Stub stub(channel.get());
+  Controller controller;
+  TestRequest request = MakeRequest("too slow");
+  request.set_delay_ms(300);
+  TestResponse response;
+  stub.Echo(&controller, &request, &response, nullptr);
+  EXPECT_TRUE(controller.Failed());
+  EXPECT_EQ(ERPCTIMEDOUT, controller.ErrorCode()) << controller.ErrorText();
+  // The server finishes the call anyway; the client drops the late reply; the pair goes back.
+  for (int i = 0; i < 300 && channel->dropped_responses() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(1u, channel->dropped_responses());
+  EXPECT_EQ(1u, server_->GetMethodStats("arenarpc.e2e.TestService.Echo").calls);
+  ExpectAllPairsReleased();
+  // The connection is still good for the next call.
+  Controller next;
+  TestRequest quick = MakeRequest("quick");
+  stub.Echo(&next, &quick, &response, nullptr);
+  EXPECT_FALSE(next.Failed()) << next.ErrorText();
 }
 
 TEST_P(CallsTest, PerMethodMemoryModeOverride) {
