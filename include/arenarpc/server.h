@@ -55,7 +55,8 @@ class Server {
 
   // Registers every method of `service` under "pkg.Service.Method" (and the service under its
   // short name, spec §5.2). Only before Start(). 0 on success, -1 (see last_error()) on a
-  // duplicate full or short service name, a null service or a running server.
+  // duplicate full or short service name, a null service or a running server. On failure the
+  // server does not take ownership, whatever `ownership` says (as brpc).
   int AddService(google::protobuf::Service* service, ServiceOwnership ownership);
 
   // Validates the options, binds "ip:port" (port 0 = pick one; "[::1]:p", "host:p", "*:p" too),

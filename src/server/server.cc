@@ -154,7 +154,6 @@ Server::~Server() {
 int Server::AddService(google::protobuf::Service* service, ServiceOwnership ownership) {
   std::lock_guard lock(impl_->mutex);
   if (impl_->phase != Impl::Phase::kIdle) {
-    if (ownership == SERVER_OWNS_SERVICE) delete service;  // we promised to own it
     return impl_->Fail("AddService: the server was already started");
   }
   return impl_->state->registry.Add(service, ownership, &impl_->last_error);
