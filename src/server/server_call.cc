@@ -64,6 +64,8 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     call->state_->FinishOne();
     return;  // the half-filled pair goes back to its strategy with the call
   }
+  // reuse: detach kept sub-messages the request did not fill, so has_x() reads as with heap.
+  call->pair_.SettleRequest();
   payload.bytes.clear();  // the input pages can go back before the handler runs
   method->in_flight.fetch_add(1, std::memory_order_relaxed);
   ServerCall* done = call.release();  // owned by the handler until done->Run()
@@ -110,6 +112,7 @@ void ServerCall::Run() {
   const memory::MessagePair& pair = retained_ ? retained_->pair : pair_;
   const bool close = controller_.Failed() && controller_.ErrorCode() == ECLOSE;
   net::BufferChain frame;
+  if (!close && !controller_.Failed()) pair.SettleResponse();  // bytes equal heap's (reuse)
   const bool ok = !close && BuildReply(*pair.response(), &frame);
   // Counted before the reply leaves, so a client that has its reply also sees its call counted.
   const auto elapsed = std::chrono::steady_clock::now() - start_;
