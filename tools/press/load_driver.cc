@@ -172,8 +172,11 @@ PressResult LoadDriver::Run(std::ostream* live) {
   }
   if (server) result_.server = server->Stop();
   if (client) result_.client = client->Stop();
-  stop_sending_.store(true);
+  // Open-loop senders end on their own once every call due before window_end_ is issued; a
+  // sender running late (loaded machine) still issues its remaining due calls, whose latency
+  // counts from their due time. Only then is sending stopped (the live loop and resends read it).
   for (auto& t : senders) t.join();
+  stop_sending_.store(true);
   if (live_thread.joinable()) live_thread.join();
   transport_.Drain();  // every callback has returned after this: nothing references *this
   while (in_flight_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
