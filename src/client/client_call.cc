@@ -194,12 +194,12 @@ void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count());
   controller_->set_remote_side(core_->remote_side());
   controller_->set_retried_count(attempt_);
-  const bool failed = controller_->Failed();
+  // Counted before the caller can see the outcome, so stats() read after a call includes it.
+  if (controller_->Failed()) core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
   google::protobuf::Closure* const done = done_;
   if (done == nullptr) finished_cv_.notify_all();  // the waiter re-checks completed_ under mutex_
   lock.unlock();
   // From here on the caller owns controller/response again: touch nothing of theirs.
-  if (failed) core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
   if (done != nullptr) done->Run();
 }
 
