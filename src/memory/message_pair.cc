@@ -29,6 +29,14 @@ void MessagePair::SettleResponse() const noexcept {
   if (owner_ != nullptr) owner_->Settle(response_, /*is_response=*/true, cookie_);
 }
 
+void MessagePair::ShapeRequest(google::protobuf::io::ZeroCopyInputStream& wire) const noexcept {
+  if (owner_ != nullptr && owner_->shapes_requests()) owner_->ShapeRequest(request_, cookie_, wire);
+}
+
+bool MessagePair::shapes_requests() const noexcept {
+  return owner_ != nullptr && owner_->shapes_requests();
+}
+
 MessagePair MethodMemory::MakePair(google::protobuf::Message* request,
                                    google::protobuf::Message* response,
                                    google::protobuf::Arena* arena, void* cookie) noexcept {

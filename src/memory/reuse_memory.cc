@@ -62,6 +62,12 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       }
     }
 
+    void ShapeRequest(Message*, void* cookie,
+                      google::protobuf::io::ZeroCopyInputStream& wire) noexcept override {
+      requests_->Shape(*static_cast<ReusePool::Entry*>(cookie), wire);
+    }
+    bool shapes_requests() const noexcept override { return true; }
+
    private:
     std::shared_ptr<ReuseMemory> owner_;
     std::shared_ptr<ReusePool> requests_;
@@ -80,6 +86,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       const ReusePoolStats p = pool->stats();
       s.reuses += p.reuses;
       s.rebuilds += p.rebuilds + p.drops;
+      s.trims += p.trims;
       s.objects_pooled += p.objects_pooled;
       s.retained_bytes_estimate += p.retained_bytes_estimate;
     }

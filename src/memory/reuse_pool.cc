@@ -28,6 +28,7 @@ ReusePool::ReusePool(const google::protobuf::Message& prototype, const ReuseSett
     : prototype_(prototype),
       settings_((ValidateReuseSettings(settings), settings)),
       plan_(*prototype.GetDescriptor()),
+      shape_plan_(*prototype.GetDescriptor()),
       shards_(ShardCount(settings.max_pooled_objects)) {
   // Split max_pooled_objects exactly (shards <= max_pooled_objects, so each holds at least one).
   const size_t base = settings_.max_pooled_objects / shards_.size();
@@ -64,15 +65,21 @@ ReusePool::Entry* ReusePool::Take() {
   return entry.release();
 }
 
+size_t ReusePool::MeasureExactly(Entry& entry) noexcept {
+  size_t bytes = entry.message->SpaceUsedLong() + entry.spares.SpaceUsed();
+  for (const auto& kept : entry.stash) {
+    if (kept) bytes += kept->SpaceUsedLong();
+  }
+  entry.retained_estimate = bytes;
+  return bytes;
+}
+
 size_t ReusePool::Measure(Entry& entry) noexcept {
   const size_t wire = static_cast<size_t>(std::max(0, entry.message->GetCachedSize()));
   const bool sample = entry.releases == 0 || entry.releases % settings_.sample_every == 0;
   ++entry.releases;
   if (sample) {
-    size_t bytes = entry.message->SpaceUsedLong();
-    for (const auto& kept : entry.stash) {
-      if (kept) bytes += kept->SpaceUsedLong();
-    }
+    const size_t bytes = MeasureExactly(entry);
     // The smallest ratio seen: an object's first sample measures memory for exactly its content;
     // later ones also count capacity kept from bigger earlier contents, which would inflate it.
     if (wire > 0) {
@@ -80,11 +87,11 @@ size_t ReusePool::Measure(Entry& entry) noexcept {
       entry.space_per_wire_byte =
           entry.space_per_wire_byte > 0 ? std::min(entry.space_per_wire_byte, ratio) : ratio;
     }
-    entry.retained_estimate = bytes;
   } else if (wire > 0 && entry.space_per_wire_byte > 0) {
-    // Retained capacity only grows between clears, so the estimate never decreases here.
-    entry.retained_estimate = std::max(
-        entry.retained_estimate, static_cast<size_t>(static_cast<double>(wire) * entry.space_per_wire_byte));
+    // Retained capacity only grows between trims, so the estimate never decreases here.
+    entry.retained_estimate =
+        std::max(entry.retained_estimate,
+                 static_cast<size_t>(static_cast<double>(wire) * entry.space_per_wire_byte));
   }
   return entry.retained_estimate;
 }
@@ -95,10 +102,18 @@ void ReusePool::Give(Entry* entry) noexcept {
   if (entry == nullptr) return;
   entry->partner = nullptr;
   // Measure before clearing: the cached serialized size is the content's.
-  const size_t bytes = Measure(*entry);
+  size_t bytes = Measure(*entry);
   if (bytes > settings_.max_object_bytes) {
-    rebuilds_.fetch_add(1, std::memory_order_relaxed);
-    return Destroy(entry);
+    // Cut back to the content before giving up on the object: spares and the cleared elements
+    // that positional reuse accumulated are usually most of it.
+    entry->spares.Clear();
+    shape_plan_.TrimExcess(*entry->message);
+    bytes = MeasureExactly(*entry);
+    if (bytes > settings_.max_object_bytes) {
+      rebuilds_.fetch_add(1, std::memory_order_relaxed);
+      return Destroy(entry);
+    }
+    trims_.fetch_add(1, std::memory_order_relaxed);
   }
   // Reserve room under the pool byte cap before pooling.
   uint64_t pooled = pooled_bytes_.load(std::memory_order_relaxed);
@@ -138,6 +153,7 @@ ReusePoolStats ReusePool::stats() const noexcept {
   s.creations = creations_.load(std::memory_order_relaxed);
   s.rebuilds = rebuilds_.load(std::memory_order_relaxed);
   s.drops = drops_.load(std::memory_order_relaxed);
+  s.trims = trims_.load(std::memory_order_relaxed);
   s.objects_pooled = pooled_objects_.load(std::memory_order_relaxed);
   s.retained_bytes_estimate = pooled_bytes_.load(std::memory_order_relaxed);
   return s;

@@ -66,10 +66,14 @@ bool SerializePayload(const google::protobuf::Message& message, int compress_typ
 namespace {
 
 bool MergeFromChain(const net::BufferChain& bytes, google::protobuf::Message* message,
-                    std::string* detail) {
+                    std::string* detail, const memory::MessagePair* shape) {
   if (bytes.size() > static_cast<size_t>(INT_MAX)) {
     *detail = "payload larger than 2 GiB";
     return false;
+  }
+  if (shape != nullptr && shape->shapes_requests()) {
+    net::BufferChainInputStream wire(bytes);
+    shape->ShapeRequest(wire);
   }
   net::BufferChainInputStream stream(bytes);
   if (!message->MergePartialFromBoundedZeroCopyStream(&stream, static_cast<int>(bytes.size()))) {
@@ -87,17 +91,20 @@ bool MergeFromChain(const net::BufferChain& bytes, google::protobuf::Message* me
 
 bool MergePayload(const RpcMeta& meta, const net::BufferChain& payload,
                   const net::BufferChain& attachment, google::protobuf::Message* message,
-                  std::string* detail, size_t max_decompressed) {
+                  std::string* detail, size_t max_decompressed,
+                  const memory::MessagePair* shape) {
   if (meta.content_type() != CONTENT_TYPE_PB) {
     *detail = std::string("content_type=") + ContentTypeName(meta.content_type()) +
               " is not supported (only pb)";
     return false;
   }
   if (!VerifyChecksum(meta, payload, attachment, detail)) return false;
-  if (meta.compress_type() == COMPRESS_TYPE_NONE) return MergeFromChain(payload, message, detail);
+  if (meta.compress_type() == COMPRESS_TYPE_NONE) {
+    return MergeFromChain(payload, message, detail, shape);
+  }
   net::BufferChain plain;
   if (!Decompress(meta.compress_type(), payload, &plain, detail, max_decompressed)) return false;
-  return MergeFromChain(plain, message, detail);
+  return MergeFromChain(plain, message, detail, shape);
 }
 
 std::string ParseFailureText(std::string_view what, const google::protobuf::Message& message,

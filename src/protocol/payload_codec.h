@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "arenarpc/buffer_chain.h"
+#include "arenarpc/memory/message_memory.h"
 #include "protocol/compression.h"
 #include "protocol/rpc_meta.pb.h"
 
@@ -32,10 +33,13 @@ bool SerializePayload(const google::protobuf::Message& message, int compress_typ
 // Merges the payload described by `meta` (content_type, compress_type, checksum) into *message.
 // `attachment` is only read for a checksum that covers it. On failure returns false with a short
 // reason in *detail (for logs); the caller answers with ParseFailureText(). *message may then hold
-// part of the payload: release it, do not use it.
+// part of the payload: release it, do not use it. When `shape` is given and its strategy shapes
+// requests (reuse), the (decompressed) bytes are first shown to shape->ShapeRequest() so that the
+// kept tree of *message (shape->request()) fits them.
 bool MergePayload(const RpcMeta& meta, const net::BufferChain& payload,
                   const net::BufferChain& attachment, google::protobuf::Message* message,
-                  std::string* detail, size_t max_decompressed = kDefaultMaxDecompressedSize);
+                  std::string* detail, size_t max_decompressed = kDefaultMaxDecompressedSize,
+                  const memory::MessagePair* shape = nullptr);
 
 // brpc's text for a payload that cannot be parsed (spec §5.3), without the "[E1003]" part:
 // "Fail to parse request=example.EchoRequest, ContentType=pb, CompressType=none,

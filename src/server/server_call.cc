@@ -56,7 +56,8 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
   }
   std::string detail;
   if (!protocol::MergePayload(payload.meta, payload.bytes, call->controller_.request_attachment(),
-                              call->pair_.request(), &detail)) {
+                              call->pair_.request(), &detail,
+                              protocol::kDefaultMaxDecompressedSize, &call->pair_)) {
     method->rejected.fetch_add(1, std::memory_order_relaxed);
     WriteErrorReply(*call->connection_, call->correlation_id_, EREQUEST,
                     protocol::ParseFailureText("request", *call->pair_.request(), payload.meta,

@@ -19,6 +19,9 @@
 namespace google::protobuf {
 class Arena;
 class Message;
+namespace io {
+class ZeroCopyInputStream;
+}  // namespace io
 }  // namespace google::protobuf
 
 namespace arenarpc::memory {
@@ -59,7 +62,7 @@ struct MemoryStats {
   uint64_t page_allocations = 0, page_cache_hits = 0, page_cache_misses = 0;
   uint64_t pages_cached = 0, pages_outstanding = 0;
   // reuse strategy
-  uint64_t reuses = 0, rebuilds = 0, objects_pooled = 0, retained_bytes_estimate = 0;
+  uint64_t reuses = 0, rebuilds = 0, trims = 0, objects_pooled = 0, retained_bytes_estimate = 0;
 };
 
 class MethodMemory;
@@ -91,6 +94,14 @@ class MessagePair {
   void SettleRequest() const noexcept;
   void SettleResponse() const noexcept;
 
+  // Optional, before the request is filled: `wire` is a stream over exactly the serialized bytes
+  // that will then be merged into request(). Only the reuse strategy acts (others: no-op, nothing
+  // is read): it fits the request's kept tree to those bytes (see shape_plan.h), so the merge
+  // allocates nothing. Content is never affected; malformed bytes are left to the merge to report.
+  void ShapeRequest(google::protobuf::io::ZeroCopyInputStream& wire) const noexcept;
+  // Whether ShapeRequest does anything, so callers can skip building the stream.
+  bool shapes_requests() const noexcept;
+
  private:
   friend class MethodMemory;
   MethodMemory* owner_ = nullptr;
@@ -119,6 +130,10 @@ class MethodMemory {
                        google::protobuf::Arena* arena, void* cookie) noexcept = 0;
   // Called by MessagePair::Settle*(); `message` is the pair's request or response.
   virtual void Settle(google::protobuf::Message* message, bool is_response, void* cookie) noexcept {}
+  // Called by MessagePair::ShapeRequest(); only strategies that return true from shapes_requests().
+  virtual void ShapeRequest(google::protobuf::Message* request, void* cookie,
+                            google::protobuf::io::ZeroCopyInputStream& wire) noexcept {}
+  virtual bool shapes_requests() const noexcept { return false; }
 
  private:
   friend class MessagePair;

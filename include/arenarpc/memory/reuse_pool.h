@@ -3,12 +3,19 @@
 // their sub-message tree, see kept_tree.h) instead of destroyed, so the next call reuses the
 // allocations of the previous one.
 //
-// Bounded memory: each object's retained size is estimated, and an object over max_object_bytes,
-// or one that would push the pool over max_pool_bytes, is destroyed instead of pooled (a
-// "rebuild": the next Take() builds a fresh one). The estimate is an exact SpaceUsedLong() walk on
-// an object's first release and every sample_every-th release after; in between it is the larger
-// of the last sample and the message's cached serialized size scaled by the smallest space/wire
-// ratio sampled (O(1): set whenever the message was serialized, e.g. every response).
+// Requests are shaped before they are filled (Shape(), see shape_plan.h), so a request object
+// retains about the largest request it has held. Objects that are not shaped (responses: their
+// shape is the handler's to decide) keep cleared elements by position and grow towards the
+// element-wise maximum of their contents.
+//
+// Bounded memory: each object's retained size is estimated. An object over max_object_bytes first
+// drops its spare elements and the cleared elements beyond its current content (a "trim"); only
+// if its content alone is still over the cap, or it would push the pool over max_pool_bytes, is it
+// destroyed instead of pooled (a "rebuild": the next Take() builds a fresh one). The estimate is an
+// exact SpaceUsedLong() walk on an object's first release and every sample_every-th release after;
+// in between it is the larger of the last sample and the message's cached serialized size scaled by
+// the smallest space/wire ratio sampled (O(1): set whenever the message was serialized, e.g. every
+// response).
 //
 // Thread-safe and lock-light: objects sit in per-thread-hashed shards, each with its own mutex, so
 // threads rarely meet on one lock (a thread falls back to other shards only when its own is empty
@@ -23,15 +30,22 @@
 
 #include "arenarpc/memory/kept_tree.h"
 #include "arenarpc/memory/message_memory.h"
+#include "arenarpc/memory/shape_plan.h"
+#include "arenarpc/memory/spare_elements.h"
+
+namespace google::protobuf::io {
+class ZeroCopyInputStream;
+}  // namespace google::protobuf::io
 
 namespace arenarpc::memory {
 
 struct ReusePoolStats {
-  uint64_t reuses = 0;          // Take() served from the pool
-  uint64_t creations = 0;       // Take() that built a new object
-  uint64_t rebuilds = 0;        // objects destroyed at Give() for exceeding a byte cap
-  uint64_t drops = 0;           // objects destroyed at Give() because the pool was full
-  uint64_t objects_pooled = 0;  // objects in the pool now
+  uint64_t reuses = 0;                   // Take() served from the pool
+  uint64_t creations = 0;                // Take() that built a new object
+  uint64_t rebuilds = 0;                 // objects destroyed at Give() for exceeding a byte cap
+  uint64_t trims = 0;                    // objects cut back to their content at Give() (byte cap)
+  uint64_t drops = 0;                    // objects destroyed at Give() because the pool was full
+  uint64_t objects_pooled = 0;           // objects in the pool now
   uint64_t retained_bytes_estimate = 0;  // estimated bytes retained by pooled objects
 };
 
@@ -41,6 +55,8 @@ class ReusePool {
   struct Entry {
     std::unique_ptr<google::protobuf::Message> message;
     std::vector<std::unique_ptr<google::protobuf::Message>> stash;  // see KeptTreePlan
+    SpareElements spares;                                           // see ShapePlan
+    std::vector<uint32_t> scratch;  // ShapePlan working memory, kept for the next call
     size_t retained_estimate = 0;
     double space_per_wire_byte = 0;  // smallest sampled SpaceUsed/wire ratio; 0 until known
     uint32_t releases = 0;
@@ -53,9 +69,13 @@ class ReusePool {
   ReusePool(const ReusePool&) = delete;
   ReusePool& operator=(const ReusePool&) = delete;
 
-  Entry* Take();                 // an empty message, pooled or new; throws std::bad_alloc
+  Entry* Take();                     // an empty message, pooled or new; throws std::bad_alloc
   void Give(Entry* entry) noexcept;  // clears and pools it, or destroys it
   void Settle(Entry& entry) const noexcept { plan_.Settle(*entry.message, entry.stash); }
+  // Fits a taken entry's kept tree to `wire`, the bytes about to be merged into its message.
+  void Shape(Entry& entry, google::protobuf::io::ZeroCopyInputStream& wire) const noexcept {
+    shape_plan_.Shape(*entry.message, wire, entry.spares, entry.scratch);
+  }
 
   ReusePoolStats stats() const noexcept;
   const ReuseSettings& settings() const noexcept { return settings_; }
@@ -67,15 +87,17 @@ class ReusePool {
     size_t capacity = 0;  // the shards' capacities add up to max_pooled_objects
   };
   size_t Measure(Entry& entry) noexcept;
+  size_t MeasureExactly(Entry& entry) noexcept;
   void Destroy(Entry* entry) noexcept;
 
   const google::protobuf::Message& prototype_;
   const ReuseSettings settings_;
   const KeptTreePlan plan_;
+  const ShapePlan shape_plan_;
   std::vector<Shard> shards_;
   alignas(64) std::atomic<uint64_t> pooled_bytes_{0};
   std::atomic<uint64_t> pooled_objects_{0};
-  std::atomic<uint64_t> reuses_{0}, creations_{0}, rebuilds_{0}, drops_{0};
+  std::atomic<uint64_t> reuses_{0}, creations_{0}, rebuilds_{0}, drops_{0}, trims_{0};
 };
 
 }  // namespace arenarpc::memory

@@ -1,0 +1,282 @@
+#include "arenarpc/memory/shape_plan.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/io/zero_copy_stream.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/repeated_ptr_field.h>
+
+#include <memory>
+#include <string>
+
+#include "memory/wire_scanner.h"
+
+namespace arenarpc::memory {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::FieldOptions;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+using google::protobuf::RepeatedPtrField;
+
+namespace {
+constexpr int kMaxShapeDepth = 64;       // deeper sub-messages are left to the merge
+constexpr uint32_t kDenseNumbers = 256;  // field numbers below this are looked up in an array
+}  // namespace
+
+struct ShapePlan::Type {
+  enum class Kind : uint8_t { kMessages, kStrings, kSingular };
+  struct Field {
+    const FieldDescriptor* descriptor;
+    Kind kind;
+    const Type* element;  // kMessages, kSingular
+  };
+  size_t id = 0;             // dense id of this element type in SpareElements
+  bool strings_only = true;  // every tracked field is kStrings: scanned by WireScanner::SkipAll
+  std::vector<Field> fields;
+  std::vector<int16_t> dense;  // field number -> index into fields, -1: not tracked
+
+  int Find(uint32_t number) const noexcept {
+    if (number < dense.size()) return dense[number];
+    if (number < kDenseNumbers) return -1;
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (static_cast<uint32_t>(fields[i].descriptor->number()) == number)
+        return static_cast<int>(i);
+    }
+    return -1;
+  }
+};
+
+namespace {
+
+using Type = ShapePlan::Type;
+using Kind = ShapePlan::Type::Kind;
+
+// Reflection's direct RepeatedPtrField access is deprecated in favour of RepeatedFieldRef, which
+// has no ClearedCount/AddCleared/ReleaseCleared; protobuf 3.21 still supports it for generated
+// (and dynamic) messages, and the cleared-element calls are the whole point here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+RepeatedPtrField<Message>& Messages(const Reflection& r, Message& m, const FieldDescriptor* f) {
+  return *r.MutableRepeatedPtrField<Message>(&m, f);
+}
+RepeatedPtrField<std::string>& Strings(const Reflection& r, Message& m, const FieldDescriptor* f) {
+  return *r.MutableRepeatedPtrField<std::string>(&m, f);
+}
+#pragma GCC diagnostic pop
+
+// Moves the cleared elements of a repeated field beyond `wanted` to the spares, or fills it up to
+// `wanted` cleared elements from them.
+void FitStrings(RepeatedPtrField<std::string>& field, int wanted, SpareElements& spares) noexcept {
+  int have = field.ClearedCount();
+  for (; have > wanted; --have) {
+    try {
+      spares.PutString(field.ReleaseCleared());
+    } catch (...) {  // PutString freed it
+    }
+  }
+  for (; have < wanted; ++have) {
+    std::string* s = spares.TakeString();
+    if (s == nullptr) return;  // the merge allocates the rest
+    try {
+      field.AddCleared(s);
+    } catch (...) {
+      delete s;
+      return;
+    }
+  }
+}
+
+void ReleaseExcessMessages(RepeatedPtrField<Message>& field, size_t type,
+                           SpareElements& spares) noexcept {
+  while (field.ClearedCount() > 0) {
+    try {
+      spares.PutMessage(type, field.ReleaseCleared());
+    } catch (...) {
+    }
+  }
+}
+
+// Makes the field's next element live: a cleared one, a spare, or a new one.
+Message* NextElement(Message& m, const Reflection& r, const Type::Field& f, SpareElements& spares) {
+  RepeatedPtrField<Message>& field = Messages(r, m, f.descriptor);
+  if (field.ClearedCount() > 0) return field.Add();  // never allocates with a cleared element
+  if (Message* spare = spares.TakeMessage(f.element->id)) {
+    try {
+      field.AddCleared(spare);
+    } catch (...) {
+      delete spare;
+      throw;
+    }
+    return field.Add();
+  }
+  return r.AddMessage(&m, f.descriptor);  // a new element, like the merge would make
+}
+
+constexpr size_t kInlineCounts = 16;
+
+// Scans one message's bytes, up to `end` (WireScanner::kNoLimit: the end of the stream), making
+// the elements its repeated message fields will need live in order, then fits every tracked field.
+bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, SpareElements& spares,
+                  std::vector<uint32_t>& scratch, int depth) noexcept {
+  const size_t n = type.fields.size();
+  uint32_t inline_counts[kInlineCounts] = {};
+  const size_t frame = scratch.size();
+  if (n > kInlineCounts) {
+    try {
+      scratch.resize(frame + n, 0);
+    } catch (...) {
+      return false;
+    }
+  }
+  // Recursion may grow `scratch`: fetch the counts afresh each time.
+  auto counts = [&]() -> uint32_t* {
+    return n > kInlineCounts ? scratch.data() + frame : inline_counts;
+  };
+  const Reflection& r = *m.GetReflection();
+  bool ok = true;
+  try {
+    if (type.strings_only) {
+      ok = in.SkipAll(end, [&](uint32_t number) {
+        if (const int index = type.Find(number); index >= 0) ++counts()[index];
+      });
+    }
+    while (!type.strings_only) {
+      if (end == WireScanner::kNoLimit ? in.AtEnd() : in.position() >= end) break;
+      uint32_t tag;
+      if (!in.ReadVarint32(&tag) || tag == 0) {
+        ok = false;
+        break;
+      }
+      const int index = type.Find(tag >> 3);
+      if (index < 0 || (tag & 7) != 2) {
+        if (!in.SkipField(tag)) {
+          ok = false;
+          break;
+        }
+        continue;
+      }
+      const Type::Field& f = type.fields[index];
+      uint32_t length;
+      if (!in.ReadVarint32(&length)) {
+        ok = false;
+        break;
+      }
+      ++counts()[index];
+      Message* sub = nullptr;
+      if (f.kind == Kind::kMessages && depth < kMaxShapeDepth) {
+        sub = NextElement(m, r, f, spares);
+      } else if (f.kind == Kind::kSingular && depth < kMaxShapeDepth &&
+                 r.HasField(m, f.descriptor)) {
+        sub = r.MutableMessage(&m, f.descriptor);
+      }
+      if (sub == nullptr) {
+        if (!in.Skip(length)) {
+          ok = false;
+          break;
+        }
+        continue;
+      }
+      const int64_t sub_end = in.position() + length;
+      if (sub_end > end) {
+        ok = false;
+        break;
+      }
+      if (!ShapeMessage(in, sub_end, *sub, *f.element, spares, scratch, depth + 1) ||
+          in.position() != sub_end) {
+        ok = false;
+        break;
+      }
+    }
+  } catch (...) {  // bad_alloc while making an element live: stop shaping
+    ok = false;
+  }
+  // Fit every tracked field, also on failure, so no element is left live.
+  for (size_t i = 0; i < n; ++i) {
+    const Type::Field& f = type.fields[i];
+    if (f.kind == Kind::kStrings) {
+      FitStrings(Strings(r, m, f.descriptor), static_cast<int>(counts()[i]), spares);
+    } else if (f.kind == Kind::kMessages) {
+      auto& field = Messages(r, m, f.descriptor);
+      ReleaseExcessMessages(field, f.element->id, spares);
+      field.Clear();  // the elements made live become cleared, in wire order
+    }
+  }
+  if (n > kInlineCounts) scratch.resize(frame);
+  return ok;
+}
+
+void TrimMessage(Message& m, const Type& type, int depth) noexcept {
+  const Reflection& r = *m.GetReflection();
+  for (const Type::Field& f : type.fields) {
+    if (f.kind == Kind::kStrings) {
+      auto& field = Strings(r, m, f.descriptor);
+      while (field.ClearedCount() > 0) delete field.ReleaseCleared();
+    } else if (f.kind == Kind::kMessages) {
+      auto& field = Messages(r, m, f.descriptor);
+      while (field.ClearedCount() > 0) delete field.ReleaseCleared();
+      if (depth < kMaxShapeDepth) {
+        for (Message& element : field) TrimMessage(element, *f.element, depth + 1);
+      }
+    } else if (depth < kMaxShapeDepth && r.HasField(m, f.descriptor)) {
+      TrimMessage(*r.MutableMessage(&m, f.descriptor), *f.element, depth + 1);
+    }
+  }
+}
+
+bool Tracked(const FieldDescriptor& f) {
+  if (f.is_extension() || f.real_containing_oneof() != nullptr) return false;
+  if (f.is_repeated()) {
+    if (f.is_map()) return false;
+    if (f.type() == FieldDescriptor::TYPE_MESSAGE) return true;
+    return f.cpp_type() == FieldDescriptor::CPPTYPE_STRING &&
+           f.options().ctype() == FieldOptions::STRING;
+  }
+  return f.type() == FieldDescriptor::TYPE_MESSAGE;  // groups use another wire type: skipped
+}
+
+}  // namespace
+
+ShapePlan::ShapePlan(const Descriptor& root) { root_ = &TypeFor(root); }
+ShapePlan::~ShapePlan() = default;
+
+const ShapePlan::Type& ShapePlan::TypeFor(const Descriptor& d) {
+  auto& slot = types_[&d];
+  if (slot) return *slot;  // also breaks cycles: the entry exists before its fields are planned
+  slot = std::make_unique<Type>();
+  Type& type = *slot;
+  type.id = types_.size() - 1;
+  for (int i = 0; i < d.field_count(); ++i) {
+    const FieldDescriptor* f = d.field(i);
+    if (!Tracked(*f)) continue;
+    const Kind kind = !f->is_repeated()                            ? Kind::kSingular
+                      : f->type() == FieldDescriptor::TYPE_MESSAGE ? Kind::kMessages
+                                                                   : Kind::kStrings;
+    const Type* element = kind == Kind::kStrings ? nullptr : &TypeFor(*f->message_type());
+    type.fields.push_back({f, kind, element});
+    if (kind != Kind::kStrings) type.strings_only = false;
+  }
+  uint32_t max_dense = 0;
+  for (const Type::Field& f : type.fields) {
+    const auto number = static_cast<uint32_t>(f.descriptor->number());
+    if (number < kDenseNumbers) max_dense = std::max(max_dense, number + 1);
+  }
+  type.dense.assign(max_dense, -1);
+  for (size_t i = 0; i < type.fields.size(); ++i) {
+    const auto number = static_cast<uint32_t>(type.fields[i].descriptor->number());
+    if (number < kDenseNumbers) type.dense[number] = static_cast<int16_t>(i);
+  }
+  return type;
+}
+
+bool ShapePlan::Shape(Message& message, google::protobuf::io::ZeroCopyInputStream& wire,
+                      SpareElements& spares, std::vector<uint32_t>& scratch) const noexcept {
+  WireScanner in(wire);
+  scratch.clear();
+  return ShapeMessage(in, WireScanner::kNoLimit, message, *root_, spares, scratch, 0);
+}
+
+void ShapePlan::TrimExcess(Message& message) const noexcept { TrimMessage(message, *root_, 0); }
+
+}  // namespace arenarpc::memory
