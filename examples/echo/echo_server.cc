@@ -60,11 +60,14 @@ DEFINE_uint64(reuse_max_pooled, arenarpc::memory::ReuseSettings{}.max_pooled_obj
               "reuse: pooled objects per message type");
 DEFINE_validator(reuse_max_pooled, &CheckPositive);
 DEFINE_uint64(reuse_max_object_bytes, arenarpc::memory::ReuseSettings{}.max_object_bytes,
-              "reuse: an object retaining more bytes is destroyed instead of pooled");
+              "reuse: an object retaining more bytes is cut back to its content (destroyed if "
+              "its content alone is larger)");
 DEFINE_validator(reuse_max_object_bytes, &CheckPositive);
 DEFINE_uint64(reuse_max_pool_bytes, arenarpc::memory::ReuseSettings{}.max_pool_bytes,
               "reuse: estimated bytes retained per message type's pool");
 DEFINE_validator(reuse_max_pool_bytes, &CheckPositive);
+DEFINE_bool(reuse_mirror_responses, arenarpc::memory::ReuseSettings{}.mirror_responses,
+            "reuse: fit each response's kept tree to its request's shape (fields they share)");
 DEFINE_uint64(arena_start_block_size, arenarpc::memory::ArenaSettings{}.start_block_size,
               "arena/paged: first block of a call's arena");
 DEFINE_validator(arena_start_block_size, &CheckPositive);
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
   options.memory.reuse.max_pooled_objects = FLAGS_reuse_max_pooled;
   options.memory.reuse.max_object_bytes = FLAGS_reuse_max_object_bytes;
   options.memory.reuse.max_pool_bytes = FLAGS_reuse_max_pool_bytes;
+  options.memory.reuse.mirror_responses = FLAGS_reuse_mirror_responses;
   options.memory.arena.start_block_size = FLAGS_arena_start_block_size;
   options.memory.arena.max_block_size = FLAGS_arena_max_block_size;
   try {

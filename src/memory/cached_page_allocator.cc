@@ -28,7 +28,8 @@ struct ThreadPageCache;
 
 struct CachedPageAllocator::Core {
   explicit Core(const PagePoolOptions& o)
-      : options(o), id(g_next_core_id.fetch_add(1, std::memory_order_relaxed)),
+      : options(o),
+        id(g_next_core_id.fetch_add(1, std::memory_order_relaxed)),
         batch(std::max<size_t>(1, o.thread_cache_pages / 2)) {
     shared.reserve(o.capacity_pages);
   }
@@ -38,12 +39,12 @@ struct CachedPageAllocator::Core {
 
   const PagePoolOptions options;
   const uint64_t id;
-  const size_t batch;             // pages moved between a thread cache and the shared stack at once
+  const size_t batch;  // pages moved between a thread cache and the shared stack at once
   std::atomic<bool> closed{false};  // the CachedPageAllocator is gone; caches should flush
 
   mutable std::mutex mu;
-  std::vector<void*> shared;      // free pages; size <= capacity_pages - granted_credit
-  size_t granted_credit = 0;      // sum of thread caches' credits
+  std::vector<void*> shared;             // free pages; size <= capacity_pages - granted_credit
+  size_t granted_credit = 0;             // sum of thread caches' credits
   std::vector<ThreadPageCache*> caches;  // live thread caches, for stats()
   // Counters of operations done under the lock without a thread cache, and of flushed caches.
   uint64_t allocations = 0, hits = 0, misses = 0, frees = 0;
@@ -55,7 +56,8 @@ struct CachedPageAllocator::Core {
 struct ThreadPageCache {
   explicit ThreadPageCache(std::shared_ptr<CachedPageAllocator::Core> c) : core(std::move(c)) {
     std::lock_guard lock(core->mu);
-    const size_t free_credit = core->options.capacity_pages - core->granted_credit - core->shared.size();
+    const size_t free_credit =
+        core->options.capacity_pages - core->granted_credit - core->shared.size();
     // Make room by freeing shared pages if needed, so a new thread still gets a local cache.
     credit = std::min(core->options.thread_cache_pages,
                       core->options.capacity_pages - core->granted_credit);
@@ -140,9 +142,8 @@ CachedPageAllocator::~CachedPageAllocator() {
   core_->closed.store(true, std::memory_order_release);
   // Flush this thread's cache now; other threads flush theirs lazily (see FindCache).
   if (!t_caches_destroyed) {
-    std::erase_if(t_caches.caches, [&](const std::unique_ptr<ThreadPageCache>& c) {
-      return c->core == core_;
-    });
+    std::erase_if(t_caches.caches,
+                  [&](const std::unique_ptr<ThreadPageCache>& c) { return c->core == core_; });
     t_caches.last = nullptr;
   }
 }

@@ -17,10 +17,10 @@ using google::protobuf::Reflection;
 
 // How to clear one message type's own fields, computed once per descriptor.
 struct KeptTreePlan::TypePlan {
-  std::vector<const FieldDescriptor*> clear_fields;     // repeated, scalars, strings, maps
-  std::vector<const FieldDescriptor*> message_fields;   // singular, not in a real oneof
+  std::vector<const FieldDescriptor*> clear_fields;    // repeated, scalars, strings, maps
+  std::vector<const FieldDescriptor*> message_fields;  // singular, not in a real oneof
   std::vector<const OneofDescriptor*> oneofs;
-  std::vector<const FieldDescriptor*> all_fields;       // for the emptiness check
+  std::vector<const FieldDescriptor*> all_fields;  // for the emptiness check
   bool has_extensions = false;
 };
 
@@ -141,6 +141,8 @@ KeptTreePlan::KeptTreePlan(const Descriptor& root) {
 KeptTreePlan::~KeptTreePlan() = default;
 
 void KeptTreePlan::Clear(Message& message, Stash stash) const { ClearNode(message, root_, stash); }
-void KeptTreePlan::Settle(Message& message, Stash stash) const { SettleNode(message, root_, stash); }
+void KeptTreePlan::Settle(Message& message, Stash stash) const {
+  SettleNode(message, root_, stash);
+}
 
 }  // namespace arenarpc::memory

@@ -46,8 +46,8 @@ void SetDefaultArenaSettings(const ArenaSettings& settings) {
 void ValidateMemoryOptions(const MemoryOptions& options) {
   ValidateArenaSettings(options.arena);
   ValidateReuseSettings(options.reuse);
-  ValidatePagePoolOptions(PagePoolOptions{options.page_size, options.page_cache_capacity,
-                                          options.thread_cache_pages});
+  ValidatePagePoolOptions(
+      PagePoolOptions{options.page_size, options.page_cache_capacity, options.thread_cache_pages});
 }
 
 }  // namespace arenarpc::memory

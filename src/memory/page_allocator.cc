@@ -1,11 +1,12 @@
 // Page pool option validation and the uncached system page allocator.
+#include "arenarpc/memory/page_allocator.h"
+
 #include <atomic>
 #include <new>
 #include <stdexcept>
 #include <string>
 
 #include "arenarpc/memory/cached_page_allocator.h"
-#include "arenarpc/memory/page_allocator.h"
 #include "memory/system_pages.h"
 
 namespace arenarpc::memory {
@@ -61,18 +62,18 @@ void ValidatePagePoolOptions(const PagePoolOptions& options) {
         "capacity_pages must be >= 1 (use MakeSystemPageAllocator for a pool without cache)");
   }
   if (options.thread_cache_pages > options.capacity_pages) {
-    throw std::invalid_argument("thread_cache_pages (" + std::to_string(options.thread_cache_pages) +
-                                ") must not exceed capacity_pages (" +
-                                std::to_string(options.capacity_pages) + ")");
+    throw std::invalid_argument(
+        "thread_cache_pages (" + std::to_string(options.thread_cache_pages) +
+        ") must not exceed capacity_pages (" + std::to_string(options.capacity_pages) + ")");
   }
 }
 
 void* AllocateSystemPage(size_t page_size) {
-  return ::operator new(page_size, std::align_val_t{kSystemPageAlignment});
+  return ::operator new (page_size, std::align_val_t{kSystemPageAlignment});
 }
 
 void FreeSystemPage(void* page, size_t page_size) noexcept {
-  ::operator delete(page, page_size, std::align_val_t{kSystemPageAlignment});
+  ::operator delete (page, page_size, std::align_val_t{kSystemPageAlignment});
 }
 
 std::unique_ptr<PageAllocator> MakeSystemPageAllocator(size_t page_size) {

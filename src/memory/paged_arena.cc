@@ -50,7 +50,9 @@ static_assert(AlignUp(sizeof(google::protobuf::Arena), 64) <= 192);
 }  // namespace
 
 PagedArenaFactory::PagedArenaFactory(std::shared_ptr<PageAllocator> pages)
-    : pages_(std::move(pages)), slot_(-1), arena_offset_(AlignUp(sizeof(google::protobuf::Arena), 64)) {
+    : pages_(std::move(pages)),
+      slot_(-1),
+      arena_offset_(AlignUp(sizeof(google::protobuf::Arena), 64)) {
   if (!pages_) throw std::invalid_argument("PagedArenaFactory: page allocator is null");
   for (int i = 0; i < kMaxFactories; ++i) {
     PageAllocator* expected = nullptr;

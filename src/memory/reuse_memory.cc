@@ -4,10 +4,10 @@
 #include <google/protobuf/message.h>
 
 #include <memory>
-
 #include <mutex>
 #include <unordered_map>
 
+#include "arenarpc/memory/response_mirror.h"
 #include "arenarpc/memory/reuse_pool.h"
 #include "memory/call_counters.h"
 #include "memory/strategies.h"
@@ -29,7 +29,13 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
         : MethodMemory(req, resp),
           owner_(std::move(owner)),
           requests_(owner_->PoolFor(req)),
-          responses_(owner_->PoolFor(resp)) {}
+          responses_(owner_->PoolFor(resp)) {
+      if (owner_->settings_.mirror_responses) {
+        auto mirror = std::make_unique<ResponseMirror>(*req.GetDescriptor(), *resp.GetDescriptor());
+        if (mirror->useful()) mirror_ = std::move(mirror);
+      }
+      mirroring_.store(mirror_ != nullptr, std::memory_order_relaxed);
+    }
 
     MessagePair Acquire() override {
       ReusePool::Entry* request = requests_->Take();
@@ -49,6 +55,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     void Release(Message*, Message*, Arena*, void* cookie) noexcept override {
       auto* request = static_cast<ReusePool::Entry*>(cookie);
       ReusePool::Entry* response = request->partner;
+      if (mirror_ != nullptr) CheckForecast(*request, *response);
       requests_->Give(request);
       responses_->Give(response);
       owner_->counters_.OnRelease();
@@ -59,6 +66,11 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
         responses_->Settle(*request->partner);
       } else {
         requests_->Settle(*request);
+        if (mirroring_.load(std::memory_order_relaxed)) {
+          ReusePool::Entry& response = *request->partner;
+          mirror_->Fit(*response.message, *request->message, response.spares);
+          owner_->mirrored_.fetch_add(1, std::memory_order_relaxed);
+        }
       }
     }
 
@@ -69,9 +81,27 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     bool shapes_requests() const noexcept override { return true; }
 
    private:
+    // Mirroring pays when responses have about their request's shape; size is the cheap witness
+    // (the request's wire size from shaping, the response's from its serialization). A method
+    // whose responses mostly stray beyond 4x either way stops being mirrored.
+    void CheckForecast(const ReusePool::Entry& request, const ReusePool::Entry& response) noexcept {
+      const int64_t in = request.shaped_bytes;
+      const int64_t out = response.message->GetCachedSize();
+      if (in <= 0 || out <= 0 || !mirroring_.load(std::memory_order_relaxed)) return;
+      const bool follows = out <= 4 * in && in <= 4 * out;
+      const uint64_t hits =
+          (follows ? follows_ : strays_).fetch_add(1, std::memory_order_relaxed) + 1;
+      const uint64_t other = (follows ? strays_ : follows_).load(std::memory_order_relaxed);
+      if (!follows && hits >= 16 && hits > other)
+        mirroring_.store(false, std::memory_order_relaxed);
+    }
+
     std::shared_ptr<ReuseMemory> owner_;
     std::shared_ptr<ReusePool> requests_;
     std::shared_ptr<ReusePool> responses_;
+    std::unique_ptr<ResponseMirror> mirror_;  // null: not asked for, or no shared fields
+    std::atomic<bool> mirroring_{false};
+    std::atomic<uint64_t> follows_{0}, strays_{0};
   };
 
   std::string_view name() const noexcept override { return "reuse"; }
@@ -81,6 +111,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
   MemoryStats stats() const noexcept override {
     MemoryStats s;
     counters_.FillStats(s);
+    s.responses_mirrored = mirrored_.load(std::memory_order_relaxed);
     std::lock_guard lock(mu_);
     for (const auto& [descriptor, pool] : pools_) {
       const ReusePoolStats p = pool->stats();
@@ -101,12 +132,12 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     return pool;
   }
 
-
  private:
   const ReuseSettings settings_;
   mutable std::mutex mu_;
   std::unordered_map<const Descriptor*, std::shared_ptr<ReusePool>> pools_;
   CallCounters counters_;
+  std::atomic<uint64_t> mirrored_{0};
 };
 
 }  // namespace

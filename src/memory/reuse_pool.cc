@@ -101,6 +101,7 @@ void ReusePool::Destroy(Entry* entry) noexcept { std::unique_ptr<Entry> owned(en
 void ReusePool::Give(Entry* entry) noexcept {
   if (entry == nullptr) return;
   entry->partner = nullptr;
+  entry->shaped_bytes = -1;
   // Measure before clearing: the cached serialized size is the content's.
   size_t bytes = Measure(*entry);
   if (bytes > settings_.max_object_bytes) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "memory/element_moves.h"
 #include "memory/wire_scanner.h"
 
 namespace arenarpc::memory {
@@ -32,7 +33,7 @@ struct ShapePlan::Type {
     Kind kind;
     const Type* element;  // kMessages, kSingular
   };
-  size_t id = 0;             // dense id of this element type in SpareElements
+  size_t id = 0;             // SpareTypeId of this type
   bool strings_only = true;  // every tracked field is kStrings: scanned by WireScanner::SkipAll
   std::vector<Field> fields;
   std::vector<int16_t> dense;  // field number -> index into fields, -1: not tracked
@@ -53,66 +54,9 @@ namespace {
 using Type = ShapePlan::Type;
 using Kind = ShapePlan::Type::Kind;
 
-// Reflection's direct RepeatedPtrField access is deprecated in favour of RepeatedFieldRef, which
-// has no ClearedCount/AddCleared/ReleaseCleared; protobuf 3.21 still supports it for generated
-// (and dynamic) messages, and the cleared-element calls are the whole point here.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-RepeatedPtrField<Message>& Messages(const Reflection& r, Message& m, const FieldDescriptor* f) {
-  return *r.MutableRepeatedPtrField<Message>(&m, f);
-}
-RepeatedPtrField<std::string>& Strings(const Reflection& r, Message& m, const FieldDescriptor* f) {
-  return *r.MutableRepeatedPtrField<std::string>(&m, f);
-}
-#pragma GCC diagnostic pop
-
-// Moves the cleared elements of a repeated field beyond `wanted` to the spares, or fills it up to
-// `wanted` cleared elements from them.
-void FitStrings(RepeatedPtrField<std::string>& field, int wanted, SpareElements& spares) noexcept {
-  int have = field.ClearedCount();
-  for (; have > wanted; --have) {
-    try {
-      spares.PutString(field.ReleaseCleared());
-    } catch (...) {  // PutString freed it
-    }
-  }
-  for (; have < wanted; ++have) {
-    std::string* s = spares.TakeString();
-    if (s == nullptr) return;  // the merge allocates the rest
-    try {
-      field.AddCleared(s);
-    } catch (...) {
-      delete s;
-      return;
-    }
-  }
-}
-
-void ReleaseExcessMessages(RepeatedPtrField<Message>& field, size_t type,
-                           SpareElements& spares) noexcept {
-  while (field.ClearedCount() > 0) {
-    try {
-      spares.PutMessage(type, field.ReleaseCleared());
-    } catch (...) {
-    }
-  }
-}
-
-// Makes the field's next element live: a cleared one, a spare, or a new one.
-Message* NextElement(Message& m, const Reflection& r, const Type::Field& f, SpareElements& spares) {
-  RepeatedPtrField<Message>& field = Messages(r, m, f.descriptor);
-  if (field.ClearedCount() > 0) return field.Add();  // never allocates with a cleared element
-  if (Message* spare = spares.TakeMessage(f.element->id)) {
-    try {
-      field.AddCleared(spare);
-    } catch (...) {
-      delete spare;
-      throw;
-    }
-    return field.Add();
-  }
-  return r.AddMessage(&m, f.descriptor);  // a new element, like the merge would make
-}
+using moves::FitStrings;
+using moves::Messages;
+using moves::Strings;
 
 constexpr size_t kInlineCounts = 16;
 
@@ -166,7 +110,7 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
       ++counts()[index];
       Message* sub = nullptr;
       if (f.kind == Kind::kMessages && depth < kMaxShapeDepth) {
-        sub = NextElement(m, r, f, spares);
+        sub = moves::NextElement(m, r, f.descriptor, f.element->id, spares);
       } else if (f.kind == Kind::kSingular && depth < kMaxShapeDepth &&
                  r.HasField(m, f.descriptor)) {
         sub = r.MutableMessage(&m, f.descriptor);
@@ -199,7 +143,7 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
       FitStrings(Strings(r, m, f.descriptor), static_cast<int>(counts()[i]), spares);
     } else if (f.kind == Kind::kMessages) {
       auto& field = Messages(r, m, f.descriptor);
-      ReleaseExcessMessages(field, f.element->id, spares);
+      moves::ReleaseCleared(field, f.element->id, spares);
       field.Clear();  // the elements made live become cleared, in wire order
     }
   }
@@ -246,7 +190,7 @@ const ShapePlan::Type& ShapePlan::TypeFor(const Descriptor& d) {
   if (slot) return *slot;  // also breaks cycles: the entry exists before its fields are planned
   slot = std::make_unique<Type>();
   Type& type = *slot;
-  type.id = types_.size() - 1;
+  type.id = SpareTypeId(d);
   for (int i = 0; i < d.field_count(); ++i) {
     const FieldDescriptor* f = d.field(i);
     if (!Tracked(*f)) continue;

@@ -3,8 +3,17 @@
 #include <google/protobuf/message.h>
 
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 
 namespace arenarpc::memory {
+
+size_t SpareTypeId(const google::protobuf::Descriptor& type) {
+  static std::mutex mu;
+  static std::unordered_map<const google::protobuf::Descriptor*, size_t> ids;
+  std::lock_guard lock(mu);
+  return ids.try_emplace(&type, ids.size()).first->second;
+}
 
 google::protobuf::Message* SpareElements::TakeMessage(size_t type) noexcept {
   if (type >= messages_.size() || messages_[type].empty()) return nullptr;

@@ -15,7 +15,8 @@ namespace arenarpc::memory {
 
 class CachedPageAllocator final : public PageAllocator {
  public:
-  explicit CachedPageAllocator(const PagePoolOptions& options);  // validates; throws invalid_argument
+  explicit CachedPageAllocator(
+      const PagePoolOptions& options);  // validates; throws invalid_argument
   ~CachedPageAllocator() override;
   CachedPageAllocator(const CachedPageAllocator&) = delete;
   CachedPageAllocator& operator=(const CachedPageAllocator&) = delete;

@@ -8,7 +8,8 @@
 //    capacity) for the next Add(); repeated scalars keep their capacity;
 //  - singular sub-messages reachable from the root through singular message fields ("slots", up to
 //    kMaxDepth deep and kMaxSlots in all) are cleared recursively and kept;
-//  - everything else (scalars, singular strings, maps, oneofs, singular sub-messages inside repeated
+//  - everything else (scalars, singular strings, maps, oneofs, singular sub-messages inside
+//  repeated
 //    elements or beyond the slot limits, unknown fields, extensions) is cleared as Clear() would.
 // Settle() detaches kept sub-messages that the new content left empty into a per-object stash, so
 // has_x() and serialization match a heap message; the next Clear() re-attaches them.

@@ -28,8 +28,8 @@ namespace arenarpc::memory {
 
 // Arena block sizes, as brpc/tRPC-cpp expose them (protobuf ArenaOptions start/max_block_size).
 struct ArenaSettings {
-  size_t start_block_size = 256;   // brpc's default
-  size_t max_block_size = 8192;    // brpc's default
+  size_t start_block_size = 256;  // brpc's default
+  size_t max_block_size = 8192;   // brpc's default
 };
 // Process-wide defaults, read when a strategy is created without explicit settings.
 ArenaSettings DefaultArenaSettings();
@@ -37,10 +37,14 @@ void SetDefaultArenaSettings(const ArenaSettings& settings);  // validates; thro
 
 // Bounds of the reuse ("full reuse") strategy.
 struct ReuseSettings {
-  size_t max_pooled_objects = 1024;         // per message type
-  size_t max_object_bytes = 4u << 20;       // an object retaining more is destroyed, not pooled
-  size_t max_pool_bytes = 64u << 20;        // per message type, estimated retained bytes
-  uint32_t sample_every = 16;               // re-measure an object's retained size every N releases
+  size_t max_pooled_objects = 1024;    // per message type
+  size_t max_object_bytes = 4u << 20;  // an object retaining more is destroyed, not pooled
+  size_t max_pool_bytes = 64u << 20;   // per message type, estimated retained bytes
+  uint32_t sample_every = 16;          // re-measure an object's retained size every N releases
+  // Fit each response's kept tree to its request's shape where the two types share fields (see
+  // response_mirror.h); a method whose responses turn out not to follow their requests in size
+  // stops being mirrored.
+  bool mirror_responses = true;
 };
 
 struct PagePoolOptions;  // page_allocator.h
@@ -56,13 +60,14 @@ struct MemoryOptions {
 
 // Counters of one strategy, readable at any time (relaxed atomics, approximately consistent).
 struct MemoryStats {
-  uint64_t acquired = 0;            // pairs handed out
-  uint64_t released = 0;            // pairs returned
+  uint64_t acquired = 0;  // pairs handed out
+  uint64_t released = 0;  // pairs returned
   // paged strategy
   uint64_t page_allocations = 0, page_cache_hits = 0, page_cache_misses = 0;
   uint64_t pages_cached = 0, pages_outstanding = 0;
   // reuse strategy
   uint64_t reuses = 0, rebuilds = 0, trims = 0, objects_pooled = 0, retained_bytes_estimate = 0;
+  uint64_t responses_mirrored = 0;  // responses fitted to their request's shape
 };
 
 class MethodMemory;
@@ -129,7 +134,8 @@ class MethodMemory {
   virtual void Release(google::protobuf::Message* request, google::protobuf::Message* response,
                        google::protobuf::Arena* arena, void* cookie) noexcept = 0;
   // Called by MessagePair::Settle*(); `message` is the pair's request or response.
-  virtual void Settle(google::protobuf::Message* message, bool is_response, void* cookie) noexcept {}
+  virtual void Settle(google::protobuf::Message* message, bool is_response, void* cookie) noexcept {
+  }
   // Called by MessagePair::ShapeRequest(); only strategies that return true from shapes_requests().
   virtual void ShapeRequest(google::protobuf::Message* request, void* cookie,
                             google::protobuf::io::ZeroCopyInputStream& wire) noexcept {}
@@ -147,8 +153,9 @@ class MessageMemory {
   // "heap", "arena", "paged" or "reuse".
   virtual std::string_view name() const noexcept = 0;
   // Binds a method's request/response types. The prototypes must outlive the result.
-  virtual std::unique_ptr<MethodMemory> Bind(const google::protobuf::Message& request_prototype,
-                                             const google::protobuf::Message& response_prototype) = 0;
+  virtual std::unique_ptr<MethodMemory> Bind(
+      const google::protobuf::Message& request_prototype,
+      const google::protobuf::Message& response_prototype) = 0;
   virtual MemoryStats stats() const noexcept = 0;
 };
 

@@ -17,10 +17,10 @@ struct PagePoolOptions {
 };
 
 struct PageAllocatorStats {
-  uint64_t allocations = 0;    // pages handed out
-  uint64_t cache_hits = 0;     // ... of which came from the cache
-  uint64_t cache_misses = 0;   // ... of which came from the system
-  uint64_t pages_cached = 0;   // free pages held right now (all thread caches + shared cache)
+  uint64_t allocations = 0;        // pages handed out
+  uint64_t cache_hits = 0;         // ... of which came from the cache
+  uint64_t cache_misses = 0;       // ... of which came from the system
+  uint64_t pages_cached = 0;       // free pages held right now (all thread caches + shared cache)
   uint64_t pages_outstanding = 0;  // pages handed out and not yet returned
 };
 
@@ -30,7 +30,7 @@ class PageAllocator {
  public:
   virtual ~PageAllocator() = default;
   virtual size_t page_size() const noexcept = 0;
-  virtual void* Allocate() = 0;                     // throws std::bad_alloc on exhaustion
+  virtual void* Allocate() = 0;  // throws std::bad_alloc on exhaustion
   virtual void Deallocate(void* page) noexcept = 0;
   virtual PageAllocatorStats stats() const noexcept = 0;
 };

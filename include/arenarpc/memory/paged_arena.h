@@ -1,6 +1,6 @@
 #pragma once
-// Paged arenas: google::protobuf::Arena instances whose memory comes from a PageAllocator, built with
-// stock protobuf 3.21 ArenaOptions (no patched protobuf).
+// Paged arenas: google::protobuf::Arena instances whose memory comes from a PageAllocator, built
+// with stock protobuf 3.21 ArenaOptions (no patched protobuf).
 //
 // protobuf's block_alloc/block_dealloc hooks are plain function pointers without a context
 // argument, so each PagedArenaFactory claims one of kMaxFactories static slots; the slot's
@@ -33,7 +33,7 @@ class PagedArenaFactory {
   PagedArenaFactory(const PagedArenaFactory&) = delete;
   PagedArenaFactory& operator=(const PagedArenaFactory&) = delete;
 
-  google::protobuf::Arena* Create();                    // throws std::bad_alloc
+  google::protobuf::Arena* Create();                      // throws std::bad_alloc
   void Destroy(google::protobuf::Arena* arena) noexcept;  // any thread; nullptr is a no-op
 
   PageAllocator& pages() const noexcept { return *pages_; }

@@ -21,6 +21,8 @@
 // threads rarely meet on one lock (a thread falls back to other shards only when its own is empty
 // on Take or full on Give). An object may be given back on any thread.
 
+#include <google/protobuf/io/zero_copy_stream.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -32,10 +34,6 @@
 #include "arenarpc/memory/message_memory.h"
 #include "arenarpc/memory/shape_plan.h"
 #include "arenarpc/memory/spare_elements.h"
-
-namespace google::protobuf::io {
-class ZeroCopyInputStream;
-}  // namespace google::protobuf::io
 
 namespace arenarpc::memory {
 
@@ -57,6 +55,7 @@ class ReusePool {
     std::vector<std::unique_ptr<google::protobuf::Message>> stash;  // see KeptTreePlan
     SpareElements spares;                                           // see ShapePlan
     std::vector<uint32_t> scratch;  // ShapePlan working memory, kept for the next call
+    int64_t shaped_bytes = -1;      // wire size of the last Shape(); -1: not shaped this use
     size_t retained_estimate = 0;
     double space_per_wire_byte = 0;  // smallest sampled SpaceUsed/wire ratio; 0 until known
     uint32_t releases = 0;
@@ -75,6 +74,7 @@ class ReusePool {
   // Fits a taken entry's kept tree to `wire`, the bytes about to be merged into its message.
   void Shape(Entry& entry, google::protobuf::io::ZeroCopyInputStream& wire) const noexcept {
     shape_plan_.Shape(*entry.message, wire, entry.spares, entry.scratch);
+    entry.shaped_bytes = wire.ByteCount();
   }
 
   ReusePoolStats stats() const noexcept;

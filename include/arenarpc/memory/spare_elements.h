@@ -8,10 +8,15 @@
 #include <vector>
 
 namespace google::protobuf {
+class Descriptor;
 class Message;
 }  // namespace google::protobuf
 
 namespace arenarpc::memory {
+
+// A small dense number per message type, the same for the whole process (so that every user of
+// an object's spares agrees on it). Takes a lock: call it when building plans, not per call.
+size_t SpareTypeId(const google::protobuf::Descriptor& type);
 
 class SpareElements {
  public:
@@ -20,7 +25,7 @@ class SpareElements {
   SpareElements(const SpareElements&) = delete;
   SpareElements& operator=(const SpareElements&) = delete;
 
-  // Messages are kept per element type; `type` is a small dense id given by a ShapePlan.
+  // Messages are kept per element type; `type` is its SpareTypeId.
   google::protobuf::Message* TakeMessage(size_t type) noexcept;      // nullptr when none
   void PutMessage(size_t type, google::protobuf::Message* message);  // takes ownership
   std::string* TakeString() noexcept;                                // nullptr when none

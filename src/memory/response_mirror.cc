@@ -1,0 +1,122 @@
+#include "arenarpc/memory/response_mirror.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/message.h>
+
+#include "memory/element_moves.h"
+
+namespace arenarpc::memory {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::FieldOptions;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+namespace {
+constexpr int kMaxMirrorDepth = 64;
+}  // namespace
+
+struct ResponseMirror::Pair {
+  enum class Kind : uint8_t { kMessages, kStrings, kSingular };
+  struct Field {
+    const FieldDescriptor* response;
+    const FieldDescriptor* request;
+    Kind kind;
+    const Pair* element = nullptr;  // kMessages, kSingular
+    size_t spare_type = 0;          // kMessages
+  };
+  std::vector<Field> fields;
+  bool has_repeated = false;  // here or below: whether fitting can move anything
+};
+
+namespace {
+
+using Pair = ResponseMirror::Pair;
+using Kind = Pair::Kind;
+
+bool PlainField(const FieldDescriptor& f) {
+  return !f.is_extension() && f.real_containing_oneof() == nullptr && !f.is_map();
+}
+
+bool IsRepeatedString(const FieldDescriptor& f) {
+  return f.is_repeated() && f.cpp_type() == FieldDescriptor::CPPTYPE_STRING &&
+         f.options().ctype() == FieldOptions::STRING;
+}
+
+void FitPair(Message& response, const Message& request, const Pair& pair, SpareElements& spares,
+             int depth) {
+  const Reflection& rr = *response.GetReflection();
+  const Reflection& qr = *request.GetReflection();
+  for (const Pair::Field& f : pair.fields) {
+    if (f.kind == Kind::kStrings) {
+      moves::FitStrings(moves::Strings(rr, response, f.response), qr.FieldSize(request, f.request),
+                        spares);
+    } else if (f.kind == Kind::kMessages) {
+      const int n = qr.FieldSize(request, f.request);
+      auto& field = moves::Messages(rr, response, f.response);
+      try {
+        for (int k = 0; k < n; ++k) {
+          Message* element = moves::NextElement(response, rr, f.response, f.spare_type, spares);
+          if (depth < kMaxMirrorDepth && f.element->has_repeated) {
+            FitPair(*element, qr.GetRepeatedMessage(request, f.request, k), *f.element, spares,
+                    depth + 1);
+          }
+        }
+      } catch (...) {  // out of memory: fit what we have; the handler allocates the rest
+      }
+      moves::ReleaseCleared(field, f.spare_type, spares);
+      field.Clear();  // the elements made live become cleared, in order
+    } else if (depth < kMaxMirrorDepth && rr.HasField(response, f.response) &&
+               qr.HasField(request, f.request)) {
+      FitPair(*rr.MutableMessage(&response, f.response), qr.GetMessage(request, f.request),
+              *f.element, spares, depth + 1);
+    }
+  }
+}
+
+}  // namespace
+
+ResponseMirror::ResponseMirror(const Descriptor& request, const Descriptor& response) {
+  root_ = PairFor(response, request);
+  useful_ = root_->has_repeated;
+}
+ResponseMirror::~ResponseMirror() = default;
+
+const ResponseMirror::Pair* ResponseMirror::PairFor(const Descriptor& response,
+                                                    const Descriptor& request) {
+  auto& slot = pairs_[{&response, &request}];
+  if (slot) return slot.get();  // also ends recursion through recursive types
+  slot = std::make_unique<Pair>();
+  Pair& pair = *slot;
+  for (int i = 0; i < response.field_count(); ++i) {
+    const FieldDescriptor* out = response.field(i);
+    const FieldDescriptor* in = request.FindFieldByNumber(out->number());
+    if (in == nullptr || !PlainField(*out) || !PlainField(*in)) continue;
+    if (out->is_repeated() != in->is_repeated()) continue;
+    if (IsRepeatedString(*out) && IsRepeatedString(*in)) {
+      pair.fields.push_back({out, in, Kind::kStrings});
+      pair.has_repeated = true;
+    } else if (out->type() == FieldDescriptor::TYPE_MESSAGE &&
+               in->type() == FieldDescriptor::TYPE_MESSAGE) {
+      const Pair* element = PairFor(*out->message_type(), *in->message_type());
+      if (out->is_repeated()) {
+        pair.fields.push_back(
+            {out, in, Kind::kMessages, element, SpareTypeId(*out->message_type())});
+        pair.has_repeated = true;
+      } else if (element->has_repeated) {
+        pair.fields.push_back({out, in, Kind::kSingular, element});
+        pair.has_repeated = true;
+      }
+    }
+  }
+  return &pair;
+}
+
+void ResponseMirror::Fit(Message& response, const Message& request,
+                         SpareElements& spares) const noexcept {
+  if (useful_) FitPair(response, request, *root_, spares, 0);
+}
+
+}  // namespace arenarpc::memory

@@ -1,0 +1,137 @@
+#include "arenarpc/memory/response_mirror.h"
+
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "arenarpc/memory/message_memory.h"
+#include "echo/payload_generator.h"
+#include "memory_test.pb.h"
+
+namespace arenarpc::memory {
+namespace {
+
+using example::EchoRequest;
+using example::EchoResponse;
+using google::protobuf::io::ArrayInputStream;
+using memtest::Root;
+
+std::vector<std::string> Ring(int scale, int count, uint64_t seed) {
+  example::PayloadGenerator gen(scale, seed);
+  std::vector<std::string> ring;
+  for (int i = 0; i < count; ++i) {
+    EchoRequest r;
+    gen.Fill(&r);
+    ring.push_back(r.SerializeAsString());
+  }
+  return ring;
+}
+
+// A pair whose request is filled the runtime's way: shape, merge, settle.
+MessagePair AcquireWithRequest(MethodMemory& method, const std::string& wire) {
+  MessagePair pair = method.Acquire();
+  ArrayInputStream in(wire.data(), static_cast<int>(wire.size()));
+  pair.ShapeRequest(in);
+  EXPECT_TRUE(pair.request()->MergeFromString(wire));
+  pair.SettleRequest();
+  return pair;
+}
+
+// One echo call the runtime's way; returns the response's serialized payload (not the whole
+// response: an empty payload's presence is the documented corner case of KeptTreePlan::Settle).
+std::string EchoCall(MethodMemory& method, const std::string& wire) {
+  MessagePair pair = AcquireWithRequest(method, wire);
+  auto& request = static_cast<EchoRequest&>(*pair.request());
+  auto& response = static_cast<EchoResponse&>(*pair.response());
+  response.mutable_payload()->CopyFrom(request.payload());
+  pair.SettleResponse();
+  response.ByteSizeLong();  // as serialization would: the forecast check reads the cached size
+  return response.payload().SerializeAsString();
+}
+
+TEST(ResponseMirror, FindsSharedFieldsOnlyWhereTypesMatch) {
+  EXPECT_TRUE(ResponseMirror(*EchoRequest::descriptor(), *EchoResponse::descriptor()).useful());
+  EXPECT_TRUE(ResponseMirror(*Root::descriptor(), *Root::descriptor()).useful());
+  // EchoRequest field 1 is repeated bytes, Root field 1 a singular message; field 2 differs too.
+  EXPECT_FALSE(ResponseMirror(*EchoRequest::descriptor(), *Root::descriptor()).useful());
+}
+
+TEST(ResponseMirror, EchoResponsesStayAtTheSizeOfTheLargestCall) {
+  const auto ring = Ring(6, 128, 17);
+  size_t largest = 0;
+  for (const std::string& wire : ring) {
+    EchoRequest r;
+    ASSERT_TRUE(r.ParseFromString(wire));
+    largest = std::max(largest, r.SpaceUsedLong());
+  }
+  auto retained_after_ring = [&](bool mirror) {
+    MemoryOptions options;
+    options.reuse.mirror_responses = mirror;
+    options.reuse.sample_every = 1;
+    options.reuse.max_object_bytes = 1u << 30;  // no trimming: measure what the tree keeps
+    auto memory = MakeMessageMemory("reuse", options);
+    auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
+    for (int round = 0; round < 3; ++round) {
+      for (const std::string& wire : ring) {
+        EchoRequest expected;
+        expected.ParseFromString(wire);
+        EXPECT_EQ(EchoCall(*method, wire), expected.payload().SerializeAsString());
+      }
+    }
+    return memory->stats();
+  };
+  const MemoryStats mirrored = retained_after_ring(true);
+  const MemoryStats positional = retained_after_ring(false);
+  EXPECT_EQ(mirrored.responses_mirrored, 3 * ring.size());
+  EXPECT_EQ(positional.responses_mirrored, 0u);
+  // Request objects are shaped either way; the difference is the response's tree.
+  EXPECT_LT(mirrored.retained_bytes_estimate, positional.retained_bytes_estimate * 2 / 3)
+      << "mirrored " << mirrored.retained_bytes_estimate << " positional "
+      << positional.retained_bytes_estimate;
+  EXPECT_LT(mirrored.retained_bytes_estimate, 6 * largest) << "request + response, with spares";
+}
+
+TEST(ResponseMirror, StopsForResponsesThatDoNotFollowTheirRequests) {
+  auto memory = MakeMessageMemory("reuse");
+  auto method = memory->Bind(Root::default_instance(), Root::default_instance());
+  Root small;
+  small.add_mids()->add_leaves()->add_value("one");
+  const std::string wire = small.SerializeAsString();
+  for (int call = 0; call < 64; ++call) {
+    MessagePair pair = AcquireWithRequest(*method, wire);
+    auto& response = static_cast<Root&>(*pair.response());
+    for (int i = 0; i < 200; ++i) response.add_mids()->add_leaves()->add_value("many");
+    pair.SettleResponse();
+    ASSERT_EQ(response.mids_size(), 200);
+    ASSERT_GT(response.ByteSizeLong(), 4 * wire.size());
+  }
+  const uint64_t mirrored = memory->stats().responses_mirrored;
+  EXPECT_GE(mirrored, 16u);
+  EXPECT_LT(mirrored, 64u) << "mirroring should have stopped";
+}
+
+TEST(ResponseMirror, ContentIsAlwaysTheHandlersWhateverTheForecast) {
+  auto memory = MakeMessageMemory("reuse");
+  auto method = memory->Bind(Root::default_instance(), Root::default_instance());
+  for (int call = 0; call < 30; ++call) {
+    Root request;
+    for (int i = 0; i < call % 7; ++i) request.add_mids()->add_leaves()->add_value("q");
+    request.mutable_leaf()->add_value("leaf");
+    Root expected;
+    for (int i = 0; i < (call * 5) % 11; ++i) {
+      auto* mid = expected.add_mids();
+      for (int j = 0; j < call % 4; ++j) mid->add_leaves()->add_value(std::string(j * 7, 'r'));
+    }
+    const std::string wire = request.SerializeAsString();
+    MessagePair pair = AcquireWithRequest(*method, wire);
+    auto& response = static_cast<Root&>(*pair.response());
+    response.MergeFrom(expected);
+    pair.SettleResponse();
+    EXPECT_EQ(response.SerializeAsString(), expected.SerializeAsString()) << "call " << call;
+  }
+}
+
+}  // namespace
+}  // namespace arenarpc::memory
