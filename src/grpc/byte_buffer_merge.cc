@@ -9,6 +9,8 @@
 #include <limits>
 #include <string>
 
+#include "arenarpc/memory/message_memory.h"
+
 namespace arenarpc::grpc {
 namespace {
 
@@ -76,12 +78,17 @@ class ByteBufferInputStream final : public google::protobuf::io::ZeroCopyInputSt
   return {::grpc::StatusCode::INTERNAL, text};
 }
 
-::grpc::Status Merge(grpc_byte_buffer* buffer, google::protobuf::MessageLite& message) {
+::grpc::Status Merge(grpc_byte_buffer* buffer, google::protobuf::MessageLite& message,
+                     const memory::MessagePair* shape) {
   // gRPC's message_decompress filter has already inflated compressed messages, and the reader
   // hands out exactly grpc_byte_buffer_length() bytes, as gRPC's own ProtoBufferReader does.
   const size_t size = grpc_byte_buffer_length(buffer);
   if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return {::grpc::StatusCode::RESOURCE_EXHAUSTED, "payload larger than 2 GiB"};
+  }
+  if (shape != nullptr && shape->shapes_requests()) {
+    ByteBufferInputStream wire(buffer);
+    if (wire.ok()) shape->ShapeRequest(wire);
   }
   ByteBufferInputStream stream(buffer);
   if (!stream.ok()) return {::grpc::StatusCode::INTERNAL, "Couldn't initialize byte buffer reader"};
@@ -93,9 +100,10 @@ class ByteBufferInputStream final : public google::protobuf::io::ZeroCopyInputSt
 
 }  // namespace
 
-::grpc::Status MergeFromByteBuffer(grpc_byte_buffer* buffer, google::protobuf::MessageLite& message) {
+::grpc::Status MergeFromByteBuffer(grpc_byte_buffer* buffer, google::protobuf::MessageLite& message,
+                                   const memory::MessagePair* shape) {
   if (buffer == nullptr) return {::grpc::StatusCode::INTERNAL, "No payload"};
-  ::grpc::Status status = Merge(buffer, message);
+  ::grpc::Status status = Merge(buffer, message, shape);
   grpc_byte_buffer_destroy(buffer);
   return status;
 }

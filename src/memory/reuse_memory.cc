@@ -77,6 +77,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     void ShapeRequest(Message*, void* cookie,
                       google::protobuf::io::ZeroCopyInputStream& wire) noexcept override {
       requests_->Shape(*static_cast<ReusePool::Entry*>(cookie), wire);
+      owner_->shaped_.fetch_add(1, std::memory_order_relaxed);
     }
     bool shapes_requests() const noexcept override { return true; }
 
@@ -112,6 +113,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     MemoryStats s;
     counters_.FillStats(s);
     s.responses_mirrored = mirrored_.load(std::memory_order_relaxed);
+    s.requests_shaped = shaped_.load(std::memory_order_relaxed);
     std::lock_guard lock(mu_);
     for (const auto& [descriptor, pool] : pools_) {
       const ReusePoolStats p = pool->stats();
@@ -137,7 +139,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
   mutable std::mutex mu_;
   std::unordered_map<const Descriptor*, std::shared_ptr<ReusePool>> pools_;
   CallCounters counters_;
-  std::atomic<uint64_t> mirrored_{0};
+  std::atomic<uint64_t> mirrored_{0}, shaped_{0};
 };
 
 }  // namespace

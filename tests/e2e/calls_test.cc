@@ -113,7 +113,8 @@ TEST_P(CallsTest, AsyncHandlerCompletesFromAnotherThread) {
     requests[i] = MakeRequest("client-async-" + std::to_string(i));
     requests[i].set_async(true);
     stub.Echo(&controllers[i], &requests[i], &responses[i],
-              google::protobuf::NewCallback(+[](std::latch* l) { l->count_down(); }, &finished));
+              google::protobuf::NewCallback(
+                  +[](std::latch* l) { l->count_down(); }, &finished));
   }
   finished.wait();
   for (int i = 0; i < kCalls; ++i) {
@@ -231,8 +232,8 @@ TEST_P(CallsTest, CompressedPayloadsBothWays) {
       request.set_response_compress(response_type);
       TestResponse response;
       stub.Echo(&controller, &request, &response, nullptr);
-      ASSERT_FALSE(controller.Failed()) << request_type << "/" << response_type << ": "
-                                        << controller.ErrorText();
+      ASSERT_FALSE(controller.Failed())
+          << request_type << "/" << response_type << ": " << controller.ErrorText();
       EXPECT_EQ(request.message(), response.message());
       EXPECT_EQ(4, response.items_size());
     }
@@ -251,6 +252,10 @@ TEST_P(CallsTest, CompressedPayloadsBothWays) {
   ASSERT_TRUE(ParseReply(reply, &response));
   EXPECT_EQ(big, response.message());
   ExpectAllPairsReleased();
+  // reuse fits each request's kept tree to its (decompressed) bytes before the merge.
+  const uint64_t shaped =
+      server_->GetMethodStats("arenarpc.e2e.TestService.Echo").memory.requests_shaped;
+  EXPECT_EQ(shaped, GetParam() == "reuse" ? 17u : 0u);
 }
 
 TEST_P(CallsTest, WorkerThreadsRunHandlers) {
@@ -324,9 +329,9 @@ TEST_P(CallsTest, PerMethodMemoryModeOverride) {
   EXPECT_EQ(0, client.Call(raw).error_code);
   EXPECT_EQ(other, server_->GetMethodStats("arenarpc.e2e.TestService.Echo2").memory_mode);
   EXPECT_EQ(GetParam(), server_->GetMethodStats("arenarpc.e2e.TestService.Echo").memory_mode);
-  EXPECT_EQ((std::vector<std::string>{"arenarpc.e2e.TestService.Echo",
-                                      "arenarpc.e2e.TestService.Echo2"}),
-            server_->ListMethods());
+  EXPECT_EQ(
+      (std::vector<std::string>{"arenarpc.e2e.TestService.Echo", "arenarpc.e2e.TestService.Echo2"}),
+      server_->ListMethods());
   EXPECT_TRUE(server_->GetMethodStats("no.Such.Method").full_name.empty());
 }
 

@@ -3,9 +3,9 @@
 // Each test shuts the server down and checks that every holder handed to gRPC was released
 // exactly once (holders and strategy pairs: allocated == released); ASan/TSan builds check that
 // nothing is touched after release.
-#include <gtest/gtest.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -246,7 +246,11 @@ TEST_P(GrpcEndToEnd, SyncClientEchoesEveryPayload) {
   if (std::get<0>(GetParam()) == "reuse") {
     EXPECT_GE(memory_->memory_stats().reuses, uint64_t{kCalls - 1});
     // Sequential calls: with merge-parse the request's payload sub-message is the pooled one.
-    if (merges()) EXPECT_LE(service_->distinct_payload_addresses(), 2u);
+    if (merges()) {
+      EXPECT_LE(service_->distinct_payload_addresses(), 2u);
+      EXPECT_EQ(memory_->memory_stats().requests_shaped, uint64_t{kCalls});
+      EXPECT_EQ(memory_->memory_stats().responses_mirrored, uint64_t{kCalls});
+    }
   }
 }
 
@@ -304,20 +308,18 @@ TEST_P(GrpcEndToEnd, ManyConcurrentCallbackCalls) {
     auto call = std::make_shared<Call>();
     SetDeadline(call->context, 20s);
     const EchoRequest& request = requests[i % requests.size()];
-    stub_->async()->Echo(&call->context, &request, &call->response,
-                         [&, call, i](::grpc::Status status) {
-                           const bool same = status.ok() &&
-                                             call->response.payload().SerializeAsString() ==
-                                                 requests[i % requests.size()]
-                                                     .payload()
-                                                     .SerializeAsString();
-                           std::lock_guard lock(mu);
-                           failures += status.ok() ? 0 : 1;
-                           mismatches += status.ok() && !same ? 1 : 0;
-                           --in_flight;
-                           ++done;
-                           cv.notify_all();
-                         });
+    stub_->async()->Echo(
+        &call->context, &request, &call->response, [&, call, i](::grpc::Status status) {
+          const bool same =
+              status.ok() && call->response.payload().SerializeAsString() ==
+                                 requests[i % requests.size()].payload().SerializeAsString();
+          std::lock_guard lock(mu);
+          failures += status.ok() ? 0 : 1;
+          mismatches += status.ok() && !same ? 1 : 0;
+          --in_flight;
+          ++done;
+          cv.notify_all();
+        });
   }
   {
     std::unique_lock lock(mu);

@@ -246,6 +246,7 @@ TEST(ReuseStrategy, ShapeRequestOnlyActsForReuse) {
         ASSERT_EQ(pair.request()->SerializeAsString(), wire) << name;
       }
     }
+    EXPECT_EQ(memory->stats().requests_shaped, std::string(name) == "reuse" ? 2 * ring.size() : 0u);
   }
 }
 

@@ -13,10 +13,17 @@ namespace google::protobuf {
 class MessageLite;
 }
 
+namespace arenarpc::memory {
+class MessagePair;
+}
+
 namespace arenarpc::grpc {
 
 // Merges `buffer` into `message` and destroys `buffer` (it takes ownership, like gRPC's own
 // deserializer). A null buffer (no payload) or a malformed payload gives INTERNAL, as in gRPC.
-::grpc::Status MergeFromByteBuffer(grpc_byte_buffer* buffer, google::protobuf::MessageLite& message);
+// When `shape` is given and its strategy shapes requests (reuse), the bytes are first shown to
+// shape->ShapeRequest() (see memory::MessagePair), so the merge reuses a fitted kept tree.
+::grpc::Status MergeFromByteBuffer(grpc_byte_buffer* buffer, google::protobuf::MessageLite& message,
+                                   const memory::MessagePair* shape = nullptr);
 
 }  // namespace arenarpc::grpc

@@ -11,16 +11,16 @@
 // the response's tree. ServiceMemory::Serve() (service_memory.h) parses with merge semantics
 // instead and keeps both (see docs/grpc.md for the measured difference).
 
+#include <google/protobuf/message.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/message_allocator.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string_view>
 #include <type_traits>
 #include <utility>
-
-#include <google/protobuf/message.h>
-#include <grpcpp/server_context.h>
-#include <grpcpp/support/message_allocator.h>
 
 #include "arenarpc/memory/message_memory.h"
 
@@ -113,6 +113,8 @@ class MessageAllocator final : public ::grpc::MessageAllocator<Request, Response
     }
     void SettleRequest() noexcept override { pair_.SettleRequest(); }
     void SettleResponse() noexcept override { pair_.SettleResponse(); }
+    // The call's pair, for MergeFromByteBuffer's request shaping (MergingUnaryHandler).
+    const memory::MessagePair& pair() const noexcept { return pair_; }
 
    private:
     memory::MessagePair pair_;

@@ -11,6 +11,8 @@
 // Mode "default" leaves gRPC's own allocation in place (allocator() returns nullptr, Serve() does
 // nothing) so that one flag can switch between gRPC's default and every strategy.
 
+#include <grpcpp/impl/service_type.h>
+
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -18,8 +20,6 @@
 #include <string_view>
 #include <type_traits>
 #include <vector>
-
-#include <grpcpp/impl/service_type.h>
 
 #include "arenarpc/grpc/merging_unary_handler.h"
 #include "arenarpc/grpc/message_allocator.h"
@@ -71,9 +71,9 @@ class ServiceMemory {
   void Serve(Service& service, int method_index,
              ::grpc::ServerUnaryReactor* (Declaring::*method)(::grpc::CallbackServerContext*,
                                                               const Request*, Response*)) {
-    static_assert(std::is_base_of_v<Declaring, Service> &&
-                      std::is_base_of_v<::grpc::Service, Service>,
-                  "Serve() needs a generated callback service and one of its methods");
+    static_assert(
+        std::is_base_of_v<Declaring, Service> && std::is_base_of_v<::grpc::Service, Service>,
+        "Serve() needs a generated callback service and one of its methods");
     ::grpc::internal::MethodHandler* current =
         method_index < 0 ? nullptr : detail::ServiceAccess::Handler(service, method_index);
     if (dynamic_cast<::grpc::internal::CallbackUnaryHandler<Request, Response>*>(current) ==

@@ -67,6 +67,7 @@ struct MemoryStats {
   uint64_t pages_cached = 0, pages_outstanding = 0;
   // reuse strategy
   uint64_t reuses = 0, rebuilds = 0, trims = 0, objects_pooled = 0, retained_bytes_estimate = 0;
+  uint64_t requests_shaped = 0;     // requests fitted to their wire bytes before the merge
   uint64_t responses_mirrored = 0;  // responses fitted to their request's shape
 };
 
