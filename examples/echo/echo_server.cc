@@ -130,5 +130,17 @@ int main(int argc, char** argv) {
                static_cast<long long>(stats.latency_p50_us),
                static_cast<long long>(stats.latency_p99_us),
                static_cast<long long>(stats.latency_max_us), stats.memory_mode.c_str());
+  if (stats.memory_mode == "reuse") {
+    const auto& m = stats.memory;
+    std::fprintf(stderr,
+                 "reuse: %llu objects pooled, ~%llu KB retained, %llu reuses, %llu trims, "
+                 "%llu rebuilds, %llu requests shaped, %llu responses mirrored\n",
+                 static_cast<unsigned long long>(m.objects_pooled),
+                 static_cast<unsigned long long>(m.retained_bytes_estimate / 1024),
+                 static_cast<unsigned long long>(m.reuses), static_cast<unsigned long long>(m.trims),
+                 static_cast<unsigned long long>(m.rebuilds),
+                 static_cast<unsigned long long>(m.requests_shaped),
+                 static_cast<unsigned long long>(m.responses_mirrored));
+  }
   return 0;
 }
