@@ -1,11 +1,14 @@
 // Writes the seed corpora for the fuzz targets: the spec's example frames (§10) and payloads in
-// every codec. Usage: fuzz_make_seeds <frame_corpus_dir> <payload_corpus_dir>
+// every codec, and requests of the two schemas fuzz_shape reuses.
+// Usage: fuzz_make_seeds <frame_corpus_dir> <payload_corpus_dir> [<shape_corpus_dir>]
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "../tests/protocol/spec_frames.h"
+#include "echo/payload_generator.h"
+#include "memory_test.pb.h"
 #include "protocol/checksum.h"
 #include "protocol/compression.h"
 #include "protocol/frame_codec.h"
@@ -31,9 +34,28 @@ BufferChain Chain(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s <frame_corpus_dir> <payload_corpus_dir>\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: %s <frame_corpus_dir> <payload_corpus_dir> [<shape_corpus_dir>]\n",
+                 argv[0]);
     return 2;
+  }
+  if (argc == 4) {
+    const std::filesystem::path shapes = argv[3];
+    std::filesystem::create_directories(shapes);
+    arenarpc::example::PayloadGenerator gen(2, 7);
+    for (int i = 0; i < 6; ++i) {
+      arenarpc::example::EchoRequest r;
+      gen.Fill(&r);
+      r.add_message("top");
+      Write(shapes, "echo_" + std::to_string(i), r.SerializeAsString());
+    }
+    arenarpc::memtest::Root root;
+    root.mutable_mid()->add_leaves()->add_value("kept");
+    root.add_mids()->mutable_leaf()->set_s("nested");
+    root.add_mids()->add_leaves()->add_value(std::string(40, 'x'));
+    root.mutable_one_leaf()->add_value("oneof");
+    (*root.mutable_counts())["k"] = 1;
+    Write(shapes, "root", root.SerializeAsString());
   }
   const std::filesystem::path frames = argv[1], payloads = argv[2];
   std::filesystem::create_directories(frames);
