@@ -56,6 +56,7 @@ void FitPair(Message& response, const Message& request, const Pair& pair, SpareE
     } else if (f.kind == Kind::kMessages) {
       const int n = qr.FieldSize(request, f.request);
       auto& field = moves::Messages(rr, response, f.response);
+      if (field.size() != 0) continue;  // already written: leave the handler's content alone
       try {
         for (int k = 0; k < n; ++k) {
           Message* element = moves::NextElement(response, rr, f.response, f.spare_type, spares);

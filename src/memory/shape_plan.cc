@@ -59,6 +59,9 @@ using moves::Messages;
 using moves::Strings;
 
 constexpr size_t kInlineCounts = 16;
+// A count meaning: this repeated message field already had content, leave it alone (making its
+// elements live and clearing them again would wipe that content).
+constexpr uint32_t kHasContent = UINT32_MAX;
 
 // Scans one message's bytes, up to `end` (WireScanner::kNoLimit: the end of the stream), making
 // the elements its repeated message fields will need live in order, then fits every tracked field.
@@ -79,6 +82,12 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
     return n > kInlineCounts ? scratch.data() + frame : inline_counts;
   };
   const Reflection& r = *m.GetReflection();
+  for (size_t i = 0; i < n; ++i) {
+    const Type::Field& f = type.fields[i];
+    if (f.kind == Kind::kMessages && Messages(r, m, f.descriptor).size() != 0) {
+      counts()[i] = kHasContent;  // not handed out empty: shaping is for empty messages
+    }
+  }
   bool ok = true;
   try {
     if (type.strings_only) {
@@ -107,13 +116,15 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
         ok = false;
         break;
       }
-      ++counts()[index];
       Message* sub = nullptr;
-      if (f.kind == Kind::kMessages && depth < kMaxShapeDepth) {
-        sub = moves::NextElement(m, r, f.descriptor, f.element->id, spares);
-      } else if (f.kind == Kind::kSingular && depth < kMaxShapeDepth &&
-                 r.HasField(m, f.descriptor)) {
-        sub = r.MutableMessage(&m, f.descriptor);
+      if (counts()[index] != kHasContent) {  // a field with content: its bytes are just skipped
+        ++counts()[index];
+        if (f.kind == Kind::kMessages && depth < kMaxShapeDepth) {
+          sub = moves::NextElement(m, r, f.descriptor, f.element->id, spares);
+        } else if (f.kind == Kind::kSingular && depth < kMaxShapeDepth &&
+                   r.HasField(m, f.descriptor)) {
+          sub = r.MutableMessage(&m, f.descriptor);
+        }
       }
       if (sub == nullptr) {
         if (!in.Skip(length)) {
@@ -141,7 +152,7 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
     const Type::Field& f = type.fields[i];
     if (f.kind == Kind::kStrings) {
       FitStrings(Strings(r, m, f.descriptor), static_cast<int>(counts()[i]), spares);
-    } else if (f.kind == Kind::kMessages) {
+    } else if (f.kind == Kind::kMessages && counts()[i] != kHasContent) {
       auto& field = Messages(r, m, f.descriptor);
       moves::ReleaseCleared(field, f.element->id, spares);
       field.Clear();  // the elements made live become cleared, in wire order

@@ -112,6 +112,17 @@ TEST(ResponseMirror, StopsForResponsesThatDoNotFollowTheirRequests) {
   EXPECT_LT(mirrored, 64u) << "mirroring should have stopped";
 }
 
+TEST(ResponseMirror, LeavesAResponseThatAlreadyHasContentAlone) {
+  ResponseMirror mirror(*Root::descriptor(), *Root::descriptor());
+  Root request, response;
+  for (int i = 0; i < 3; ++i) request.add_mids()->add_leaves()->add_value("q");
+  response.add_mids()->add_leaves()->add_value("already written");
+  const std::string before = response.SerializeAsString();
+  SpareElements spares;
+  mirror.Fit(response, request, spares);
+  EXPECT_EQ(response.SerializeAsString(), before);
+}
+
 TEST(ResponseMirror, ContentIsAlwaysTheHandlersWhateverTheForecast) {
   auto memory = MakeMessageMemory("reuse");
   auto method = memory->Bind(Root::default_instance(), Root::default_instance());

@@ -190,6 +190,20 @@ TEST(ShapePlan, MalformedOrTruncatedBytesLeaveAnEmptyConsistentMessage) {
   EXPECT_EQ(object.message().SerializeAsString(), ring[2]);
 }
 
+TEST(ShapePlan, AMessageThatAlreadyHasContentKeepsIt) {
+  // Shaping is for empty messages; called on one with content it must not wipe that content, and
+  // the merge then appends as MergeFrom does.
+  const auto ring = EchoRing(3, 3, 31);
+  ShapedObject object(EchoRequest::default_instance());
+  ASSERT_TRUE(object.Fill(ring[0]));
+  object.Clear();
+  ASSERT_TRUE(object.message().MergeFromString(ring[1]));  // content, not shaped
+  EXPECT_TRUE(object.Fill(ring[2]));                       // shaped on top of it
+  EchoRequest expected;
+  ASSERT_TRUE(expected.ParseFromString(ring[1] + ring[2]));
+  EXPECT_TRUE(MessageDifferencer::Equals(object.message(), expected));
+}
+
 TEST(ShapePlan, TrimExcessKeepsContentAndDropsAccumulatedElements) {
   const auto ring = EchoRing(6, 24, 3);
   auto message = std::unique_ptr<Message>(EchoRequest::default_instance().New());
