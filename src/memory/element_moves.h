@@ -4,6 +4,7 @@
 // request). Internal to the memory engine.
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/message.h>
 #include <google/protobuf/repeated_ptr_field.h>
 
@@ -17,6 +18,18 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 using google::protobuf::RepeatedPtrField;
+
+// Fields whose elements these helpers can move: no extensions, oneof members or maps (their storage
+// is not a plain repeated/singular field).
+inline bool IsPlainField(const FieldDescriptor& f) {
+  return !f.is_extension() && f.real_containing_oneof() == nullptr && !f.is_map();
+}
+
+// Repeated string/bytes fields stored as RepeatedPtrField<std::string> (default ctype).
+inline bool IsRepeatedStringField(const FieldDescriptor& f) {
+  return f.is_repeated() && f.cpp_type() == FieldDescriptor::CPPTYPE_STRING &&
+         f.options().ctype() == google::protobuf::FieldOptions::STRING;
+}
 
 // Reflection's direct RepeatedPtrField access is deprecated in favour of RepeatedFieldRef, which
 // has no ClearedCount/AddCleared/ReleaseCleared; protobuf 3.21 still supports it for generated

@@ -30,7 +30,7 @@ void MessagePair::SettleResponse() const noexcept {
 }
 
 void MessagePair::ShapeRequest(google::protobuf::io::ZeroCopyInputStream& wire) const noexcept {
-  if (owner_ != nullptr && owner_->shapes_requests()) owner_->ShapeRequest(request_, cookie_, wire);
+  if (owner_ != nullptr) owner_->ShapeRequest(request_, cookie_, wire);  // no-op unless reuse
 }
 
 bool MessagePair::shapes_requests() const noexcept {

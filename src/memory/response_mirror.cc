@@ -1,7 +1,6 @@
 #include "arenarpc/memory/response_mirror.h"
 
 #include <google/protobuf/descriptor.h>
-#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/message.h>
 
 #include "memory/element_moves.h"
@@ -10,7 +9,6 @@ namespace arenarpc::memory {
 
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
-using google::protobuf::FieldOptions;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
@@ -35,15 +33,6 @@ namespace {
 
 using Pair = ResponseMirror::Pair;
 using Kind = Pair::Kind;
-
-bool PlainField(const FieldDescriptor& f) {
-  return !f.is_extension() && f.real_containing_oneof() == nullptr && !f.is_map();
-}
-
-bool IsRepeatedString(const FieldDescriptor& f) {
-  return f.is_repeated() && f.cpp_type() == FieldDescriptor::CPPTYPE_STRING &&
-         f.options().ctype() == FieldOptions::STRING;
-}
 
 void FitPair(Message& response, const Message& request, const Pair& pair, SpareElements& spares,
              int depth) {
@@ -94,9 +83,9 @@ const ResponseMirror::Pair* ResponseMirror::PairFor(const Descriptor& response,
   for (int i = 0; i < response.field_count(); ++i) {
     const FieldDescriptor* out = response.field(i);
     const FieldDescriptor* in = request.FindFieldByNumber(out->number());
-    if (in == nullptr || !PlainField(*out) || !PlainField(*in)) continue;
+    if (in == nullptr || !moves::IsPlainField(*out) || !moves::IsPlainField(*in)) continue;
     if (out->is_repeated() != in->is_repeated()) continue;
-    if (IsRepeatedString(*out) && IsRepeatedString(*in)) {
+    if (moves::IsRepeatedStringField(*out) && moves::IsRepeatedStringField(*in)) {
       pair.fields.push_back({out, in, Kind::kStrings});
       pair.has_repeated = true;
     } else if (out->type() == FieldDescriptor::TYPE_MESSAGE &&

@@ -1,7 +1,6 @@
 #include "arenarpc/memory/shape_plan.h"
 
 #include <google/protobuf/descriptor.h>
-#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/io/zero_copy_stream.h>
 #include <google/protobuf/message.h>
 #include <google/protobuf/repeated_ptr_field.h>
@@ -16,7 +15,6 @@ namespace arenarpc::memory {
 
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
-using google::protobuf::FieldOptions;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 using google::protobuf::RepeatedPtrField;
@@ -181,14 +179,9 @@ void TrimMessage(Message& m, const Type& type, int depth) noexcept {
 }
 
 bool Tracked(const FieldDescriptor& f) {
-  if (f.is_extension() || f.real_containing_oneof() != nullptr) return false;
-  if (f.is_repeated()) {
-    if (f.is_map()) return false;
-    if (f.type() == FieldDescriptor::TYPE_MESSAGE) return true;
-    return f.cpp_type() == FieldDescriptor::CPPTYPE_STRING &&
-           f.options().ctype() == FieldOptions::STRING;
-  }
-  return f.type() == FieldDescriptor::TYPE_MESSAGE;  // groups use another wire type: skipped
+  if (!moves::IsPlainField(f)) return false;
+  // Messages, repeated or singular (groups use another wire type: skipped), and strings.
+  return f.type() == FieldDescriptor::TYPE_MESSAGE || moves::IsRepeatedStringField(f);
 }
 
 }  // namespace

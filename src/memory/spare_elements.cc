@@ -45,10 +45,11 @@ void SpareElements::PutString(std::string* s) {
 }
 
 size_t SpareElements::SpaceUsed() const {
+  const size_t inline_capacity = std::string().capacity();  // short strings need no heap block
   size_t bytes = strings_.capacity() * sizeof(std::string*);
   for (const std::string* s : strings_) {
     bytes += sizeof(std::string);
-    if (s->capacity() > std::string().capacity()) bytes += s->capacity() + 1;
+    if (s->capacity() > inline_capacity) bytes += s->capacity() + 1;
   }
   for (const auto& list : messages_) {
     bytes += list.capacity() * sizeof(google::protobuf::Message*);

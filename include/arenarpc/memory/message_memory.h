@@ -137,7 +137,7 @@ class MethodMemory {
   // Called by MessagePair::Settle*(); `message` is the pair's request or response.
   virtual void Settle(google::protobuf::Message* message, bool is_response, void* cookie) noexcept {
   }
-  // Called by MessagePair::ShapeRequest(); only strategies that return true from shapes_requests().
+  // Called by MessagePair::ShapeRequest(); strategies that shape requests override both.
   virtual void ShapeRequest(google::protobuf::Message* request, void* cookie,
                             google::protobuf::io::ZeroCopyInputStream& wire) noexcept {}
   virtual bool shapes_requests() const noexcept { return false; }
