@@ -255,7 +255,7 @@ TEST_P(CallsTest, CompressedPayloadsBothWays) {
   // reuse fits each request's kept tree to its (decompressed) bytes before the merge.
   const uint64_t shaped =
       server_->GetMethodStats("arenarpc.e2e.TestService.Echo").memory.requests_shaped;
-  EXPECT_EQ(shaped, GetParam() == "reuse" ? 17u : 0u);
+  EXPECT_EQ(shaped, std::string(GetParam()) == "reuse" ? 17u : 0u);
 }
 
 TEST_P(CallsTest, WorkerThreadsRunHandlers) {

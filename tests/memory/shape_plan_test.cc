@@ -176,7 +176,7 @@ TEST(ShapePlan, MalformedOrTruncatedBytesLeaveAnEmptyConsistentMessage) {
     object.Clear();
   }
   EXPECT_GT(rejected, 0);
-  for (const std::string bad :
+  for (const std::string& bad :
        {std::string("\x0a\xff\xff\xff\xff\xff\xff", 7), std::string("\x00", 1),
         std::string("\x0f", 1), std::string("\x12\x05\x0a\x09", 4)}) {
     ArrayInputStream in(bad.data(), static_cast<int>(bad.size()));
