@@ -1,5 +1,7 @@
 #include "micro_scenarios.h"
 
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <stdexcept>
 
 #include "echo/echo_payload.pb.h"
@@ -34,6 +36,10 @@ void RunTask(Scenario scenario, memory::MethodMemory& method, TaskContext& ctx, 
     ctx.bytes += static_cast<size_t>(request.payload().result_size() + response.payload().result_size());
   } else {
     const std::string& wire = (*ctx.requests)[static_cast<size_t>(task_index) % ctx.requests->size()];
+    if (pair.shapes_requests()) {  // as the servers do: fit a reused request to the bytes first
+      google::protobuf::io::ArrayInputStream shape_input(wire.data(), static_cast<int>(wire.size()));
+      pair.ShapeRequest(shape_input);
+    }
     if (!request.MergeFromString(wire)) throw std::runtime_error("request parse failed");
     pair.SettleRequest();
     response.mutable_payload()->CopyFrom(request.payload());

@@ -8,6 +8,7 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/repeated_ptr_field.h>
 
+#include <cstdint>
 #include <string>
 
 #include "arenarpc/memory/spare_elements.h"
@@ -18,6 +19,9 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 using google::protobuf::RepeatedPtrField;
+
+// The fields a fitter tracks: repeated messages, repeated strings, singular messages.
+enum class FieldKind : uint8_t { kMessages, kStrings, kSingular };
 
 // Fields whose elements these helpers can move: no extensions, oneof members or maps (their storage
 // is not a plain repeated/singular field).
@@ -96,6 +100,72 @@ inline Message* NextElement(Message& m, const Reflection& r, const FieldDescript
     return field.Add();
   }
   return r.AddMessage(&m, f);  // a new element, as the merge would make it
+}
+
+// What Gather needs to know of one tracked field of a fitter's plan node.
+template <class Node>
+struct GatherView {
+  const FieldDescriptor* field;
+  FieldKind kind;
+  const Node* element;  // kMessages, kSingular: the element type's node
+  size_t spare_type;    // kMessages: SpareTypeId of the element type
+};
+
+namespace detail {
+template <class Node, class View>
+void GatherNode(Message& m, const Node& node, const View& view, SpareElements& spares, int depth,
+                int max_depth) {
+  const Reflection& r = *m.GetReflection();
+  // Fitters fill a message's sub-messages first (in field order), then its strings: gather alike.
+  for (const auto& tracked : node.fields) {
+    const GatherView<Node> f = view(tracked);
+    if (f.kind == FieldKind::kSingular) {
+      if (depth < max_depth && r.HasField(m, f.field)) {
+        GatherNode(*r.MutableMessage(&m, f.field), *f.element, view, spares, depth + 1, max_depth);
+      }
+      continue;
+    }
+    if (f.kind != FieldKind::kMessages) continue;
+    RepeatedPtrField<Message>& elements = Messages(r, m, f.field);
+    const int n = elements.ClearedCount();
+    if (elements.size() != 0 || n == 0) continue;  // content is left alone
+    SpareQueue<Message>& queue = spares.messages(f.spare_type);
+    const size_t first = queue.Extend(static_cast<size_t>(n));
+    for (int i = n; i > 0; --i) queue.slot(first + i - 1) = elements.ReleaseCleared();
+    if (depth >= max_depth) continue;
+    // By index, fetching the queue again: gathering an element may grow this queue (recursive
+    // types) or the list of queues (a type seen for the first time).
+    for (int i = 0; i < n; ++i) {
+      Message* element = spares.messages(f.spare_type).slot(first + i);
+      GatherNode(*element, *f.element, view, spares, depth + 1, max_depth);
+    }
+  }
+  for (const auto& tracked : node.fields) {
+    const GatherView<Node> f = view(tracked);
+    if (f.kind != FieldKind::kStrings) continue;
+    RepeatedPtrField<std::string>& strings = Strings(r, m, f.field);
+    const int n = strings.ClearedCount();
+    if (n == 0) continue;
+    SpareQueue<std::string>& queue = spares.strings();
+    const size_t first = queue.Extend(static_cast<size_t>(n));
+    for (int i = n; i > 0; --i) queue.slot(first + i - 1) = strings.ReleaseCleared();
+  }
+}
+}  // namespace detail
+
+// Moves every cleared element of `m`'s tracked fields (`root`'s tree of fields, `view` describing
+// each) into `spares`, ahead of the spares that were unused, in the order in which a fitter that
+// walks the same tree takes them back (see spare_elements.h for why). Best effort: out of memory,
+// it stops with the rest left in place. Never throws.
+template <class Node, class View>
+void Gather(Message& m, const Node& root, const View& view, SpareElements& spares,
+            int max_depth) noexcept {
+  spares.BeginGather();
+  try {
+    detail::GatherNode(m, root, view, spares, 0, max_depth);
+  } catch (...) {  // bad_alloc growing a queue: the elements not yet moved stay where they were
+  }
+  spares.EndGather();
 }
 
 }  // namespace arenarpc::memory::moves

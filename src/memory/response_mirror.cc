@@ -17,7 +17,7 @@ constexpr int kMaxMirrorDepth = 64;
 }  // namespace
 
 struct ResponseMirror::Pair {
-  enum class Kind : uint8_t { kMessages, kStrings, kSingular };
+  using Kind = moves::FieldKind;
   struct Field {
     const FieldDescriptor* response;
     const FieldDescriptor* request;
@@ -38,11 +38,9 @@ void FitPair(Message& response, const Message& request, const Pair& pair, SpareE
              int depth) {
   const Reflection& rr = *response.GetReflection();
   const Reflection& qr = *request.GetReflection();
+  // Sub-messages first, then strings: the order in which Gather queued the spares.
   for (const Pair::Field& f : pair.fields) {
-    if (f.kind == Kind::kStrings) {
-      moves::FitStrings(moves::Strings(rr, response, f.response), qr.FieldSize(request, f.request),
-                        spares);
-    } else if (f.kind == Kind::kMessages) {
+    if (f.kind == Kind::kMessages) {
       const int n = qr.FieldSize(request, f.request);
       auto& field = moves::Messages(rr, response, f.response);
       if (field.size() != 0) continue;  // already written: leave the handler's content alone
@@ -58,12 +56,22 @@ void FitPair(Message& response, const Message& request, const Pair& pair, SpareE
       }
       moves::ReleaseCleared(field, f.spare_type, spares);
       field.Clear();  // the elements made live become cleared, in order
-    } else if (depth < kMaxMirrorDepth && rr.HasField(response, f.response) &&
-               qr.HasField(request, f.request)) {
+    } else if (f.kind == Kind::kSingular && depth < kMaxMirrorDepth &&
+               rr.HasField(response, f.response) && qr.HasField(request, f.request)) {
       FitPair(*rr.MutableMessage(&response, f.response), qr.GetMessage(request, f.request),
               *f.element, spares, depth + 1);
     }
   }
+  for (const Pair::Field& f : pair.fields) {
+    if (f.kind == Kind::kStrings) {
+      moves::FitStrings(moves::Strings(rr, response, f.response), qr.FieldSize(request, f.request),
+                        spares);
+    }
+  }
+}
+
+moves::GatherView<Pair> GatherViewOf(const Pair::Field& f) {
+  return {f.response, f.kind, f.element, f.spare_type};
 }
 
 }  // namespace
@@ -106,7 +114,9 @@ const ResponseMirror::Pair* ResponseMirror::PairFor(const Descriptor& response,
 
 void ResponseMirror::Fit(Message& response, const Message& request,
                          SpareElements& spares) const noexcept {
-  if (useful_) FitPair(response, request, *root_, spares, 0);
+  if (!useful_) return;
+  moves::Gather(response, *root_, GatherViewOf, spares, kMaxMirrorDepth);
+  FitPair(response, request, *root_, spares, 0);
 }
 
 }  // namespace arenarpc::memory

@@ -25,7 +25,7 @@ constexpr uint32_t kDenseNumbers = 256;  // field numbers below this are looked 
 }  // namespace
 
 struct ShapePlan::Type {
-  enum class Kind : uint8_t { kMessages, kStrings, kSingular };
+  using Kind = moves::FieldKind;
   struct Field {
     const FieldDescriptor* descriptor;
     Kind kind;
@@ -178,6 +178,10 @@ void TrimMessage(Message& m, const Type& type, int depth) noexcept {
   }
 }
 
+moves::GatherView<Type> GatherViewOf(const Type::Field& f) {
+  return {f.descriptor, f.kind, f.element, f.element != nullptr ? f.element->id : 0};
+}
+
 bool Tracked(const FieldDescriptor& f) {
   if (!moves::IsPlainField(f)) return false;
   // Messages, repeated or singular (groups use another wire type: skipped), and strings.
@@ -220,6 +224,7 @@ const ShapePlan::Type& ShapePlan::TypeFor(const Descriptor& d) {
 
 bool ShapePlan::Shape(Message& message, google::protobuf::io::ZeroCopyInputStream& wire,
                       SpareElements& spares, std::vector<uint32_t>& scratch) const noexcept {
+  moves::Gather(message, *root_, GatherViewOf, spares, kMaxShapeDepth);
   WireScanner in(wire);
   scratch.clear();
   return ShapeMessage(in, WireScanner::kNoLimit, message, *root_, spares, scratch, 0);

@@ -16,56 +16,53 @@ size_t SpareTypeId(const google::protobuf::Descriptor& type) {
 }
 
 google::protobuf::Message* SpareElements::TakeMessage(size_t type) noexcept {
-  if (type >= messages_.size() || messages_[type].empty()) return nullptr;
-  google::protobuf::Message* m = messages_[type].back();
-  messages_[type].pop_back();
-  --message_count_;
-  return m;
+  return type < messages_.size() ? messages_[type].Take() : nullptr;
+}
+
+SpareQueue<google::protobuf::Message>& SpareElements::messages(size_t type) {
+  if (type >= messages_.size()) messages_.resize(type + 1);
+  return messages_[type];
 }
 
 void SpareElements::PutMessage(size_t type, google::protobuf::Message* message) {
-  std::unique_ptr<google::protobuf::Message> owned(message);  // freed if the push throws
-  if (type >= messages_.size()) messages_.resize(type + 1);
-  messages_[type].push_back(owned.get());
-  owned.release();
-  ++message_count_;
+  std::unique_ptr<google::protobuf::Message> owned(message);  // freed if resize throws
+  SpareQueue<google::protobuf::Message>& queue = messages(type);
+  queue.Put(owned.release());
 }
 
-std::string* SpareElements::TakeString() noexcept {
-  if (strings_.empty()) return nullptr;
-  std::string* s = strings_.back();
-  strings_.pop_back();
-  return s;
+void SpareElements::BeginGather() noexcept {
+  strings_.BeginGather();
+  for (auto& queue : messages_) queue.BeginGather();
 }
 
-void SpareElements::PutString(std::string* s) {
-  std::unique_ptr<std::string> owned(s);
-  strings_.push_back(owned.get());
-  owned.release();
+void SpareElements::EndGather() noexcept {
+  strings_.EndGather();
+  for (auto& queue : messages_) queue.EndGather();
+}
+
+size_t SpareElements::message_count() const noexcept {
+  size_t n = 0;
+  for (const auto& queue : messages_) n += queue.size();
+  return n;
 }
 
 size_t SpareElements::SpaceUsed() const {
   const size_t inline_capacity = std::string().capacity();  // short strings need no heap block
-  size_t bytes = strings_.capacity() * sizeof(std::string*);
-  for (const std::string* s : strings_) {
+  size_t bytes = strings_.capacity_bytes();
+  strings_.ForEach([&](const std::string& s) {
     bytes += sizeof(std::string);
-    if (s->capacity() > inline_capacity) bytes += s->capacity() + 1;
-  }
-  for (const auto& list : messages_) {
-    bytes += list.capacity() * sizeof(google::protobuf::Message*);
-    for (const google::protobuf::Message* m : list) bytes += m->SpaceUsedLong();
+    if (s.capacity() > inline_capacity) bytes += s.capacity() + 1;
+  });
+  for (const auto& queue : messages_) {
+    bytes += queue.capacity_bytes();
+    queue.ForEach([&](const google::protobuf::Message& m) { bytes += m.SpaceUsedLong(); });
   }
   return bytes;
 }
 
 void SpareElements::Clear() noexcept {
-  for (std::string* s : strings_) delete s;
-  strings_.clear();
-  for (auto& list : messages_) {
-    for (google::protobuf::Message* m : list) delete m;
-    list.clear();
-  }
-  message_count_ = 0;
+  strings_.Clear();
+  for (auto& queue : messages_) queue.Clear();
 }
 
 }  // namespace arenarpc::memory

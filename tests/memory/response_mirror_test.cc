@@ -3,6 +3,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,68 @@ TEST(ResponseMirror, EchoResponsesStayAtTheSizeOfTheLargestCall) {
       << "mirrored " << mirrored.retained_bytes_estimate << " positional "
       << positional.retained_bytes_estimate;
   EXPECT_LT(mirrored.retained_bytes_estimate, 6 * largest) << "request + response, with spares";
+}
+
+// Addresses of a payload's items and strings in the order fitting deals them out: each result's
+// items (each with its terms) before the result's own terms.
+struct Layout {
+  std::vector<const void*> items, strings;
+};
+Layout LayoutOf(const example::ComplexPayload& payload) {
+  Layout layout;
+  for (const auto& result : payload.result()) {
+    for (const auto& item : result.item()) {
+      layout.items.push_back(&item);
+      for (const std::string& term : item.term()) layout.strings.push_back(&term);
+    }
+    for (const std::string& term : result.term()) layout.strings.push_back(&term);
+  }
+  return layout;
+}
+
+// Positions below both sizes whose object differs between two calls.
+size_t Moved(const std::vector<const void*>& before, const std::vector<const void*>& after) {
+  size_t moved = 0;
+  for (size_t k = 0; k < std::min(before.size(), after.size()); ++k) moved += before[k] != after[k];
+  return moved;
+}
+
+TEST(ReuseStrategy, ElementsKeepTheirPlaceInTraversalOrderAcrossShapes) {
+  // Shaping and mirroring move elements between fields; they must deal them out in a stable
+  // order, so that a call walks its strings in the order they were allocated (not a reshuffle
+  // per differently shaped request: scattered strings cost cache misses on every pass).
+  const auto ring = Ring(6, 24, 5);
+  MemoryOptions options;
+  options.reuse.max_pooled_objects = 1;  // the same request and response objects every call
+  options.reuse.max_object_bytes = 1u << 30;
+  auto memory = MakeMessageMemory("reuse", options);
+  auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
+  Layout last_request, last_response;
+  size_t compared = 0, differently_shaped = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (const std::string& wire : ring) {
+      MessagePair pair = AcquireWithRequest(*method, wire);
+      auto& request = static_cast<EchoRequest&>(*pair.request());
+      auto& response = static_cast<EchoResponse&>(*pair.response());
+      response.mutable_payload()->CopyFrom(request.payload());
+      pair.SettleResponse();
+      Layout req = LayoutOf(request.payload()), resp = LayoutOf(response.payload());
+      if (round > 0) {  // the first round grows the objects to the ring's largest request
+        EXPECT_EQ(Moved(last_request.strings, req.strings), 0u) << "request strings reordered";
+        EXPECT_EQ(Moved(last_request.items, req.items), 0u) << "request items reordered";
+        EXPECT_EQ(Moved(last_response.strings, resp.strings), 0u) << "response strings reordered";
+        EXPECT_EQ(Moved(last_response.items, resp.items), 0u) << "response items reordered";
+        ++compared;
+        differently_shaped += last_request.items.size() != req.items.size();
+      }
+      last_request = std::move(req);
+      last_response = std::move(resp);
+    }
+  }
+  EXPECT_EQ(compared, 2 * ring.size());
+  EXPECT_GT(differently_shaped, ring.size()) << "the ring should vary in shape";
+  EXPECT_EQ(memory->stats().requests_shaped, 3 * ring.size());
+  EXPECT_EQ(memory->stats().responses_mirrored, 3 * ring.size());
 }
 
 TEST(ResponseMirror, StopsForResponsesThatDoNotFollowTheirRequests) {

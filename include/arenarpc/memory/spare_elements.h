@@ -2,7 +2,15 @@
 // SpareElements: cleared repeated-field elements (sub-messages and strings) owned by a reused
 // object but attached to no field, so that ShapePlan can move them to whichever position the next
 // request needs them at. Kept per pooled object; not thread-safe (one call at a time owns it).
+//
+// Spares are handed out first in, first out. Before fitting a message, the fitter gathers the
+// message's cleared elements into the spares in the order in which the fitting takes them back
+// (BeginGather / Gather* / EndGather, see element_moves.h), ahead of the spares left unused. So an
+// element keeps its place in the object's traversal order from call to call: a request walks its
+// strings in the order they were allocated (mostly ascending addresses, which the hardware
+// prefetches) instead of in an order that every differently shaped request reshuffles.
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -18,31 +26,119 @@ namespace arenarpc::memory {
 // an object's spares agrees on it). Takes a lock: call it when building plans, not per call.
 size_t SpareTypeId(const google::protobuf::Descriptor& type);
 
+// One FIFO of owned, cleared elements of one type.
+template <class T>
+class SpareQueue {
+ public:
+  SpareQueue() = default;
+  ~SpareQueue() { Clear(); }
+  SpareQueue(SpareQueue&& other) noexcept
+      : items_(std::move(other.items_)), head_(other.head_), unused_(other.unused_) {
+    other.items_.clear();
+    other.head_ = other.unused_ = 0;
+  }
+  SpareQueue& operator=(SpareQueue&&) = delete;
+  SpareQueue(const SpareQueue&) = delete;
+  SpareQueue& operator=(const SpareQueue&) = delete;
+
+  size_t size() const noexcept { return items_.size() - head_; }
+
+  T* Take() noexcept {
+    if (head_ == items_.size()) return nullptr;
+    T* item = items_[head_++];
+    if (head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    }
+    return item;
+  }
+
+  void Put(T* item) {  // takes ownership; deletes `item` if it cannot be stored
+    try {
+      if (head_ > 0 && items_.size() == items_.capacity()) Compact();
+      items_.push_back(item);
+    } catch (...) {
+      delete item;
+      throw;
+    }
+  }
+
+  // Appends `n` empty slots and returns the index of the first; the caller fills every one of
+  // them (slot()) with an owned element before anything else is taken or put. Throws
+  // std::bad_alloc, leaving the queue as it was.
+  size_t Extend(size_t n) {
+    const size_t first = items_.size();
+    items_.resize(first + n, nullptr);
+    return first;
+  }
+  T*& slot(size_t index) noexcept { return items_[index]; }
+
+  // Gathered elements (Extend after BeginGather) queue in front of the unused ones.
+  void BeginGather() noexcept {
+    Compact();
+    unused_ = items_.size();
+  }
+  void EndGather() noexcept {
+    std::rotate(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(unused_),
+                items_.end());
+    unused_ = 0;
+  }
+
+  template <class F>
+  void ForEach(F&& f) const {
+    for (size_t i = head_; i < items_.size(); ++i) f(*items_[i]);
+  }
+  size_t capacity_bytes() const noexcept { return items_.capacity() * sizeof(T*); }
+
+  void Clear() noexcept {
+    for (size_t i = head_; i < items_.size(); ++i) delete items_[i];
+    items_.clear();
+    head_ = unused_ = 0;
+  }
+
+ private:
+  void Compact() noexcept {  // drops the taken prefix (erase only moves pointers)
+    items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
+
+  std::vector<T*> items_;  // [head_, end) are owned
+  size_t head_ = 0;
+  size_t unused_ = 0;  // between BeginGather and EndGather: how many were there before
+};
+
 class SpareElements {
  public:
   SpareElements() = default;
-  ~SpareElements() { Clear(); }
+  ~SpareElements() = default;
   SpareElements(const SpareElements&) = delete;
   SpareElements& operator=(const SpareElements&) = delete;
 
   // Messages are kept per element type; `type` is its SpareTypeId.
   google::protobuf::Message* TakeMessage(size_t type) noexcept;      // nullptr when none
   void PutMessage(size_t type, google::protobuf::Message* message);  // takes ownership
-  std::string* TakeString() noexcept;                                // nullptr when none
-  void PutString(std::string* s);                                    // takes ownership
+  std::string* TakeString() noexcept { return strings_.Take(); }     // nullptr when none
+  void PutString(std::string* s) { strings_.Put(s); }                // takes ownership
 
-  size_t message_count() const noexcept { return message_count_; }
+  SpareQueue<std::string>& strings() noexcept { return strings_; }
+  // Throws std::bad_alloc.
+  SpareQueue<google::protobuf::Message>& messages(size_t type);
+
+  // Gathered elements go in front of the spares that are unused when BeginGather() is called.
+  void BeginGather() noexcept;
+  void EndGather() noexcept;
+
+  size_t message_count() const noexcept;
   size_t string_count() const noexcept { return strings_.size(); }
-  bool empty() const noexcept { return message_count_ == 0 && strings_.empty(); }
+  bool empty() const noexcept { return message_count() == 0 && string_count() == 0; }
   // Heap bytes the spares hold (walks them: for sampling only).
   size_t SpaceUsed() const;
   // Destroys every spare.
   void Clear() noexcept;
 
  private:
-  std::vector<std::vector<google::protobuf::Message*>> messages_;  // by type id
-  std::vector<std::string*> strings_;
-  size_t message_count_ = 0;
+  SpareQueue<std::string> strings_;
+  std::vector<SpareQueue<google::protobuf::Message>> messages_;  // by type id
 };
 
 }  // namespace arenarpc::memory
