@@ -122,7 +122,7 @@ TEST(ReuseStrategy, ElementsKeepTheirPlaceInTraversalOrderAcrossShapes) {
   // Shaping and mirroring move elements between fields; they must deal them out in a stable
   // order, so that a call walks its strings in the order they were allocated (not a reshuffle
   // per differently shaped request: scattered strings cost cache misses on every pass).
-  const auto ring = Ring(6, 24, 5);
+  const auto ring = Ring(10, 24, 5);  // terms of 0..19 bytes: inline and heap-block strings
   MemoryOptions options;
   options.reuse.max_pooled_objects = 1;  // the same request and response objects every call
   options.reuse.max_object_bytes = 1u << 30;
