@@ -130,12 +130,15 @@ int main(int argc, char** argv) {
   const arenarpc::grpc::HolderStats holders = memory->holder_stats();
   std::fprintf(stderr,
                "grpc_echo_server: signal %d, stopped; mode=%s holders allocated=%llu "
-               "released=%llu; strategy acquired=%llu released=%llu reuses=%llu rebuilds=%llu\n",
+               "released=%llu; strategy acquired=%llu released=%llu reuses=%llu rebuilds=%llu "
+               "pooled=%llu retained_bytes~%llu\n",
                signal, FLAGS_mode.c_str(), static_cast<unsigned long long>(holders.allocated),
                static_cast<unsigned long long>(holders.released),
                static_cast<unsigned long long>(stats.acquired),
                static_cast<unsigned long long>(stats.released),
                static_cast<unsigned long long>(stats.reuses),
-               static_cast<unsigned long long>(stats.rebuilds));
+               static_cast<unsigned long long>(stats.rebuilds),
+               static_cast<unsigned long long>(stats.objects_pooled),
+               static_cast<unsigned long long>(stats.retained_bytes_estimate));
   return holders.allocated == holders.released ? 0 : 1;
 }
