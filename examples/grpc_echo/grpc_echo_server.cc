@@ -15,7 +15,9 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "arenarpc/grpc/release_at_serialize.h"
 #include "arenarpc/grpc/service_memory.h"
 #include "grpc_echo/echo_service.h"
 
@@ -25,6 +27,10 @@ DEFINE_string(mode, "default",
 DEFINE_string(request_parse, "merge",
               "merge: requests are merged into the strategy's empty message (keeps the reuse "
               "strategy's tree); grpc: gRPC's generated allocator setter and its ParseFrom path");
+DEFINE_bool(release_at_serialize, false,
+            "return each call's messages to the strategy when gRPC has serialized the reply "
+            "instead of when it releases the holder (arenarpc/grpc/release_at_serialize.h; the "
+            "echo handler touches nothing after Finish)");
 DEFINE_uint64(page_size, 4096, "paged/reuse: bytes per page (power of two, 256 B..1 MiB)");
 DEFINE_uint64(page_cache_capacity, 4096, "paged/reuse: free pages kept in the page cache");
 DEFINE_uint64(thread_cache_pages, 64, "paged/reuse: free pages a thread keeps locally");
@@ -113,6 +119,11 @@ int main(int argc, char** argv) {
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
   builder.RegisterService(&service);
+  if (FLAGS_release_at_serialize) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(arenarpc::grpc::ReleaseAtSerializeInterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(creators));
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) return Fail("cannot listen on " + FLAGS_address);
 
@@ -130,10 +141,11 @@ int main(int argc, char** argv) {
   const arenarpc::grpc::HolderStats holders = memory->holder_stats();
   std::fprintf(stderr,
                "grpc_echo_server: signal %d, stopped; mode=%s holders allocated=%llu "
-               "released=%llu; strategy acquired=%llu released=%llu reuses=%llu rebuilds=%llu "
+               "released=%llu (at serialize %llu); strategy acquired=%llu released=%llu reuses=%llu rebuilds=%llu "
                "pooled=%llu retained_bytes~%llu\n",
                signal, FLAGS_mode.c_str(), static_cast<unsigned long long>(holders.allocated),
                static_cast<unsigned long long>(holders.released),
+               static_cast<unsigned long long>(holders.released_at_serialize),
                static_cast<unsigned long long>(stats.acquired),
                static_cast<unsigned long long>(stats.released),
                static_cast<unsigned long long>(stats.reuses),

@@ -26,6 +26,7 @@ HolderStats MethodAllocatorCore::holder_stats() const noexcept {
   // Read released first so that a concurrent call never shows released > allocated.
   stats.released = released_.load(std::memory_order_acquire);
   stats.allocated = allocated_.load(std::memory_order_acquire);
+  stats.released_at_serialize = released_at_serialize_.load(std::memory_order_relaxed);
   return stats;
 }
 

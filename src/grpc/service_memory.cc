@@ -26,6 +26,7 @@ HolderStats ServiceMemory::holder_stats() const {
     HolderStats one = allocator->holder_stats();
     total.allocated += one.allocated;
     total.released += one.released;
+    total.released_at_serialize += one.released_at_serialize;
   }
   return total;
 }

@@ -30,6 +30,8 @@ namespace arenarpc::grpc {
 struct HolderStats {
   uint64_t allocated = 0;
   uint64_t released = 0;
+  // Of the released: messages returned when the reply was serialized (release_at_serialize.h).
+  uint64_t released_at_serialize = 0;
 };
 
 // The type-independent part of an allocator: one method's binding to a strategy plus counters.
@@ -43,6 +45,9 @@ class MethodAllocatorCore {
 
   memory::MessagePair Acquire();
   void CountRelease() noexcept { released_.fetch_add(1, std::memory_order_release); }
+  void CountReleaseAtSerialize() noexcept {
+    released_at_serialize_.fetch_add(1, std::memory_order_relaxed);
+  }
 
   HolderStats holder_stats() const noexcept;
   memory::MemoryStats memory_stats() const noexcept { return memory_->stats(); }
@@ -53,6 +58,7 @@ class MethodAllocatorCore {
   std::unique_ptr<memory::MethodMemory> method_;
   std::atomic<uint64_t> allocated_{0};
   std::atomic<uint64_t> released_{0};
+  std::atomic<uint64_t> released_at_serialize_{0};
 };
 
 // The per-call state behind a holder: what a handler can reach through
@@ -62,6 +68,9 @@ class CallMessages {
   // MessagePair::SettleRequest/SettleResponse of the call's pair (only the reuse strategy acts).
   virtual void SettleRequest() noexcept = 0;
   virtual void SettleResponse() noexcept = 0;
+  // Returns the messages to the strategy before gRPC releases the holder (release_at_serialize.h);
+  // the holder's Release() then only ends the holder.
+  virtual void ReleaseAtSerialize() noexcept = 0;
 
  protected:
   ~CallMessages() = default;
@@ -112,6 +121,11 @@ class MessageAllocator final : public ::grpc::MessageAllocator<Request, Response
       delete this;  // gRPC's holder contract: Release() ends the holder's life
     }
     void SettleRequest() noexcept override { pair_.SettleRequest(); }
+    void ReleaseAtSerialize() noexcept override {
+      if (!pair_) return;
+      pair_.Release();
+      core_->CountReleaseAtSerialize();
+    }
     void SettleResponse() noexcept override { pair_.SettleResponse(); }
     // The call's pair, for MergeFromByteBuffer's request shaping (MergingUnaryHandler).
     const memory::MessagePair& pair() const noexcept { return pair_; }

@@ -5,7 +5,7 @@
 //
 // Spares are handed out first in, first out. Before fitting a message, the fitter gathers the
 // message's cleared elements into the spares in the order in which the fitting takes them back
-// (BeginGather / Gather* / EndGather, see element_moves.h), ahead of the spares left unused. So an
+// (moves::Gather in element_moves.h), ahead of the spares left unused. So an
 // element keeps its place in the object's traversal order from call to call: a request walks its
 // strings in the order they were allocated (mostly ascending addresses, which the hardware
 // prefetches) instead of in an order that every differently shaped request reshuffles.
