@@ -37,7 +37,8 @@ void RunTask(Scenario scenario, memory::MethodMemory& method, TaskContext& ctx, 
   } else {
     const std::string& wire = (*ctx.requests)[static_cast<size_t>(task_index) % ctx.requests->size()];
     if (pair.shapes_requests()) {  // as the servers do: fit a reused request to the bytes first
-      google::protobuf::io::ArrayInputStream shape_input(wire.data(), static_cast<int>(wire.size()));
+      google::protobuf::io::ArrayInputStream shape_input(wire.data(),
+                                                         static_cast<int>(wire.size()));
       pair.ShapeRequest(shape_input);
     }
     if (!request.MergeFromString(wire)) throw std::runtime_error("request parse failed");

@@ -141,8 +141,8 @@ int main(int argc, char** argv) {
   const arenarpc::grpc::HolderStats holders = memory->holder_stats();
   std::fprintf(stderr,
                "grpc_echo_server: signal %d, stopped; mode=%s holders allocated=%llu "
-               "released=%llu (at serialize %llu); strategy acquired=%llu released=%llu reuses=%llu rebuilds=%llu "
-               "pooled=%llu retained_bytes~%llu\n",
+               "released=%llu (at serialize %llu); strategy acquired=%llu released=%llu "
+               "reuses=%llu rebuilds=%llu pooled=%llu retained_bytes~%llu\n",
                signal, FLAGS_mode.c_str(), static_cast<unsigned long long>(holders.allocated),
                static_cast<unsigned long long>(holders.released),
                static_cast<unsigned long long>(holders.released_at_serialize),

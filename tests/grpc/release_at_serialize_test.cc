@@ -99,8 +99,8 @@ class ReleaseAtSerialize : public ::testing::TestWithParam<Param> {
     builder.experimental().SetInterceptorCreators(std::move(creators));
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    stub_ = GrpcEchoService::NewStub(::grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(port), ::grpc::InsecureChannelCredentials()));
+    stub_ = GrpcEchoService::NewStub(::grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                           ::grpc::InsecureChannelCredentials()));
   }
 
   // Shuts down, then checks every holder and pair came back exactly once.
@@ -184,17 +184,17 @@ TEST_P(ReleaseAtSerialize, ManyCallsInFlightAndAbandonedOnes) {
     // Every 10th call gives up almost at once: the server may still finish it with OK.
     call->context.set_deadline(std::chrono::system_clock::now() + (i % 10 == 9 ? 1ms : 20s));
     const EchoRequest& request = requests[i % requests.size()];
-    stub_->async()->Echo(&call->context, &request, &call->response,
-                         [&, call, i](::grpc::Status status) {
-                           const bool same = call->response.payload().SerializeAsString() ==
-                                             requests[i % requests.size()].payload().SerializeAsString();
-                           std::lock_guard lock(mu);
-                           ok += status.ok() ? 1 : 0;
-                           mismatches += status.ok() && !same ? 1 : 0;
-                           --in_flight;
-                           ++done;
-                           cv.notify_all();
-                         });
+    stub_->async()->Echo(
+        &call->context, &request, &call->response, [&, call, i](::grpc::Status status) {
+          const bool same = call->response.payload().SerializeAsString() ==
+                            requests[i % requests.size()].payload().SerializeAsString();
+          std::lock_guard lock(mu);
+          ok += status.ok() ? 1 : 0;
+          mismatches += status.ok() && !same ? 1 : 0;
+          --in_flight;
+          ++done;
+          cv.notify_all();
+        });
   }
   {
     std::unique_lock lock(mu);

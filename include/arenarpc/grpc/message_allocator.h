@@ -121,12 +121,12 @@ class MessageAllocator final : public ::grpc::MessageAllocator<Request, Response
       delete this;  // gRPC's holder contract: Release() ends the holder's life
     }
     void SettleRequest() noexcept override { pair_.SettleRequest(); }
+    void SettleResponse() noexcept override { pair_.SettleResponse(); }
     void ReleaseAtSerialize() noexcept override {
       if (!pair_) return;
       pair_.Release();
       core_->CountReleaseAtSerialize();
     }
-    void SettleResponse() noexcept override { pair_.SettleResponse(); }
     // The call's pair, for MergeFromByteBuffer's request shaping (MergingUnaryHandler).
     const memory::MessagePair& pair() const noexcept { return pair_; }
 
