@@ -328,7 +328,9 @@ TEST_P(GrpcEndToEnd, ManyConcurrentCallbackCalls) {
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(mismatches, 0);
   StopServer();
-  if (!is_default()) EXPECT_EQ(server_calls_, uint64_t{kCalls});
+  if (!is_default()) {
+    EXPECT_EQ(server_calls_, uint64_t{kCalls});
+  }
 }
 
 TEST_P(GrpcEndToEnd, DeadlinesAndCancellationsReleaseOnce) {
@@ -406,7 +408,9 @@ TEST_P(GrpcEndToEnd, MalformedRequestIsRejectedAndReleased) {
   SetDeadline(ok_context, 10s);
   EXPECT_TRUE(stub_->Echo(&ok_context, EchoRequest(), &echo).ok());
   StopServer();
-  if (!is_default()) EXPECT_EQ(server_calls_, 2u);
+  if (!is_default()) {
+    EXPECT_EQ(server_calls_, 2u);
+  }
 }
 
 // Shutdown while calls wait in the handler: gRPC cancels them, the handler still finishes them,
@@ -428,7 +432,9 @@ TEST_P(GrpcEndToEnd, ShutdownWithCallsInFlight) {
   }
   ASSERT_EQ(service_->calls_received(), kCalls);
   StopServer(10ms);
-  if (!is_default()) EXPECT_EQ(server_calls_, uint64_t{kCalls});
+  if (!is_default()) {
+    EXPECT_EQ(server_calls_, uint64_t{kCalls});
+  }
   for (int i = 0; i < 200 && done.load() < kCalls; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(done.load(), kCalls);
 }
