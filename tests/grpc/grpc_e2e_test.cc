@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "arenarpc/grpc/service_memory.h"
+#include "concurrent_echo_calls.h"
 #include "echo/payload_generator.h"
 #include "grpc_echo/grpc_echo.grpc.pb.h"
 
@@ -292,41 +293,10 @@ TEST_P(GrpcEndToEnd, ManyConcurrentCallbackCalls) {
   example::PayloadGenerator generator(3, 3);
   for (int i = 0; i < 16; ++i) requests.push_back(Draw(generator));
 
-  std::mutex mu;
-  std::condition_variable cv;
-  int in_flight = 0, done = 0, failures = 0, mismatches = 0;
-  for (int i = 0; i < kCalls; ++i) {
-    {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return in_flight < kInFlight; });
-      ++in_flight;
-    }
-    struct Call {
-      ::grpc::ClientContext context;
-      EchoResponse response;
-    };
-    auto call = std::make_shared<Call>();
-    SetDeadline(call->context, 20s);
-    const EchoRequest& request = requests[i % requests.size()];
-    stub_->async()->Echo(
-        &call->context, &request, &call->response, [&, call, i](::grpc::Status status) {
-          const bool same =
-              status.ok() && call->response.payload().SerializeAsString() ==
-                                 requests[i % requests.size()].payload().SerializeAsString();
-          std::lock_guard lock(mu);
-          failures += status.ok() ? 0 : 1;
-          mismatches += status.ok() && !same ? 1 : 0;
-          --in_flight;
-          ++done;
-          cv.notify_all();
-        });
-  }
-  {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return done == kCalls; });
-  }
-  EXPECT_EQ(failures, 0);
-  EXPECT_EQ(mismatches, 0);
+  const ConcurrentCallsResult result =
+      RunConcurrentEchoCalls(*stub_, requests, kCalls, kInFlight, [](int) { return 20s; });
+  EXPECT_EQ(result.failed, 0);
+  EXPECT_EQ(result.mismatches, 0);
   StopServer();
   if (!is_default()) {
     EXPECT_EQ(server_calls_, uint64_t{kCalls});

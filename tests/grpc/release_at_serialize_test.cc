@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "arenarpc/grpc/service_memory.h"
+#include "concurrent_echo_calls.h"
 #include "echo/payload_generator.h"
 #include "grpc_echo/grpc_echo.grpc.pb.h"
 
@@ -167,43 +167,13 @@ TEST_P(ReleaseAtSerialize, ManyCallsInFlightAndAbandonedOnes) {
   std::vector<EchoRequest> requests(8);
   for (auto& request : requests) generator.Fill(&request);
 
-  std::mutex mu;
-  std::condition_variable cv;
-  int in_flight = 0, done = 0, mismatches = 0, ok = 0;
-  for (int i = 0; i < kCalls; ++i) {
-    {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return in_flight < kInFlight; });
-      ++in_flight;
-    }
-    struct ClientCall {
-      ::grpc::ClientContext context;
-      EchoResponse response;
-    };
-    auto call = std::make_shared<ClientCall>();
-    // Every 10th call gives up almost at once: the server may still finish it with OK.
-    call->context.set_deadline(std::chrono::system_clock::now() + (i % 10 == 9 ? 1ms : 20s));
-    const EchoRequest& request = requests[i % requests.size()];
-    stub_->async()->Echo(
-        &call->context, &request, &call->response, [&, call, i](::grpc::Status status) {
-          const bool same = call->response.payload().SerializeAsString() ==
-                            requests[i % requests.size()].payload().SerializeAsString();
-          std::lock_guard lock(mu);
-          ok += status.ok() ? 1 : 0;
-          mismatches += status.ok() && !same ? 1 : 0;
-          --in_flight;
-          ++done;
-          cv.notify_all();
-        });
-  }
-  {
-    std::unique_lock lock(mu);
-    cv.wait(lock, [&] { return done == kCalls; });
-  }
-  EXPECT_EQ(mismatches, 0);
-  EXPECT_GE(ok, kCalls - kCalls / 10);
+  // Every 10th call gives up almost at once: the server may still finish it with OK.
+  const ConcurrentCallsResult result = RunConcurrentEchoCalls(
+      *stub_, requests, kCalls, kInFlight, [](int i) { return i % 10 == 9 ? 1ms : 20000ms; });
+  EXPECT_EQ(result.mismatches, 0);
+  EXPECT_GE(result.ok, kCalls - kCalls / 10);
   const HolderStats holders = StopServer();
-  EXPECT_GE(holders.released_at_serialize, static_cast<uint64_t>(ok));
+  EXPECT_GE(holders.released_at_serialize, static_cast<uint64_t>(result.ok));
 }
 
 std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
