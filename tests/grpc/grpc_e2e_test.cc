@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "arenarpc/grpc/service_memory.h"
-#include "concurrent_echo_calls.h"
+#include "e2e_support.h"
 #include "echo/payload_generator.h"
 #include "grpc_echo/grpc_echo.grpc.pb.h"
 
@@ -160,20 +160,13 @@ struct PendingCall {
   EchoResponse response;
 };
 
-// (mode, request path): "merge" = ServiceMemory::Serve, "grpc" = SetMessageAllocatorFor_Echo.
-using Param = std::tuple<std::string, std::string>;
-
 class GrpcEndToEnd : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     const auto& [mode, path] = GetParam();
     memory_ = std::make_unique<ServiceMemory>(mode);
     service_ = std::make_unique<TestEchoService>();
-    if (path == "merge") {
-      memory_->Serve(*service_, 0, &TestEchoService::Echo);
-    } else {
-      service_->SetMessageAllocatorFor_Echo(memory_->allocator<EchoRequest, EchoResponse>());
-    }
+    ServeEcho(*memory_, *service_, path);
     int port = 0;
     ::grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", ::grpc::InsecureServerCredentials(), &port);
@@ -193,15 +186,8 @@ class GrpcEndToEnd : public ::testing::TestWithParam<Param> {
 
   // Shuts down (cancelling calls in flight), then checks every holder came back exactly once.
   void StopServer(std::chrono::milliseconds grace = 5000ms) {
-    server_->Shutdown(std::chrono::system_clock::now() + grace);
-    server_->Wait();
+    server_calls_ = ShutDownAndExpectAllReleased(*server_, *memory_, grace).allocated;
     server_.reset();
-    const HolderStats holders = memory_->holder_stats();
-    const memory::MemoryStats stats = memory_->memory_stats();
-    EXPECT_EQ(holders.allocated, holders.released);
-    EXPECT_EQ(stats.acquired, stats.released);
-    EXPECT_EQ(stats.acquired, holders.allocated);
-    server_calls_ = holders.allocated;
   }
 
   bool is_default() const { return std::get<0>(GetParam()) == "default"; }
@@ -407,10 +393,6 @@ TEST_P(GrpcEndToEnd, ShutdownWithCallsInFlight) {
   }
   for (int i = 0; i < 200 && done.load() < kCalls; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(done.load(), kCalls);
-}
-
-std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
-  return std::get<0>(info.param) + "_" + std::get<1>(info.param);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, GrpcEndToEnd,

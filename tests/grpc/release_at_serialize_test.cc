@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "arenarpc/grpc/service_memory.h"
-#include "concurrent_echo_calls.h"
+#include "e2e_support.h"
 #include "echo/payload_generator.h"
 #include "grpc_echo/grpc_echo.grpc.pb.h"
 
@@ -76,20 +76,13 @@ class RecordingEchoService final : public GrpcEchoService::CallbackService {
   std::vector<bool> returned_before_done_;
 };
 
-// (mode, request path) as in grpc_e2e_test.cc.
-using Param = std::tuple<std::string, std::string>;
-
 class ReleaseAtSerialize : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     const auto& [mode, path] = GetParam();
     memory_ = std::make_unique<ServiceMemory>(mode);
     service_ = std::make_unique<RecordingEchoService>(*memory_);
-    if (path == "merge") {
-      memory_->Serve(*service_, 0, &RecordingEchoService::Echo);
-    } else {
-      service_->SetMessageAllocatorFor_Echo(memory_->allocator<EchoRequest, EchoResponse>());
-    }
+    ServeEcho(*memory_, *service_, path);
     int port = 0;
     ::grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", ::grpc::InsecureServerCredentials(), &port);
@@ -105,15 +98,8 @@ class ReleaseAtSerialize : public ::testing::TestWithParam<Param> {
 
   // Shuts down, then checks every holder and pair came back exactly once.
   HolderStats StopServer() {
-    server_->Shutdown(std::chrono::system_clock::now() + 5s);
-    server_->Wait();
+    const HolderStats holders = ShutDownAndExpectAllReleased(*server_, *memory_, 5s);
     server_.reset();
-    const HolderStats holders = memory_->holder_stats();
-    const memory::MemoryStats stats = memory_->memory_stats();
-    EXPECT_EQ(holders.allocated, holders.released);
-    EXPECT_EQ(stats.acquired, stats.released);
-    EXPECT_EQ(stats.acquired, holders.allocated);
-    EXPECT_LE(holders.released_at_serialize, holders.released);
     return holders;
   }
 
@@ -174,10 +160,6 @@ TEST_P(ReleaseAtSerialize, ManyCallsInFlightAndAbandonedOnes) {
   EXPECT_GE(result.ok, kCalls - kCalls / 10);
   const HolderStats holders = StopServer();
   EXPECT_GE(holders.released_at_serialize, static_cast<uint64_t>(result.ok));
-}
-
-std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
-  return std::get<0>(info.param) + "_" + std::get<1>(info.param);
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, ReleaseAtSerialize,

@@ -1,17 +1,57 @@
 #pragma once
-// A callback client that keeps many Echo calls in flight: shared by the gRPC end-to-end tests.
+// What the gRPC end-to-end tests share: the (mode, request path) parameters, installing a
+// ServiceMemory on a service, the shutdown check that every holder came back, and a callback
+// client that keeps many Echo calls in flight.
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "arenarpc/grpc/service_memory.h"
 #include "grpc_echo/grpc_echo.grpc.pb.h"
 
 namespace arenarpc::grpc {
+
+// (mode, request path): "merge" = ServiceMemory::Serve, "grpc" = SetMessageAllocatorFor_Echo.
+using Param = std::tuple<std::string, std::string>;
+
+inline std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
+  return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+}
+
+// Puts `memory` behind `service`'s Echo (method 0) through the given request path.
+template <class Service>
+void ServeEcho(ServiceMemory& memory, Service& service, const std::string& path) {
+  if (path == "merge") {
+    memory.Serve(service, 0, &Service::Echo);
+  } else {
+    service.SetMessageAllocatorFor_Echo(
+        memory.allocator<example::EchoRequest, example::EchoResponse>());
+  }
+}
+
+// Shuts `server` down (cancelling calls in flight after `grace`), then checks that every holder
+// and every pair came back exactly once.
+inline HolderStats ShutDownAndExpectAllReleased(::grpc::Server& server,
+                                                const ServiceMemory& service_memory,
+                                                std::chrono::milliseconds grace) {
+  server.Shutdown(std::chrono::system_clock::now() + grace);
+  server.Wait();
+  const HolderStats holders = service_memory.holder_stats();
+  const memory::MemoryStats stats = service_memory.memory_stats();
+  EXPECT_EQ(holders.allocated, holders.released);
+  EXPECT_EQ(stats.acquired, stats.released);
+  EXPECT_EQ(stats.acquired, holders.allocated);
+  EXPECT_LE(holders.released_at_serialize, holders.released);
+  return holders;
+}
 
 struct ConcurrentCallsResult {
   int ok = 0;
