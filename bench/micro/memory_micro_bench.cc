@@ -30,6 +30,10 @@ DEFINE_string(scenarios, "build,echo", "comma-separated: build (build-fill-destr
 DEFINE_string(allocator, "", "label for the malloc in use (default: guessed from LD_PRELOAD)");
 DEFINE_bool(callgrind, false, "instrument only the measured tasks (valgrind --instr-atstart=no)");
 DEFINE_int32(warmup_tasks, 2, "untimed tasks per thread before measuring each strategy");
+DEFINE_int32(evict_kb, 0,
+             "if > 0, each thread writes this many KB of unrelated memory between tasks (untimed: "
+             "tasks are then timed one by one) so that every task starts from cold caches, as a "
+             "server's call does after an idle gap at a fixed QPS");
 
 namespace arenarpc::bench {
 namespace {
@@ -52,19 +56,37 @@ std::string AllocatorLabel() {
   return "glibc";
 }
 
-// Runs T threads x n tasks; returns wall milliseconds.
+// Dirties `buffer` (one write per cache line), evicting the task's memory from the caches.
+void EvictCaches(std::vector<char>& buffer, int pass) {
+  for (size_t i = 0; i < buffer.size(); i += 64) buffer[i] = static_cast<char>(pass + i);
+}
+
+// Runs T threads x n tasks; returns wall milliseconds (with --evict_kb: the tasks' own time, summed
+// per thread and averaged over threads, eviction excluded).
 double RunTasks(Scenario scenario, memory::MethodMemory& method, const std::vector<std::string>& requests,
                 int n, int first_task, bool instrument) {
   std::barrier start(FLAGS_threads + 1);
   std::vector<std::thread> workers;
   std::vector<size_t> bytes(static_cast<size_t>(FLAGS_threads));
+  std::vector<double> task_ms(static_cast<size_t>(FLAGS_threads));
   for (int t = 0; t < FLAGS_threads; ++t) {
     workers.emplace_back([&, t] {
       TaskContext ctx;
       ctx.requests = &requests;
       ctx.payload_scale = FLAGS_payload_scale;
+      std::vector<char> evict(static_cast<size_t>(std::max(FLAGS_evict_kb, 0)) * 1024);
       start.arrive_and_wait();
-      for (int i = 0; i < n; ++i) RunTask(scenario, method, ctx, first_task + t * n + i);
+      for (int i = 0; i < n; ++i) {
+        if (evict.empty()) {
+          RunTask(scenario, method, ctx, first_task + t * n + i);
+          continue;
+        }
+        EvictCaches(evict, i);
+        const auto task_begin = std::chrono::steady_clock::now();
+        RunTask(scenario, method, ctx, first_task + t * n + i);
+        task_ms[static_cast<size_t>(t)] += std::chrono::duration<double, std::milli>(
+            std::chrono::steady_clock::now() - task_begin).count();
+      }
       bytes[static_cast<size_t>(t)] = ctx.bytes;
     });
   }
@@ -77,6 +99,11 @@ double RunTasks(Scenario scenario, memory::MethodMemory& method, const std::vect
   size_t total = 0;
   for (size_t b : bytes) total += b;
   if (total == 0 && n > 0) std::fprintf(stderr, "warning: tasks produced nothing\n");
+  if (FLAGS_evict_kb > 0) {
+    double sum = 0;
+    for (double ms : task_ms) sum += ms;
+    return sum / FLAGS_threads;
+  }
   return std::chrono::duration<double, std::milli>(end - begin).count();
 }
 
