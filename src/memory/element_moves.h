@@ -12,6 +12,7 @@
 #include <string>
 
 #include "arenarpc/memory/spare_elements.h"
+#include "memory/cleared_tail.h"
 
 namespace arenarpc::memory::moves {
 
@@ -61,16 +62,15 @@ inline void FitStrings(RepeatedPtrField<std::string>& field, int wanted,
     } catch (...) {  // PutString freed it
     }
   }
-  for (; have < wanted; ++have) {
-    std::string* s = spares.TakeString();
-    if (s == nullptr) return;  // the merge allocates the rest
-    try {
-      field.AddCleared(s);
-    } catch (...) {
-      delete s;
-      return;
-    }
+  if (have >= wanted) return;
+  SpareQueue<std::string>& queue = spares.strings();
+  const std::span<std::string* const> taken = queue.Front(static_cast<size_t>(wanted - have));
+  try {
+    cleared_tail::Append(field, taken);
+  } catch (...) {  // nothing moved: the merge allocates what is missing
+    return;
   }
+  queue.Drop(taken.size());
 }
 
 // Moves every cleared element of the field to the spares.
@@ -131,7 +131,7 @@ void GatherNode(Message& m, const Node& node, const View& view, SpareElements& s
     if (elements.size() != 0 || n == 0) continue;  // content is left alone
     SpareQueue<Message>& queue = spares.messages(f.spare_type);
     const size_t first = queue.Extend(static_cast<size_t>(n));
-    for (int i = n; i > 0; --i) queue.slot(first + i - 1) = elements.ReleaseCleared();
+    cleared_tail::TakeAll(elements, queue.slots(first, static_cast<size_t>(n)));
     if (depth >= max_depth) continue;
     // By index, fetching the queue again: gathering an element may grow this queue (recursive
     // types) or the list of queues (a type seen for the first time).
@@ -148,7 +148,7 @@ void GatherNode(Message& m, const Node& node, const View& view, SpareElements& s
     if (n == 0) continue;
     SpareQueue<std::string>& queue = spares.strings();
     const size_t first = queue.Extend(static_cast<size_t>(n));
-    for (int i = n; i > 0; --i) queue.slot(first + i - 1) = strings.ReleaseCleared();
+    cleared_tail::TakeAll(strings, queue.slots(first, static_cast<size_t>(n)));
   }
 }
 }  // namespace detail

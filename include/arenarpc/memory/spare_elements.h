@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,20 @@ class SpareQueue {
     return first;
   }
   T*& slot(size_t index) noexcept { return items_[index]; }
+  std::span<T*> slots(size_t first, size_t n) noexcept { return {items_.data() + first, n}; }
+
+  // The first min(n, size()) elements, still owned by the queue until Drop()ped.
+  std::span<T* const> Front(size_t n) const noexcept {
+    return {items_.data() + head_, std::min(n, size())};
+  }
+  // Gives up ownership of the first n elements (n <= size()): the caller took them (Front()).
+  void Drop(size_t n) noexcept {
+    head_ += n;
+    if (head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    }
+  }
 
   // Gathered elements (Extend after BeginGather) queue in front of the unused ones.
   void BeginGather() noexcept {
