@@ -24,6 +24,8 @@ struct ResponseMirror::Pair {
     Kind kind;
     const Pair* element = nullptr;  // kMessages, kSingular
     size_t spare_type = 0;          // kMessages
+    moves::FieldSlot response_slot{response};
+    moves::FieldSlot request_slot{request};
   };
   std::vector<Field> fields;
   bool has_repeated = false;  // here or below: whether fitting can move anything
@@ -36,42 +38,42 @@ using Kind = Pair::Kind;
 
 void FitPair(Message& response, const Message& request, const Pair& pair, SpareElements& spares,
              int depth) {
-  const Reflection& rr = *response.GetReflection();
-  const Reflection& qr = *request.GetReflection();
   // Sub-messages first, then strings: the order in which Gather queued the spares.
   for (const Pair::Field& f : pair.fields) {
     if (f.kind == Kind::kMessages) {
-      const int n = qr.FieldSize(request, f.request);
-      auto& field = moves::Messages(rr, response, f.response);
+      const auto& wanted = f.request_slot.Of<Message>(request);
+      auto& field = f.response_slot.Of<Message>(response);
       if (field.size() != 0) continue;  // already written: leave the handler's content alone
       try {
-        for (int k = 0; k < n; ++k) {
-          Message* element = moves::NextElement(response, rr, f.response, f.spare_type, spares);
+        for (const Message& model : wanted) {
+          Message* element = moves::NextElement(response, f.response_slot, f.spare_type, spares);
           if (depth < kMaxMirrorDepth && f.element->has_repeated) {
-            FitPair(*element, qr.GetRepeatedMessage(request, f.request, k), *f.element, spares,
-                    depth + 1);
+            FitPair(*element, model, *f.element, spares, depth + 1);
           }
         }
       } catch (...) {  // out of memory: fit what we have; the handler allocates the rest
       }
       moves::ReleaseCleared(field, f.spare_type, spares);
       field.Clear();  // the elements made live become cleared, in order
-    } else if (f.kind == Kind::kSingular && depth < kMaxMirrorDepth &&
-               rr.HasField(response, f.response) && qr.HasField(request, f.request)) {
-      FitPair(*rr.MutableMessage(&response, f.response), qr.GetMessage(request, f.request),
-              *f.element, spares, depth + 1);
+    } else if (f.kind == Kind::kSingular && depth < kMaxMirrorDepth) {
+      const Reflection& rr = *response.GetReflection();
+      const Reflection& qr = *request.GetReflection();
+      if (rr.HasField(response, f.response) && qr.HasField(request, f.request)) {
+        FitPair(*rr.MutableMessage(&response, f.response), qr.GetMessage(request, f.request),
+                *f.element, spares, depth + 1);
+      }
     }
   }
   for (const Pair::Field& f : pair.fields) {
     if (f.kind == Kind::kStrings) {
-      moves::FitStrings(moves::Strings(rr, response, f.response), qr.FieldSize(request, f.request),
-                        spares);
+      moves::FitStrings(f.response_slot.Of<std::string>(response),
+                        f.request_slot.Of<std::string>(request).size(), spares);
     }
   }
 }
 
 moves::GatherView<Pair> GatherViewOf(const Pair::Field& f) {
-  return {f.response, f.kind, f.element, f.spare_type};
+  return {&f.response_slot, f.kind, f.element, f.spare_type};
 }
 
 }  // namespace

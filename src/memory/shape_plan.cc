@@ -29,7 +29,8 @@ struct ShapePlan::Type {
   struct Field {
     const FieldDescriptor* descriptor;
     Kind kind;
-    const Type* element;  // kMessages, kSingular
+    const Type* element;    // kMessages, kSingular
+    moves::FieldSlot slot;  // kMessages, kStrings
   };
   size_t id = 0;             // SpareTypeId of this type
   bool strings_only = true;  // every tracked field is kStrings: scanned by WireScanner::SkipAll
@@ -53,8 +54,6 @@ using Type = ShapePlan::Type;
 using Kind = ShapePlan::Type::Kind;
 
 using moves::FitStrings;
-using moves::Messages;
-using moves::Strings;
 
 constexpr size_t kInlineCounts = 16;
 // A count meaning: this repeated message field already had content, leave it alone (making its
@@ -79,10 +78,9 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
   auto counts = [&]() -> uint32_t* {
     return n > kInlineCounts ? scratch.data() + frame : inline_counts;
   };
-  const Reflection& r = *m.GetReflection();
   for (size_t i = 0; i < n; ++i) {
     const Type::Field& f = type.fields[i];
-    if (f.kind == Kind::kMessages && Messages(r, m, f.descriptor).size() != 0) {
+    if (f.kind == Kind::kMessages && f.slot.Of<Message>(m).size() != 0) {
       counts()[i] = kHasContent;  // not handed out empty: shaping is for empty messages
     }
   }
@@ -118,10 +116,10 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
       if (counts()[index] != kHasContent) {  // a field with content: its bytes are just skipped
         ++counts()[index];
         if (f.kind == Kind::kMessages && depth < kMaxShapeDepth) {
-          sub = moves::NextElement(m, r, f.descriptor, f.element->id, spares);
+          sub = moves::NextElement(m, f.slot, f.element->id, spares);
         } else if (f.kind == Kind::kSingular && depth < kMaxShapeDepth &&
-                   r.HasField(m, f.descriptor)) {
-          sub = r.MutableMessage(&m, f.descriptor);
+                   m.GetReflection()->HasField(m, f.descriptor)) {
+          sub = m.GetReflection()->MutableMessage(&m, f.descriptor);
         }
       }
       if (sub == nullptr) {
@@ -149,9 +147,9 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
   for (size_t i = 0; i < n; ++i) {
     const Type::Field& f = type.fields[i];
     if (f.kind == Kind::kStrings) {
-      FitStrings(Strings(r, m, f.descriptor), static_cast<int>(counts()[i]), spares);
+      FitStrings(f.slot.Of<std::string>(m), static_cast<int>(counts()[i]), spares);
     } else if (f.kind == Kind::kMessages && counts()[i] != kHasContent) {
-      auto& field = Messages(r, m, f.descriptor);
+      auto& field = f.slot.Of<Message>(m);
       moves::ReleaseCleared(field, f.element->id, spares);
       field.Clear();  // the elements made live become cleared, in wire order
     }
@@ -164,10 +162,10 @@ void TrimMessage(Message& m, const Type& type, int depth) noexcept {
   const Reflection& r = *m.GetReflection();
   for (const Type::Field& f : type.fields) {
     if (f.kind == Kind::kStrings) {
-      auto& field = Strings(r, m, f.descriptor);
+      auto& field = f.slot.Of<std::string>(m);
       while (field.ClearedCount() > 0) delete field.ReleaseCleared();
     } else if (f.kind == Kind::kMessages) {
-      auto& field = Messages(r, m, f.descriptor);
+      auto& field = f.slot.Of<Message>(m);
       while (field.ClearedCount() > 0) delete field.ReleaseCleared();
       if (depth < kMaxShapeDepth) {
         for (Message& element : field) TrimMessage(element, *f.element, depth + 1);
@@ -179,7 +177,7 @@ void TrimMessage(Message& m, const Type& type, int depth) noexcept {
 }
 
 moves::GatherView<Type> GatherViewOf(const Type::Field& f) {
-  return {f.descriptor, f.kind, f.element, f.element != nullptr ? f.element->id : 0};
+  return {&f.slot, f.kind, f.element, f.element != nullptr ? f.element->id : 0};
 }
 
 bool Tracked(const FieldDescriptor& f) {
@@ -206,7 +204,7 @@ const ShapePlan::Type& ShapePlan::TypeFor(const Descriptor& d) {
                       : f->type() == FieldDescriptor::TYPE_MESSAGE ? Kind::kMessages
                                                                    : Kind::kStrings;
     const Type* element = kind == Kind::kStrings ? nullptr : &TypeFor(*f->message_type());
-    type.fields.push_back({f, kind, element});
+    type.fields.push_back({f, kind, element, moves::FieldSlot(f)});
     if (kind != Kind::kStrings) type.strings_only = false;
   }
   uint32_t max_dense = 0;
