@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -94,8 +95,8 @@ class SpareQueue {
     unused_ = items_.size();
   }
   void EndGather() noexcept {
-    std::rotate(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(unused_),
-                items_.end());
+    const size_t gathered = items_.size() - unused_;
+    if (unused_ > 0 && gathered > 0) RotateGatheredToFront(gathered);
     unused_ = 0;
   }
 
@@ -112,6 +113,22 @@ class SpareQueue {
   }
 
  private:
+  // [unused | gathered] -> [gathered | unused] with three block copies through a per-thread buffer
+  // (std::rotate swaps element by element; a buffer per queue would cost every pooled object).
+  void RotateGatheredToFront(size_t gathered) noexcept {
+    thread_local std::vector<T*> buffer;
+    T** items = items_.data();
+    try {
+      buffer.resize(unused_);
+    } catch (...) {
+      std::rotate(items, items + unused_, items + unused_ + gathered);
+      return;
+    }
+    std::memcpy(buffer.data(), items, unused_ * sizeof(T*));
+    std::memmove(items, items + unused_, gathered * sizeof(T*));
+    std::memcpy(items + gathered, buffer.data(), unused_ * sizeof(T*));
+  }
+
   void Compact() noexcept {  // drops the taken prefix (erase only moves pointers)
     items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
     head_ = 0;
