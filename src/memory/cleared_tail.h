@@ -89,6 +89,19 @@ bool BlocksAvailable() noexcept;
 // block moves are now in use. Not for use while other threads move elements.
 bool UseBlocksForTesting(bool use) noexcept;
 
+// Every element of `field`, live then cleared (empty when the block view is unavailable: callers
+// use it only for hints, such as prefetching).
+template <class T>
+std::span<void* const> AllElements(google::protobuf::RepeatedPtrField<T>& field) noexcept {
+#ifdef ARENARPC_CLEARED_TAIL_BLOCKS
+  if (BlocksAvailable()) {
+    const detail::Tail t = detail::TailOf(field);
+    if (t.elements != nullptr) return {t.elements, static_cast<size_t>(*t.allocated)};
+  }
+#endif
+  return {};
+}
+
 // Moves all `field`'s cleared elements, in order, to `out` (exactly ClearedCount() slots); the
 // caller owns them afterwards. The field must not be on an arena.
 template <class T>

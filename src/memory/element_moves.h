@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "arenarpc/memory/spare_elements.h"
 #include "memory/cleared_tail.h"
@@ -197,6 +198,60 @@ void GatherNode(Message& m, const Node& node, const View& view, SpareElements& s
 }
 }  // namespace detail
 
+// Starts loading the tree's skeleton (its messages and their fields' pointer arrays, not the
+// strings) level by level. Gathering walks the tree depth first, and each step needs the
+// previous one's load (message, then its field's array, then the elements): on a tree gone cold
+// since the last call that is one cache miss after another, a tenth of a reused gRPC echo call.
+// Here each level is one flat loop of independent loads, which the core overlaps.
+template <class Node, class View>
+void PrefetchSkeleton(Message& root, const Node& root_node, const View& view,
+                      int max_depth) noexcept {
+  struct Visit {
+    Message* message;
+    const Node* node;
+  };
+  thread_local std::vector<Visit> level, next;
+  try {
+    level.assign(1, {&root, &root_node});
+    for (int depth = 0; depth < max_depth && !level.empty(); ++depth) {
+      next.clear();
+      for (const Visit& v : level) {  // the fields' arrays, whose addresses the messages hold
+        for (const auto& tracked : v.node->fields) {
+          const GatherView<Node> f = view(tracked);
+          if (f.kind == FieldKind::kSingular) continue;
+          const std::span<void* const> all =
+              f.kind == FieldKind::kMessages
+                  ? cleared_tail::AllElements(f.slot->template Of<Message>(*v.message))
+                  : cleared_tail::AllElements(f.slot->template Of<std::string>(*v.message));
+          for (size_t i = 0; i < all.size(); i += 8) __builtin_prefetch(all.data() + i, 0, 3);
+        }
+      }
+      for (const Visit& v : level) {  // the next level's messages
+        for (const auto& tracked : v.node->fields) {
+          const GatherView<Node> f = view(tracked);
+          if (f.kind == FieldKind::kSingular) {
+            const Reflection& r = *v.message->GetReflection();
+            if (r.HasField(*v.message, f.slot->field())) {
+              next.push_back({r.MutableMessage(v.message, f.slot->field()), f.element});
+            }
+            continue;
+          }
+          if (f.kind != FieldKind::kMessages) continue;
+          for (void* element :
+               cleared_tail::AllElements(f.slot->template Of<Message>(*v.message))) {
+            __builtin_prefetch(element, 1, 3);
+            next.push_back({static_cast<Message*>(element), f.element});
+          }
+        }
+      }
+      level.swap(next);
+    }
+  } catch (...) {  // a hint only
+  }
+  level.clear();
+  next.clear();
+}
+
 // Moves every cleared element of `m`'s tracked fields (`root`'s tree of fields, `view` describing
 // each) into `spares`, ahead of the spares that were unused, in the order in which a fitter that
 // walks the same tree takes them back (see spare_elements.h for why). Best effort: out of memory,
@@ -204,6 +259,7 @@ void GatherNode(Message& m, const Node& node, const View& view, SpareElements& s
 template <class Node, class View>
 void Gather(Message& m, const Node& root, const View& view, SpareElements& spares,
             int max_depth) noexcept {
+  PrefetchSkeleton(m, root, view, max_depth);
   spares.BeginGather();
   try {
     detail::GatherNode(m, root, view, spares, 0, max_depth);
