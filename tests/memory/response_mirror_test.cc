@@ -9,6 +9,7 @@
 
 #include "arenarpc/memory/message_memory.h"
 #include "echo/payload_generator.h"
+#include "memory/cleared_tail.h"
 #include "memory_test.pb.h"
 
 namespace arenarpc::memory {
@@ -155,6 +156,38 @@ TEST(ReuseStrategy, ElementsKeepTheirPlaceInTraversalOrderAcrossShapes) {
   EXPECT_GT(differently_shaped, ring.size()) << "the ring should vary in shape";
   EXPECT_EQ(memory->stats().requests_shaped, 3 * ring.size());
   EXPECT_EQ(memory->stats().responses_mirrored, 3 * ring.size());
+}
+
+// Shaping and mirroring move cleared elements as blocks where protobuf's layout allows it, one by
+// one elsewhere: both give every call its exact content, and the same kept trees.
+TEST(ReuseStrategy, BlockAndPerElementMovesServeTheSameCalls) {
+  const auto ring = Ring(10, 8, 23);
+  auto serve_ring = [&](bool blocks) {
+    cleared_tail::UseBlocksForTesting(blocks);
+    auto memory = MakeMessageMemory("reuse");
+    auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
+    for (int round = 0; round < 3; ++round) {
+      for (const std::string& wire : ring) {
+        EchoRequest expected;
+        expected.ParseFromString(wire);
+        EXPECT_EQ(EchoCall(*method, wire), expected.payload().SerializeAsString())
+            << (blocks ? "blocks" : "per element") << ", round " << round;
+      }
+    }
+    return memory->stats();
+  };
+  const MemoryStats per_element = serve_ring(false);
+  const MemoryStats blocks = serve_ring(true);
+  cleared_tail::UseBlocksForTesting(true);
+  EXPECT_EQ(per_element.reuses, blocks.reuses);
+  EXPECT_EQ(per_element.rebuilds, blocks.rebuilds);
+  EXPECT_EQ(per_element.responses_mirrored, 3 * ring.size());
+  EXPECT_EQ(blocks.responses_mirrored, 3 * ring.size());
+  // Same elements kept either way; only the fields' pointer arrays may have grown differently.
+  const double ratio = static_cast<double>(blocks.retained_bytes_estimate) /
+                       static_cast<double>(per_element.retained_bytes_estimate);
+  EXPECT_GT(ratio, 0.95);
+  EXPECT_LT(ratio, 1.05);
 }
 
 TEST(ResponseMirror, StopsForResponsesThatDoNotFollowTheirRequests) {
