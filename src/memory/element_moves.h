@@ -104,18 +104,16 @@ inline void FitStrings(RepeatedPtrField<std::string>& field, int wanted,
     } catch (...) {  // PutString freed it
     }
   }
+  if (have >= wanted) return;
+  // As many as the spares have; the merge allocates the rest.
   SpareQueue<std::string>& queue = spares.strings();
-  while (have < wanted) {
-    const std::span<std::string* const> taken = queue.Front(static_cast<size_t>(wanted - have));
-    if (taken.empty()) return;  // the merge allocates the rest
-    try {
-      cleared_tail::Append(field, taken);
-    } catch (...) {  // nothing moved: the merge allocates what is missing
-      return;
-    }
-    queue.Drop(taken.size());
-    have += static_cast<int>(taken.size());
+  const std::span<std::string* const> taken = queue.Front(static_cast<size_t>(wanted - have));
+  try {
+    cleared_tail::Append(field, taken);
+  } catch (...) {  // nothing moved: the merge allocates what is missing
+    return;
   }
+  queue.Drop(taken.size());
 }
 
 // Moves every cleared element of the field to the spares.
