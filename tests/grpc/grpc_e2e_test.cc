@@ -125,12 +125,16 @@ class TestEchoService final : public GrpcEchoService::CallbackService {
 // channel using it goes away. Tearing it down while a call's completion is still unwinding and
 // recreating it for the next test crashed here (double free in grpc_cq_internal_unref, ~1 run in
 // 8), so the tests keep it alive for the whole process with one idle channel that has made a
-// callback call. A long-lived server process never recreates it.
+// callback call. A long-lived server process never recreates it. The channel is never destroyed
+// either: gtest deletes its environments during static destruction, and dropping the last
+// reference there tore the queue down while gRPC's threads still ran (the same double free at
+// exit, ~1 run in 20 under ASan with two test processes at once).
 class KeepCallbackQueueAlive : public ::testing::Environment {
  public:
   void SetUp() override {
-    channel_ = ::grpc::CreateChannel("127.0.0.1:1", ::grpc::InsecureChannelCredentials());
-    auto stub = GrpcEchoService::NewStub(channel_);
+    static auto* const channel = new std::shared_ptr<::grpc::Channel>(  // intentionally leaked
+        ::grpc::CreateChannel("127.0.0.1:1", ::grpc::InsecureChannelCredentials()));
+    auto stub = GrpcEchoService::NewStub(*channel);
     ::grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + 1ms);
     EchoRequest request;
@@ -146,9 +150,6 @@ class KeepCallbackQueueAlive : public ::testing::Environment {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return done; });
   }
-
- private:
-  std::shared_ptr<::grpc::Channel> channel_;
 };
 const auto* const kKeepCallbackQueueAlive =
     ::testing::AddGlobalTestEnvironment(new KeepCallbackQueueAlive);  // gtest owns it
