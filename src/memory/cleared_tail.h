@@ -142,4 +142,19 @@ void Append(google::protobuf::RepeatedPtrField<T>& field, std::span<T* const> it
   for (T* item : items) field.AddCleared(item);
 }
 
+// Makes `field`'s live elements cleared, in place and in order, without clearing them: they keep
+// their old bytes, which only code that overwrites every element it adds (a parse) may see. Where
+// the block view is unavailable this is field.Clear(), which does clear them.
+template <class T>
+void ForgetLive(google::protobuf::RepeatedPtrField<T>& field) noexcept {
+#ifdef ARENARPC_CLEARED_TAIL_BLOCKS
+  if (BlocksAvailable()) {
+    detail::Base& base = detail::BaseOf(field);
+    base.*MemberOf(detail::CurrentSize{}) = 0;
+    return;
+  }
+#endif
+  field.Clear();
+}
+
 }  // namespace arenarpc::memory::cleared_tail

@@ -117,6 +117,7 @@ const ResponseMirror::Pair* ResponseMirror::PairFor(const Descriptor& response,
 void ResponseMirror::Fit(Message& response, const Message& request,
                          SpareElements& spares) const noexcept {
   if (!useful_) return;
+  spares.ScrubStrings();  // the response is the handler's to fill, not a parse's
   moves::Gather(response, *root_, GatherViewOf, spares, kMaxMirrorDepth);
   FitPair(response, request, *root_, spares, 0);
 }

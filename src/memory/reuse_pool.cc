@@ -100,6 +100,9 @@ void ReusePool::Destroy(Entry* entry) noexcept { std::unique_ptr<Entry> owned(en
 
 void ReusePool::Give(Entry* entry) noexcept {
   if (entry == nullptr) return;
+  // Shaped means filled by the merge of the shaped bytes and by nothing else (MessagePair's
+  // contract), so its strings need not be erased: the next parse overwrites them.
+  const bool parsed = entry->shaped_bytes >= 0;
   entry->partner = nullptr;
   entry->shaped_bytes = -1;
   // Measure before clearing: the cached serialized size is the content's.
@@ -125,12 +128,19 @@ void ReusePool::Give(Entry* entry) noexcept {
     }
   } while (!pooled_bytes_.compare_exchange_weak(pooled, pooled + bytes, std::memory_order_relaxed));
 
+  const bool stale = parsed && shape_plan_.ForgetStrings(*entry->message);
   try {
     plan_.Clear(*entry->message, entry->stash);
   } catch (...) {  // reflection does not throw in practice; never pool a half-cleared object
     pooled_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
     rebuilds_.fetch_add(1, std::memory_order_relaxed);
     return Destroy(entry);
+  }
+  if (parsed) {
+    // Stale strings leave the tree at once: in the spares only a shaping (for a parse) deals
+    // them, and a response fit scrubs them first, so hand-filled code never meets one.
+    shape_plan_.Gather(*entry->message, entry->spares);
+    if (stale) entry->spares.MarkStringsStale();
   }
   // Home shard first; when it is full, any shard with room.
   const size_t home = ThreadIndex() % shards_.size();

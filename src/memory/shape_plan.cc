@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "memory/cleared_tail.h"
 #include "memory/element_moves.h"
 #include "memory/wire_scanner.h"
 
@@ -176,6 +177,23 @@ void TrimMessage(Message& m, const Type& type, int depth) noexcept {
   }
 }
 
+void ForgetStringsOf(Message& m, const Type& type, int depth) noexcept {
+  const Reflection& r = *m.GetReflection();
+  for (const Type::Field& f : type.fields) {
+    if (f.kind == Kind::kStrings) {
+      cleared_tail::ForgetLive(f.slot.Of<std::string>(m));
+    } else if (f.kind == Kind::kMessages) {
+      if (depth < kMaxShapeDepth) {
+        for (Message& element : f.slot.Of<Message>(m)) {
+          ForgetStringsOf(element, *f.element, depth + 1);
+        }
+      }
+    } else if (depth < kMaxShapeDepth && r.HasField(m, f.descriptor)) {
+      ForgetStringsOf(*r.MutableMessage(&m, f.descriptor), *f.element, depth + 1);
+    }
+  }
+}
+
 moves::GatherView<Type> GatherViewOf(const Type::Field& f) {
   return {&f.slot, f.kind, f.element, f.element != nullptr ? f.element->id : 0};
 }
@@ -222,10 +240,20 @@ const ShapePlan::Type& ShapePlan::TypeFor(const Descriptor& d) {
 
 bool ShapePlan::Shape(Message& message, google::protobuf::io::ZeroCopyInputStream& wire,
                       SpareElements& spares, std::vector<uint32_t>& scratch) const noexcept {
-  moves::Gather(message, *root_, GatherViewOf, spares, kMaxShapeDepth);
+  Gather(message, spares);
   WireScanner in(wire);
   scratch.clear();
   return ShapeMessage(in, WireScanner::kNoLimit, message, *root_, spares, scratch, 0);
+}
+
+bool ShapePlan::ForgetStrings(Message& message) const noexcept {
+  const bool stale = cleared_tail::BlocksAvailable();
+  ForgetStringsOf(message, *root_, 0);
+  return stale;
+}
+
+void ShapePlan::Gather(Message& message, SpareElements& spares) const noexcept {
+  moves::Gather(message, *root_, GatherViewOf, spares, kMaxShapeDepth);
 }
 
 void ShapePlan::TrimExcess(Message& message) const noexcept { TrimMessage(message, *root_, 0); }

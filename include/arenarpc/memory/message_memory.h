@@ -101,9 +101,11 @@ class MessagePair {
   void SettleResponse() const noexcept;
 
   // Optional, before the request is filled: `wire` is a stream over exactly the serialized bytes
-  // that will then be merged into request(). Only the reuse strategy acts (others: no-op, nothing
-  // is read): it fits the request's kept tree to those bytes (see shape_plan.h), so the merge
-  // allocates nothing. Content is never affected; malformed bytes are left to the merge to report.
+  // that will then be merged into request(), and that merge is all that fills it (no add_x() by
+  // hand). Only the reuse strategy acts (others: no-op, nothing is read): it fits the request's
+  // kept tree to those bytes (see shape_plan.h), so the merge allocates nothing, and at release it
+  // leaves the request's strings unerased for the next parse (ShapePlan::ForgetStrings). Content is
+  // never affected; malformed bytes are left to the merge to report.
   void ShapeRequest(google::protobuf::io::ZeroCopyInputStream& wire) const noexcept;
   // Whether ShapeRequest does anything, so callers can skip building the stream.
   bool shapes_requests() const noexcept;

@@ -168,7 +168,23 @@ class SpareElements {
   // Destroys every spare.
   void Clear() noexcept;
 
+  // Spare strings may be stale: cleared without their bytes erased (ShapePlan::ForgetStrings), fit
+  // only for a parse, which overwrites every string it adds. A fitter whose message code other than
+  // a parse fills (a response) calls ScrubStrings() first, which clears them if they are stale.
+  void MarkStringsStale() noexcept { strings_stale_ = true; }
+  template <class F>
+  void ForEachString(F&& f) const {
+    strings_.ForEach(f);
+  }
+  bool strings_stale() const noexcept { return strings_stale_; }
+  void ScrubStrings() noexcept {
+    if (!strings_stale_) return;
+    strings_.ForEach([](std::string& s) { s.clear(); });
+    strings_stale_ = false;
+  }
+
  private:
+  bool strings_stale_ = false;
   SpareQueue<std::string> strings_;
   std::vector<SpareQueue<google::protobuf::Message>> messages_;  // by type id
 };

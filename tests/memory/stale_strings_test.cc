@@ -1,0 +1,162 @@
+// A request that only a parse filled gives its strings back without erasing them (ShapePlan::
+// ForgetStrings): the next parse overwrites each one, and nothing filled by hand ever meets one.
+// Every case runs with block moves (where the strings stay stale) and with per-element moves
+// (where they are cleared as before).
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "arenarpc/memory/message_memory.h"
+#include "arenarpc/memory/reuse_pool.h"
+#include "echo/payload_generator.h"
+#include "memory/cleared_tail.h"
+
+namespace arenarpc::memory {
+namespace {
+
+using example::ComplexPayload;
+using example::EchoRequest;
+using example::EchoResponse;
+using google::protobuf::io::ArrayInputStream;
+using google::protobuf::util::MessageDifferencer;
+
+std::vector<EchoRequest> Requests(int count, uint64_t seed) {
+  std::vector<EchoRequest> requests(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    example::PayloadGenerator(3 + i % 4, seed + static_cast<uint64_t>(i)).Fill(&requests[i]);
+    requests[i].add_message("message " + std::to_string(i) + ", long enough for the heap");
+  }
+  return requests;
+}
+
+size_t NonEmptySpareStrings(const ReusePool::Entry& entry) {
+  size_t n = 0;
+  entry.spares.ForEachString([&](const std::string& s) { n += s.empty() ? 0 : 1; });
+  return n;
+}
+
+// Builds `out` from `model` the way a handler that appends would: every string it adds must come
+// back empty, whatever the object held before.
+void AppendCopy(const ComplexPayload& model, ComplexPayload* out) {
+  for (const auto& result : model.result()) {
+    auto* r = out->add_result();
+    for (const auto& item : result.item()) {
+      auto* it = r->add_item();
+      for (const std::string& term : item.term()) {
+        std::string* t = it->add_term();
+        ASSERT_TRUE(t->empty()) << "a stale string reached a hand-filled message";
+        t->append(term);
+      }
+    }
+    for (const std::string& term : result.term()) {
+      std::string* t = r->add_term();
+      ASSERT_TRUE(t->empty()) << "a stale string reached a hand-filled message";
+      t->append(term);
+    }
+  }
+}
+
+class StaleStrings : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { blocks_ = cleared_tail::UseBlocksForTesting(GetParam()); }
+  void TearDown() override { cleared_tail::UseBlocksForTesting(true); }
+  bool blocks_ = false;
+};
+
+TEST_P(StaleStrings, EveryParseOverwritesWhatThePreviousLeft) {
+  ReusePool pool(EchoRequest::default_instance(), ReuseSettings{});
+  const std::vector<EchoRequest> requests = Requests(12, 40);
+  ReusePool::Entry* entry = pool.Take();
+  const ReusePool::Entry* first = entry;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const std::string wire = requests[i].SerializeAsString();
+    ArrayInputStream shape_input(wire.data(), static_cast<int>(wire.size()));
+    pool.Shape(*entry, shape_input);
+    ASSERT_TRUE(entry->message->MergeFromString(wire));
+    EXPECT_TRUE(MessageDifferencer::Equals(*entry->message, requests[i])) << "call " << i;
+    EXPECT_EQ(entry->message->SerializeAsString(), wire) << "call " << i;
+    pool.Give(entry);
+    // Released: the strings sit in the spares, unerased only with block moves.
+    EXPECT_GT(entry->spares.string_count(), 0u);
+    EXPECT_EQ(entry->spares.strings_stale(), blocks_);
+    if (blocks_) {
+      EXPECT_GT(NonEmptySpareStrings(*entry), 0u);
+    } else {
+      EXPECT_EQ(NonEmptySpareStrings(*entry), 0u);
+    }
+    entry = pool.Take();
+    ASSERT_EQ(entry, first) << "one caller gets its object back";
+  }
+  pool.Give(entry);
+}
+
+TEST_P(StaleStrings, AnObjectFilledByHandNeverMeetsOne) {
+  ReusePool pool(EchoRequest::default_instance(), ReuseSettings{});
+  const std::vector<EchoRequest> requests = Requests(2, 50);
+  ReusePool::Entry* entry = pool.Take();
+  const std::string wire = requests[0].SerializeAsString();
+  ArrayInputStream shape_input(wire.data(), static_cast<int>(wire.size()));
+  pool.Shape(*entry, shape_input);
+  ASSERT_TRUE(entry->message->MergeFromString(wire));
+  pool.Give(entry);
+
+  // Taken again without shaping (not for a parse): the tree has no cleared string left in it.
+  entry = pool.Take();
+  auto& message = static_cast<EchoRequest&>(*entry->message);
+  std::string* m = message.add_message();
+  EXPECT_TRUE(m->empty());
+  m->append("by hand");
+  AppendCopy(requests[1].payload(), message.mutable_payload());
+  EchoRequest expected = requests[1];
+  expected.clear_message();
+  expected.add_message("by hand");
+  EXPECT_TRUE(MessageDifferencer::Equals(message, expected));
+  pool.Give(entry);
+}
+
+// One pool per message type: a type that is one method's request and another's response gets a
+// parsed (stale) object back as a response. The response fit scrubs the spares before dealing.
+TEST_P(StaleStrings, AResponseFitScrubsThemFirst) {
+  auto memory = MakeMessageMemory("reuse");
+  auto forward = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
+  auto backward = memory->Bind(EchoResponse::default_instance(), EchoRequest::default_instance());
+  const std::vector<EchoRequest> requests = Requests(2, 60);
+
+  const google::protobuf::Message* parsed_request = nullptr;
+  {
+    MessagePair pair = forward->Acquire();
+    const std::string wire = requests[0].SerializeAsString();
+    ArrayInputStream shape_input(wire.data(), static_cast<int>(wire.size()));
+    pair.ShapeRequest(shape_input);
+    ASSERT_TRUE(pair.request()->MergeFromString(wire));
+    pair.SettleRequest();
+    static_cast<EchoResponse&>(*pair.response())
+        .mutable_payload()
+        ->CopyFrom(static_cast<EchoRequest&>(*pair.request()).payload());
+    pair.SettleResponse();
+    parsed_request = pair.request();
+  }
+  MessagePair pair = backward->Acquire();
+  ASSERT_EQ(pair.response(), parsed_request) << "the EchoRequest pool hands its object back";
+  EchoResponse incoming;
+  *incoming.mutable_payload() = requests[1].payload();
+  const std::string wire = incoming.SerializeAsString();
+  ArrayInputStream shape_input(wire.data(), static_cast<int>(wire.size()));
+  pair.ShapeRequest(shape_input);
+  ASSERT_TRUE(pair.request()->MergeFromString(wire));
+  pair.SettleRequest();  // fits the response to the request's shape, dealing spare strings
+  auto& response = static_cast<EchoRequest&>(*pair.response());
+  AppendCopy(requests[1].payload(), response.mutable_payload());
+  pair.SettleResponse();
+  EXPECT_TRUE(MessageDifferencer::Equals(response.payload(), requests[1].payload()));
+  EXPECT_EQ(memory->stats().responses_mirrored, 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Moves, StaleStrings, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Blocks" : "PerElement"; });
+
+}  // namespace
+}  // namespace arenarpc::memory
