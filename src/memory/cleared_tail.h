@@ -102,6 +102,19 @@ std::span<void* const> AllElements(google::protobuf::RepeatedPtrField<T>& field)
   return {};
 }
 
+// field.ClearedCount(), read in place: for RepeatedPtrField<std::string> the public one is an
+// out-of-line library call, made for every string field on every shaping and fit.
+template <class T>
+int ClearedCount(google::protobuf::RepeatedPtrField<T>& field) noexcept {
+#ifdef ARENARPC_CLEARED_TAIL_BLOCKS
+  if (BlocksAvailable()) {
+    const detail::Tail t = detail::TailOf(field);
+    return t.allocated != nullptr ? *t.allocated - t.live : 0;
+  }
+#endif
+  return field.ClearedCount();
+}
+
 // Moves all `field`'s cleared elements, in order, to `out` (exactly ClearedCount() slots); the
 // caller owns them afterwards. The field must not be on an arena.
 template <class T>

@@ -97,7 +97,7 @@ class FieldSlot {
 // `wanted` cleared elements from them (as far as they go).
 inline void FitStrings(RepeatedPtrField<std::string>& field, int wanted,
                        SpareElements& spares) noexcept {
-  int have = field.ClearedCount();
+  int have = cleared_tail::ClearedCount(field);
   for (; have > wanted; --have) {
     try {
       spares.PutString(field.ReleaseCleared());
@@ -170,7 +170,7 @@ void GatherNode(Message& m, const Node& node, const View& view, SpareElements& s
     }
     if (f.kind != FieldKind::kMessages) continue;
     RepeatedPtrField<Message>& elements = f.slot->template Of<Message>(m);
-    const int n = elements.ClearedCount();
+    const int n = cleared_tail::ClearedCount(elements);
     if (elements.size() != 0 || n == 0) continue;  // content is left alone
     SpareQueue<Message>& queue = spares.messages(f.spare_type);
     const size_t first = queue.Extend(static_cast<size_t>(n));
@@ -187,7 +187,7 @@ void GatherNode(Message& m, const Node& node, const View& view, SpareElements& s
     const GatherView<Node> f = view(tracked);
     if (f.kind != FieldKind::kStrings) continue;
     RepeatedPtrField<std::string>& strings = f.slot->template Of<std::string>(m);
-    const int n = strings.ClearedCount();
+    const int n = cleared_tail::ClearedCount(strings);
     if (n == 0) continue;
     SpareQueue<std::string>& queue = spares.strings();
     const size_t first = queue.Extend(static_cast<size_t>(n));

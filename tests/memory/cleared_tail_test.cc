@@ -63,6 +63,34 @@ TEST_P(ClearedTail, TakeAllMovesTheClearedElementsInOrderAndLeavesTheLiveOnes) {
   EXPECT_EQ(field.size(), 4);
 }
 
+TEST_P(ClearedTail, ClearedCountReadsWhatTheLibraryReports) {
+  RepeatedPtrField<std::string> never_used;
+  EXPECT_EQ(cleared_tail::ClearedCount(never_used), 0);
+  for (const auto& [live, cleared] : {std::pair{0, 0}, {2, 0}, {0, 4}, {3, 5}}) {
+    RepeatedPtrField<std::string> field;
+    Build(field, live, cleared, FillString);
+    EXPECT_EQ(cleared_tail::ClearedCount(field), field.ClearedCount()) << live << "+" << cleared;
+    EXPECT_EQ(cleared_tail::ClearedCount(field), cleared);
+    field.Clear();  // the live ones join the cleared ones
+    EXPECT_EQ(cleared_tail::ClearedCount(field), live + cleared);
+  }
+}
+
+TEST_P(ClearedTail, ForgetLiveKeepsTheBytesOnlyWithBlockMoves) {
+  RepeatedPtrField<std::string> field;
+  Build(field, 3, 2, FillString);
+  const std::string* first = &field.Get(0);
+  cleared_tail::ForgetLive(field);
+  EXPECT_EQ(field.size(), 0);
+  EXPECT_EQ(field.ClearedCount(), 5);
+  // Unerased with block moves (a parse overwrites them), cleared by the fallback.
+  EXPECT_EQ(first->empty(), !blocks_);
+  std::string* again = field.Add();  // the first cleared element is the first forgotten one
+  EXPECT_EQ(again, first);
+  again->assign("overwritten");
+  EXPECT_EQ(field.Get(0), "overwritten");
+}
+
 TEST_P(ClearedTail, TakeAllOfNothingIsANoOp) {
   RepeatedPtrField<std::string> never_used;
   cleared_tail::TakeAll(never_used, std::span<std::string*>());
