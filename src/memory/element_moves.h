@@ -253,11 +253,12 @@ void PrefetchSkeleton(Message& root, const Node& root_node, const View& view,
 // Moves every cleared element of `m`'s tracked fields (`root`'s tree of fields, `view` describing
 // each) into `spares`, ahead of the spares that were unused, in the order in which a fitter that
 // walks the same tree takes them back (see spare_elements.h for why). Best effort: out of memory,
-// it stops with the rest left in place. Never throws.
+// it stops with the rest left in place. Never throws. `cold`: the tree has not been walked since
+// its last call (prefetch its skeleton first); false right after a walk, when it is in cache.
 template <class Node, class View>
-void Gather(Message& m, const Node& root, const View& view, SpareElements& spares,
-            int max_depth) noexcept {
-  PrefetchSkeleton(m, root, view, max_depth);
+void Gather(Message& m, const Node& root, const View& view, SpareElements& spares, int max_depth,
+            bool cold = true) noexcept {
+  if (cold) PrefetchSkeleton(m, root, view, max_depth);
   spares.BeginGather();
   try {
     detail::GatherNode(m, root, view, spares, 0, max_depth);

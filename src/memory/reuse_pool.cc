@@ -139,7 +139,7 @@ void ReusePool::Give(Entry* entry) noexcept {
   if (parsed) {
     // Stale strings leave the tree at once: in the spares only a shaping (for a parse) deals
     // them, and a response fit scrubs them first, so hand-filled code never meets one.
-    shape_plan_.Gather(*entry->message, entry->spares);
+    shape_plan_.Gather(*entry->message, entry->spares, /*cold=*/false);  // just cleared: hot
     if (stale) entry->spares.MarkStringsStale();
   }
   // Home shard first; when it is full, any shard with room.

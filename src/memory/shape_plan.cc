@@ -252,8 +252,8 @@ bool ShapePlan::ForgetStrings(Message& message) const noexcept {
   return stale;
 }
 
-void ShapePlan::Gather(Message& message, SpareElements& spares) const noexcept {
-  moves::Gather(message, *root_, GatherViewOf, spares, kMaxShapeDepth);
+void ShapePlan::Gather(Message& message, SpareElements& spares, bool cold) const noexcept {
+  moves::Gather(message, *root_, GatherViewOf, spares, kMaxShapeDepth, cold);
 }
 
 void ShapePlan::TrimExcess(Message& message) const noexcept { TrimMessage(message, *root_, 0); }

@@ -59,7 +59,9 @@ class ShapePlan {
   // whether it left them so (false: block moves unavailable, the strings were cleared).
   bool ForgetStrings(google::protobuf::Message& message) const noexcept;
   // Moves every cleared element of the message's tree into `spares` (what Shape() does first).
-  void Gather(google::protobuf::Message& message, SpareElements& spares) const noexcept;
+  // `cold`: see moves::Gather.
+  void Gather(google::protobuf::Message& message, SpareElements& spares,
+              bool cold = true) const noexcept;
 
   struct Type;  // per-descriptor plan (shape_plan.cc)
 
