@@ -122,4 +122,9 @@ void ResponseMirror::Fit(Message& response, const Message& request,
   FitPair(response, request, *root_, spares, 0);
 }
 
+void ResponseMirror::GatherCleared(Message& response, SpareElements& spares) const noexcept {
+  if (!useful_) return;
+  moves::Gather(response, *root_, GatherViewOf, spares, kMaxMirrorDepth, /*cold=*/false);
+}
+
 }  // namespace arenarpc::memory

@@ -56,8 +56,10 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       auto* request = static_cast<ReusePool::Entry*>(cookie);
       ReusePool::Entry* response = request->partner;
       if (mirror_ != nullptr) CheckForecast(*request, *response);
+      const ResponseMirror* fitted_by = response->fitted ? mirror_.get() : nullptr;
+      response->fitted = false;
       requests_->Give(request);
-      responses_->Give(response);
+      responses_->Give(response, fitted_by);
       owner_->counters_.OnRelease();
     }
     void Settle(Message*, bool is_response, void* cookie) noexcept override {
@@ -69,6 +71,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
         if (mirroring_.load(std::memory_order_relaxed)) {
           ReusePool::Entry& response = *request->partner;
           mirror_->Fit(*response.message, *request->message, response.spares);
+          response.fitted = true;
           owner_->mirrored_.fetch_add(1, std::memory_order_relaxed);
         }
       }

@@ -98,7 +98,7 @@ size_t ReusePool::Measure(Entry& entry) noexcept {
 
 void ReusePool::Destroy(Entry* entry) noexcept { std::unique_ptr<Entry> owned(entry); }
 
-void ReusePool::Give(Entry* entry) noexcept {
+void ReusePool::Give(Entry* entry, const ResponseMirror* fitted_by) noexcept {
   if (entry == nullptr) return;
   // Shaped means filled by the merge of the shaped bytes and by nothing else (MessagePair's
   // contract), so its strings need not be erased: the next parse overwrites them.
@@ -141,6 +141,10 @@ void ReusePool::Give(Entry* entry) noexcept {
     // them, and a response fit scrubs them first, so hand-filled code never meets one.
     shape_plan_.Gather(*entry->message, entry->spares, /*cold=*/false);  // just cleared: hot
     if (stale) entry->spares.MarkStringsStale();
+  } else if (fitted_by != nullptr) {
+    fitted_by->GatherCleared(*entry->message, entry->spares);
+  } else if (!entry->spares.empty()) {
+    entry->spares.Clear();  // left from an earlier role: no shaping or fit will deal them
   }
   // Home shard first; when it is full, any shard with room.
   const size_t home = ThreadIndex() % shards_.size();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "arenarpc/memory/message_memory.h"
+#include "arenarpc/memory/reuse_pool.h"
 #include "echo/payload_generator.h"
 #include "memory/cleared_tail.h"
 #include "memory_test.pb.h"
@@ -188,6 +189,43 @@ TEST(ReuseStrategy, BlockAndPerElementMovesServeTheSameCalls) {
                        static_cast<double>(per_element.retained_bytes_estimate);
   EXPECT_GT(ratio, 0.95);
   EXPECT_LT(ratio, 1.05);
+}
+
+// A fitted response is gathered when it is released (still in cache), so the next fit deals from
+// the spares at once; used without a fit, an object drops the spares nothing would deal again.
+TEST(ResponseMirror, AFittedResponseIsGatheredAtReleaseAndUnusedSparesGo) {
+  ReusePool pool(EchoResponse::default_instance(), ReuseSettings{});
+  const ResponseMirror mirror(*EchoRequest::descriptor(), *EchoResponse::descriptor());
+  ASSERT_TRUE(mirror.useful());
+  std::vector<EchoRequest> requests(3);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    example::PayloadGenerator(5, 70 + i).Fill(&requests[i]);
+  }
+  auto results_cleared = [](const ReusePool::Entry& e) {
+    return static_cast<const EchoResponse&>(*e.message).payload().result().ClearedCount();
+  };
+  ReusePool::Entry* entry = pool.Take();
+  const ReusePool::Entry* first = entry;
+  for (int call = 0; call < 2; ++call) {
+    auto& response = static_cast<EchoResponse&>(*entry->message);
+    mirror.Fit(response, requests[call], entry->spares);
+    response.mutable_payload()->CopyFrom(requests[call].payload());
+    EXPECT_EQ(response.payload().SerializeAsString(), requests[call].payload().SerializeAsString());
+    pool.Give(entry, &mirror);
+    EXPECT_EQ(results_cleared(*entry), 0) << "gathered at release";
+    EXPECT_GT(entry->spares.message_count(), 0u);
+    EXPECT_GT(entry->spares.string_count(), 0u);
+    entry = pool.Take();
+    ASSERT_EQ(entry, first);
+  }
+  // Filled by hand, no fit: the handler's elements are new, the spares are dropped at release and
+  // the object goes back to keeping its cleared elements by position.
+  auto& response = static_cast<EchoResponse&>(*entry->message);
+  response.mutable_payload()->CopyFrom(requests[2].payload());
+  pool.Give(entry);
+  EXPECT_TRUE(entry->spares.empty());
+  EXPECT_EQ(results_cleared(*entry), requests[2].payload().result_size());
+  pool.Give(pool.Take());
 }
 
 TEST(ResponseMirror, StopsForResponsesThatDoNotFollowTheirRequests) {

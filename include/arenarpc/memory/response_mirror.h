@@ -44,6 +44,11 @@ class ResponseMirror {
   void Fit(google::protobuf::Message& response, const google::protobuf::Message& request,
            SpareElements& spares) const noexcept;
 
+  // Moves the cleared elements of a response that Fit() fitted this call, just cleared and still in
+  // cache, into `spares`, in the order the next Fit() takes them back (which then finds nothing
+  // left to gather on a tree gone cold). Never throws.
+  void GatherCleared(google::protobuf::Message& response, SpareElements& spares) const noexcept;
+
   struct Pair;  // per (response type, request type) plan (response_mirror.cc)
 
  private:

@@ -32,6 +32,7 @@
 
 #include "arenarpc/memory/kept_tree.h"
 #include "arenarpc/memory/message_memory.h"
+#include "arenarpc/memory/response_mirror.h"
 #include "arenarpc/memory/shape_plan.h"
 #include "arenarpc/memory/spare_elements.h"
 
@@ -60,6 +61,7 @@ class ReusePool {
     double space_per_wire_byte = 0;  // smallest sampled SpaceUsed/wire ratio; 0 until known
     uint32_t releases = 0;
     Entry* partner = nullptr;  // the reuse strategy links a request entry to its response entry
+    bool fitted = false;       // a response the reuse strategy's mirror fitted this use
   };
 
   // Throws std::invalid_argument for invalid settings.
@@ -68,8 +70,11 @@ class ReusePool {
   ReusePool(const ReusePool&) = delete;
   ReusePool& operator=(const ReusePool&) = delete;
 
-  Entry* Take();                     // an empty message, pooled or new; throws std::bad_alloc
-  void Give(Entry* entry) noexcept;  // clears and pools it, or destroys it
+  Entry* Take();  // an empty message, pooled or new; throws std::bad_alloc
+  // Clears and pools it, or destroys it. `fitted_by`: the mirror that fitted this response for
+  // the call, if one did (its cleared elements are then gathered for the next fit). An object used
+  // neither shaped nor fitted drops its spares, which nothing would deal again.
+  void Give(Entry* entry, const ResponseMirror* fitted_by = nullptr) noexcept;
   void Settle(Entry& entry) const noexcept { plan_.Settle(*entry.message, entry.stash); }
   // Fits a taken entry's kept tree to `wire`, the bytes about to be merged into its message.
   void Shape(Entry& entry, google::protobuf::io::ZeroCopyInputStream& wire) const noexcept {
