@@ -57,7 +57,6 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       ReusePool::Entry* response = request->partner;
       if (mirror_ != nullptr) CheckForecast(*request, *response);
       const ResponseMirror* fitted_by = response->fitted ? mirror_.get() : nullptr;
-      response->fitted = false;
       requests_->Give(request);
       responses_->Give(response, fitted_by);
       owner_->counters_.OnRelease();

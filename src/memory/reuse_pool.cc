@@ -105,6 +105,7 @@ void ReusePool::Give(Entry* entry, const ResponseMirror* fitted_by) noexcept {
   const bool parsed = entry->shaped_bytes >= 0;
   entry->partner = nullptr;
   entry->shaped_bytes = -1;
+  entry->fitted = false;
   // Measure before clearing: the cached serialized size is the content's.
   size_t bytes = Measure(*entry);
   if (bytes > settings_.max_object_bytes) {
