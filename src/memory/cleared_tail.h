@@ -102,6 +102,18 @@ std::span<void* const> AllElements(google::protobuf::RepeatedPtrField<T>& field)
   return {};
 }
 
+// Starts loading the field's element array for writing (its head: the count and the first
+// elements), without reading anything of it. A hint: does nothing without the block view.
+template <class T>
+void PrefetchArray(google::protobuf::RepeatedPtrField<T>& field) noexcept {
+#ifdef ARENARPC_CLEARED_TAIL_BLOCKS
+  if (BlocksAvailable()) {
+    auto* rep = detail::BaseOf(field).*MemberOf(detail::RepPtr{});
+    if (rep != nullptr) __builtin_prefetch(rep, 1, 3);
+  }
+#endif
+}
+
 // field.ClearedCount(), read in place: for RepeatedPtrField<std::string> the public one is an
 // out-of-line library call, made for every string field on every shaping and fit.
 template <class T>

@@ -98,6 +98,12 @@ class FieldSlot {
 inline void FitStrings(RepeatedPtrField<std::string>& field, int wanted,
                        SpareElements& spares) noexcept {
   int have = cleared_tail::ClearedCount(field);
+  if (have > 0 && wanted > 0) {
+    const std::span<void* const> all = cleared_tail::AllElements(field);
+    const size_t live = all.size() - static_cast<size_t>(have);
+    const size_t end = std::min(all.size(), live + static_cast<size_t>(wanted));
+    for (size_t i = live; i < end; ++i) __builtin_prefetch(all[i], 1, 3);
+  }
   for (; have > wanted; --have) {
     try {
       spares.PutString(field.ReleaseCleared());
@@ -108,6 +114,9 @@ inline void FitStrings(RepeatedPtrField<std::string>& field, int wanted,
   // As many as the spares have; the merge allocates the rest.
   SpareQueue<std::string>& queue = spares.strings();
   const std::span<std::string* const> taken = queue.Front(static_cast<size_t>(wanted - have));
+  // Spare strings have been cold since the last call, and the parse or copy that fills them comes
+  // right after the message is fitted: start loading them now, many misses at once.
+  for (std::string* s : taken) __builtin_prefetch(s, 1, 3);
   try {
     cleared_tail::Append(field, taken);
   } catch (...) {  // nothing moved: the merge allocates what is missing
@@ -152,6 +161,26 @@ struct GatherView {
   const Node* element;  // kMessages, kSingular: the element type's node
   size_t spare_type;    // kMessages: SpareTypeId of the element type
 };
+
+// A fitter takes spare messages of one type in queue order and fills each at once; they have been
+// cold since the last call. SpareQueue::Take() starts loading the message objects a few takes
+// ahead; this, called after each take, starts loading the field arrays (which filling writes
+// first) of the spare that is a few takes ahead but fewer, whose object has arrived by then.
+inline constexpr size_t kArrayLookahead = 4;
+template <class Node, class View>
+void PrefetchSpareArrays(const SpareElements& spares, size_t type, const Node& node,
+                         const View& view) noexcept {
+  Message* ahead = spares.PeekMessage(type, kArrayLookahead);
+  if (ahead == nullptr) return;
+  for (const auto& tracked : node.fields) {
+    const auto f = view(tracked);
+    if (f.kind == FieldKind::kStrings) {
+      cleared_tail::PrefetchArray(f.slot->template Of<std::string>(*ahead));
+    } else if (f.kind == FieldKind::kMessages) {
+      cleared_tail::PrefetchArray(f.slot->template Of<Message>(*ahead));
+    }
+  }
+}
 
 namespace detail {
 template <class Node, class View>

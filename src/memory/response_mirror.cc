@@ -36,6 +36,8 @@ namespace {
 using Pair = ResponseMirror::Pair;
 using Kind = Pair::Kind;
 
+moves::GatherView<Pair> GatherViewOf(const Pair::Field& f);
+
 void FitPair(Message& response, const Message& request, const Pair& pair, SpareElements& spares,
              int depth) {
   // Sub-messages first, then strings: the order in which Gather queued the spares.
@@ -47,6 +49,7 @@ void FitPair(Message& response, const Message& request, const Pair& pair, SpareE
       try {
         for (const Message& model : wanted) {
           Message* element = moves::NextElement(response, f.response_slot, f.spare_type, spares);
+          moves::PrefetchSpareArrays(spares, f.spare_type, *f.element, GatherViewOf);
           if (depth < kMaxMirrorDepth && f.element->has_repeated) {
             FitPair(*element, model, *f.element, spares, depth + 1);
           }

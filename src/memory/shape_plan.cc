@@ -56,6 +56,8 @@ using Kind = ShapePlan::Type::Kind;
 
 using moves::FitStrings;
 
+moves::GatherView<Type> GatherViewOf(const Type::Field& f);
+
 constexpr size_t kInlineCounts = 16;
 // A count meaning: this repeated message field already had content, leave it alone (making its
 // elements live and clearing them again would wipe that content).
@@ -118,6 +120,7 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
         ++counts()[index];
         if (f.kind == Kind::kMessages && depth < kMaxShapeDepth) {
           sub = moves::NextElement(m, f.slot, f.element->id, spares);
+          moves::PrefetchSpareArrays(spares, f.element->id, *f.element, GatherViewOf);
         } else if (f.kind == Kind::kSingular && depth < kMaxShapeDepth &&
                    m.GetReflection()->HasField(m, f.descriptor)) {
           sub = m.GetReflection()->MutableMessage(&m, f.descriptor);

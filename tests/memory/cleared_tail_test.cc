@@ -91,6 +91,19 @@ TEST_P(ClearedTail, ForgetLiveKeepsTheBytesOnlyWithBlockMoves) {
   EXPECT_EQ(field.Get(0), "overwritten");
 }
 
+TEST_P(ClearedTail, PrefetchArrayChangesNothing) {
+  RepeatedPtrField<std::string> never_used;
+  cleared_tail::PrefetchArray(never_used);  // no array yet
+  EXPECT_EQ(never_used.size(), 0);
+  RepeatedPtrField<std::string> field;
+  const std::vector<std::string*> tail = Build(field, 2, 3, FillString);
+  cleared_tail::PrefetchArray(field);
+  EXPECT_EQ(field.size(), 2);
+  EXPECT_EQ(cleared_tail::ClearedCount(field), 3);
+  EXPECT_EQ(field.Get(1), "element 1 of a test field");
+  EXPECT_EQ(field.Add(), tail[0]);
+}
+
 TEST_P(ClearedTail, TakeAllOfNothingIsANoOp) {
   RepeatedPtrField<std::string> never_used;
   cleared_tail::TakeAll(never_used, std::span<std::string*>());

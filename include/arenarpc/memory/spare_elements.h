@@ -44,14 +44,18 @@ class SpareQueue {
   SpareQueue& operator=(const SpareQueue&) = delete;
 
   size_t size() const noexcept { return items_.size() - head_; }
+  // The element `ahead` places behind the next one Take() returns, or nullptr.
+  T* Peek(size_t ahead) const noexcept {
+    return head_ + ahead < items_.size() ? items_[head_ + ahead] : nullptr;
+  }
 
   T* Take() noexcept {
     if (head_ == items_.size()) return nullptr;
+    // Spares have been cold since the last call; a fitter takes them in queue order and works on
+    // each at once, so start loading one a few places ahead (its miss overlaps the work between).
+    if (head_ + kLookahead < items_.size()) __builtin_prefetch(items_[head_ + kLookahead], 1, 3);
     T* item = items_[head_++];
-    if (head_ == items_.size()) {
-      items_.clear();
-      head_ = 0;
-    }
+    if (head_ == items_.size()) Reset();
     return item;
   }
 
@@ -83,10 +87,7 @@ class SpareQueue {
   // Gives up ownership of the first n elements (n <= size()): the caller took them (Front()).
   void Drop(size_t n) noexcept {
     head_ += n;
-    if (head_ == items_.size()) {
-      items_.clear();
-      head_ = 0;
-    }
+    if (head_ == items_.size()) Reset();
   }
 
   // Gathered elements (Extend after BeginGather) queue in front of the unused ones.
@@ -108,8 +109,8 @@ class SpareQueue {
 
   void Clear() noexcept {
     for (size_t i = head_; i < items_.size(); ++i) delete items_[i];
-    items_.clear();
-    head_ = unused_ = 0;
+    Reset();
+    unused_ = 0;
   }
 
  private:
@@ -133,7 +134,12 @@ class SpareQueue {
     items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
     head_ = 0;
   }
+  void Reset() noexcept {  // no elements left
+    items_.clear();
+    head_ = 0;
+  }
 
+  static constexpr size_t kLookahead = 8;
   std::vector<T*> items_;  // [head_, end) are owned
   size_t head_ = 0;
   size_t unused_ = 0;  // between BeginGather and EndGather: how many were there before
@@ -147,7 +153,11 @@ class SpareElements {
   SpareElements& operator=(const SpareElements&) = delete;
 
   // Messages are kept per element type; `type` is its SpareTypeId.
-  google::protobuf::Message* TakeMessage(size_t type) noexcept;      // nullptr when none
+  google::protobuf::Message* TakeMessage(size_t type) noexcept;  // nullptr when none
+  // The spare of type `type` that TakeMessage() returns `ahead` takes from now, or nullptr.
+  google::protobuf::Message* PeekMessage(size_t type, size_t ahead) const noexcept {
+    return type < messages_.size() ? messages_[type].Peek(ahead) : nullptr;
+  }
   void PutMessage(size_t type, google::protobuf::Message* message);  // takes ownership
   std::string* TakeString() noexcept { return strings_.Take(); }     // nullptr when none
   void PutString(std::string* s) { strings_.Put(s); }                // takes ownership
