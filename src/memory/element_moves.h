@@ -98,12 +98,6 @@ class FieldSlot {
 inline void FitStrings(RepeatedPtrField<std::string>& field, int wanted,
                        SpareElements& spares) noexcept {
   int have = cleared_tail::ClearedCount(field);
-  if (have > 0 && wanted > 0) {
-    const std::span<void* const> all = cleared_tail::AllElements(field);
-    const size_t live = all.size() - static_cast<size_t>(have);
-    const size_t end = std::min(all.size(), live + static_cast<size_t>(wanted));
-    for (size_t i = live; i < end; ++i) __builtin_prefetch(all[i], 1, 3);
-  }
   for (; have > wanted; --have) {
     try {
       spares.PutString(field.ReleaseCleared());

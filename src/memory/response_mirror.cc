@@ -36,7 +36,9 @@ namespace {
 using Pair = ResponseMirror::Pair;
 using Kind = Pair::Kind;
 
-moves::GatherView<Pair> GatherViewOf(const Pair::Field& f);
+moves::GatherView<Pair> GatherViewOf(const Pair::Field& f) {
+  return {&f.response_slot, f.kind, f.element, f.spare_type};
+}
 
 void FitPair(Message& response, const Message& request, const Pair& pair, SpareElements& spares,
              int depth) {
@@ -73,10 +75,6 @@ void FitPair(Message& response, const Message& request, const Pair& pair, SpareE
                         f.request_slot.Of<std::string>(request).size(), spares);
     }
   }
-}
-
-moves::GatherView<Pair> GatherViewOf(const Pair::Field& f) {
-  return {&f.response_slot, f.kind, f.element, f.spare_type};
 }
 
 }  // namespace

@@ -56,7 +56,9 @@ using Kind = ShapePlan::Type::Kind;
 
 using moves::FitStrings;
 
-moves::GatherView<Type> GatherViewOf(const Type::Field& f);
+moves::GatherView<Type> GatherViewOf(const Type::Field& f) {
+  return {&f.slot, f.kind, f.element, f.element != nullptr ? f.element->id : 0};
+}
 
 constexpr size_t kInlineCounts = 16;
 // A count meaning: this repeated message field already had content, leave it alone (making its
@@ -195,10 +197,6 @@ void ForgetStringsOf(Message& m, const Type& type, int depth) noexcept {
       ForgetStringsOf(*r.MutableMessage(&m, f.descriptor), *f.element, depth + 1);
     }
   }
-}
-
-moves::GatherView<Type> GatherViewOf(const Type::Field& f) {
-  return {&f.slot, f.kind, f.element, f.element != nullptr ? f.element->id : 0};
 }
 
 bool Tracked(const FieldDescriptor& f) {

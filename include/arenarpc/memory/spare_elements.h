@@ -44,7 +44,7 @@ class SpareQueue {
   SpareQueue& operator=(const SpareQueue&) = delete;
 
   size_t size() const noexcept { return items_.size() - head_; }
-  // The element `ahead` places behind the next one Take() returns, or nullptr.
+  // What Take() would return after `ahead` other takes (Peek(0): the next one), or nullptr.
   T* Peek(size_t ahead) const noexcept {
     return head_ + ahead < items_.size() ? items_[head_ + ahead] : nullptr;
   }
