@@ -68,5 +68,69 @@ TEST(SpareQueue, PeekFollowsTheFrontAcrossDropAndGather) {
   EXPECT_EQ(queue.Peek(3), nullptr);
 }
 
+// A queue of `total` strings "0".."total-1" of which the first `taken` were taken (and freed).
+struct TakenQueue {
+  TakenQueue(int total, int taken) {
+    for (int i = 0; i < total; ++i) queue.Put(new std::string(std::to_string(i)));
+    for (int i = 0; i < taken; ++i) delete queue.Take();
+  }
+  // Gathers `chunks` (each a run of new strings named by `prefix` and a number, in order).
+  void Gather(const std::vector<int>& chunks, const std::string& prefix) {
+    queue.BeginGather();
+    int n = 0;
+    for (int chunk : chunks) {
+      const size_t first = queue.Extend(static_cast<size_t>(chunk));
+      for (std::string*& slot : queue.slots(first, static_cast<size_t>(chunk))) {
+        slot = new std::string(prefix + std::to_string(n++));
+      }
+    }
+    queue.EndGather();
+  }
+  std::vector<std::string> Contents() const {
+    std::vector<std::string> out;
+    queue.ForEach([&](const std::string& s) { out.push_back(s); });
+    return out;
+  }
+  SpareQueue<std::string> queue;
+};
+
+TEST(SpareQueue, GatherRefillsTheTakenPrefixInOrder) {
+  TakenQueue q(6, 3);     // unused: 3 4 5
+  q.Gather({2, 1}, "g");  // exactly what was taken: no spill
+  EXPECT_EQ(q.Contents(), (std::vector<std::string>{"g0", "g1", "g2", "3", "4", "5"}));
+  EXPECT_EQ(q.queue.Peek(0), q.queue.Front(1)[0]);
+}
+
+TEST(SpareQueue, GatherOfFewerThanTakenClosesTheGap) {
+  TakenQueue q(6, 4);  // unused: 4 5
+  q.Gather({1, 1}, "g");
+  EXPECT_EQ(q.Contents(), (std::vector<std::string>{"g0", "g1", "4", "5"}));
+  EXPECT_EQ(q.queue.size(), 4u);
+}
+
+TEST(SpareQueue, GatherOfMoreThanTakenSpillsBehindTheUnusedAndKeepsOrder) {
+  TakenQueue q(5, 2);        // unused: 2 3 4
+  q.Gather({1, 2, 3}, "g");  // the second chunk does not fit the prefix: it and all later spill
+  EXPECT_EQ(q.Contents(),
+            (std::vector<std::string>{"g0", "g1", "g2", "g3", "g4", "g5", "2", "3", "4"}));
+  // The queue works on as before: take some, gather again.
+  for (int i = 0; i < 7; ++i) delete q.queue.Take();
+  EXPECT_EQ(q.Contents(), (std::vector<std::string>{"3", "4"}));
+  q.Gather({4}, "h");
+  EXPECT_EQ(q.Contents(), (std::vector<std::string>{"h0", "h1", "h2", "h3", "3", "4"}));
+}
+
+TEST(SpareQueue, GatherIntoAnEmptiedOrUntouchedQueue) {
+  TakenQueue emptied(3, 3);  // every spare taken: nothing unused, no prefix kept
+  emptied.Gather({2, 2}, "g");
+  EXPECT_EQ(emptied.Contents(), (std::vector<std::string>{"g0", "g1", "g2", "g3"}));
+  TakenQueue untouched(2, 0);  // nothing taken: all gathered elements spill
+  untouched.Gather({1, 2}, "g");
+  EXPECT_EQ(untouched.Contents(), (std::vector<std::string>{"g0", "g1", "g2", "0", "1"}));
+  TakenQueue nothing(4, 2);
+  nothing.Gather({}, "g");
+  EXPECT_EQ(nothing.Contents(), (std::vector<std::string>{"2", "3"}));
+}
+
 }  // namespace
 }  // namespace arenarpc::memory

@@ -35,9 +35,14 @@ class SpareQueue {
   SpareQueue() = default;
   ~SpareQueue() { Clear(); }
   SpareQueue(SpareQueue&& other) noexcept
-      : items_(std::move(other.items_)), head_(other.head_), unused_(other.unused_) {
+      : items_(std::move(other.items_)),
+        head_(other.head_),
+        filled_(other.filled_),
+        spill_(other.spill_),
+        spilling_(other.spilling_) {
     other.items_.clear();
-    other.head_ = other.unused_ = 0;
+    other.head_ = other.filled_ = other.spill_ = 0;
+    other.spilling_ = false;
   }
   SpareQueue& operator=(SpareQueue&&) = delete;
   SpareQueue(const SpareQueue&) = delete;
@@ -69,12 +74,20 @@ class SpareQueue {
     }
   }
 
-  // Appends `n` empty slots and returns the index of the first; the caller fills every one of
-  // them (slot()) with an owned element before anything else is taken or put. Throws
-  // std::bad_alloc, leaving the queue as it was.
+  // Between BeginGather() and EndGather(): reserves `n` slots for gathered elements, in gather
+  // order, and returns the index of the first; the caller fills every one of them (slot()) with an
+  // owned element before anything else is taken or put. Throws std::bad_alloc, leaving the queue
+  // as it was. Slots come from the prefix that takes have emptied while it has room (a gather
+  // usually returns what the last fit took, so nothing else moves), then from the back.
   size_t Extend(size_t n) {
+    if (!spilling_ && filled_ + n <= head_) {
+      const size_t first = filled_;
+      filled_ += n;
+      return first;
+    }
     const size_t first = items_.size();
     items_.resize(first + n, nullptr);
+    spilling_ = true;  // later slots must follow these, or gather order is lost
     return first;
   }
   T*& slot(size_t index) noexcept { return items_[index]; }
@@ -92,13 +105,22 @@ class SpareQueue {
 
   // Gathered elements (Extend after BeginGather) queue in front of the unused ones.
   void BeginGather() noexcept {
-    Compact();
-    unused_ = items_.size();
+    filled_ = 0;
+    spill_ = items_.size();
+    spilling_ = false;
   }
   void EndGather() noexcept {
-    const size_t gathered = items_.size() - unused_;
-    if (unused_ > 0 && gathered > 0) RotateGatheredToFront(gathered);
-    unused_ = 0;
+    // Now: [gathered in the taken prefix | rest of the prefix | unused | gathered at the back].
+    const size_t unused = spill_ - head_;
+    const size_t spilled = items_.size() - spill_;
+    if (unused > 0 && spilled > 0) RotateToFront(head_, unused, spilled);
+    // [gathered | gap | gathered | unused]: close the gap by moving the first part up to head_.
+    if (filled_ > 0 && filled_ < head_) {
+      std::memmove(items_.data() + head_ - filled_, items_.data(), filled_ * sizeof(T*));
+    }
+    head_ -= filled_;
+    filled_ = spill_ = 0;
+    spilling_ = false;
   }
 
   template <class F>
@@ -110,24 +132,24 @@ class SpareQueue {
   void Clear() noexcept {
     for (size_t i = head_; i < items_.size(); ++i) delete items_[i];
     Reset();
-    unused_ = 0;
   }
 
  private:
-  // [unused | gathered] -> [gathered | unused] with three block copies through a per-thread buffer
-  // (std::rotate swaps element by element; a buffer per queue would cost every pooled object).
-  void RotateGatheredToFront(size_t gathered) noexcept {
+  // From `first`: [unused | gathered] -> [gathered | unused] with three block copies through a
+  // per-thread buffer (std::rotate swaps element by element; a buffer per queue would cost every
+  // pooled object).
+  void RotateToFront(size_t first, size_t unused, size_t gathered) noexcept {
     thread_local std::vector<T*> buffer;
-    T** items = items_.data();
+    T** items = items_.data() + first;
     try {
-      buffer.resize(unused_);
+      buffer.resize(unused);
     } catch (...) {
-      std::rotate(items, items + unused_, items + unused_ + gathered);
+      std::rotate(items, items + unused, items + unused + gathered);
       return;
     }
-    std::memcpy(buffer.data(), items, unused_ * sizeof(T*));
-    std::memmove(items, items + unused_, gathered * sizeof(T*));
-    std::memcpy(items + gathered, buffer.data(), unused_ * sizeof(T*));
+    std::memcpy(buffer.data(), items, unused * sizeof(T*));
+    std::memmove(items, items + unused, gathered * sizeof(T*));
+    std::memcpy(items + gathered, buffer.data(), unused * sizeof(T*));
   }
 
   void Compact() noexcept {  // drops the taken prefix (erase only moves pointers)
@@ -142,7 +164,11 @@ class SpareQueue {
   static constexpr size_t kLookahead = 8;
   std::vector<T*> items_;  // [head_, end) are owned
   size_t head_ = 0;
-  size_t unused_ = 0;  // between BeginGather and EndGather: how many were there before
+  // Between BeginGather and EndGather: gathered elements fill [0, filled_) of the taken prefix,
+  // then, once one does not fit (spilling_), queue from spill_ (the end when the gather began).
+  size_t filled_ = 0;
+  size_t spill_ = 0;
+  bool spilling_ = false;
 };
 
 class SpareElements {
