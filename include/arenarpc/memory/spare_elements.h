@@ -185,7 +185,6 @@ class SpareElements {
     return type < messages_.size() ? messages_[type].Peek(ahead) : nullptr;
   }
   void PutMessage(size_t type, google::protobuf::Message* message);  // takes ownership
-  std::string* TakeString() noexcept { return strings_.Take(); }     // nullptr when none
   void PutString(std::string* s) { strings_.Put(s); }                // takes ownership
 
   SpareQueue<std::string>& strings() noexcept { return strings_; }
