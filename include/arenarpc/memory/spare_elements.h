@@ -38,11 +38,9 @@ class SpareQueue {
       : items_(std::move(other.items_)),
         head_(other.head_),
         filled_(other.filled_),
-        spill_(other.spill_),
-        spilling_(other.spilling_) {
+        spill_(other.spill_) {
     other.items_.clear();
     other.head_ = other.filled_ = other.spill_ = 0;
-    other.spilling_ = false;
   }
   SpareQueue& operator=(SpareQueue&&) = delete;
   SpareQueue(const SpareQueue&) = delete;
@@ -80,14 +78,14 @@ class SpareQueue {
   // as it was. Slots come from the prefix that takes have emptied while it has room (a gather
   // usually returns what the last fit took, so nothing else moves), then from the back.
   size_t Extend(size_t n) {
-    if (!spilling_ && filled_ + n <= head_) {
+    // Once one spilled, the rest follow it, or gather order is lost.
+    if (items_.size() == spill_ && filled_ + n <= head_) {
       const size_t first = filled_;
       filled_ += n;
       return first;
     }
     const size_t first = items_.size();
     items_.resize(first + n, nullptr);
-    spilling_ = true;  // later slots must follow these, or gather order is lost
     return first;
   }
   T*& slot(size_t index) noexcept { return items_[index]; }
@@ -107,7 +105,6 @@ class SpareQueue {
   void BeginGather() noexcept {
     filled_ = 0;
     spill_ = items_.size();
-    spilling_ = false;
   }
   void EndGather() noexcept {
     // Now: [gathered in the taken prefix | rest of the prefix | unused | gathered at the back].
@@ -120,7 +117,6 @@ class SpareQueue {
     }
     head_ -= filled_;
     filled_ = spill_ = 0;
-    spilling_ = false;
   }
 
   template <class F>
@@ -165,10 +161,9 @@ class SpareQueue {
   std::vector<T*> items_;  // [head_, end) are owned
   size_t head_ = 0;
   // Between BeginGather and EndGather: gathered elements fill [0, filled_) of the taken prefix,
-  // then, once one does not fit (spilling_), queue from spill_ (the end when the gather began).
+  // then, once one does not fit, queue from spill_ (the end when the gather began).
   size_t filled_ = 0;
   size_t spill_ = 0;
-  bool spilling_ = false;
 };
 
 class SpareElements {
