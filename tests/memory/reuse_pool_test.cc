@@ -1,3 +1,5 @@
+#include "arenarpc/memory/reuse_pool.h"
+
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "arenarpc/memory/message_memory.h"
-#include "arenarpc/memory/reuse_pool.h"
 #include "echo/payload_generator.h"
 #include "memory_test.pb.h"
 
@@ -166,6 +167,34 @@ void RunVaryingWorkload(uint32_t sample_every, bool strict) {
 
 TEST(ReusePool, RespectsByteCapWithExactSampling) { RunVaryingWorkload(1, true); }
 TEST(ReusePool, RespectsByteCapWithSparseSampling) { RunVaryingWorkload(8, false); }
+
+// Between periodic walks, a release whose content is larger than any the object held before is
+// measured exactly: the object may have grown, and the estimate must not lag behind it.
+TEST(ReusePool, ContentLargerThanBeforeIsMeasuredExactly) {
+  ReuseSettings settings;
+  settings.max_pooled_objects = 1;
+  settings.sample_every = 1000;  // no periodic walk in this test
+  ReusePool pool(EchoResponse::default_instance(), settings);
+  auto fill_and_give = [&](int scale, uint64_t seed) {
+    ReusePool::Entry* e = pool.Take();
+    auto& msg = static_cast<EchoResponse&>(*e->message);
+    example::PayloadGenerator(scale, seed).Fill(msg.mutable_payload());
+    msg.ByteSizeLong();  // as when serialized: the cached size is the content's wire size
+    pool.Settle(*e);
+    const size_t walked = msg.SpaceUsedLong() + e->spares.SpaceUsed();
+    pool.Give(e);
+    return walked;
+  };
+  fill_and_give(3, 1);  // first release: measured exactly
+  // Smaller contents: estimated, no walk; the estimate only grows.
+  const size_t after_first = pool.stats().retained_bytes_estimate;
+  fill_and_give(2, 2);
+  EXPECT_EQ(pool.stats().retained_bytes_estimate, after_first);
+  // A larger content: walked, so the estimate is the object's real size with it.
+  const size_t walked = fill_and_give(8, 3);
+  EXPECT_GT(walked, 4 * after_first);
+  EXPECT_EQ(pool.stats().retained_bytes_estimate, walked);
+}
 
 TEST(ReusePool, ObjectCapAndValidation) {
   ReuseSettings settings;

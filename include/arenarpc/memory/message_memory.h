@@ -40,7 +40,9 @@ struct ReuseSettings {
   size_t max_pooled_objects = 1024;    // per message type
   size_t max_object_bytes = 4u << 20;  // an object retaining more is destroyed, not pooled
   size_t max_pool_bytes = 64u << 20;   // per message type, estimated retained bytes
-  uint32_t sample_every = 16;          // re-measure an object's retained size every N releases
+  // Re-measure an object's retained size (a walk of all of it) every N releases, besides its first
+  // release and any release of a content larger than it held before.
+  uint32_t sample_every = 256;
   // Fit each response's kept tree to its request's shape where the two types share fields (see
   // response_mirror.h); a method whose responses turn out not to follow their requests in size
   // stops being mirrored.

@@ -12,10 +12,11 @@
 // drops its spare elements and the cleared elements beyond its current content (a "trim"); only
 // if its content alone is still over the cap, or it would push the pool over max_pool_bytes, is it
 // destroyed instead of pooled (a "rebuild": the next Take() builds a fresh one). The estimate is an
-// exact SpaceUsedLong() walk on an object's first release and every sample_every-th release after;
-// in between it is the larger of the last sample and the message's cached serialized size scaled by
-// the smallest space/wire ratio sampled (O(1): set whenever the message was serialized, e.g. every
-// response).
+// exact SpaceUsedLong() walk on an object's first release, on a release whose content is larger on
+// the wire than any before (when the object may have grown) and every sample_every-th release
+// after; in between it is the larger of the last sample and the content's wire size scaled by the
+// smallest space/wire ratio sampled (O(1): the shaped bytes of a request, the cached serialized
+// size of a message that was serialized, e.g. every response).
 //
 // Thread-safe and lock-light: objects sit in per-thread-hashed shards, each with its own mutex, so
 // threads rarely meet on one lock (a thread falls back to other shards only when its own is empty
@@ -60,6 +61,7 @@ class ReusePool {
     size_t retained_estimate = 0;
     double space_per_wire_byte = 0;  // smallest sampled SpaceUsed/wire ratio; 0 until known
     uint32_t releases = 0;
+    size_t largest_wire = 0;   // the largest content's wire size seen at a release
     Entry* partner = nullptr;  // the reuse strategy links a request entry to its response entry
     bool fitted = false;       // a response the reuse strategy's mirror fitted this use
   };
@@ -91,7 +93,7 @@ class ReusePool {
     std::vector<std::unique_ptr<Entry>> entries;
     size_t capacity = 0;  // the shards' capacities add up to max_pooled_objects
   };
-  size_t Measure(Entry& entry) noexcept;
+  size_t Measure(Entry& entry, size_t wire) noexcept;  // `wire`: the content's size, 0 if unknown
   size_t MeasureExactly(Entry& entry) noexcept;
   void Destroy(Entry* entry) noexcept;
 
