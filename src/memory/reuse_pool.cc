@@ -115,7 +115,7 @@ void ReusePool::Give(Entry* entry, const ResponseMirror* fitted_by) noexcept {
   entry->partner = nullptr;
   entry->shaped_bytes = -1;
   entry->fitted = false;
-  // Measure before clearing: the cached serialized size is the content's.
+  // Measure first: whether the object is trimmed, destroyed or pooled depends on its size.
   size_t bytes = Measure(*entry, wire);
   if (bytes > settings_.max_object_bytes) {
     // Cut back to the content before giving up on the object: spares and the cleared elements
