@@ -31,7 +31,8 @@ def table(result):
         f"{result['qps']:.0f} QPS open loop, {result['repeats']} interleaved repeats x "
         f"{result['duration_s']:g} s (after {result['warmup_s']:g} s warm-up); server pinned to "
         f"core {result['server_core']} ({result['server_threads']} I/O thread), press on core "
-        f"{result['client_core']}; medians over repeats, ratios to {base}",
+        f"{result['client_core']}; server malloc {result.get('server_malloc', 'glibc')}; "
+        f"medians over repeats, ratios to {base}",
         "",
         "| mode | latency [p80, p90, p99, p99.9] us | CPU cores | CPU us/call | RSS peak MB "
         "| p99 ratio | CPU ratio | RSS ratio | max QPS (1 core) | max QPS ratio "
