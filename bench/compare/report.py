@@ -55,6 +55,20 @@ def table(result):
             f"{_ratio(m['rss_peak'], b['rss_peak'])} | "
             f"{f'{mq:.0f}' if mq else '-'} | {_ratio(mq, bq) if mq and bq else '-'} | "
             f"{f'{mc:.0f}' if mc else '-'} | {_ratio(mc, bc) if mc and bc else '-'} |")
+    # A median of noisy repeats hides how far single repeats stray: show each repeat's ratio (repeats
+    # are interleaved, so repeat i of a mode ran next to repeat i of the baseline).
+    base_runs = result["runs"][base]
+    spread = []
+    for mode in result["modes"]:
+        if mode == base:
+            continue
+        ratios = [f"{r['cpu_us_per_call'] / b['cpu_us_per_call']:.2f}"
+                  for r, b in zip(result["runs"][mode], base_runs) if b["cpu_us_per_call"]]
+        if len(ratios) > 1:
+            spread.append(f"{mode} {' '.join(ratios)}")
+    if spread:
+        lines.append("")
+        lines.append(f"CPU ratio to {base} per repeat, in run order: " + "; ".join(spread))
     failed = {mode: sum(r["calls_failed"] for r in result["runs"][mode]) for mode in result["modes"]}
     if any(failed.values()):
         lines.append("")
