@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,6 +49,17 @@ class BufferChain {
   void CutFront(size_t n, BufferChain* out);  // moves the first n bytes to the back of out
   std::string ToString() const;
 
+  // --- butil::IOBuf's names, so that ported brpc code compiles (same semantics as above)
+  void append(std::string_view bytes) { Append(bytes); }
+  void append(const void* data, size_t n) { Append({static_cast<const char*>(data), n}); }
+  void append(const BufferChain& other) { AppendShared(other); }  // IOBuf shares blocks too
+  void append(BufferChain&& other) { Append(std::move(other)); }
+  size_t length() const noexcept { return size(); }
+  std::string to_string() const { return ToString(); }
+  // Copies up to n bytes from offset pos; returns the count copied.
+  size_t copy_to(void* buf, size_t n = SIZE_MAX, size_t pos = 0) const;
+  size_t copy_to(std::string* out, size_t n = SIZE_MAX, size_t pos = 0) const;
+
   // Readable bytes as iovecs for writev/sendmsg (up to max entries); returns the count filled.
   int FillIoVec(struct iovec* iov, int max) const;
   // Number of contiguous spans and access to them (for Asio const_buffer sequences).
@@ -85,6 +97,9 @@ class BufferChain {
   Block* write_block_ = nullptr;
 };
 
+// Streams the bytes (as butil::IOBuf does), e.g. `LOG(INFO) << cntl->request_attachment()`.
+std::ostream& operator<<(std::ostream& os, const BufferChain& chain);
+
 // Reads a BufferChain's bytes (front to back) without copying them into one string.
 class BufferChainInputStream final : public google::protobuf::io::ZeroCopyInputStream {
  public:
@@ -118,3 +133,8 @@ class BufferChainOutputStream final : public google::protobuf::io::ZeroCopyOutpu
 };
 
 }  // namespace arenarpc::net
+
+namespace arenarpc {
+// brpc's attachments are butil::IOBuf; ported code may say arenarpc::IOBuf.
+using IOBuf = net::BufferChain;
+}  // namespace arenarpc

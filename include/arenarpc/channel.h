@@ -10,8 +10,10 @@
 //   stub.Echo(&cntl, &request, &response, nullptr);   // done == nullptr: blocks until done
 //   if (cntl.Failed()) { ...cntl.ErrorCode(), cntl.ErrorText()... }
 //
-// Asynchronous calls pass a done closure: it runs once, on one of the channel's runtime threads,
-// and request/response/controller must stay alive until it ran. Requests and responses may live on
+// Asynchronous calls pass a done closure (e.g. arenarpc::NewCallback(...)): it runs once, on one
+// of the channel's callback threads (ChannelOptions::callback_threads; there a synchronous call
+// works, as inside a brpc done), and request/response/controller must stay alive until it ran.
+// arenarpc::Join(cntl.call_id()) waits for it; arenarpc::StartCancel(id) cancels the call. Requests and responses may live on
 // the caller's protobuf Arena; the reply is parsed straight into the caller's response.
 //
 // Guarantees: a call completes exactly once. After it completed (with success, an error or a
@@ -33,6 +35,8 @@
 #include <string>
 #include <string_view>
 
+#include "arenarpc/controller.h"
+
 namespace arenarpc {
 
 namespace client {
@@ -52,13 +56,20 @@ struct ChannelOptions {
   std::string connection_type = "single";
   // Largest reply body accepted (spec §1.1); a larger one closes the connection.
   size_t max_body_size = 64u << 20;
-  // Runtime threads: they do the I/O and run async callbacks.
+  // Runtime threads: they do the I/O.
   int io_threads = 1;
+  // Threads (of this channel) that run the done closures of asynchronous calls, so that a done
+  // may make a synchronous call or block, as in brpc (where done runs in a bthread).
+  // 0 = run done on the I/O thread that completed the call: one thread hop less per call, but a
+  // synchronous call from inside done then fails (EINVAL) and a slow done stalls that thread's I/O.
+  int callback_threads = 1;
   // "pooled": idle connections kept per channel; more are closed after their call.
   int max_pooled_connections = 100;
   // Send the remaining budget in RpcRequestMeta.timeout_ms (brpc's
   // -baidu_std_protocol_deliver_timeout_ms; off by default there too).
   bool deliver_timeout_ms = false;
+  // brpc's option; only "baidu_std" (or empty) is accepted.
+  std::string protocol = "baidu_std";
 };
 
 // Counters of one channel (monotonic, approximately consistent).
@@ -82,6 +93,11 @@ class Channel : public google::protobuf::RpcChannel {
   // server_address: "host:port", "ip:port" or "[ipv6]:port"; the host is resolved once, here.
   // options == nullptr: defaults. Returns 0, or -1 with last_error() saying why.
   int Init(std::string_view server_address, const ChannelOptions* options);
+  // brpc's shapes. Init(host, port, options) == Init("host:port", options). load_balancer:
+  // nullptr or "" = server_address is one server; a naming-service URL with a load balancer
+  // (brpc's cluster client) is not supported yet and fails with last_error() saying so.
+  int Init(const char* server_address, int port, const ChannelOptions* options);
+  int Init(const char* server_address, const char* load_balancer, const ChannelOptions* options);
   const std::string& last_error() const noexcept { return last_error_; }
 
   // controller must be an arenarpc::Controller. done == nullptr: synchronous.

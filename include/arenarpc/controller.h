@@ -1,23 +1,38 @@
 #pragma once
 // Controller: per-call state shared by caller and handler, brpc-style.
 // Client: set timeout/log_id/attachment/compression before the call, read Failed()/ErrorCode()/
-// latency/response attachment after. Server: the handler reads log_id/request_id/trace ids/
-// attachment/user fields, and calls SetFailed() or sets the response attachment/compression.
+// latency/response attachment after; call_id() + Join()/StartCancel() wait for or cancel an
+// asynchronous call. Server: the handler reads log_id/request_id/trace ids/attachment/user fields,
+// calls SetFailed() or sets the response attachment/compression, and may watch for cancellation
+// (IsCanceled()/NotifyOnCancel(): the client disconnected or the request's deadline passed).
 
 #include <google/protobuf/service.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 
-#include "arenarpc/error_codes.h"
 #include "arenarpc/buffer_chain.h"
+#include "arenarpc/callback.h"       // NewCallback (brpc's controller.h brings it too)
+#include "arenarpc/closure_guard.h"
+#include "arenarpc/error_codes.h"
 
 namespace arenarpc {
 
+namespace internal {
+struct ControllerAccess;  // the runtime's setters (src/client/controller_access.h)
+class CancelSource;
+}  // namespace internal
+
 enum class CompressType : int { kNone = 0, kSnappy = 1, kGzip = 2, kZlib = 3 };
+
+// Identifies one client call (brpc's CallId): see Controller::call_id(), Join(), StartCancel().
+struct CallId {
+  uint64_t value = 0;
+};
 
 class Controller : public google::protobuf::RpcController {
  public:
@@ -25,16 +40,24 @@ class Controller : public google::protobuf::RpcController {
   ~Controller() override;
 
   // --- google::protobuf::RpcController
+  // Reset() makes the controller reusable for another client call (it gets a new call_id()).
   void Reset() override;
   bool Failed() const override { return error_code_ != 0; }
   std::string ErrorText() const override { return error_text_; }
-  void StartCancel() override {}  // calls are not cancellable on the wire (spec §6.3)
+  // Client: same as arenarpc::StartCancel(call_id()) (the controller must still be alive).
+  void StartCancel() override;
   void SetFailed(const std::string& reason) override;  // code -1 -> EINTERNAL (2001) on the wire
-  bool IsCanceled() const override { return false; }
+  // Server: true once the client closed the connection or the deadline it sent (request meta
+  // timeout_ms) passed. Always false on a client controller.
+  bool IsCanceled() const override;
+  // Server: runs `callback` exactly once — when the call is canceled, at once if it already was,
+  // or when done->Run() finishes if it never was. Thread-safe. Client: runs it at once.
   void NotifyOnCancel(google::protobuf::Closure* callback) override;
 
   // --- errors
   void SetFailed(int error_code, std::string reason);
+  // brpc's printf-style form. A format without arguments is still a format ("%%" for '%').
+  void SetFailed(int error_code, const char* reason_fmt, ...) __attribute__((format(printf, 3, 4)));
   int ErrorCode() const noexcept { return error_code_; }
 
   // --- both sides
@@ -57,9 +80,10 @@ class Controller : public google::protobuf::RpcController {
   void set_request_compress_type(CompressType t) noexcept { request_compress_ = t; }
   CompressType response_compress_type() const noexcept { return response_compress_; }
   void set_response_compress_type(CompressType t) noexcept { response_compress_ = t; }
-  // "ip:port" of the other side.
+  // "ip:port" of the other side (client: set when the call completed).
   const std::string& remote_side() const noexcept { return remote_side_; }
-  void set_remote_side(std::string s) { remote_side_ = std::move(s); }
+  // "ip:port" of this side (server: the accepting socket's address; empty on the client).
+  const std::string& local_side() const noexcept { return local_side_; }
 
   // --- client side
   // Per-call overrides of ChannelOptions (-1 = use the channel's).
@@ -68,14 +92,14 @@ class Controller : public google::protobuf::RpcController {
   void set_max_retry(int n) noexcept { max_retry_ = n; }
   int max_retry() const noexcept { return max_retry_; }
   int64_t latency_us() const noexcept { return latency_us_; }
-  void set_latency_us(int64_t us) noexcept { latency_us_ = us; }
   int retried_count() const noexcept { return retried_count_; }
-  void set_retried_count(int n) noexcept { retried_count_ = n; }
+  // The id of the call this controller is (or will be) used for; valid before the call starts,
+  // stable until Reset(). Copy it before an asynchronous call whose done may delete the controller.
+  CallId call_id();
 
   // --- server side
   // The caller's remaining budget if it sent one (RpcRequestMeta.timeout_ms), else -1.
   int32_t deadline_hint_ms() const noexcept { return deadline_hint_ms_; }
-  void set_deadline_hint_ms(int32_t ms) noexcept { deadline_hint_ms_ = ms; }
   // Two-phase completion: the returned handle keeps the call's request and response alive after
   // done->Run() has sent the response; they go back to their memory strategy when done->Run() has
   // run and every handle is gone. Only valid inside a server handler (else returns nullptr).
@@ -83,14 +107,10 @@ class Controller : public google::protobuf::RpcController {
     return retain_hook_ ? retain_hook_(*this) : nullptr;
   }
 
-  // Runtime use: installs the hook behind RetainMessages() and the state it reads.
-  using RetainHook = std::shared_ptr<void> (*)(const Controller&);
-  void set_retain_hook(RetainHook hook, void* state) noexcept {
-    retain_hook_ = hook, retain_state_ = state;
-  }
-  void* retain_state() const noexcept { return retain_state_; }
-
  private:
+  friend struct internal::ControllerAccess;
+  using RetainHook = std::shared_ptr<void> (*)(const Controller&);
+
   int error_code_ = 0;
   std::string error_text_;
   int64_t log_id_ = 0;
@@ -99,14 +119,23 @@ class Controller : public google::protobuf::RpcController {
   net::BufferChain request_attachment_, response_attachment_;
   std::map<std::string, std::string> request_user_fields_, response_user_fields_;
   CompressType request_compress_ = CompressType::kNone, response_compress_ = CompressType::kNone;
-  std::string remote_side_;
+  std::string remote_side_, local_side_;
   int64_t timeout_ms_ = -1;
   int max_retry_ = -1;
   int64_t latency_us_ = 0;
   int retried_count_ = 0;
+  std::atomic<uint64_t> call_id_{0};  // 0 = not assigned yet
   int32_t deadline_hint_ms_ = -1;
   RetainHook retain_hook_ = nullptr;
   void* retain_state_ = nullptr;
+  internal::CancelSource* cancel_source_ = nullptr;  // server calls only
 };
+
+// Client: blocks until the call `id` has completed and its done (if any) has returned. Returns at
+// once for a call that already completed, or whose CallMethod has not been entered yet.
+void Join(CallId id);
+// Client: fails the call `id` with ECANCELED (its done runs once, as for any other failure);
+// a no-op if it already completed. Any thread; the reply, if it still arrives, is dropped.
+void StartCancel(CallId id);
 
 }  // namespace arenarpc

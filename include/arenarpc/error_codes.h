@@ -1,6 +1,7 @@
 #pragma once
 // Error codes of the baidu_std protocol (brpc errno.proto), as they travel on the wire.
 // Handlers may also fail calls with any other non-zero integer (e.g. Linux errno values).
+// Client-side cancellation (StartCancel) uses the system's ECANCELED from <cerrno>, as brpc does.
 
 namespace arenarpc {
 

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "arenarpc/controller.h"
 #include "arenarpc/memory/message_memory.h"
 #include "arenarpc/method_stats.h"
 
@@ -63,6 +64,9 @@ class Server {
   // starts the I/O threads and accepts. 0 on success, -1 with last_error() saying which option or
   // step failed and why.
   int Start(std::string_view address, const ServerOptions& options);
+  // brpc's shapes; options == nullptr: defaults. Start(port, ...) listens on 0.0.0.0:port.
+  int Start(int port, const ServerOptions* options);
+  int Start(const char* ip_and_port, const ServerOptions* options);
   const std::string& last_error() const;   // why AddService/Start failed
   int listen_port() const;                 // after a successful Start(), else -1
 

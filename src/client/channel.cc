@@ -38,6 +38,13 @@ std::string ValidateOptions(const ChannelOptions& o) {
   if (o.io_threads < 1 || o.io_threads > 256) {
     return "io_threads=" + std::to_string(o.io_threads) + " must be in [1, 256]";
   }
+  if (o.callback_threads < 0 || o.callback_threads > 256) {
+    return "callback_threads=" + std::to_string(o.callback_threads) +
+           " must be in [0, 256] (0 = run done on the I/O thread)";
+  }
+  if (!o.protocol.empty() && o.protocol != "baidu_std") {
+    return "protocol=\"" + o.protocol + "\" is not supported (only \"baidu_std\")";
+  }
   if (o.max_pooled_connections < 0) {
     return "max_pooled_connections=" + std::to_string(o.max_pooled_connections) + " must be >= 0";
   }
@@ -49,10 +56,10 @@ void FailBeforeStart(client::ChannelCore* core, Controller* controller, int code
                      const std::string& text, google::protobuf::Closure* done) {
   if (controller != nullptr) controller->SetFailed(code, "[E" + std::to_string(code) + "]" + text);
   if (done == nullptr) return;
-  if (core != nullptr && !core->shutting_down()) {
-    asio::post(core->loops().Next(), [done] { done->Run(); });
-  } else {
+  if (core == nullptr || core->shutting_down()) {
     done->Run();
+  } else if (!core->PostCallback([done] { done->Run(); })) {
+    asio::post(core->loops().Next(), [done] { done->Run(); });
   }
 }
 
@@ -88,6 +95,31 @@ int Channel::Init(std::string_view server_address, const ChannelOptions* options
   core_ = std::make_shared<client::ChannelCore>(endpoint, effective);
   last_error_.clear();
   return 0;
+}
+
+int Channel::Init(const char* server_address, int port, const ChannelOptions* options) {
+  if (server_address == nullptr) {
+    last_error_ = "invalid server address: nullptr";
+    return -1;
+  }
+  std::string host = server_address;
+  if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
+  return Init(host + ":" + std::to_string(port), options);
+}
+
+int Channel::Init(const char* server_address, const char* load_balancer,
+                  const ChannelOptions* options) {
+  if (load_balancer != nullptr && *load_balancer != '\0') {
+    last_error_ = "load balancer \"" + std::string(load_balancer) +
+                  "\" is not supported yet: arenarpc has no cluster client (naming service + "
+                  "load balancing); pass \"\" and one \"host:port\"";
+    return -1;
+  }
+  if (server_address == nullptr) {
+    last_error_ = "invalid server address: nullptr";
+    return -1;
+  }
+  return Init(std::string_view(server_address), options);
 }
 
 const std::string& Channel::remote_side() const noexcept {
@@ -126,8 +158,9 @@ void Channel::CallMethod(const google::protobuf::MethodDescriptor* method,
     // The loop this thread would block is the one that has to complete the call.
     core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
     FailBeforeStart(core_.get(), controller, EINVAL,
-                    "synchronous call from one of the channel's own runtime threads would "
-                    "deadlock; call asynchronously (pass a done closure)",
+                    "synchronous call from one of the channel's own I/O threads would "
+                    "deadlock; call asynchronously (pass a done closure), or keep "
+                    "ChannelOptions::callback_threads > 0 so that done runs off the I/O threads",
                     nullptr);
     return;
   }

@@ -1,5 +1,7 @@
 #include "client/channel_core.h"
 
+#include <asio/post.hpp>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -24,13 +26,16 @@ ChannelCore::ChannelCore(const asio::ip::tcp::endpoint& endpoint, const ChannelO
     : options_(options),
       endpoint_(endpoint),
       remote_side_(net::EndpointToString(endpoint)),
+      callbacks_(options.callback_threads > 0
+                     ? std::make_unique<net::EventLoopGroup>(options.callback_threads, "arpc-done")
+                     : nullptr),
       loops_(std::make_unique<net::EventLoopGroup>(options.io_threads, "arpc-client")),
       connections_(ConnectionManager::Create(options.connection_type, this)) {}
 
 ChannelCore::~ChannelCore() { Shutdown(); }
 
 void ChannelCore::Shutdown() {
-  if (loops_->InLoopThread()) {
+  if (InRuntimeThread()) {
     // Joining the runtime threads from one of them cannot work; this is a caller bug.
     std::fprintf(stderr, "arenarpc: a Channel was destroyed from its own done callback\n");
     std::abort();
@@ -40,6 +45,18 @@ void ChannelCore::Shutdown() {
   // drain the queued handlers and their threads end.
   connections_->CloseAll();
   loops_->Stop();
+  // After the I/O threads: the dones they queued (the failed pending calls') still run.
+  if (callbacks_) callbacks_->Stop();
+}
+
+bool ChannelCore::PostCallback(std::function<void()> callback) {
+  if (!callbacks_) return false;
+  asio::post(callbacks_->Next(), std::move(callback));
+  return true;
+}
+
+bool ChannelCore::InRuntimeThread() const noexcept {
+  return loops_->InLoopThread() || (callbacks_ && callbacks_->InLoopThread());
 }
 
 uint32_t ChannelCore::NextCallSlot() noexcept {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,11 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   const asio::ip::tcp::endpoint& endpoint() const noexcept { return endpoint_; }
   const std::string& remote_side() const noexcept { return remote_side_; }
   net::EventLoopGroup& loops() noexcept { return *loops_; }
+  // Queues an async call's done on the callback threads (options.callback_threads); false when
+  // the channel has none: run it on the calling (I/O) thread.
+  bool PostCallback(std::function<void()> callback);
+  // True on one of the channel's own threads (I/O or callback).
+  bool InRuntimeThread() const noexcept;
   ConnectionManager& connections() noexcept { return *connections_; }
   ChannelCounters& counters() noexcept { return counters_; }
 
@@ -55,6 +61,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   std::atomic<uint32_t> next_slot_{1};
   std::atomic<bool> shutting_down_{false};
   // Members die in reverse order: connections (sockets and timers of these loops) before loops.
+  std::unique_ptr<net::EventLoopGroup> callbacks_;  // null with callback_threads == 0
   std::unique_ptr<net::EventLoopGroup> loops_;
   std::unique_ptr<ConnectionManager> connections_;
 };

@@ -8,9 +8,11 @@
 #include <limits>
 #include <utility>
 
+#include "client/call_registry.h"
 #include "client/channel_core.h"
 #include "client/client_connection.h"
 #include "client/connection_manager.h"
+#include "client/controller_access.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 
@@ -24,6 +26,7 @@ ClientCall::ClientCall(std::shared_ptr<ChannelCore> core,
       controller_(controller),
       response_(response),
       done_(done),
+      call_id_(controller->call_id().value),
       deadline_timer_(core_->loops().Next()) {
   const ChannelOptions& options = core_->options();
   // Per-call overrides: a positive timeout, a non-negative retry count.
@@ -37,7 +40,7 @@ ClientCall::~ClientCall() = default;
 bool ClientCall::Prepare(const google::protobuf::Message& request) {
   const auto fail = [this](std::string text) {  // not started: nothing else can see the call
     FailLocked(EREQUEST, text);
-    controller_->set_remote_side(core_->remote_side());
+    internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
     return false;
   };
   const int compress_type = static_cast<int>(controller_->request_compress_type());
@@ -74,6 +77,8 @@ bool ClientCall::Prepare(const google::protobuf::Message& request) {
 
 void ClientCall::Start() {
   std::unique_lock lock(mutex_);
+  // Under mutex_: a StartCancel() that finds the call waits until the first attempt was issued.
+  CallRegistry::Instance().Add(call_id_, shared_from_this());
   slot_ = core_->NextCallSlot();
   if (deadline_ != Clock::time_point::max()) {
     deadline_timer_.expires_at(deadline_);
@@ -111,6 +116,21 @@ void ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock) {
 void ClientCall::Wait() {
   std::unique_lock lock(mutex_);
   finished_cv_.wait(lock, [this] { return completed_; });
+}
+
+void ClientCall::WaitFinished() {
+  std::unique_lock lock(mutex_);
+  finished_cv_.wait(lock, [this] { return finished_; });
+}
+
+void ClientCall::Cancel() {
+  std::unique_lock lock(mutex_);
+  if (completed_) return;
+  FailLocked(ECANCELED, "RPC call_id=" + std::to_string(call_id_) + " was canceled");
+  const std::shared_ptr<ClientConnection> connection = connection_.lock();
+  const int64_t correlation_id = correlation_id_;
+  CompleteLocked(lock);  // unlocks
+  if (connection) connection->Abandon(correlation_id);
 }
 
 void ClientCall::OnDeadline() {
@@ -190,17 +210,33 @@ void ClientCall::InterpretReplyLocked(protocol::Frame& frame, bool attachment_to
 void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {
   completed_ = true;
   deadline_timer_.cancel();
-  controller_->set_latency_us(
+  internal::ControllerAccess::set_latency_us(
+      *controller_,
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count());
-  controller_->set_remote_side(core_->remote_side());
-  controller_->set_retried_count(attempt_);
+  internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
+  internal::ControllerAccess::set_retried_count(*controller_, attempt_);
   // Counted before the caller can see the outcome, so stats() read after a call includes it.
   if (controller_->Failed()) core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
-  google::protobuf::Closure* const done = done_;
-  if (done == nullptr) finished_cv_.notify_all();  // the waiter re-checks completed_ under mutex_
+  if (done_ == nullptr) {
+    finished_ = true;
+    finished_cv_.notify_all();  // waiters re-check completed_/finished_ under mutex_
+    lock.unlock();
+    CallRegistry::Instance().Remove(call_id_, this);
+    return;
+  }
   lock.unlock();
   // From here on the caller owns controller/response again: touch nothing of theirs.
-  if (done != nullptr) done->Run();
+  if (!core_->PostCallback([self = shared_from_this()] { self->RunDone(); })) RunDone();
+}
+
+void ClientCall::RunDone() {
+  done_->Run();
+  {
+    std::lock_guard lock(mutex_);
+    finished_ = true;
+  }
+  finished_cv_.notify_all();
+  CallRegistry::Instance().Remove(call_id_, this);
 }
 
 }  // namespace arenarpc::client

@@ -49,6 +49,10 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   void Start();
   // Synchronous calls: blocks until the call completed.
   void Wait();
+  // Join(): blocks until the call completed and its done (if any) returned.
+  void WaitFinished();
+  // StartCancel(): fails the call with ECANCELED unless it already completed. Any thread.
+  void Cancel();
 
   // From a connection's loop thread. correlation_id tells which attempt the event belongs to;
   // events of an older attempt or of a completed call are ignored (a reply is counted as dropped).
@@ -67,14 +71,18 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   void FailLocked(int code, const std::string& text);
   // Reads a successful or failed reply into controller/response (spec §6.2).
   void InterpretReplyLocked(protocol::Frame& frame, bool attachment_too_large);
-  // Sets completed_, fills latency etc., wakes the waiter; runs done after unlocking.
+  // Sets completed_, fills latency etc., wakes the waiter; runs done after unlocking (here, or on
+  // the channel's callback threads).
   void CompleteLocked(std::unique_lock<std::mutex>& lock);
+  // Runs done (if any), then marks the call finished for Join() and unregisters it.
+  void RunDone();
 
   const std::shared_ptr<ChannelCore> core_;
   const google::protobuf::MethodDescriptor* const method_;
   Controller* const controller_;
   google::protobuf::Message* const response_;
   google::protobuf::Closure* const done_;
+  const uint64_t call_id_;
   const Clock::time_point start_ = Clock::now();
   Clock::time_point deadline_ = Clock::time_point::max();
   int64_t timeout_ms_ = -1;
@@ -83,6 +91,7 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   std::mutex mutex_;
   std::condition_variable finished_cv_;
   bool completed_ = false;
+  bool finished_ = false;  // done returned (or there was none): Join() returns
   int attempt_ = 0;
   uint32_t slot_ = 0;
   int64_t correlation_id_ = 0;

@@ -1,6 +1,17 @@
 #include "arenarpc/controller.h"
 
+#include <cstdarg>
+#include <cstdio>
+
+#include "client/call_registry.h"
+#include "client/cancel_source.h"
+
 namespace arenarpc {
+namespace {
+
+std::atomic<uint64_t> next_call_id{1};
+
+}  // namespace
 
 Controller::Controller() = default;
 Controller::~Controller() = default;
@@ -17,10 +28,12 @@ void Controller::Reset() {
   response_user_fields_.clear();
   request_compress_ = response_compress_ = CompressType::kNone;
   remote_side_.clear();
+  local_side_.clear();
   timeout_ms_ = -1;
   max_retry_ = -1;
   latency_us_ = 0;
   retried_count_ = 0;
+  call_id_.store(0, std::memory_order_relaxed);
   deadline_hint_ms_ = -1;
   retain_hook_ = nullptr;
   retain_state_ = nullptr;
@@ -34,9 +47,54 @@ void Controller::SetFailed(int error_code, std::string reason) {
   error_text_ += reason;
 }
 
+void Controller::SetFailed(int error_code, const char* reason_fmt, ...) {
+  std::string reason;
+  if (reason_fmt != nullptr) {
+    va_list args;
+    va_start(args, reason_fmt);
+    va_list again;
+    va_copy(again, args);
+    const int n = std::vsnprintf(nullptr, 0, reason_fmt, args);
+    va_end(args);
+    if (n > 0) {
+      reason.resize(static_cast<size_t>(n) + 1);
+      std::vsnprintf(reason.data(), reason.size(), reason_fmt, again);
+      reason.resize(static_cast<size_t>(n));
+    }
+    va_end(again);
+  }
+  SetFailed(error_code, std::move(reason));
+}
+
+bool Controller::IsCanceled() const {
+  return cancel_source_ != nullptr && cancel_source_->IsCanceled();
+}
+
 void Controller::NotifyOnCancel(google::protobuf::Closure* callback) {
-  // No cancellation on the wire: the callback runs when the call ends, as "never cancelled".
-  if (callback != nullptr) callback->Run();
+  if (cancel_source_ != nullptr) {
+    cancel_source_->NotifyOnCancel(callback);
+  } else if (callback != nullptr) {
+    callback->Run();  // a client controller is never canceled "server-side"
+  }
+}
+
+CallId Controller::call_id() {
+  uint64_t id = call_id_.load(std::memory_order_acquire);
+  if (id != 0) return CallId{id};
+  const uint64_t fresh = next_call_id.fetch_add(1, std::memory_order_relaxed);
+  // Two threads asking at once agree on whichever id was stored first.
+  if (call_id_.compare_exchange_strong(id, fresh, std::memory_order_acq_rel)) return CallId{fresh};
+  return CallId{id};
+}
+
+void Controller::StartCancel() { arenarpc::StartCancel(call_id()); }
+
+void Join(CallId id) {
+  if (auto call = client::CallRegistry::Instance().Find(id.value)) call->WaitFinished();
+}
+
+void StartCancel(CallId id) {
+  if (auto call = client::CallRegistry::Instance().Find(id.value)) call->Cancel();
 }
 
 }  // namespace arenarpc

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <ostream>
 #include <stdexcept>
 
 namespace arenarpc::net {
@@ -277,6 +278,22 @@ std::string BufferChain::ToString() const {
   std::string s(size_, '\0');
   CopyTo(s.data(), s.size());
   return s;
+}
+
+size_t BufferChain::copy_to(void* buf, size_t n, size_t pos) const { return CopyTo(buf, n, pos); }
+
+size_t BufferChain::copy_to(std::string* out, size_t n, size_t pos) const {
+  const size_t take = pos >= size_ ? 0 : std::min(n, size_ - pos);
+  out->resize(take);
+  return CopyTo(out->data(), take, pos);
+}
+
+std::ostream& operator<<(std::ostream& os, const BufferChain& chain) {
+  for (size_t i = 0; i < chain.span_count(); ++i) {
+    const std::span<const char> bytes = chain.span(i);
+    os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  return os;
 }
 
 int BufferChain::FillIoVec(struct iovec* iov, int max) const {

@@ -200,6 +200,22 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   return 0;
 }
 
+int Server::Start(int port, const ServerOptions* options) {
+  if (port < 0 || port > 65535) {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->Fail("Start: port " + std::to_string(port) + " is invalid (expected 0..65535)");
+  }
+  return Start("0.0.0.0:" + std::to_string(port), options != nullptr ? *options : ServerOptions{});
+}
+
+int Server::Start(const char* ip_and_port, const ServerOptions* options) {
+  if (ip_and_port == nullptr) {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->Fail("Start: the address is nullptr");
+  }
+  return Start(std::string_view(ip_and_port), options != nullptr ? *options : ServerOptions{});
+}
+
 const std::string& Server::last_error() const { return impl_->last_error; }
 
 int Server::listen_port() const { return impl_->port; }

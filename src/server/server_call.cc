@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "arenarpc/error_codes.h"
+#include "client/controller_access.h"
 #include "protocol/frame_codec.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
@@ -20,21 +21,70 @@ struct ServerCall::RetainedMessages {
   memory::MessagePair pair;
 };
 
+using internal::ControllerAccess;
+
 ServerCall::ServerCall(std::shared_ptr<ServerState> state,
-                       std::shared_ptr<net::Connection> connection, MethodEntry* method,
-                       int64_t correlation_id, std::chrono::steady_clock::time_point start)
+                       std::shared_ptr<net::Connection> connection, CancelRegistry* cancels,
+                       MethodEntry* method, int64_t correlation_id,
+                       std::chrono::steady_clock::time_point start)
     : state_(std::move(state)),
       connection_(std::move(connection)),
+      cancels_(cancels),
       method_(method),
       correlation_id_(correlation_id),
       start_(start) {
-  controller_.set_retain_hook(&ServerCall::RetainHook, this);
+  ControllerAccess::set_retain_hook(controller_, &ServerCall::RetainHook, this);
+  ControllerAccess::set_cancel_source(controller_, this);
+  ControllerAccess::set_local_side(controller_, connection_->local_side());
 }
 
-ServerCall::~ServerCall() = default;
+ServerCall::~ServerCall() {
+  std::shared_ptr<CancelState> cancel;
+  {
+    std::lock_guard lock(cancel_mutex_);
+    if (!cancel_) return;
+    cancel = std::move(cancel_);
+  }
+  cancels_->Remove(cancel_token_);
+  deadline_timer_.reset();  // cancels the wait; its handler holds only a weak_ptr
+  cancel->Fire();           // the call ended without being canceled (else a no-op)
+}
+
+std::chrono::steady_clock::time_point ServerCall::deadline() const noexcept {
+  const int32_t budget_ms = controller_.deadline_hint_ms();
+  return budget_ms < 0 ? std::chrono::steady_clock::time_point::max()
+                       : start_ + std::chrono::milliseconds(budget_ms);
+}
+
+bool ServerCall::IsCanceled() const {
+  return connection_->closed() || std::chrono::steady_clock::now() >= deadline();
+}
+
+void ServerCall::NotifyOnCancel(google::protobuf::Closure* callback) {
+  std::shared_ptr<CancelState> cancel;
+  {
+    std::lock_guard lock(cancel_mutex_);
+    if (!cancel_) {
+      cancel_ = std::make_shared<CancelState>();
+      const auto deadline = this->deadline();
+      if (deadline != std::chrono::steady_clock::time_point::max()) {
+        deadline_timer_ = std::make_unique<asio::steady_timer>(connection_->executor(), deadline);
+        deadline_timer_->async_wait(
+            [weak = std::weak_ptr<CancelState>(cancel_)](const asio::error_code& error) {
+              if (error) return;
+              if (auto state = weak.lock()) state->Fire();
+            });
+      }
+      cancel_token_ = cancels_->Add(cancel_);  // fires at once if the connection already closed
+    }
+    cancel = cancel_;
+  }
+  if (IsCanceled()) cancel->Fire();  // already canceled: the callback runs now, on this thread
+  cancel->Notify(callback);
+}
 
 std::shared_ptr<void> ServerCall::RetainHook(const Controller& controller) {
-  auto* call = static_cast<ServerCall*>(controller.retain_state());
+  auto* call = static_cast<ServerCall*>(ControllerAccess::retain_state(controller));
   if (!call->retained_) {
     // The messages stay where they are; only the ownership of the pair moves.
     call->retained_ = std::make_shared<RetainedMessages>(

@@ -3,16 +3,20 @@
 // done->Run() (any thread, exactly once) serializes and queues the reply, records the stats and
 // releases the request/response pair — or leaves it to the last RetainMessages() handle.
 
+#include <asio/steady_timer.hpp>
 #include <google/protobuf/service.h>
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "arenarpc/controller.h"
 #include "arenarpc/memory/message_memory.h"
+#include "client/cancel_source.h"
 #include "net/connection.h"
 #include "protocol/rpc_meta.pb.h"
+#include "server/cancel_registry.h"
 #include "server/method_entry.h"
 #include "server/server_state.h"
 
@@ -26,12 +30,15 @@ struct RequestPayload {
   size_t request_size = 0;      // payload + attachment bytes, for error texts
 };
 
-class ServerCall final : public google::protobuf::Closure {
+// Also the controller's CancelSource: canceled once the connection closed or the deadline the
+// client sent passed; NotifyOnCancel() callbacks run then, or when Run() finishes.
+class ServerCall final : public google::protobuf::Closure, private internal::CancelSource {
  public:
+  // `cancels` is the connection's (it lives as long as `connection`).
   ServerCall(std::shared_ptr<ServerState> state, std::shared_ptr<net::Connection> connection,
-             MethodEntry* method, int64_t correlation_id,
+             CancelRegistry* cancels, MethodEntry* method, int64_t correlation_id,
              std::chrono::steady_clock::time_point start);
-  ~ServerCall() override;
+  ~ServerCall() override;  // fires the NotifyOnCancel() callbacks that did not run yet
 
   Controller& controller() noexcept { return controller_; }
 
@@ -45,6 +52,10 @@ class ServerCall final : public google::protobuf::Closure {
  private:
   struct RetainedMessages;
   static std::shared_ptr<void> RetainHook(const Controller& controller);
+  // internal::CancelSource
+  bool IsCanceled() const override;
+  void NotifyOnCancel(google::protobuf::Closure* callback) override;
+  std::chrono::steady_clock::time_point deadline() const noexcept;
   // Appends the reply for a finished handler; false = the call failed (handler or serialization).
   bool BuildReply(const google::protobuf::Message& response, net::BufferChain* frame);
 
@@ -52,12 +63,18 @@ class ServerCall final : public google::protobuf::Closure {
   // strategy alive can go.
   std::shared_ptr<ServerState> state_;
   std::shared_ptr<net::Connection> connection_;
+  CancelRegistry* const cancels_;
   MethodEntry* method_;
   const int64_t correlation_id_;
   const std::chrono::steady_clock::time_point start_;
   Controller controller_;
   memory::MessagePair pair_;                   // moved into retained_ by RetainMessages()
   std::shared_ptr<RetainedMessages> retained_;
+  // Set up by the first NotifyOnCancel() (guarded by cancel_mutex_).
+  std::mutex cancel_mutex_;
+  std::shared_ptr<CancelState> cancel_;
+  uint64_t cancel_token_ = 0;
+  std::unique_ptr<asio::steady_timer> deadline_timer_;
 };
 
 }  // namespace arenarpc::server

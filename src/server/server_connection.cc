@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "arenarpc/error_codes.h"
+#include "client/controller_access.h"
 #include "protocol/meta_builder.h"
 #include "server/error_reply.h"
 #include "server/server_call.h"
@@ -40,6 +41,7 @@ bool ServerConnection::OnInput(net::Connection& connection, net::BufferChain& in
 }
 
 void ServerConnection::OnClosed(net::Connection& connection) {
+  cancels_.Close();  // the client is gone: cancel its calls in flight
   if (connection.closed_by_idle_timeout()) {
     state_->counters.connections_closed_idle.fetch_add(1, std::memory_order_relaxed);
   }
@@ -96,14 +98,16 @@ void ServerConnection::Dispatch(net::Connection& connection, protocol::Frame&& f
   }
 
   auto call = std::make_unique<ServerCall>(state.shared_from_this(), connection.shared_from_this(),
-                                           method, correlation_id, start);
+                                           &cancels_, method, correlation_id, start);
   Controller& controller = call->controller();
   controller.set_log_id(request_meta.log_id());
   if (request_meta.has_request_id()) controller.set_request_id(request_meta.request_id());
   controller.set_trace(request_meta.trace_id(), request_meta.span_id(),
                        request_meta.parent_span_id());
-  if (request_meta.has_timeout_ms()) controller.set_deadline_hint_ms(request_meta.timeout_ms());
-  controller.set_remote_side(connection.remote_side());
+  if (request_meta.has_timeout_ms()) {
+    internal::ControllerAccess::set_deadline_hint_ms(controller, request_meta.timeout_ms());
+  }
+  internal::ControllerAccess::set_remote_side(controller, connection.remote_side());
   controller.set_request_compress_type(static_cast<CompressType>(meta.compress_type()));
   for (const auto& [key, value] : meta.user_fields()) {
     controller.request_user_fields().emplace(key, value);

@@ -8,6 +8,7 @@
 
 #include "net/connection.h"
 #include "protocol/frame_codec.h"
+#include "server/cancel_registry.h"
 #include "server/server_state.h"
 
 namespace arenarpc::server {
@@ -23,6 +24,7 @@ class ServerConnection final : public net::Connection::Delegate {
 
   ServerState* state_;  // outlives every connection (Join closes them all first)
   protocol::FrameDecoder decoder_;
+  CancelRegistry cancels_;  // calls waiting in NotifyOnCancel(); fired by OnClosed
 };
 
 }  // namespace arenarpc::server

@@ -20,38 +20,6 @@ using example::EchoResponse;
 using example::EchoService_Stub;
 using std::chrono::milliseconds;
 
-// Requests are parked here; the test decides when (and whether) to answer.
-struct Parked {
-  std::mutex mutex;
-  std::vector<std::pair<std::shared_ptr<FakeConnection>, FakeRequest>> requests;
-
-  FakeServer::Handler Handler() {
-    return [this](const std::shared_ptr<FakeConnection>& connection, FakeRequest&& request) {
-      std::lock_guard lock(mutex);
-      requests.emplace_back(connection, std::move(request));
-    };
-  }
-  size_t size() {
-    std::lock_guard lock(mutex);
-    return requests.size();
-  }
-  void ReplyAll() {
-    std::lock_guard lock(mutex);
-    for (auto& [connection, request] : requests) {
-      EchoRequest echo_request;
-      ASSERT_TRUE(DecodeRequest(request, &echo_request));
-      connection->Reply(request, EchoOf(echo_request));
-    }
-    requests.clear();
-  }
-};
-
-EchoRequest Request(const std::string& message) {
-  EchoRequest request;
-  request.set_message(message);
-  return request;
-}
-
 TEST(ChannelTimeout, LateReplyIsDroppedAndCountedWithoutTouchingTheResponse) {
   Parked parked;
   FakeServer server(parked.Handler());
@@ -448,10 +416,11 @@ TEST(ChannelShutdown, DestroyingTheChannelFailsPendingCalls) {
   EXPECT_NE(cntl.ErrorText().find("destroyed"), std::string::npos) << cntl.ErrorText();
 }
 
-TEST(ChannelSync, SyncCallFromARuntimeThreadIsRefused) {
+TEST(ChannelSync, SyncCallFromAnIoThreadIsRefused) {
   FakeServer server(EchoHandler());
   Channel channel;
   ChannelOptions options = TestOptions();
+  options.callback_threads = 0;  // done runs on the I/O thread
   ASSERT_EQ(channel.Init(server.address(), &options), 0);
   EchoService_Stub stub(&channel);
   Controller outer, inner;

@@ -8,6 +8,8 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "arenarpc/channel.h"
 #include "arenarpc/controller.h"
@@ -44,6 +46,38 @@ inline FakeServer::Handler EchoHandler() {
     }
     connection->Reply(request, EchoOf(echo_request), request.attachment);
   };
+}
+
+// Requests are parked here; the test decides when (and whether) to answer.
+struct Parked {
+  std::mutex mutex;
+  std::vector<std::pair<std::shared_ptr<FakeConnection>, FakeRequest>> requests;
+
+  FakeServer::Handler Handler() {
+    return [this](const std::shared_ptr<FakeConnection>& connection, FakeRequest&& request) {
+      std::lock_guard lock(mutex);
+      requests.emplace_back(connection, std::move(request));
+    };
+  }
+  size_t size() {
+    std::lock_guard lock(mutex);
+    return requests.size();
+  }
+  void ReplyAll() {
+    std::lock_guard lock(mutex);
+    for (auto& [connection, request] : requests) {
+      example::EchoRequest echo_request;
+      ASSERT_TRUE(DecodeRequest(request, &echo_request));
+      connection->Reply(request, EchoOf(echo_request));
+    }
+    requests.clear();
+  }
+};
+
+inline example::EchoRequest Request(const std::string& message) {
+  example::EchoRequest request;
+  request.set_message(message);
+  return request;
 }
 
 inline ChannelOptions TestOptions(std::string connection_type = "single") {

@@ -1,0 +1,30 @@
+#include "client/call_registry.h"
+
+namespace arenarpc::client {
+
+CallRegistry& CallRegistry::Instance() {
+  static CallRegistry registry;
+  return registry;
+}
+
+void CallRegistry::Add(uint64_t id, const std::shared_ptr<ClientCall>& call) {
+  Shard& shard = ShardOf(id);
+  std::lock_guard lock(shard.mutex);
+  shard.calls[id] = Entry{call.get(), call};
+}
+
+void CallRegistry::Remove(uint64_t id, const ClientCall* call) {
+  Shard& shard = ShardOf(id);
+  std::lock_guard lock(shard.mutex);
+  auto it = shard.calls.find(id);
+  if (it != shard.calls.end() && it->second.raw == call) shard.calls.erase(it);
+}
+
+std::shared_ptr<ClientCall> CallRegistry::Find(uint64_t id) {
+  Shard& shard = ShardOf(id);
+  std::lock_guard lock(shard.mutex);
+  auto it = shard.calls.find(id);
+  return it == shard.calls.end() ? nullptr : it->second.call.lock();
+}
+
+}  // namespace arenarpc::client
