@@ -87,4 +87,14 @@ google::protobuf::Closure* NewPermanentCallback(Class* object, Method method, Ar
                                         std::forward<Args>(args)...);
 }
 
+// brpc's DoNothing(): a shared done that does nothing and is never deleted, for an asynchronous
+// call that is waited for with Join(cntl.call_id()) ("semi-synchronous").
+inline google::protobuf::Closure* DoNothing() {
+  struct Nothing final : google::protobuf::Closure {
+    void Run() override {}
+  };
+  static Nothing nothing;
+  return &nothing;
+}
+
 }  // namespace arenarpc

@@ -28,6 +28,11 @@ class CancelSource;
 }  // namespace internal
 
 enum class CompressType : int { kNone = 0, kSnappy = 1, kGzip = 2, kZlib = 3 };
+// brpc's names for the same values (brpc's LZ4 has no counterpart).
+inline constexpr CompressType COMPRESS_TYPE_NONE = CompressType::kNone;
+inline constexpr CompressType COMPRESS_TYPE_SNAPPY = CompressType::kSnappy;
+inline constexpr CompressType COMPRESS_TYPE_GZIP = CompressType::kGzip;
+inline constexpr CompressType COMPRESS_TYPE_ZLIB = CompressType::kZlib;
 
 // Identifies one client call (brpc's CallId): see Controller::call_id(), Join(), StartCancel().
 struct CallId {

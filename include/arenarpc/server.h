@@ -73,6 +73,7 @@ class Server {
   // Stops accepting, answers new requests with ELOGOFF (2003), waits up to stop_deadline_ms for
   // calls in flight to finish, then closes every connection. Not from a handler. Idempotent.
   int Stop();
+  int Stop(int /*closewait_ms*/) { return Stop(); }  // brpc's shape; brpc ignores it too
   // Waits until Stop() has finished and every I/O and worker thread has exited. 0 on success.
   int Join();
   // Blocks until SIGINT or SIGTERM, then Stop() + Join().

@@ -167,6 +167,15 @@ TEST(Attachment, IOBufStyleCalls) {
   EXPECT_EQ(os.str(), "hello world");
 }
 
+TEST(ControllerCompressType, BrpcNames) {
+  Controller cntl;
+  cntl.set_request_compress_type(COMPRESS_TYPE_SNAPPY);
+  cntl.set_response_compress_type(COMPRESS_TYPE_GZIP);
+  EXPECT_EQ(cntl.request_compress_type(), CompressType::kSnappy);
+  EXPECT_EQ(cntl.response_compress_type(), CompressType::kGzip);
+  EXPECT_EQ(static_cast<int>(COMPRESS_TYPE_ZLIB), 3);  // the wire value brpc uses
+}
+
 TEST(ControllerCallId, StableUntilReset) {
   Controller cntl;
   const CallId id = cntl.call_id();

@@ -112,6 +112,23 @@ TEST(ChannelJoin, WaitsUntilDoneReturned) {
   EXPECT_EQ(response.message(), "join");
 }
 
+TEST(ChannelJoin, SemiSynchronousCallsWithDoNothing) {
+  FakeServer server(EchoHandler());
+  Channel channel;
+  ChannelOptions options = TestOptions();
+  ASSERT_EQ(channel.Init(server.address(), &options), 0);
+  EchoService_Stub stub(&channel);
+  Controller cntl[2];
+  EchoRequest request[2] = {Request("a"), Request("b")};
+  EchoResponse response[2];
+  for (int i = 0; i < 2; ++i) stub.Echo(&cntl[i], &request[i], &response[i], DoNothing());
+  for (auto& c : cntl) Join(c.call_id());
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_FALSE(cntl[i].Failed()) << cntl[i].ErrorText();
+    EXPECT_EQ(response[i].message(), request[i].message());
+  }
+}
+
 // The point of callback_threads: brpc code makes synchronous calls from inside done.
 TEST(ChannelCallbacks, SynchronousCallFromInsideDoneWorks) {
   FakeServer server(EchoHandler());

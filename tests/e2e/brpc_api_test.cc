@@ -226,6 +226,9 @@ TEST(ServerStart, BrpcShapesAndTheirErrors) {
     EXPECT_EQ(-1, server.Start(static_cast<const char*>(nullptr), nullptr));
     ASSERT_EQ(0, server.Start("127.0.0.1:0", nullptr)) << server.last_error();  // defaults
     EXPECT_GT(server.listen_port(), 0);
+    EXPECT_EQ(0, server.Stop(0));  // brpc's shapes of shutting down
+    EXPECT_EQ(0, server.Join());
+    EXPECT_EQ(-1, server.Start(0, nullptr));  // stopped servers do not restart
   }
 }
 
