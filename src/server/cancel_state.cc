@@ -8,7 +8,7 @@ void CancelState::Notify(google::protobuf::Closure* callback) {
   if (callback == nullptr) return;
   {
     std::lock_guard lock(mutex_);
-    if (!fired_) {
+    if (phase_ == Phase::kWaiting) {
       callbacks_.push_back(callback);
       return;
     }
@@ -17,14 +17,23 @@ void CancelState::Notify(google::protobuf::Closure* callback) {
 }
 
 void CancelState::Fire() {
-  std::vector<google::protobuf::Closure*> callbacks;
-  {
-    std::lock_guard lock(mutex_);
-    if (fired_) return;
-    fired_ = true;
-    callbacks.swap(callbacks_);
+  std::unique_lock lock(mutex_);
+  if (phase_ != Phase::kWaiting) {
+    // A callback that ends the call (done->Run()) fires again from inside the run: don't wait.
+    if (runner_ != std::this_thread::get_id()) {
+      done_cv_.wait(lock, [this] { return phase_ == Phase::kDone; });
+    }
+    return;
   }
+  phase_ = Phase::kRunning;
+  runner_ = std::this_thread::get_id();
+  std::vector<google::protobuf::Closure*> callbacks;
+  callbacks.swap(callbacks_);
+  lock.unlock();
   for (google::protobuf::Closure* callback : callbacks) callback->Run();
+  lock.lock();
+  phase_ = Phase::kDone;
+  done_cv_.notify_all();
 }
 
 }  // namespace arenarpc::server

@@ -38,6 +38,11 @@ class CancelService final : public TestService {
             TestResponse* response, google::protobuf::Closure* done) override {
     ClosureGuard done_guard(done);
     auto* cntl = static_cast<Controller*>(cntl_base);
+    if (request->async()) {  // the reply waits for the cancellation (or the end: never here)
+      cntl->NotifyOnCancel(NewCallback(this, &CancelService::ReplyOnCancel, cntl,
+                                       done_guard.release()));
+      return;
+    }
     cntl->NotifyOnCancel(NewCallback(this, &CancelService::OnCancel, cntl));
     if (request->fail_code() != 0) {
       cntl->SetFailed(request->fail_code(), "no %s for #%d", request->message().c_str(), 7);
@@ -84,6 +89,10 @@ class CancelService final : public TestService {
   }
 
  private:
+  void ReplyOnCancel(Controller* cntl, google::protobuf::Closure* done) {
+    OnCancel(cntl);
+    done->Run();  // ends the call from inside its own cancel callback
+  }
   void OnCancel(Controller* cntl) {
     const bool canceled = cntl->IsCanceled();
     std::lock_guard lock(mutex_);
@@ -107,6 +116,14 @@ class BrpcApiTest : public ::testing::Test {
     options.num_threads = 2;
     ASSERT_EQ(0, server_.Start(0, &options)) << server_.last_error();  // brpc's Start(port, &opts)
     ASSERT_GT(server_.listen_port(), 0);
+  }
+
+  // Polls GetServerStats().in_flight until it equals n (up to ~1 s).
+  bool WaitForInFlight(int64_t n) {
+    for (int i = 0; i < 500 && server_.GetServerStats().in_flight != n; ++i) {
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    return server_.GetServerStats().in_flight == n;
   }
 
   TestRequest Request(const std::string& message, int delay_ms = 0) {
@@ -148,22 +165,31 @@ TEST_F(BrpcApiTest, ClientDisconnectCancelsTheCall) {
   TestRequest request = Request("hang", 5000);
   client.Send(RequestFor(&request));
   // Wait until the handler is in, then go away.
-  for (int i = 0; i < 500 && server_.GetServerStats().in_flight == 0; ++i) {
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  ASSERT_EQ(1, server_.GetServerStats().in_flight);
+  ASSERT_TRUE(WaitForInFlight(1));
   const auto closed_at = std::chrono::steady_clock::now();
   client.Close();
   ASSERT_TRUE(service_.WaitForNotified(1));
   EXPECT_LT(std::chrono::steady_clock::now() - closed_at, std::chrono::seconds(4));  // not at end
   EXPECT_TRUE(service_.canceled_in_callback());
-  for (int i = 0; i < 500 && server_.GetServerStats().in_flight != 0; ++i) {
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  EXPECT_EQ(0, server_.GetServerStats().in_flight);  // the handler finished after the cancel
+  EXPECT_TRUE(WaitForInFlight(0));  // the handler finished after the cancel
   EXPECT_TRUE(service_.seen_canceled());
   EXPECT_TRUE(service_.late_callback_ran_at_once());
   EXPECT_EQ(1, service_.notified());  // not again when done->Run() finished
+}
+
+TEST_F(BrpcApiTest, CancelCallbackMayEndTheCall) {
+  RawClient client(server_.listen_port());
+  ASSERT_TRUE(client.connected());
+  TestRequest request = Request("reply-on-cancel");
+  request.set_async(true);
+  client.Send(RequestFor(&request));
+  ASSERT_TRUE(WaitForInFlight(1));
+  EXPECT_EQ(0, service_.notified());
+  client.Close();
+  ASSERT_TRUE(service_.WaitForNotified(1));
+  EXPECT_TRUE(service_.canceled_in_callback());
+  EXPECT_TRUE(WaitForInFlight(0));
+  EXPECT_EQ(1, service_.notified());
 }
 
 TEST_F(BrpcApiTest, PassedDeadlineCancelsTheCall) {
@@ -184,9 +210,7 @@ TEST_F(BrpcApiTest, PassedDeadlineCancelsTheCall) {
   ASSERT_TRUE(service_.WaitForNotified(1));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
   EXPECT_TRUE(service_.canceled_in_callback());
-  for (int i = 0; i < 500 && server_.GetServerStats().in_flight != 0; ++i) {
-    std::this_thread::sleep_for(milliseconds(2));
-  }
+  EXPECT_TRUE(WaitForInFlight(0));
   EXPECT_TRUE(service_.seen_canceled());
   EXPECT_EQ(1, service_.notified());
 }
