@@ -88,7 +88,7 @@ class Controller : public google::protobuf::RpcController {
   // "ip:port" of the other side (client: set when the call completed).
   const std::string& remote_side() const noexcept { return remote_side_; }
   // "ip:port" of this side (server: the accepting socket's address; empty on the client).
-  const std::string& local_side() const noexcept { return local_side_; }
+  const std::string& local_side() const noexcept;
 
   // --- client side
   // Per-call overrides of ChannelOptions (-1 = use the channel's).
@@ -124,7 +124,8 @@ class Controller : public google::protobuf::RpcController {
   net::BufferChain request_attachment_, response_attachment_;
   std::map<std::string, std::string> request_user_fields_, response_user_fields_;
   CompressType request_compress_ = CompressType::kNone, response_compress_ = CompressType::kNone;
-  std::string remote_side_, local_side_;
+  std::string remote_side_;
+  const std::string* local_side_ = nullptr;  // the server connection's (outlives the call)
   int64_t timeout_ms_ = -1;
   int max_retry_ = -1;
   int64_t latency_us_ = 0;

@@ -28,7 +28,7 @@ void Controller::Reset() {
   response_user_fields_.clear();
   request_compress_ = response_compress_ = CompressType::kNone;
   remote_side_.clear();
-  local_side_.clear();
+  local_side_ = nullptr;
   timeout_ms_ = -1;
   max_retry_ = -1;
   latency_us_ = 0;
@@ -37,6 +37,11 @@ void Controller::Reset() {
   deadline_hint_ms_ = -1;
   retain_hook_ = nullptr;
   retain_state_ = nullptr;
+}
+
+const std::string& Controller::local_side() const noexcept {
+  static const std::string kNone;
+  return local_side_ != nullptr ? *local_side_ : kNone;
 }
 
 void Controller::SetFailed(const std::string& reason) { SetFailed(-1, reason); }

@@ -35,7 +35,7 @@ ServerCall::ServerCall(std::shared_ptr<ServerState> state,
       start_(start) {
   ControllerAccess::set_retain_hook(controller_, &ServerCall::RetainHook, this);
   ControllerAccess::set_cancel_source(controller_, this);
-  ControllerAccess::set_local_side(controller_, connection_->local_side());
+  ControllerAccess::set_local_side(controller_, &connection_->local_side());
 }
 
 ServerCall::~ServerCall() {

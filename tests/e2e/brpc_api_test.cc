@@ -50,6 +50,7 @@ class CancelService final : public TestService {
     }
     response->set_message(request->message());
     cntl->response_attachment().append(cntl->request_attachment());
+    cntl->response_user_fields()["local_side"] = cntl->local_side();
     if (request->delay_ms() <= 0) return;  // done_guard replies now
     std::lock_guard lock(mutex_);
     threads_.emplace_back([this, cntl, done = done_guard.release(), wait = request->delay_ms()] {
@@ -153,6 +154,9 @@ TEST_F(BrpcApiTest, NormalCallRunsTheCancelCallbackOnceAtTheEnd) {
   ASSERT_FALSE(cntl.Failed()) << cntl.ErrorText();
   EXPECT_EQ("plain", response.message());
   EXPECT_EQ("att", cntl.response_attachment().to_string());
+  EXPECT_EQ("127.0.0.1:" + std::to_string(server_.listen_port()),
+            cntl.response_user_fields()["local_side"]);
+  EXPECT_EQ("", cntl.local_side());  // not known on the client
   ASSERT_TRUE(service_.WaitForNotified(1));
   std::this_thread::sleep_for(milliseconds(50));  // a second run would show up by now
   EXPECT_EQ(1, service_.notified());
