@@ -35,9 +35,13 @@ class ServerCall final : public google::protobuf::Closure {
 
   Controller& controller() noexcept { return controller_; }
 
-  // Acquires the pair, parses the request into it and runs the handler. A call that fails here
-  // is answered (EREQUEST / EINTERNAL) and destroyed; otherwise the handler owns it until Run().
-  static void Execute(std::unique_ptr<ServerCall> call, RequestPayload payload);
+  // On a thread, after any time queued: records the time queued, answers ERPCTIMEDOUT without
+  // running anything when the client's deadline (its timeout_ms) has already passed, else
+  // Execute()s. `was_queued`: the call was counted in ServerState::queued.
+  static void Start(std::unique_ptr<ServerCall> call, RequestPayload payload, bool was_queued);
+  // The call will never start (its thread pool went away first): settle its admission.
+  static void Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload,
+                      bool was_queued);
 
   // done->Run(): reply, stats, release. Deletes the call.
   void Run() override;
@@ -45,6 +49,11 @@ class ServerCall final : public google::protobuf::Closure {
  private:
   struct RetainedMessages;
   static std::shared_ptr<void> RetainHook(const Controller& controller);
+  // Acquires the pair, parses the request into it and runs the handler. A call that fails here
+  // is answered (EREQUEST / EINTERNAL) and destroyed; otherwise the handler owns it until Run().
+  static void Execute(std::unique_ptr<ServerCall> call, RequestPayload payload);
+  // Leaves the queue: the counters of queued calls and of the connection's queued request bytes.
+  void Dequeue(const RequestPayload& payload, bool was_queued);
   // Appends the reply for a finished handler; false = the call failed (handler or serialization).
   bool BuildReply(const google::protobuf::Message& response, net::BufferChain* frame);
 
@@ -54,7 +63,8 @@ class ServerCall final : public google::protobuf::Closure {
   std::shared_ptr<net::Connection> connection_;
   MethodEntry* method_;
   const int64_t correlation_id_;
-  const std::chrono::steady_clock::time_point start_;
+  const std::chrono::steady_clock::time_point start_;  // request read off the socket
+  std::chrono::steady_clock::time_point started_;       // taken off the queue by a thread
   Controller controller_;
   memory::MessagePair pair_;                   // moved into retained_ by RetainMessages()
   std::shared_ptr<RetainedMessages> retained_;
