@@ -50,8 +50,12 @@ struct ServerOptions {
   // Calls admitted at once, from the moment a request is decoded until its reply is queued:
   // a number (0 = unlimited) or "auto" (adaptive). Calls past it get ELIMIT at once.
   MaxConcurrency max_concurrency = 0;
-  // Admitted calls waiting for a thread; past it new calls get ELIMIT. 0 = unlimited.
+  // Admitted calls waiting for a thread, all connections; past it new calls get ELIMIT.
+  // 0 = unlimited.
   int max_queued_requests = 1024;
+  // ... of one connection; past it the server stops reading that connection until half of them
+  // have started (a pipelining client cannot fill the server's queue on its own).
+  int max_queued_requests_per_connection = 256;
   // Open connections; a connection accepted past it is closed at once. 0 = unlimited.
   int max_connections = 0;
 
@@ -59,8 +63,8 @@ struct ServerOptions {
   // Memory held by a connection's unsent replies (whole I/O pages). Past it the server stops
   // reading that connection until half has drained; requests already read get EOVERCROWDED.
   size_t max_unwritten_bytes = 64u << 20;
-  // Request bytes a connection has sent whose calls have not started yet. Past it the server
-  // stops reading that connection until they start.
+  // Request bytes of one connection's calls that have not started yet. Past it the server stops
+  // reading that connection until half have started.
   size_t max_queued_request_bytes = 64u << 20;
 
   // --- timeouts

@@ -18,7 +18,9 @@ class ClientConnection::Delegate final : public net::Connection::Delegate {
   explicit Delegate(std::shared_ptr<ClientConnection> owner) : owner_(std::move(owner)) {}
   net::Connection::InputResult OnInput(net::Connection&, net::BufferChain& input,
                                        net::Connection::Clock::time_point) override {
-    return {owner_->OnInput(input), nullptr};
+    net::Connection::InputResult result;
+    result.keep_open = owner_->OnInput(input);
+    return result;
   }
   void OnClosed(net::Connection& connection) override { owner_->OnSocketClosed(connection); }
 

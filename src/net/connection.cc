@@ -99,7 +99,7 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
     CloseNow(CloseReason::kPeer, error == asio::error::operation_aborted ? asio::error_code() : error);
     return;
   }
-  input_.CommitWrite(bytes);
+  input_.CommitWrite(bytes);  // 0 when resuming: OnInput sees only what was buffered
   asio::error_code read_error;
   // The page was filled: more bytes are probably waiting. Drain them without another wakeup.
   for (int reads = 1; reads < kMaxReadsPerWakeup && bytes > 0; ++reads) {
@@ -116,7 +116,7 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
   const Clock::time_point now = Clock::now();
   last_activity_ns_.store(Nanos(now), std::memory_order_relaxed);
   InputResult result = delegate_->OnInput(*this, input_, now);
-  if (input_.empty()) {
+  if (input_.empty() || result.input_waits) {  // waiting on us is no slow sender
     partial_since_ns_.store(0, std::memory_order_relaxed);
   } else if (partial_since_ns_.load(std::memory_order_relaxed) == 0) {
     partial_since_ns_.store(Nanos(now), std::memory_order_relaxed);
@@ -128,11 +128,16 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
     CloseNow(read_error ? CloseReason::kPeer : CloseReason::kLocal, read_error);
     return;
   }
-  ContinueReading();  // from here on another thread may be reading this connection
+  ContinueReading(result.input_waits);  // from here another thread may read this connection
   if (result.run_next) result.run_next->Run();
 }
 
-void Connection::ContinueReading() {
+void Connection::ResumeReading() {
+  asio::post(socket_.get_executor(),
+             [self = shared_from_this()] { self->OnRead(asio::error_code(), 0); });
+}
+
+void Connection::ContinueReading(bool input_waits) {
   {
     std::lock_guard lock(mutex_);
     if (unwritten_held_bytes() > options_.max_unwritten_bytes) read_blocks_ |= kOutputFull;
@@ -144,7 +149,11 @@ void Connection::ContinueReading() {
       return;
     }
   }
-  ArmRead();
+  if (input_waits) {
+    ResumeReading();
+  } else {
+    ArmRead();
+  }
 }
 
 void Connection::Unblock(uint32_t reason) {
@@ -155,8 +164,9 @@ void Connection::Unblock(uint32_t reason) {
     if (read_blocks_ != 0 || reading_ || closed()) return;
     reading_ = true;
   }
-  // Re-armed from the connection's executor: the caller may be deep inside a write or a handler.
-  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->ArmRead(); });
+  // From the connection's executor (the caller may be deep inside a write or a handler), and
+  // through OnInput first: complete messages may be waiting in the input already.
+  ResumeReading();
 }
 
 void Connection::SetDelegateBlocked(bool blocked) {

@@ -49,6 +49,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   struct InputResult {
     bool keep_open = true;                // false: close the connection (input rejected)
+    // Complete messages were left in the input (the Delegate is full): OnInput runs again on
+    // them when reading resumes, before anything new is read.
+    bool input_waits = false;
     std::unique_ptr<InputTask> run_next;  // run after reading was re-armed; may be null
   };
 
@@ -124,7 +127,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
              const Options& options);
   void ArmRead();
   void OnRead(const asio::error_code& error, size_t bytes);
-  void ContinueReading();                  // the reading thread, after OnInput
+  void ContinueReading(bool input_waits);  // the reading thread, after OnInput
+  void ResumeReading();                    // OnInput on what is buffered, then read on
   void Unblock(uint32_t reason);           // clears a ReadBlock bit; re-arms reading if it may
   void Flush();                            // the one flushing thread
   bool TakePending();                      // flusher: pending_ -> writing_; false = nothing left

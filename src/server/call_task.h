@@ -1,28 +1,26 @@
 #pragma once
-// CallTask: an admitted request on its way to a thread — run inline by the connection that read
-// it, or queued. Run() starts the call (ServerCall::Start); a task destroyed unrun (the server's
-// threads stopped first) answers nothing but still settles the call's admission.
+// PendingCall: an admitted request waiting in its connection's backlog for a thread. One that is
+// destroyed without being started (its threads stopped first) still settles its admission.
 
 #include <memory>
 
-#include "net/connection.h"
 #include "server/server_call.h"
 
 namespace arenarpc::server {
 
-class CallTask final : public net::InputTask {
- public:
-  CallTask(std::unique_ptr<ServerCall> call, RequestPayload payload)
-      : call_(std::move(call)), payload_(std::move(payload)) {}
-  ~CallTask() override;
+struct PendingCall {
+  PendingCall() = default;
+  PendingCall(std::unique_ptr<ServerCall> c, RequestPayload p)
+      : call(std::move(c)), payload(std::move(p)) {}
+  PendingCall(PendingCall&&) noexcept = default;
+  PendingCall& operator=(PendingCall&&) noexcept = default;
+  ~PendingCall() {
+    if (call) ServerCall::Abandon(std::move(call), payload);
+  }
+  void Start() { ServerCall::Start(std::move(call), std::move(payload)); }
 
-  void set_queued() noexcept { queued_ = true; }
-  void Run() override;
-
- private:
-  std::unique_ptr<ServerCall> call_;
-  RequestPayload payload_;
-  bool queued_ = false;  // counted in ServerState::queued until it starts
+  std::unique_ptr<ServerCall> call;
+  RequestPayload payload;
 };
 
 }  // namespace arenarpc::server

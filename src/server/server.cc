@@ -37,6 +37,7 @@ class Server::Impl {
     last_error = std::move(message);
     return -1;
   }
+  int handler_threads = 1;  // threads that run handlers: workers, else the I/O threads
   int ValidateOptions(const ServerOptions& options);
   int BindMethods(const ServerOptions& options);
   void OnAccept(asio::ip::tcp::socket socket);
@@ -71,6 +72,11 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
   if (options.max_queued_requests < 0) {
     return Fail("max_queued_requests=" + std::to_string(options.max_queued_requests) +
                 " is invalid (expected >= 0; 0 = unlimited)");
+  }
+  if (options.max_queued_requests_per_connection < 1) {
+    return Fail("max_queued_requests_per_connection=" +
+                std::to_string(options.max_queued_requests_per_connection) +
+                " is invalid (expected >= 1)");
   }
   if (options.max_connections < 0) {
     return Fail("max_connections=" + std::to_string(options.max_connections) +
@@ -158,7 +164,8 @@ void Server::Impl::OnAccept(asio::ip::tcp::socket socket) {
   connection_options.max_unwritten_bytes = s.options.max_unwritten_bytes;
   connection_options.read_pauses = &s.counters.read_pauses;
   auto connection = net::Connection::Create(
-      std::move(socket), std::make_unique<server::ServerConnection>(&s), connection_options);
+      std::move(socket), std::make_unique<server::ServerConnection>(&s, handler_threads),
+      connection_options);
   {
     std::lock_guard lock(s.connections_mutex);
     if (s.closing_connections) return;  // Stop() is closing everything: drop it (closes the fd)
@@ -214,10 +221,11 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   state.loops =
       std::make_unique<net::EventLoopGroup>(io_threads, "arenarpc-io", net::LoopSharing::kShared);
+  impl.handler_threads = options.worker_threads > 0 ? options.worker_threads : io_threads;
   if (options.max_concurrency.is_auto()) {
     server::AutoConcurrencyLimiter::Options limiter;
     // One call may wait while every handler thread works.
-    limiter.min_limit = (options.worker_threads > 0 ? options.worker_threads : io_threads) + 1;
+    limiter.min_limit = impl.handler_threads + 1;
     state.limiter.emplace(limiter);
   }
   try {
@@ -390,6 +398,9 @@ ServerStats Server::GetServerStats() const {
   {
     std::lock_guard lock(impl_->state->connections_mutex);
     stats.connections_open = state.connections.size();
+    for (const auto& [id, connection] : state.connections) {
+      stats.unwritten_held_bytes += connection->unwritten_held_bytes();
+    }
   }
   return stats;
 }

@@ -11,7 +11,6 @@
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 #include "server/error_reply.h"
-#include "server/server_connection.h"
 
 namespace arenarpc::server {
 
@@ -44,21 +43,16 @@ std::shared_ptr<void> ServerCall::RetainHook(const Controller& controller) {
   return call->retained_;
 }
 
-void ServerCall::Dequeue(const RequestPayload& payload, bool was_queued) {
-  if (was_queued) state_->queued.fetch_sub(1, std::memory_order_relaxed);
-  static_cast<ServerConnection&>(connection_->delegate())
-      .OnCallStarted(*connection_, payload.request_size);
-}
+void ServerCall::Dequeue() { state_->queued.fetch_sub(1, std::memory_order_relaxed); }
 
-void ServerCall::Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload,
-                         bool was_queued) {
-  call->Dequeue(payload, was_queued);
+void ServerCall::Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload) {
+  call->Dequeue();
   call->state_->FinishOne();
 }
 
-void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload, bool was_queued) {
+void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload) {
   call->started_ = std::chrono::steady_clock::now();
-  call->Dequeue(payload, was_queued);
+  call->Dequeue();
   const int64_t queued_us =
       std::chrono::duration_cast<std::chrono::microseconds>(call->started_ - call->start_).count();
   MethodEntry* method = call->method_;

@@ -35,13 +35,12 @@ class ServerCall final : public google::protobuf::Closure {
 
   Controller& controller() noexcept { return controller_; }
 
-  // On a thread, after any time queued: records the time queued, answers ERPCTIMEDOUT without
-  // running anything when the client's deadline (its timeout_ms) has already passed, else
-  // Execute()s. `was_queued`: the call was counted in ServerState::queued.
-  static void Start(std::unique_ptr<ServerCall> call, RequestPayload payload, bool was_queued);
-  // The call will never start (its thread pool went away first): settle its admission.
-  static void Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload,
-                      bool was_queued);
+  // On a thread, after its time in the connection's backlog: records the time queued, answers
+  // ERPCTIMEDOUT without running anything when the client's deadline (its timeout_ms) has
+  // already passed, else Execute()s.
+  static void Start(std::unique_ptr<ServerCall> call, RequestPayload payload);
+  // The call will never start (its threads went away first): settle its admission.
+  static void Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload);
 
   // done->Run(): reply, stats, release. Deletes the call.
   void Run() override;
@@ -52,8 +51,8 @@ class ServerCall final : public google::protobuf::Closure {
   // Acquires the pair, parses the request into it and runs the handler. A call that fails here
   // is answered (EREQUEST / EINTERNAL) and destroyed; otherwise the handler owns it until Run().
   static void Execute(std::unique_ptr<ServerCall> call, RequestPayload payload);
-  // Leaves the queue: the counters of queued calls and of the connection's queued request bytes.
-  void Dequeue(const RequestPayload& payload, bool was_queued);
+  // Leaves the backlog: ServerState::queued.
+  void Dequeue();
   // Appends the reply for a finished handler; false = the call failed (handler or serialization).
   bool BuildReply(const google::protobuf::Message& response, net::BufferChain* frame);
 

@@ -2,23 +2,56 @@
 
 #include <asio/post.hpp>
 
+#include <algorithm>
+#include <vector>
+
 #include "arenarpc/error_codes.h"
 #include "protocol/meta_builder.h"
-#include "server/call_task.h"
 #include "server/error_reply.h"
 #include "server/server_call.h"
 
 namespace arenarpc::server {
 
-ServerConnection::ServerConnection(ServerState* state)
-    : state_(state), decoder_(state->options.max_body_size) {}
+// A turn of draining a connection's backlog, as a task the connection runs after a read.
+class ServerConnection::Drainer final : public net::InputTask {
+ public:
+  explicit Drainer(std::shared_ptr<net::Connection> connection)
+      : connection_(std::move(connection)) {}
+  void Run() override {
+    static_cast<ServerConnection&>(connection_->delegate()).DrainOne(*connection_);
+  }
+
+ private:
+  std::shared_ptr<net::Connection> connection_;  // keeps this ServerConnection alive
+};
+
+ServerConnection::ServerConnection(ServerState* state, int max_drainers)
+    : state_(state), max_drainers_(max_drainers), decoder_(state->options.max_body_size) {}
+
+bool ServerConnection::BacklogFull() const {
+  const ServerOptions& options = state_->options;
+  return backlog_.size() >= static_cast<size_t>(options.max_queued_requests_per_connection) ||
+         backlog_bytes_ > options.max_queued_request_bytes;
+}
 
 net::Connection::InputResult ServerConnection::OnInput(
     net::Connection& connection, net::BufferChain& input,
     net::Connection::Clock::time_point read_at) {
   net::Connection::InputResult result;
-  std::unique_ptr<CallTask> last;  // runs here, unless another request follows it
+  std::vector<PendingCall> admitted;
+  size_t admitted_bytes = 0;
+  bool full = false;
+  {
+    std::lock_guard lock(backlog_mutex_);
+    full = BacklogFull();
+  }
   while (!connection.closed()) {
+    // A full backlog stops decoding: the rest stays in `input` until the backlog drains.
+    if (full || admitted.size() >= static_cast<size_t>(
+                                       state_->options.max_queued_requests_per_connection)) {
+      result.input_waits = true;
+      break;
+    }
     protocol::Frame frame;
     const protocol::DecodeStatus status = decoder_.Next(input, &frame);
     if (status == protocol::DecodeStatus::kNeedMore) break;
@@ -29,26 +62,37 @@ net::Connection::InputResult ServerConnection::OnInput(
       result.keep_open = false;
       break;
     }
-    std::unique_ptr<CallTask> task = Admit(connection, std::move(frame), read_at);
-    if (!task) continue;
-    if (last) Queue(connection, std::move(last));
-    last = std::move(task);
-  }
-  if (last) {
-    if (state_->workers) {
-      Queue(connection, std::move(last));
-    } else {
-      result.run_next = std::move(last);
+    if (std::unique_ptr<PendingCall> call = Admit(connection, std::move(frame), read_at)) {
+      admitted_bytes += call->payload.request_size;
+      admitted.push_back(std::move(*call));
+      full = admitted_bytes > state_->options.max_queued_request_bytes;
     }
   }
-  UpdateReadBlock(connection);
+  int start_drainers = 0;
+  {
+    std::lock_guard lock(backlog_mutex_);
+    for (PendingCall& call : admitted) backlog_.push_back(std::move(call));
+    backlog_bytes_ += admitted_bytes;
+    start_drainers = static_cast<int>(
+        std::min<size_t>(static_cast<size_t>(max_drainers_ - drainers_), backlog_.size()));
+    drainers_ += start_drainers;
+    if (result.input_waits || BacklogFull()) {
+      result.input_waits = true;
+      UpdateReadBlock(connection);
+    }
+  }
+  if (start_drainers > 0 && !state_->workers) {
+    result.run_next = std::make_unique<Drainer>(connection.shared_from_this());
+    --start_drainers;
+  }
+  for (int i = 0; i < start_drainers; ++i) PostDrainer(connection);
   return result;
 }
 
-void ServerConnection::Queue(net::Connection& connection, std::unique_ptr<CallTask> task) {
-  task->set_queued();
-  state_->queued.fetch_add(1, std::memory_order_relaxed);
-  auto run = [task = std::move(task)]() mutable { task->Run(); };
+void ServerConnection::PostDrainer(net::Connection& connection) {
+  auto run = [connection = connection.shared_from_this()] {
+    static_cast<ServerConnection&>(connection->delegate()).DrainOne(*connection);
+  };
   if (state_->workers) {
     asio::post(*state_->workers, std::move(run));
   } else {
@@ -56,25 +100,41 @@ void ServerConnection::Queue(net::Connection& connection, std::unique_ptr<CallTa
   }
 }
 
-void ServerConnection::OnCallStarted(net::Connection& connection, size_t request_bytes) {
-  queued_request_bytes_.fetch_sub(request_bytes, std::memory_order_relaxed);
-  UpdateReadBlock(connection);
+void ServerConnection::DrainOne(net::Connection& connection) {
+  PendingCall call;
+  {
+    std::lock_guard lock(backlog_mutex_);
+    if (backlog_.empty()) {
+      --drainers_;
+      return;
+    }
+    call = std::move(backlog_.front());
+    backlog_.pop_front();
+    backlog_bytes_ -= call.payload.request_size;
+    UpdateReadBlock(connection);
+  }
+  call.Start();
+  {
+    std::lock_guard lock(backlog_mutex_);
+    if (backlog_.empty()) {
+      --drainers_;
+      return;
+    }
+  }
+  PostDrainer(connection);  // behind whatever else waits for a thread
 }
 
+// Pauses reading while the backlog is full; resumes when it is down to half of both bounds.
 void ServerConnection::UpdateReadBlock(net::Connection& connection) {
-  const size_t limit = state_->options.max_queued_request_bytes;
-  // Pause above the limit, resume at half of it.
-  auto wanted = [&](bool blocked) {
-    const size_t bytes = queued_request_bytes_.load(std::memory_order_relaxed);
-    return blocked ? bytes > limit / 2 : bytes > limit;
-  };
-  const bool blocked = blocked_.load(std::memory_order_acquire);
-  if (wanted(blocked) == blocked) return;
-  std::lock_guard lock(block_mutex_);
-  const bool now_blocked = blocked_.load(std::memory_order_relaxed);
-  if (wanted(now_blocked) == now_blocked) return;
-  blocked_.store(!now_blocked, std::memory_order_release);
-  connection.SetDelegateBlocked(!now_blocked);
+  const ServerOptions& options = state_->options;
+  const bool blocked =
+      read_blocked_
+          ? backlog_.size() > static_cast<size_t>(options.max_queued_requests_per_connection) / 2 ||
+                backlog_bytes_ > options.max_queued_request_bytes / 2
+          : BacklogFull();
+  if (blocked == read_blocked_) return;
+  read_blocked_ = blocked;
+  connection.SetDelegateBlocked(blocked);
 }
 
 void ServerConnection::OnClosed(net::Connection& connection) {
@@ -96,7 +156,7 @@ void ServerConnection::OnClosed(net::Connection& connection) {
   if (state_->connections.empty()) state_->connections_gone.notify_all();
 }
 
-std::unique_ptr<CallTask> ServerConnection::Admit(net::Connection& connection,
+std::unique_ptr<PendingCall> ServerConnection::Admit(net::Connection& connection,
                                                   protocol::Frame&& frame,
                                                   net::Connection::Clock::time_point read_at) {
   ServerState& state = *state_;
@@ -165,8 +225,8 @@ std::unique_ptr<CallTask> ServerConnection::Admit(net::Connection& connection,
     controller.request_user_fields().emplace(key, value);
   }
   controller.request_attachment() = std::move(frame.attachment);
-  queued_request_bytes_.fetch_add(request_size, std::memory_order_relaxed);
-  return std::make_unique<CallTask>(
+  state.queued.fetch_add(1, std::memory_order_relaxed);
+  return std::make_unique<PendingCall>(
       std::move(call), RequestPayload{std::move(frame.meta), std::move(frame.payload), request_size});
 }
 
