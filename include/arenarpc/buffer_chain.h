@@ -33,6 +33,10 @@ class BufferChain {
 
   size_t size() const noexcept;
   bool empty() const noexcept { return size() == 0; }
+  // Memory the chain's readable bytes pin: each slice counts its whole block (a page, or a large
+  // block's allocation), so 25 bytes sharing nothing else cost a page. Backpressure bounds this,
+  // not size(). A block shared by several slices is counted once per slice (an over-estimate).
+  size_t held_bytes() const noexcept { return held_; }
   void clear() noexcept;
 
   // --- writing at the back
@@ -80,6 +84,7 @@ class BufferChain {
   memory::PageAllocator& pages() const noexcept;
   Ref& ref_at(size_t i) const noexcept { return refs_[ref_begin_ + i]; }
   void PushRef(const Ref& ref);  // takes over one reference count of ref.block
+  static size_t BlockCharge(const Block* block) noexcept;  // held_bytes() of one slice
   void ReleaseRefs() noexcept;
   void ReleaseWriteBlock() noexcept;
   void MoveFrom(BufferChain& other) noexcept;
@@ -90,6 +95,7 @@ class BufferChain {
   Ref* refs_ = inline_refs_;
   size_t ref_begin_ = 0, ref_end_ = 0, ref_capacity_ = kInlineRefs;
   size_t size_ = 0;
+  size_t held_ = 0;  // see held_bytes()
   Ref inline_refs_[kInlineRefs] = {};
   // The block this chain appends into (it holds one reference on it). Only the chain owning the
   // write block ever writes into a block, and only past every shared slice, so chains that share

@@ -8,18 +8,21 @@
 
 namespace arenarpc {
 
-// One method's counters since Start(). Latencies in microseconds, from the request frame being
-// decoded to its reply being queued (done->Run()); only calls that reached the handler count.
+// One method's counters since Start(). Latencies in microseconds, from the request's bytes being
+// read off the socket to its reply being queued (done->Run()), so time spent queued for a thread
+// counts; only calls that reached the handler count. queue_* is the queued part alone.
 struct MethodStats {
   std::string full_name;        // "pkg.Service.Method"; empty when the method is unknown
   std::string memory_mode;      // strategy serving this method ("heap", "arena", ...)
   uint64_t calls = 0;           // handler invocations completed (done->Run() ran)
   uint64_t errors = 0;          // ... of which failed (handler SetFailed or reply not serializable)
-  uint64_t rejected = 0;        // requests answered without running the handler (EREQUEST, ELIMIT)
+  uint64_t rejected = 0;        // answered without running the handler (EREQUEST, EOVERCROWDED,
+                                // ERPCTIMEDOUT before start)
   int64_t in_flight = 0;        // handler started, done->Run() not yet
   int64_t latency_p50_us = 0, latency_p80_us = 0, latency_p90_us = 0, latency_p99_us = 0,
           latency_p999_us = 0, latency_max_us = 0;
   double latency_mean_us = 0;
+  int64_t queue_p50_us = 0, queue_p99_us = 0, queue_max_us = 0;
   // Counters of the strategy serving this method. The strategy (one per mode per server) is shared
   // by every method configured with the same mode, so these are that strategy's totals.
   memory::MemoryStats memory;
@@ -30,13 +33,20 @@ struct ServerStats {
   uint64_t connections_accepted = 0;
   uint64_t connections_open = 0;
   uint64_t connections_closed_idle = 0;  // closed by idle_timeout_sec
+  uint64_t connections_closed_read_timeout = 0;  // a frame did not complete within read_timeout_ms
+  uint64_t connections_rejected = 0;     // accepted past max_connections and closed
   uint64_t malformed_frames = 0;         // framing/meta errors: the connection was closed
   uint64_t requests = 0;                 // request frames decoded
   uint64_t rejected_stopping = 0;        // ELOGOFF
-  uint64_t rejected_limit = 0;           // ELIMIT (max_concurrency)
+  uint64_t rejected_limit = 0;           // ELIMIT (max_concurrency or max_queued_requests)
   uint64_t rejected_unknown = 0;         // ENOSERVICE / ENOMETHOD
   uint64_t rejected_overcrowded = 0;     // EOVERCROWDED
+  uint64_t rejected_timed_out = 0;       // ERPCTIMEDOUT: the client's deadline passed while queued
+  uint64_t read_pauses = 0;              // times a connection's reading paused (backpressure)
+  uint64_t unwritten_held_bytes = 0;     // memory held by unsent replies, all connections
   int64_t in_flight = 0;                 // calls admitted and not yet answered
+  int64_t queued = 0;                    // ... of which waiting for a thread
+  int concurrency_limit = 0;             // current max_concurrency (the adaptive one's too); 0 = none
 };
 
 }  // namespace arenarpc

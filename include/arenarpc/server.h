@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "arenarpc/controller.h"
+#include "arenarpc/max_concurrency.h"
 #include "arenarpc/memory/message_memory.h"
 #include "arenarpc/method_stats.h"
 
@@ -36,15 +37,43 @@ namespace arenarpc {
 enum ServiceOwnership { SERVER_OWNS_SERVICE, SERVER_DOESNT_OWN_SERVICE };
 
 struct ServerOptions {
-  int num_threads = 0;                 // I/O threads (handlers run on them by default); 0 = nproc
+  // Threads that read connections and run handlers (all of them serve every connection; see
+  // docs/server.md, "Execution"); 0 = one per CPU.
+  int num_threads = 0;
   int worker_threads = 0;              // >0: handlers run on a separate pool of this size
   std::string memory_mode = "heap";    // "heap" | "arena" | "paged" | "reuse"
   memory::MemoryOptions memory;        // arena block sizes, page size/cache capacity, reuse caps
   std::map<std::string, std::string> method_memory_mode;  // "pkg.Service.Method" -> mode override
-  size_t max_body_size = 64u << 20;    // larger frames close the connection (spec §1.1)
-  int max_concurrency = 0;             // 0 = unlimited; excess calls get ELIMIT (2004)
-  int idle_timeout_sec = -1;           // -1 = never close idle connections
-  int stop_deadline_ms = 5000;         // Stop(): how long calls in flight may take to finish
+  size_t max_body_size = 64u << 20;    // larger frames close the connection; also caps what a
+                                       // compressed request may inflate to
+
+  // --- overload
+  // Calls admitted at once, from the moment a request is decoded until its reply is queued:
+  // a number (0 = unlimited) or "auto" (adaptive). Calls past it get ELIMIT at once.
+  MaxConcurrency max_concurrency = 0;
+  // Admitted calls waiting for a thread, all connections; past it new calls get ELIMIT.
+  // 0 = unlimited.
+  int max_queued_requests = 1024;
+  // ... of one connection; past it the server stops reading that connection until half of them
+  // have started (a pipelining client cannot fill the server's queue on its own).
+  int max_queued_requests_per_connection = 256;
+  // Open connections; a connection accepted past it is closed at once. 0 = unlimited.
+  int max_connections = 0;
+
+  // --- per-connection memory
+  // Memory held by a connection's unsent replies (whole I/O pages). Past it the server stops
+  // reading that connection until half has drained; requests already read get EOVERCROWDED.
+  size_t max_unwritten_bytes = 64u << 20;
+  // Request bytes of one connection's calls that have not started yet. Past it the server stops
+  // reading that connection until half have started.
+  size_t max_queued_request_bytes = 64u << 20;
+
+  // --- timeouts
+  int idle_timeout_sec = -1;           // close connections idle this long; -1 = never
+  // A frame must arrive completely within this long of its first byte, or the connection is
+  // closed (slow senders). -1 = never.
+  int read_timeout_ms = 30000;
+  int stop_deadline_ms = 5000;         // Stop(): how long calls in flight and unsent replies get
 };
 
 class Server {
@@ -70,8 +99,9 @@ class Server {
   const std::string& last_error() const;   // why AddService/Start failed
   int listen_port() const;                 // after a successful Start(), else -1
 
-  // Stops accepting, answers new requests with ELOGOFF (2003), waits up to stop_deadline_ms for
-  // calls in flight to finish, then closes every connection. Not from a handler. Idempotent.
+  // Stops accepting, answers new requests with ELOGOFF (2003), lets calls in flight finish and
+  // writes every reply produced, then closes every connection; all within stop_deadline_ms (what
+  // is still unfinished then is dropped). Not from a handler. Idempotent.
   int Stop();
   int Stop(int /*closewait_ms*/) { return Stop(); }  // brpc's shape; brpc ignores it too
   // Waits until Stop() has finished and every I/O and worker thread has exited. 0 on success.

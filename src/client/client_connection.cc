@@ -16,7 +16,12 @@ namespace arenarpc::client {
 class ClientConnection::Delegate final : public net::Connection::Delegate {
  public:
   explicit Delegate(std::shared_ptr<ClientConnection> owner) : owner_(std::move(owner)) {}
-  bool OnInput(net::Connection&, net::BufferChain& input) override { return owner_->OnInput(input); }
+  net::Connection::InputResult OnInput(net::Connection&, net::BufferChain& input,
+                                       net::Connection::Clock::time_point) override {
+    net::Connection::InputResult result;
+    result.keep_open = owner_->OnInput(input);
+    return result;
+  }
   void OnClosed(net::Connection& connection) override { owner_->OnSocketClosed(connection); }
 
  private:

@@ -4,11 +4,13 @@
 
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 
 #include <functional>
 #include <memory>
 
 #include "net/event_loop_group.h"
+#include "util/rate_limited_log.h"
 
 namespace arenarpc::net {
 
@@ -31,11 +33,14 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
   void AcceptOne();
 
   EventLoopGroup& loops_;
+  // Its handlers run one at a time even when several threads run the loop.
+  asio::strand<asio::io_context::executor_type> strand_;
   asio::ip::tcp::acceptor acceptor_;  // lives on loop 0
   asio::steady_timer retry_timer_;    // backs off after EMFILE & co
   OnAccept on_accept_;
   uint16_t port_ = 0;
-  bool closed_ = false;               // loop 0 only
+  bool closed_ = false;               // guarded by running on the acceptor's strand
+  util::RateLimitedLog log_;
 };
 
 }  // namespace arenarpc::net

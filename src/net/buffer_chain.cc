@@ -71,10 +71,16 @@ BufferChain::~BufferChain() {
   if (refs_ != inline_refs_) std::allocator<Ref>().deallocate(refs_, ref_capacity_);
 }
 
+size_t BufferChain::BlockCharge(const Block* block) noexcept {
+  return block->pages != nullptr ? block->pages->page_size() : sizeof(Block) + block->capacity;
+}
+
 // Precondition: *this holds no refs, no write block and uses its inline array.
 void BufferChain::MoveFrom(BufferChain& other) noexcept {
   pages_ = other.pages_;
   size_ = other.size_;
+  held_ = other.held_;
+  other.held_ = 0;
   write_block_ = other.write_block_;
   other.write_block_ = nullptr;
   if (other.refs_ == other.inline_refs_) {
@@ -103,6 +109,7 @@ void BufferChain::ReleaseRefs() noexcept {
   for (size_t i = ref_begin_; i < ref_end_; ++i) refs_[i].block->Release();
   ref_begin_ = ref_end_ = 0;
   size_ = 0;
+  held_ = 0;
 }
 
 void BufferChain::ReleaseWriteBlock() noexcept {
@@ -147,6 +154,7 @@ void BufferChain::PushRef(const Ref& ref) {
   }
   refs_[ref_end_++] = ref;
   size_ += ref.length;
+  held_ += BlockCharge(ref.block);
 }
 
 std::span<char> BufferChain::PrepareWrite(size_t min_bytes) {
@@ -191,6 +199,7 @@ void BufferChain::Append(BufferChain&& other) {
   }
   other.ref_begin_ = other.ref_end_ = 0;
   other.size_ = 0;
+  other.held_ = 0;
   // Keep appending right after other's bytes when other was still filling that block.
   if (other.write_block_ != nullptr && ref_end_ > ref_begin_) {
     const Ref& last = refs_[ref_end_ - 1];
@@ -246,6 +255,7 @@ void BufferChain::PopFront(size_t n) {
       return;
     }
     n -= front.length;
+    held_ -= BlockCharge(front.block);
     front.block->Release();
     ++ref_begin_;
   }
@@ -266,6 +276,7 @@ void BufferChain::CutFront(size_t n, BufferChain* out) {
       size_ -= n;
       return;
     }
+    held_ -= BlockCharge(front.block);
     out->PushRef(front);  // the whole slice moves with its reference
     ++ref_begin_;
     n -= front.length;

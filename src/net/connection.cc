@@ -3,6 +3,7 @@
 #include <asio/buffer.hpp>
 #include <asio/post.hpp>
 
+#include <algorithm>
 #include <array>
 
 #include "net/endpoint.h"
@@ -18,6 +19,13 @@ constexpr size_t kMinReadSpace = 1024;
 constexpr int kMaxReadsPerWakeup = 32;
 // Gather-write batch: iovecs handed to one sendmsg().
 constexpr size_t kMaxIoVecs = 64;
+// Frames up to this size are copied into the queue's tail page instead of linking their own
+// blocks: a stream of tiny replies then pins about its own size, not a page per reply.
+constexpr size_t kCoalesceMaxBytes = 2048;
+
+int64_t Nanos(Connection::Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
 
 }  // namespace
 
@@ -33,7 +41,7 @@ Connection::Connection(asio::ip::tcp::socket socket, std::unique_ptr<Delegate> d
       delegate_(std::move(delegate)),
       options_(options),
       id_(g_next_connection_id.fetch_add(1, std::memory_order_relaxed)),
-      idle_timer_(socket_.get_executor()) {
+      watchdog_(socket_.get_executor()) {
   asio::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   socket_.non_blocking(true, ignored);
@@ -41,24 +49,43 @@ Connection::Connection(asio::ip::tcp::socket socket, std::unique_ptr<Delegate> d
   if (auto local = socket_.local_endpoint(ignored); !ignored) local_side_ = EndpointToString(local);
 }
 
+// The descriptor closes here, when no operation can use it any more.
 Connection::~Connection() = default;
 
 asio::io_context::executor_type Connection::executor() noexcept {
   return static_cast<asio::io_context&>(socket_.get_executor().context()).get_executor();
 }
 
+asio::error_code Connection::close_error() const {
+  std::lock_guard lock(mutex_);
+  return close_error_;
+}
+
+bool Connection::reading_paused() const {
+  std::lock_guard lock(mutex_);
+  return read_blocks_ != 0;
+}
+
+void Connection::Touch() noexcept {
+  last_activity_ns_.store(Nanos(Clock::now()), std::memory_order_relaxed);
+}
+
 void Connection::Start() {
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
-    if (self->closed()) return;
-    self->last_activity_ = std::chrono::steady_clock::now();
-    if (self->options_.idle_timeout_sec > 0) {
-      self->ArmIdleTimer(std::chrono::seconds(self->options_.idle_timeout_sec));
+    self->Touch();
+    {
+      std::lock_guard lock(self->mutex_);
+      if (self->closed()) return;
+      self->reading_ = true;
+      if (self->options_.idle_timeout_sec > 0 || self->options_.read_timeout_ms > 0) {
+        self->ArmWatchdog(std::chrono::milliseconds(0));
+      }
     }
-    self->ReadSome();
+    self->ArmRead();
   });
 }
 
-void Connection::ReadSome() {
+void Connection::ArmRead() {
   std::span<char> space = input_.PrepareWrite(kMinReadSpace);
   socket_.async_read_some(asio::buffer(space.data(), space.size()),
                           [self = shared_from_this()](const asio::error_code& error, size_t bytes) {
@@ -67,35 +94,88 @@ void Connection::ReadSome() {
 }
 
 void Connection::OnRead(const asio::error_code& error, size_t bytes) {
-  if (closed()) return;
-  if (error) {  // EOF, reset or our own Close()
-    if (error != asio::error::operation_aborted) close_error_ = error;
-    CloseNow();
+  if (error || closed()) {  // EOF, reset, or our own shutdown
+    input_.clear();
+    CloseNow(CloseReason::kPeer, error == asio::error::operation_aborted ? asio::error_code() : error);
     return;
   }
-  input_.CommitWrite(bytes);
+  input_.CommitWrite(bytes);  // 0 when resuming: OnInput sees only what was buffered
+  asio::error_code read_error;
   // The page was filled: more bytes are probably waiting. Drain them without another wakeup.
-  for (int reads = 1; reads < kMaxReadsPerWakeup; ++reads) {
+  for (int reads = 1; reads < kMaxReadsPerWakeup && bytes > 0; ++reads) {
     std::span<char> space = input_.PrepareWrite(kMinReadSpace);
-    asio::error_code more_error;
-    const size_t more = socket_.read_some(asio::buffer(space.data(), space.size()), more_error);
-    if (more_error == asio::error::would_block) break;
-    if (more_error) {
-      // Deliver what arrived before the error, then close.
-      delegate_->OnInput(*this, input_);
-      close_error_ = more_error;
-      CloseNow();
-      return;
+    const size_t more = socket_.read_some(asio::buffer(space.data(), space.size()), read_error);
+    if (read_error == asio::error::would_block || read_error == asio::error::try_again) {
+      read_error.clear();
+      break;
     }
+    if (read_error) break;  // deliver what arrived before it, then close
     input_.CommitWrite(more);
     if (more < space.size()) break;
   }
-  last_activity_ = std::chrono::steady_clock::now();
-  if (!delegate_->OnInput(*this, input_)) {
-    CloseNow();
+  const Clock::time_point now = Clock::now();
+  last_activity_ns_.store(Nanos(now), std::memory_order_relaxed);
+  InputResult result = delegate_->OnInput(*this, input_, now);
+  if (input_.empty() || result.input_waits) {  // waiting on us is no slow sender
+    partial_since_ns_.store(0, std::memory_order_relaxed);
+  } else if (partial_since_ns_.load(std::memory_order_relaxed) == 0) {
+    partial_since_ns_.store(Nanos(now), std::memory_order_relaxed);
+  }
+  if (read_error || !result.keep_open) {
+    // What was read before the error is still served, as far as the socket takes the reply.
+    if (result.run_next) result.run_next->Run();
+    input_.clear();
+    CloseNow(read_error ? CloseReason::kPeer : CloseReason::kLocal, read_error);
     return;
   }
-  if (!closed()) ReadSome();
+  ContinueReading(result.input_waits);  // from here another thread may read this connection
+  if (result.run_next) result.run_next->Run();
+}
+
+void Connection::ResumeReading() {
+  asio::post(socket_.get_executor(),
+             [self = shared_from_this()] { self->OnRead(asio::error_code(), 0); });
+}
+
+void Connection::ContinueReading(bool input_waits) {
+  {
+    std::lock_guard lock(mutex_);
+    if (unwritten_held_bytes() > options_.max_unwritten_bytes) read_blocks_ |= kOutputFull;
+    if (closed() || read_blocks_ != 0) {
+      if (!closed() && options_.read_pauses != nullptr) {
+        options_.read_pauses->fetch_add(1, std::memory_order_relaxed);
+      }
+      reading_ = false;
+      return;
+    }
+  }
+  if (input_waits) {
+    ResumeReading();
+  } else {
+    ArmRead();
+  }
+}
+
+void Connection::Unblock(uint32_t reason) {
+  {
+    std::lock_guard lock(mutex_);
+    if ((read_blocks_ & reason) == 0) return;
+    read_blocks_ &= ~reason;
+    if (read_blocks_ != 0 || reading_ || closed()) return;
+    reading_ = true;
+  }
+  // From the connection's executor (the caller may be deep inside a write or a handler), and
+  // through OnInput first: complete messages may be waiting in the input already.
+  ResumeReading();
+}
+
+void Connection::SetDelegateBlocked(bool blocked) {
+  if (!blocked) {
+    Unblock(kDelegateBlocked);
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  read_blocks_ |= kDelegateBlocked;
 }
 
 void Connection::Write(BufferChain&& bytes) {
@@ -104,12 +184,21 @@ void Connection::Write(BufferChain&& bytes) {
   {
     std::lock_guard lock(mutex_);
     if (closed()) return;
-    pending_.Append(std::move(bytes));
+    if (n <= kCoalesceMaxBytes) {
+      for (size_t i = 0; i < bytes.span_count(); ++i) {
+        const std::span<const char> span = bytes.span(i);
+        pending_.Append(std::string_view(span.data(), span.size()));
+      }
+    } else {
+      pending_.Append(std::move(bytes));
+    }
     unwritten_.fetch_add(n, std::memory_order_relaxed);
+    pending_held_.store(pending_.held_bytes(), std::memory_order_relaxed);
     if (write_active_) return;  // the active writer picks these bytes up
     write_active_ = true;
   }
-  // Run-to-completion handlers call this on the loop thread: write at once, no extra hop.
+  bytes.clear();  // a coalesced frame's own pages go back before the write
+  // Any thread of the connection's io_context writes at once, without an extra hop.
   if (executor().running_in_this_thread()) {
     Flush();
   } else {
@@ -117,16 +206,33 @@ void Connection::Write(BufferChain&& bytes) {
   }
 }
 
-void Connection::Flush() {
-  while (!closed()) {
-    if (writing_.empty()) {
-      std::lock_guard lock(mutex_);
-      if (pending_.empty()) {
-        write_active_ = false;
-        return;
-      }
+bool Connection::TakePending() {
+  bool close = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (!pending_.empty() && !closed()) {
       writing_.Append(std::move(pending_));
+      pending_held_.store(0, std::memory_order_relaxed);
+      writing_held_.store(writing_.held_bytes(), std::memory_order_relaxed);
+      return true;
     }
+    write_active_ = false;
+    close = close_when_flushed_ && !closed();
+  }
+  if (close) CloseNow(CloseReason::kLocal);
+  return false;
+}
+
+void Connection::Flush() {
+  for (;;) {
+    if (closed()) {
+      writing_.clear();
+      writing_held_.store(0, std::memory_order_relaxed);
+      std::lock_guard lock(mutex_);
+      write_active_ = false;
+      return;
+    }
+    if (writing_.empty() && !TakePending()) return;
     std::array<asio::const_buffer, kMaxIoVecs> buffers;
     const size_t count = std::min(writing_.span_count(), kMaxIoVecs);
     for (size_t i = 0; i < count; ++i) {
@@ -139,64 +245,88 @@ void Connection::Flush() {
     if (error == asio::error::would_block || error == asio::error::try_again) {
       socket_.async_wait(asio::ip::tcp::socket::wait_write,
                          [self = shared_from_this()](const asio::error_code& wait_error) {
-                           if (wait_error) {
-                             if (wait_error != asio::error::operation_aborted) {
-                               self->close_error_ = wait_error;
-                             }
-                             self->CloseNow();
-                           } else {
-                             self->Flush();
-                           }
+                           if (wait_error) self->CloseNow(CloseReason::kPeer, wait_error);
+                           self->Flush();
                          });
       return;
     }
     if (error) {
-      close_error_ = error;
-      CloseNow();
-      return;
+      CloseNow(CloseReason::kPeer, error);
+      continue;  // clears writing_ and ends the flush
     }
     writing_.PopFront(written);
+    writing_held_.store(writing_.held_bytes(), std::memory_order_relaxed);
     unwritten_.fetch_sub(written, std::memory_order_relaxed);
     bytes_written_.fetch_add(written, std::memory_order_release);
-    last_activity_ = std::chrono::steady_clock::now();
+    Touch();
+    if (unwritten_held_bytes() <= options_.max_unwritten_bytes / 2) Unblock(kOutputFull);
   }
 }
 
-void Connection::Close() {
-  if (closed()) return;
-  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+void Connection::Close() { CloseNow(CloseReason::kLocal); }
+
+void Connection::CloseWhenFlushed() {
+  bool now = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed()) return;
+    close_when_flushed_ = true;
+    read_blocks_ |= kClosing;
+    now = !write_active_;  // nothing queued (an idle flusher leaves pending_ empty)
+  }
+  if (now) CloseNow(CloseReason::kLocal);
 }
 
-void Connection::CloseNow() {
+void Connection::CloseNow(CloseReason reason, const asio::error_code& error) {
   const auto self = shared_from_this();  // OnClosed may drop the owner's last reference
   {
     std::lock_guard lock(mutex_);
-    if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+    if (closed()) return;
+    close_reason_.store(reason, std::memory_order_release);
+    close_error_ = error;
+    closed_.store(true, std::memory_order_release);
     pending_.clear();
-    unwritten_.store(0, std::memory_order_relaxed);
+    pending_held_.store(0, std::memory_order_relaxed);
+    watchdog_.cancel();
   }
-  writing_.clear();
+  unwritten_.store(0, std::memory_order_relaxed);
+  // Wakes the armed read and write waits (they see closed() and end); the descriptor itself is
+  // closed by the destructor.
   asio::error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);  // completes pending reads/waits with operation_aborted
-  idle_timer_.cancel();
-  input_.clear();
   delegate_->OnClosed(*this);
 }
 
-void Connection::ArmIdleTimer(std::chrono::steady_clock::duration after) {
-  idle_timer_.expires_after(after);
-  idle_timer_.async_wait([self = shared_from_this()](const asio::error_code& error) {
-    if (error || self->closed()) return;
-    const auto idle_limit = std::chrono::seconds(self->options_.idle_timeout_sec);
-    const auto idle_for = std::chrono::steady_clock::now() - self->last_activity_;
-    if (idle_for >= idle_limit) {
-      self->closed_by_idle_timeout_ = true;
-      self->CloseNow();
-    } else {
-      self->ArmIdleTimer(idle_limit - idle_for);
-    }
+void Connection::ArmWatchdog(Clock::duration after) {
+  watchdog_.expires_after(after);
+  watchdog_.async_wait([self = shared_from_this()](const asio::error_code& error) {
+    if (!error) self->OnWatchdog();
   });
+}
+
+void Connection::OnWatchdog() {
+  const int64_t now = Nanos(Clock::now());
+  int64_t next = INT64_MAX;
+  CloseReason expired = CloseReason::kNone;
+  if (options_.idle_timeout_sec > 0) {
+    const int64_t limit = int64_t{options_.idle_timeout_sec} * 1'000'000'000;
+    const int64_t idle_for = now - last_activity_ns_.load(std::memory_order_relaxed);
+    if (idle_for >= limit) expired = CloseReason::kIdleTimeout;
+    next = std::min(next, limit - idle_for);
+  }
+  if (options_.read_timeout_ms > 0) {
+    const int64_t limit = int64_t{options_.read_timeout_ms} * 1'000'000;
+    const int64_t since = partial_since_ns_.load(std::memory_order_relaxed);
+    if (since != 0 && now - since >= limit) expired = CloseReason::kReadTimeout;
+    // A message may start right after this check: look again within half the limit.
+    next = std::min(next, since != 0 ? limit - (now - since) : limit / 2);
+  }
+  if (expired != CloseReason::kNone) {
+    CloseNow(expired);
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  if (!closed()) ArmWatchdog(std::chrono::nanoseconds(std::max<int64_t>(next, 1'000'000)));
 }
 
 }  // namespace arenarpc::net

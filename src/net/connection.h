@@ -1,7 +1,17 @@
 #pragma once
-// Connection: one TCP socket bound to one event loop. Reads into BufferChain blocks from the I/O
-// page pool and hands them to a Delegate (the protocol side); writes frames queued from any thread,
-// whole and in call order, with gather I/O straight from the queued chains.
+// Connection: one TCP socket. Reads into BufferChain blocks from the I/O page pool and hands them
+// to a Delegate (the protocol side); writes frames queued from any thread, whole and in call
+// order, with gather I/O straight from the queued chains.
+//
+// Safe on an io_context that several threads run: one read is outstanding at a time (so the
+// Delegate's OnInput never runs concurrently with itself), one thread flushes at a time, and the
+// descriptor stays open until the last reference is gone (closing shuts the socket down), so no
+// operation can reach a descriptor number the kernel has reused.
+//
+// Backpressure: reading pauses while unwritten output holds more memory than
+// Options::max_unwritten_bytes (counted in pages, BufferChain::held_bytes) and resumes when it
+// drained to half; small frames are copied into the tail page of the queue instead of each pinning
+// a page of its own. The Delegate can pause reading for its own reasons (SetDelegateBlocked).
 
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
@@ -17,23 +27,56 @@
 
 namespace arenarpc::net {
 
+// Work a Delegate leaves to the connection, to run on the reading thread once reading has been
+// re-armed (so that a long task does not keep the connection from being read by other threads).
+class InputTask {
+ public:
+  virtual ~InputTask() = default;
+  virtual void Run() = 0;
+};
+
+enum class CloseReason {
+  kNone,            // still open
+  kPeer,            // EOF or a socket error (close_error() says which)
+  kLocal,           // Close() / CloseWhenFlushed() / the Delegate rejected the input
+  kIdleTimeout,     // nothing read or written for idle_timeout_sec
+  kReadTimeout,     // a started message did not complete within read_timeout_ms
+};
+
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  // Protocol callbacks. Both run on the connection's loop thread.
+  using Clock = std::chrono::steady_clock;
+
+  struct InputResult {
+    bool keep_open = true;                // false: close the connection (input rejected)
+    // Complete messages were left in the input (the Delegate is full): OnInput runs again on
+    // them when reading resumes, before anything new is read.
+    bool input_waits = false;
+    std::unique_ptr<InputTask> run_next;  // run after reading was re-armed; may be null
+  };
+
+  // Protocol callbacks.
   class Delegate {
    public:
     virtual ~Delegate() = default;
-    // Bytes were appended to `input`: consume every complete message. false = close the connection.
-    virtual bool OnInput(Connection& connection, BufferChain& input) = 0;
-    // The connection closed (peer, error, idle timeout or Close()). Called exactly once.
+    // Bytes read at `read_at` were appended to `input`: consume every complete message. Never
+    // runs concurrently with itself for one connection.
+    virtual InputResult OnInput(Connection& connection, BufferChain& input,
+                                Clock::time_point read_at) = 0;
+    // The connection closed (peer, error, timeout or Close()). Called exactly once, on any thread.
     virtual void OnClosed(Connection& connection) = 0;
   };
 
   struct Options {
     int idle_timeout_sec = -1;  // close after this long without reading or writing; -1 = never
+    // Close when input is left over (a message started but incomplete) for this long; -1 = never.
+    int read_timeout_ms = -1;
+    // Pause reading while unwritten output holds more than this many bytes of memory.
+    size_t max_unwritten_bytes = SIZE_MAX;
+    std::atomic<uint64_t>* read_pauses = nullptr;  // optional: counts times reading paused
   };
 
-  // The socket must belong to one of the loops; the Delegate lives as long as the connection.
+  // The socket must belong to the io_context the connection will run on.
   static std::shared_ptr<Connection> Create(asio::ip::tcp::socket socket,
                                             std::unique_ptr<Delegate> delegate,
                                             const Options& options);
@@ -41,26 +84,36 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Starts reading (and the idle timer). Any thread; call once.
+  // Starts reading (and the timeout watchdog). Any thread; call once.
   void Start();
   // Queues bytes (normally one whole frame) for writing. Any thread. Writes from several threads
   // never interleave; each call's bytes go out contiguously, in the order the calls returned.
   // Dropped silently once the connection is closed (the peer cannot receive them anyway).
   void Write(BufferChain&& bytes);
-  // Closes the socket from its loop. Any thread; idempotent. Queued, unwritten bytes are dropped.
+  // Closes now. Any thread; idempotent. Queued, unwritten bytes are dropped.
   void Close();
+  // Stops reading and closes once every byte queued so far (and any queued later) is written.
+  void CloseWhenFlushed();
+  // Pauses (true) or resumes (false) reading for the Delegate's own reasons. Any thread.
+  void SetDelegateBlocked(bool blocked);
 
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
-  // Why it closed (valid once closed(), read from OnClosed or later).
-  bool closed_by_idle_timeout() const noexcept { return closed_by_idle_timeout_; }
+  CloseReason close_reason() const noexcept { return close_reason_.load(std::memory_order_acquire); }
+  bool closed_by_idle_timeout() const noexcept { return close_reason() == CloseReason::kIdleTimeout; }
   // Bytes queued and not yet accepted by the kernel.
   size_t unwritten_bytes() const noexcept { return unwritten_.load(std::memory_order_relaxed); }
-  // Bytes the kernel accepted so far (monotonic; final once OnClosed runs). The client uses it to
-  // tell requests that were completely written from those cut off by a broken connection.
+  // Memory those bytes pin (whole pages).
+  size_t unwritten_held_bytes() const noexcept {
+    return pending_held_.load(std::memory_order_relaxed) +
+           writing_held_.load(std::memory_order_relaxed);
+  }
+  bool reading_paused() const;
+  // Bytes the kernel accepted so far (monotonic). The client uses it to tell requests that were
+  // completely written from those cut off by a broken connection.
   uint64_t bytes_written() const noexcept { return bytes_written_.load(std::memory_order_acquire); }
-  // Why the socket failed (eof, connection_reset, ...); empty after Close() or an idle timeout.
-  // Read it from OnClosed.
-  const asio::error_code& close_error() const noexcept { return close_error_; }
+  // Why the socket failed (eof, connection_reset, ...); empty after a local close or a timeout.
+  // Read it from OnClosed or later.
+  asio::error_code close_error() const;
   uint64_t id() const noexcept { return id_; }
   const std::string& remote_side() const noexcept { return remote_side_; }  // "ip:port"
   const std::string& local_side() const noexcept { return local_side_; }    // "ip:port"
@@ -68,31 +121,46 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::io_context::executor_type executor() noexcept;
 
  private:
+  enum ReadBlock : uint32_t { kOutputFull = 1, kDelegateBlocked = 2, kClosing = 4 };
+
   Connection(asio::ip::tcp::socket socket, std::unique_ptr<Delegate> delegate,
              const Options& options);
-  void ReadSome();
+  void ArmRead();
   void OnRead(const asio::error_code& error, size_t bytes);
-  void Flush();  // loop thread: writes until done or EAGAIN (then waits for writability)
-  void CloseNow();  // loop thread
-  void ArmIdleTimer(std::chrono::steady_clock::duration after);
+  void ContinueReading(bool input_waits);  // the reading thread, after OnInput
+  void ResumeReading();                    // OnInput on what is buffered, then read on
+  void Unblock(uint32_t reason);           // clears a ReadBlock bit; re-arms reading if it may
+  void Flush();                            // the one flushing thread
+  bool TakePending();                      // flusher: pending_ -> writing_; false = nothing left
+  void CloseNow(CloseReason reason, const asio::error_code& error = {});
+  void ArmWatchdog(Clock::duration after);  // mutex_ held
+  void OnWatchdog();
+  void Touch() noexcept;                   // records activity for the idle timeout
 
   asio::ip::tcp::socket socket_;
   std::unique_ptr<Delegate> delegate_;
   const Options options_;
   const uint64_t id_;
   std::string remote_side_, local_side_;
-  BufferChain input_;                       // loop thread only
-  BufferChain writing_;                     // loop thread only: bytes being written now
-  std::mutex mutex_;                        // guards pending_, write_active_
-  BufferChain pending_;                     // queued by Write(), not yet moved to writing_
-  bool write_active_ = false;               // a Flush() is scheduled or waiting for writability
+
+  BufferChain input_;    // the reading thread only
+  BufferChain writing_;  // the flushing thread only: bytes being written now
+
+  mutable std::mutex mutex_;  // guards everything below up to the atomics, and the timer
+  BufferChain pending_;       // queued by Write(), not yet moved to writing_
+  bool write_active_ = false; // a thread flushes, or waits for writability
+  bool reading_ = false;      // a read is armed or its handler runs
+  uint32_t read_blocks_ = 0;  // ReadBlock bits; reading is re-armed only when 0
+  bool close_when_flushed_ = false;
+  asio::error_code close_error_;
+  asio::steady_timer watchdog_;
+
   std::atomic<bool> closed_{false};
-  std::atomic<size_t> unwritten_{0};
+  std::atomic<CloseReason> close_reason_{CloseReason::kNone};
+  std::atomic<size_t> unwritten_{0}, pending_held_{0}, writing_held_{0};
   std::atomic<uint64_t> bytes_written_{0};
-  asio::error_code close_error_;  // loop thread only
-  asio::steady_timer idle_timer_;
-  std::chrono::steady_clock::time_point last_activity_;  // loop thread only
-  bool closed_by_idle_timeout_ = false;                   // loop thread only
+  std::atomic<int64_t> last_activity_ns_{0};   // steady clock
+  std::atomic<int64_t> partial_since_ns_{0};   // 0 = no message started and incomplete
 };
 
 }  // namespace arenarpc::net

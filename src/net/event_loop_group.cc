@@ -6,22 +6,21 @@
 
 namespace arenarpc::net {
 
-EventLoopGroup::EventLoopGroup(int num_threads, std::string name) {
+EventLoopGroup::EventLoopGroup(int num_threads, std::string name, LoopSharing sharing) {
   if (num_threads < 1) throw std::invalid_argument("EventLoopGroup needs at least one thread");
-  loops_.reserve(static_cast<size_t>(num_threads));
-  for (int i = 0; i < num_threads; ++i) {
-    auto loop = std::make_unique<Loop>();
-    // Concurrency hint 1: exactly one thread runs this context, so Asio can skip its locking.
-    loop->context = std::make_unique<asio::io_context>(1);
-    loop->work = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
-        loop->context->get_executor());
-    loops_.push_back(std::move(loop));
+  const bool shared = sharing == LoopSharing::kShared;
+  const int contexts = shared ? 1 : num_threads;
+  for (int i = 0; i < contexts; ++i) {
+    // Concurrency hint 1 when exactly one thread runs a context: Asio can skip its locking.
+    contexts_.push_back(std::make_unique<asio::io_context>(shared ? num_threads : 1));
+    work_.push_back(std::make_unique<WorkGuard>(contexts_.back()->get_executor()));
   }
-  for (size_t i = 0; i < loops_.size(); ++i) {
-    Loop* loop = loops_[i].get();
-    loop->thread = std::thread([loop, thread_name = name.substr(0, 11) + ":" + std::to_string(i)] {
+  threads_.reserve(static_cast<size_t>(num_threads));
+  for (int i = 0; i < num_threads; ++i) {
+    asio::io_context* context = contexts_[shared ? 0 : static_cast<size_t>(i)].get();
+    threads_.emplace_back([context, thread_name = name.substr(0, 11) + ":" + std::to_string(i)] {
       pthread_setname_np(pthread_self(), thread_name.c_str());
-      loop->context->run();
+      context->run();
     });
   }
 }
@@ -29,21 +28,21 @@ EventLoopGroup::EventLoopGroup(int num_threads, std::string name) {
 EventLoopGroup::~EventLoopGroup() { Stop(); }
 
 asio::io_context& EventLoopGroup::Next() {
-  return *loops_[next_.fetch_add(1, std::memory_order_relaxed) % loops_.size()]->context;
+  return *contexts_[next_.fetch_add(1, std::memory_order_relaxed) % contexts_.size()];
 }
 
 void EventLoopGroup::Stop() {
   if (stopped_.exchange(true)) return;
   // Dropping the work guards lets run() return once the queued handlers are done.
-  for (auto& loop : loops_) loop->work.reset();
-  for (auto& loop : loops_) {
-    if (loop->thread.joinable()) loop->thread.join();
+  for (auto& guard : work_) guard.reset();
+  for (auto& thread : threads_) {
+    if (thread.joinable()) thread.join();
   }
 }
 
 bool EventLoopGroup::InLoopThread() const noexcept {
-  for (const auto& loop : loops_) {
-    if (loop->context->get_executor().running_in_this_thread()) return true;
+  for (const auto& context : contexts_) {
+    if (context->get_executor().running_in_this_thread()) return true;
   }
   return false;
 }

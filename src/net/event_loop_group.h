@@ -1,6 +1,10 @@
 #pragma once
-// EventLoopGroup: N I/O threads, each running its own asio::io_context (one loop per thread, no
-// locking inside a loop). Connections are spread over the loops round-robin and stay on theirs.
+// EventLoopGroup: N I/O threads running Asio io_contexts, in one of two shapes:
+//   kPerThread: each thread runs its own io_context (no locking inside a loop); a socket stays on
+//               the loop it was given. The client uses this.
+//   kShared:    all threads run one io_context, so any idle thread picks up the next ready socket
+//               or queued task. The server uses this: a handler that blocks one thread does not
+//               stop the other threads from reading its connection (see docs/server.md).
 
 #include <asio/io_context.hpp>
 
@@ -13,17 +17,20 @@
 
 namespace arenarpc::net {
 
+enum class LoopSharing { kPerThread, kShared };
+
 class EventLoopGroup {
  public:
   // num_threads >= 1. Threads start at once and run until Stop().
-  EventLoopGroup(int num_threads, std::string name);
+  EventLoopGroup(int num_threads, std::string name, LoopSharing sharing = LoopSharing::kPerThread);
   ~EventLoopGroup();  // Stop() + join
   EventLoopGroup(const EventLoopGroup&) = delete;
   EventLoopGroup& operator=(const EventLoopGroup&) = delete;
 
-  size_t size() const noexcept { return loops_.size(); }
-  asio::io_context& loop(size_t i) { return *loops_[i]->context; }
-  // The next loop in round-robin order (thread-safe).
+  size_t threads() const noexcept { return threads_.size(); }
+  size_t loop_count() const noexcept { return contexts_.size(); }
+  asio::io_context& loop(size_t i) { return *contexts_[i]; }
+  // The next loop in round-robin order (thread-safe); always the same one when shared.
   asio::io_context& Next();
 
   // Lets every loop finish its queued handlers, then joins the threads. Idempotent; not from a
@@ -33,12 +40,10 @@ class EventLoopGroup {
   bool InLoopThread() const noexcept;
 
  private:
-  struct Loop {
-    std::unique_ptr<asio::io_context> context;
-    std::unique_ptr<asio::executor_work_guard<asio::io_context::executor_type>> work;
-    std::thread thread;
-  };
-  std::vector<std::unique_ptr<Loop>> loops_;
+  using WorkGuard = asio::executor_work_guard<asio::io_context::executor_type>;
+  std::vector<std::unique_ptr<asio::io_context>> contexts_;
+  std::vector<std::unique_ptr<WorkGuard>> work_;
+  std::vector<std::thread> threads_;
   std::atomic<size_t> next_{0};
   std::atomic<bool> stopped_{false};
 };

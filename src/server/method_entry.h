@@ -36,7 +36,8 @@ struct MethodEntry {
 
   std::atomic<uint64_t> calls{0}, errors{0}, rejected{0};
   std::atomic<int64_t> in_flight{0};
-  LatencyHistogram latency;
+  LatencyHistogram latency;        // socket -> reply queued
+  LatencyHistogram queue_latency;  // socket -> taken by a thread
 };
 
 }  // namespace arenarpc::server

@@ -37,6 +37,7 @@ class Server::Impl {
     last_error = std::move(message);
     return -1;
   }
+  int handler_threads = 1;  // threads that run handlers: workers, else the I/O threads
   int ValidateOptions(const ServerOptions& options);
   int BindMethods(const ServerOptions& options);
   void OnAccept(asio::ip::tcp::socket socket);
@@ -61,9 +62,35 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
     return Fail("max_body_size=" + std::to_string(options.max_body_size) +
                 " is invalid (expected 1..4294967295: body_size is a 32-bit field)");
   }
-  if (options.max_concurrency < 0) {
-    return Fail("max_concurrency=" + std::to_string(options.max_concurrency) +
+  if (!options.max_concurrency.error().empty() || options.max_concurrency.fixed_limit() < 0) {
+    return Fail("max_concurrency=" + options.max_concurrency.spec() + " is invalid (" +
+                (options.max_concurrency.error().empty()
+                     ? std::string("expected >= 0; 0 = unlimited")
+                     : options.max_concurrency.error()) +
+                ")");
+  }
+  if (options.max_queued_requests < 0) {
+    return Fail("max_queued_requests=" + std::to_string(options.max_queued_requests) +
                 " is invalid (expected >= 0; 0 = unlimited)");
+  }
+  if (options.max_queued_requests_per_connection < 1) {
+    return Fail("max_queued_requests_per_connection=" +
+                std::to_string(options.max_queued_requests_per_connection) +
+                " is invalid (expected >= 1)");
+  }
+  if (options.max_connections < 0) {
+    return Fail("max_connections=" + std::to_string(options.max_connections) +
+                " is invalid (expected >= 0; 0 = unlimited)");
+  }
+  if (options.max_unwritten_bytes == 0) {
+    return Fail("max_unwritten_bytes=0 is invalid (expected > 0)");
+  }
+  if (options.max_queued_request_bytes == 0) {
+    return Fail("max_queued_request_bytes=0 is invalid (expected > 0)");
+  }
+  if (options.read_timeout_ms == 0 || options.read_timeout_ms < -1) {
+    return Fail("read_timeout_ms=" + std::to_string(options.read_timeout_ms) +
+                " is invalid (expected -1 = never, or > 0)");
   }
   if (options.idle_timeout_sec == 0 || options.idle_timeout_sec < -1) {
     return Fail("idle_timeout_sec=" + std::to_string(options.idle_timeout_sec) +
@@ -133,11 +160,22 @@ void Server::Impl::OnAccept(asio::ip::tcp::socket socket) {
   ServerState& s = *state;
   net::Connection::Options connection_options;
   connection_options.idle_timeout_sec = s.options.idle_timeout_sec;
+  connection_options.read_timeout_ms = s.options.read_timeout_ms;
+  connection_options.max_unwritten_bytes = s.options.max_unwritten_bytes;
+  connection_options.read_pauses = &s.counters.read_pauses;
   auto connection = net::Connection::Create(
-      std::move(socket), std::make_unique<server::ServerConnection>(&s), connection_options);
+      std::move(socket), std::make_unique<server::ServerConnection>(&s, handler_threads),
+      connection_options);
   {
     std::lock_guard lock(s.connections_mutex);
     if (s.closing_connections) return;  // Stop() is closing everything: drop it (closes the fd)
+    const int max_connections = s.options.max_connections;
+    if (max_connections > 0 && s.connections.size() >= static_cast<size_t>(max_connections)) {
+      s.counters.connections_rejected.fetch_add(1, std::memory_order_relaxed);
+      s.malformed_log.Log("closing connection from " + connection->remote_side() +
+                          ": reached max_connections=" + std::to_string(max_connections));
+      return;  // the socket closes with the connection
+    }
     s.connections.emplace(connection->id(), connection);
   }
   s.counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
@@ -181,7 +219,15 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   const int io_threads = options.num_threads > 0
                              ? options.num_threads
                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  state.loops = std::make_unique<net::EventLoopGroup>(io_threads, "arenarpc-io");
+  state.loops =
+      std::make_unique<net::EventLoopGroup>(io_threads, "arenarpc-io", net::LoopSharing::kShared);
+  impl.handler_threads = options.worker_threads > 0 ? options.worker_threads : io_threads;
+  if (options.max_concurrency.is_auto()) {
+    server::AutoConcurrencyLimiter::Options limiter;
+    // One call may wait while every handler thread works.
+    limiter.min_limit = impl.handler_threads + 1;
+    state.limiter.emplace(limiter);
+  }
   try {
     state.acceptor = net::Acceptor::Listen(
         *state.loops, endpoint,
@@ -236,9 +282,11 @@ int Server::Stop() {
   state.acceptor->Close();
 
   // Calls in flight may finish until the deadline; new requests already get ELOGOFF.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(state.options.stop_deadline_ms);
   {
     std::unique_lock lock(state.drain_mutex);
-    state.drained.wait_for(lock, std::chrono::milliseconds(state.options.stop_deadline_ms), [&] {
+    state.drained.wait_until(lock, deadline, [&] {
       return state.in_flight.load(std::memory_order_acquire) == 0;
     });
   }
@@ -248,10 +296,16 @@ int Server::Stop() {
     state.closing_connections = true;
     for (const auto& [id, connection] : state.connections) open.push_back(connection);
   }
+  // Every reply produced so far is written before its connection closes, until the deadline.
+  for (const auto& connection : open) connection->CloseWhenFlushed();
+  {
+    std::unique_lock lock(state.connections_mutex);
+    state.connections_gone.wait_until(lock, deadline, [&] { return state.connections.empty(); });
+  }
   for (const auto& connection : open) connection->Close();
   {
-    // Closing runs on the loops; a loop stuck in a handler cannot close its sockets, so bound the
-    // wait (Join() still waits for the loop threads themselves).
+    // A thread stuck in a handler cannot run the closing of its connections' sockets: bound the
+    // wait (Join() still waits for the threads themselves).
     std::unique_lock lock(state.connections_mutex);
     state.connections_gone.wait_for(lock, std::chrono::seconds(1),
                                     [&] { return state.connections.empty(); });
@@ -330,6 +384,9 @@ MethodStats Server::GetMethodStats(std::string_view full_method_name) const {
   stats.latency_p999_us = latency.Percentile(99.9);
   stats.latency_max_us = latency.Max();
   stats.latency_mean_us = latency.Mean();
+  stats.queue_p50_us = entry->queue_latency.Percentile(50);
+  stats.queue_p99_us = entry->queue_latency.Percentile(99);
+  stats.queue_max_us = entry->queue_latency.Max();
   if (entry->binding) stats.memory = entry->binding->strategy->stats();
   return stats;
 }
@@ -340,7 +397,14 @@ ServerStats Server::GetServerStats() const {
   stats.connections_accepted = state.counters.connections_accepted.load(std::memory_order_relaxed);
   stats.connections_closed_idle =
       state.counters.connections_closed_idle.load(std::memory_order_relaxed);
+  stats.connections_closed_read_timeout =
+      state.counters.connections_closed_read_timeout.load(std::memory_order_relaxed);
+  stats.connections_rejected = state.counters.connections_rejected.load(std::memory_order_relaxed);
   stats.malformed_frames = state.counters.malformed_frames.load(std::memory_order_relaxed);
+  stats.rejected_timed_out = state.counters.rejected_timed_out.load(std::memory_order_relaxed);
+  stats.read_pauses = state.counters.read_pauses.load(std::memory_order_relaxed);
+  stats.queued = state.queued.load(std::memory_order_relaxed);
+  stats.concurrency_limit = state.concurrency_limit();
   stats.requests = state.counters.requests.load(std::memory_order_relaxed);
   stats.rejected_stopping = state.counters.rejected_stopping.load(std::memory_order_relaxed);
   stats.rejected_limit = state.counters.rejected_limit.load(std::memory_order_relaxed);
@@ -350,6 +414,9 @@ ServerStats Server::GetServerStats() const {
   {
     std::lock_guard lock(impl_->state->connections_mutex);
     stats.connections_open = state.connections.size();
+    for (const auto& [id, connection] : state.connections) {
+      stats.unwritten_held_bytes += connection->unwritten_held_bytes();
+    }
   }
   return stats;
 }

@@ -93,6 +93,34 @@ std::shared_ptr<void> ServerCall::RetainHook(const Controller& controller) {
   return call->retained_;
 }
 
+void ServerCall::Dequeue() { state_->queued.fetch_sub(1, std::memory_order_relaxed); }
+
+void ServerCall::Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload) {
+  call->Dequeue();
+  call->state_->FinishOne();
+}
+
+void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload) {
+  call->started_ = std::chrono::steady_clock::now();
+  call->Dequeue();
+  const int64_t queued_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(call->started_ - call->start_).count();
+  MethodEntry* method = call->method_;
+  method->queue_latency.Record(queued_us);
+  const int32_t timeout_ms = call->controller_.deadline_hint_ms();
+  if (timeout_ms > 0 && queued_us >= int64_t{timeout_ms} * 1000) {
+    ServerState& state = *call->state_;
+    state.counters.rejected_timed_out.fetch_add(1, std::memory_order_relaxed);
+    method->rejected.fetch_add(1, std::memory_order_relaxed);
+    WriteErrorReply(*call->connection_, call->correlation_id_, ERPCTIMEDOUT,
+                    "The request waited " + std::to_string(queued_us / 1000) +
+                        "ms for a thread, past its timeout_ms=" + std::to_string(timeout_ms));
+    state.FinishOne();
+    return;
+  }
+  Execute(std::move(call), std::move(payload));
+}
+
 void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payload) {
   MethodEntry* method = call->method_;
   try {
@@ -107,7 +135,7 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
   std::string detail;
   if (!protocol::MergePayload(payload.meta, payload.bytes, call->controller_.request_attachment(),
                               call->pair_.request(), &detail,
-                              protocol::kDefaultMaxDecompressedSize, &call->pair_)) {
+                              call->state_->options.max_body_size, &call->pair_)) {
     method->rejected.fetch_add(1, std::memory_order_relaxed);
     WriteErrorReply(*call->connection_, call->correlation_id_, EREQUEST,
                     protocol::ParseFailureText("request", *call->pair_.request(), payload.meta,
@@ -166,8 +194,13 @@ void ServerCall::Run() {
   if (!close && !controller_.Failed()) pair.SettleResponse();  // bytes equal heap's (reuse)
   const bool ok = !close && BuildReply(*pair.response(), &frame);
   // Counted before the reply leaves, so a client that has its reply also sees its call counted.
-  const auto elapsed = std::chrono::steady_clock::now() - start_;
-  method_->latency.Record(std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count());
+  const auto now = std::chrono::steady_clock::now();
+  method_->latency.Record(std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count());
+  if (state_->limiter) {
+    using std::chrono::duration_cast, std::chrono::microseconds;
+    state_->limiter->OnCallEnd(duration_cast<microseconds>(now.time_since_epoch()).count(),
+                               duration_cast<microseconds>(now - started_).count(), ok);
+  }
   method_->calls.fetch_add(1, std::memory_order_relaxed);
   if (!ok) method_->errors.fetch_add(1, std::memory_order_relaxed);
   method_->in_flight.fetch_sub(1, std::memory_order_relaxed);

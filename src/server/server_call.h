@@ -42,9 +42,12 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
 
   Controller& controller() noexcept { return controller_; }
 
-  // Acquires the pair, parses the request into it and runs the handler. A call that fails here
-  // is answered (EREQUEST / EINTERNAL) and destroyed; otherwise the handler owns it until Run().
-  static void Execute(std::unique_ptr<ServerCall> call, RequestPayload payload);
+  // On a thread, after its time in the connection's backlog: records the time queued, answers
+  // ERPCTIMEDOUT without running anything when the client's deadline (its timeout_ms) has
+  // already passed, else Execute()s.
+  static void Start(std::unique_ptr<ServerCall> call, RequestPayload payload);
+  // The call will never start (its threads went away first): settle its admission.
+  static void Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload);
 
   // done->Run(): reply, stats, release. Deletes the call.
   void Run() override;
@@ -52,6 +55,11 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
  private:
   struct RetainedMessages;
   static std::shared_ptr<void> RetainHook(const Controller& controller);
+  // Acquires the pair, parses the request into it and runs the handler. A call that fails here
+  // is answered (EREQUEST / EINTERNAL) and destroyed; otherwise the handler owns it until Run().
+  static void Execute(std::unique_ptr<ServerCall> call, RequestPayload payload);
+  // Leaves the backlog: ServerState::queued.
+  void Dequeue();
   // internal::CancelSource
   bool IsCanceled() const override;
   void NotifyOnCancel(google::protobuf::Closure* callback) override;
@@ -66,7 +74,8 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   CancelRegistry* const cancels_;
   MethodEntry* method_;
   const int64_t correlation_id_;
-  const std::chrono::steady_clock::time_point start_;
+  const std::chrono::steady_clock::time_point start_;  // request read off the socket
+  std::chrono::steady_clock::time_point started_;       // taken off the queue by a thread
   Controller controller_;
   memory::MessagePair pair_;                   // moved into retained_ by RetainMessages()
   std::shared_ptr<RetainedMessages> retained_;

@@ -2,7 +2,8 @@
 
 #include <asio/post.hpp>
 
-#include <chrono>
+#include <algorithm>
+#include <vector>
 
 #include "arenarpc/error_codes.h"
 #include "client/controller_access.h"
@@ -11,47 +12,155 @@
 #include "server/server_call.h"
 
 namespace arenarpc::server {
-namespace {
 
-// brpc's -socket_max_unwritten_bytes default (spec §5.1 step 7).
-constexpr size_t kMaxUnwrittenBytes = 64u << 20;
+// A turn of draining a connection's backlog, as a task the connection runs after a read.
+class ServerConnection::Drainer final : public net::InputTask {
+ public:
+  explicit Drainer(std::shared_ptr<net::Connection> connection)
+      : connection_(std::move(connection)) {}
+  void Run() override {
+    static_cast<ServerConnection&>(connection_->delegate()).DrainOne(*connection_);
+  }
 
-}  // namespace
+ private:
+  std::shared_ptr<net::Connection> connection_;  // keeps this ServerConnection alive
+};
 
-ServerConnection::ServerConnection(ServerState* state)
-    : state_(state), decoder_(state->options.max_body_size) {}
+ServerConnection::ServerConnection(ServerState* state, int max_drainers)
+    : state_(state), max_drainers_(max_drainers), decoder_(state->options.max_body_size) {}
 
-bool ServerConnection::OnInput(net::Connection& connection, net::BufferChain& input) {
+bool ServerConnection::BacklogFull() const {
+  const ServerOptions& options = state_->options;
+  return backlog_.size() >= static_cast<size_t>(options.max_queued_requests_per_connection) ||
+         backlog_bytes_ > options.max_queued_request_bytes;
+}
+
+net::Connection::InputResult ServerConnection::OnInput(
+    net::Connection& connection, net::BufferChain& input,
+    net::Connection::Clock::time_point read_at) {
+  net::Connection::InputResult result;
+  std::vector<PendingCall> admitted;
+  size_t admitted_bytes = 0;
+  bool full = false;
+  {
+    std::lock_guard lock(backlog_mutex_);
+    full = BacklogFull();
+  }
   while (!connection.closed()) {
+    // A full backlog stops decoding: the rest stays in `input` until the backlog drains.
+    if (full || admitted.size() >= static_cast<size_t>(
+                                       state_->options.max_queued_requests_per_connection)) {
+      result.input_waits = true;
+      break;
+    }
     protocol::Frame frame;
-    switch (decoder_.Next(input, &frame)) {
-      case protocol::DecodeStatus::kNeedMore:
-        return true;
-      case protocol::DecodeStatus::kError:
-        state_->counters.malformed_frames.fetch_add(1, std::memory_order_relaxed);
-        state_->malformed_log.Log("closing connection from " + connection.remote_side() +
-                                  ": malformed frame: " + decoder_.error());
-        return false;
-      case protocol::DecodeStatus::kFrame:
-        Dispatch(connection, std::move(frame));
-        break;
+    const protocol::DecodeStatus status = decoder_.Next(input, &frame);
+    if (status == protocol::DecodeStatus::kNeedMore) break;
+    if (status == protocol::DecodeStatus::kError) {
+      state_->counters.malformed_frames.fetch_add(1, std::memory_order_relaxed);
+      state_->malformed_log.Log("closing connection from " + connection.remote_side() +
+                                ": malformed frame: " + decoder_.error());
+      result.keep_open = false;
+      break;
+    }
+    if (std::unique_ptr<PendingCall> call = Admit(connection, std::move(frame), read_at)) {
+      admitted_bytes += call->payload.request_size;
+      admitted.push_back(std::move(*call));
+      full = admitted_bytes > state_->options.max_queued_request_bytes;
     }
   }
-  return false;
+  int start_drainers = 0;
+  {
+    std::lock_guard lock(backlog_mutex_);
+    for (PendingCall& call : admitted) backlog_.push_back(std::move(call));
+    backlog_bytes_ += admitted_bytes;
+    start_drainers = static_cast<int>(
+        std::min<size_t>(static_cast<size_t>(max_drainers_ - drainers_), backlog_.size()));
+    drainers_ += start_drainers;
+    if (result.input_waits || BacklogFull()) {
+      result.input_waits = true;
+      UpdateReadBlock(connection);
+    }
+  }
+  if (start_drainers > 0 && !state_->workers) {
+    result.run_next = std::make_unique<Drainer>(connection.shared_from_this());
+    --start_drainers;
+  }
+  for (int i = 0; i < start_drainers; ++i) PostDrainer(connection);
+  return result;
+}
+
+void ServerConnection::PostDrainer(net::Connection& connection) {
+  auto run = [connection = connection.shared_from_this()] {
+    static_cast<ServerConnection&>(connection->delegate()).DrainOne(*connection);
+  };
+  if (state_->workers) {
+    asio::post(*state_->workers, std::move(run));
+  } else {
+    asio::post(connection.executor(), std::move(run));
+  }
+}
+
+void ServerConnection::DrainOne(net::Connection& connection) {
+  PendingCall call;
+  {
+    std::lock_guard lock(backlog_mutex_);
+    if (backlog_.empty()) {
+      --drainers_;
+      return;
+    }
+    call = std::move(backlog_.front());
+    backlog_.pop_front();
+    backlog_bytes_ -= call.payload.request_size;
+    UpdateReadBlock(connection);
+  }
+  call.Start();
+  {
+    std::lock_guard lock(backlog_mutex_);
+    if (backlog_.empty()) {
+      --drainers_;
+      return;
+    }
+  }
+  PostDrainer(connection);  // behind whatever else waits for a thread
+}
+
+// Pauses reading while the backlog is full; resumes when it is down to half of both bounds.
+void ServerConnection::UpdateReadBlock(net::Connection& connection) {
+  const ServerOptions& options = state_->options;
+  const bool blocked =
+      read_blocked_
+          ? backlog_.size() > static_cast<size_t>(options.max_queued_requests_per_connection) / 2 ||
+                backlog_bytes_ > options.max_queued_request_bytes / 2
+          : BacklogFull();
+  if (blocked == read_blocked_) return;
+  read_blocked_ = blocked;
+  connection.SetDelegateBlocked(blocked);
 }
 
 void ServerConnection::OnClosed(net::Connection& connection) {
   cancels_.Close();  // the client is gone: cancel its calls in flight
-  if (connection.closed_by_idle_timeout()) {
-    state_->counters.connections_closed_idle.fetch_add(1, std::memory_order_relaxed);
+  switch (connection.close_reason()) {
+    case net::CloseReason::kIdleTimeout:
+      state_->counters.connections_closed_idle.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case net::CloseReason::kReadTimeout:
+      state_->counters.connections_closed_read_timeout.fetch_add(1, std::memory_order_relaxed);
+      state_->timeout_log.Log("closing connection from " + connection.remote_side() +
+                              ": a frame did not complete within read_timeout_ms=" +
+                              std::to_string(state_->options.read_timeout_ms));
+      break;
+    default:
+      break;
   }
   std::lock_guard lock(state_->connections_mutex);
   state_->connections.erase(connection.id());
   if (state_->connections.empty()) state_->connections_gone.notify_all();
 }
 
-void ServerConnection::Dispatch(net::Connection& connection, protocol::Frame&& frame) {
-  const auto start = std::chrono::steady_clock::now();
+std::unique_ptr<PendingCall> ServerConnection::Admit(net::Connection& connection,
+                                                  protocol::Frame&& frame,
+                                                  net::Connection::Clock::time_point read_at) {
   ServerState& state = *state_;
   state.counters.requests.fetch_add(1, std::memory_order_relaxed);
   const protocol::RpcMeta& meta = frame.meta;
@@ -60,13 +169,20 @@ void ServerConnection::Dispatch(net::Connection& connection, protocol::Frame&& f
   if (state.stopping.load(std::memory_order_acquire)) {
     state.counters.rejected_stopping.fetch_add(1, std::memory_order_relaxed);
     WriteErrorReply(connection, correlation_id, ELOGOFF, protocol::kServerStoppingText);
-    return;
+    return nullptr;
+  }
+  const int max_queued = state.options.max_queued_requests;
+  if (max_queued > 0 && state.queued.load(std::memory_order_relaxed) >= max_queued) {
+    state.counters.rejected_limit.fetch_add(1, std::memory_order_relaxed);
+    WriteErrorReply(connection, correlation_id, ELIMIT,
+                    "Reached server's max_queued_requests=" + std::to_string(max_queued));
+    return nullptr;
   }
   if (!state.TryAdmit()) {
     state.counters.rejected_limit.fetch_add(1, std::memory_order_relaxed);
     WriteErrorReply(connection, correlation_id, ELIMIT,
-                    protocol::MaxConcurrencyText(state.options.max_concurrency));
-    return;
+                    protocol::MaxConcurrencyText(state.concurrency_limit()));
+    return nullptr;
   }
   // Admitted: from here every path ends in exactly one FinishOne().
   const size_t request_size = frame.payload.size() + frame.attachment.size();
@@ -75,7 +191,7 @@ void ServerConnection::Dispatch(net::Connection& connection, protocol::Frame&& f
                     protocol::AttachmentTooLargeText("request", meta.attachment_size(),
                                                      request_size));
     state.FinishOne();
-    return;
+    return nullptr;
   }
   int code = 0;
   std::string text;
@@ -86,19 +202,19 @@ void ServerConnection::Dispatch(net::Connection& connection, protocol::Frame&& f
     state.counters.rejected_unknown.fetch_add(1, std::memory_order_relaxed);
     WriteErrorReply(connection, correlation_id, code, text);
     state.FinishOne();
-    return;
+    return nullptr;
   }
-  if (connection.unwritten_bytes() >= kMaxUnwrittenBytes) {
+  if (connection.unwritten_held_bytes() >= state.options.max_unwritten_bytes) {
     state.counters.rejected_overcrowded.fetch_add(1, std::memory_order_relaxed);
     method->rejected.fetch_add(1, std::memory_order_relaxed);
     WriteErrorReply(connection, correlation_id, EOVERCROWDED,
-               "Connection to " + connection.remote_side() + " is overcrowded");
+                    "Connection to " + connection.remote_side() + " is overcrowded");
     state.FinishOne();
-    return;
+    return nullptr;
   }
 
   auto call = std::make_unique<ServerCall>(state.shared_from_this(), connection.shared_from_this(),
-                                           &cancels_, method, correlation_id, start);
+                                           &cancels_, method, correlation_id, read_at);
   Controller& controller = call->controller();
   controller.set_log_id(request_meta.log_id());
   if (request_meta.has_request_id()) controller.set_request_id(request_meta.request_id());
@@ -113,15 +229,9 @@ void ServerConnection::Dispatch(net::Connection& connection, protocol::Frame&& f
     controller.request_user_fields().emplace(key, value);
   }
   controller.request_attachment() = std::move(frame.attachment);
-
-  RequestPayload payload{std::move(frame.meta), std::move(frame.payload), request_size};
-  if (state.workers) {
-    asio::post(*state.workers, [call = std::move(call), payload = std::move(payload)]() mutable {
-      ServerCall::Execute(std::move(call), std::move(payload));
-    });
-  } else {
-    ServerCall::Execute(std::move(call), std::move(payload));
-  }
+  state.queued.fetch_add(1, std::memory_order_relaxed);
+  return std::make_unique<PendingCall>(
+      std::move(call), RequestPayload{std::move(frame.meta), std::move(frame.payload), request_size});
 }
 
 }  // namespace arenarpc::server

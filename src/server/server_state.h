@@ -5,11 +5,13 @@
 #include <asio/thread_pool.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -17,8 +19,9 @@
 #include "net/acceptor.h"
 #include "net/connection.h"
 #include "net/event_loop_group.h"
-#include "server/rate_limited_log.h"
+#include "server/auto_concurrency_limiter.h"
 #include "server/service_registry.h"
+#include "util/rate_limited_log.h"
 
 namespace arenarpc::server {
 
@@ -27,14 +30,17 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   ServiceRegistry registry;
   std::map<std::string, std::shared_ptr<memory::MessageMemory>> strategies;  // by mode name
 
-  std::unique_ptr<net::EventLoopGroup> loops;
+  std::unique_ptr<net::EventLoopGroup> loops;  // one io_context shared by all I/O threads
   std::unique_ptr<asio::thread_pool> workers;  // only with options.worker_threads > 0
   std::shared_ptr<net::Acceptor> acceptor;
+  std::optional<AutoConcurrencyLimiter> limiter;  // max_concurrency = "auto"
 
   std::atomic<bool> stopping{false};  // new requests get ELOGOFF
 
   // Calls admitted (counted against max_concurrency) whose reply has not been queued yet.
   std::atomic<int64_t> in_flight{0};
+  // ... of which dispatched to a thread and not started yet (bounded by max_queued_requests).
+  std::atomic<int64_t> queued{0};
   std::mutex drain_mutex;
   std::condition_variable drained;  // notified when in_flight drops to 0 while stopping
 
@@ -44,16 +50,25 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   std::condition_variable connections_gone;
 
   struct Counters {
-    std::atomic<uint64_t> connections_accepted{0}, connections_closed_idle{0}, malformed_frames{0},
+    std::atomic<uint64_t> connections_accepted{0}, connections_closed_idle{0},
+        connections_closed_read_timeout{0}, connections_rejected{0}, malformed_frames{0},
         requests{0}, rejected_stopping{0}, rejected_limit{0}, rejected_unknown{0},
-        rejected_overcrowded{0};
+        rejected_overcrowded{0}, rejected_timed_out{0}, read_pauses{0};
   } counters;
-  RateLimitedLog malformed_log;
+  util::RateLimitedLog malformed_log;
+  util::RateLimitedLog timeout_log;
 
-  // Admission for max_concurrency (spec §5.1 step 3). false = over the limit (nothing counted).
+  // The limit in force now; 0 = unlimited.
+  int concurrency_limit() const {
+    if (limiter) return limiter->limit();
+    return options.max_concurrency.fixed_limit();
+  }
+
+  // Admission for max_concurrency. false = over the limit (nothing counted).
   bool TryAdmit() {
     const int64_t now = in_flight.fetch_add(1, std::memory_order_acq_rel) + 1;
-    if (options.max_concurrency > 0 && now > options.max_concurrency) {
+    const int limit = concurrency_limit();
+    if (limit > 0 && now > limit) {
       FinishOne();
       return false;
     }

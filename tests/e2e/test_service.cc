@@ -1,5 +1,8 @@
 #include "test_service.h"
 
+#include <chrono>
+#include <thread>
+
 #include <pthread.h>
 
 #include "arenarpc/controller.h"
@@ -41,7 +44,14 @@ void TestServiceImpl::Handle(google::protobuf::RpcController* controller_base,
                              google::protobuf::Closure* done) {
   handler_calls_.fetch_add(1);
   auto* controller = static_cast<Controller*>(controller_base);
-  if (!request->omit_required()) response->set_message(request->message());
+  if (request->block_ms() > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(request->block_ms()));
+  }
+  if (request->response_bytes() > 0) {
+    response->set_message(std::string(static_cast<size_t>(request->response_bytes()), 'r'));
+  } else if (!request->omit_required()) {
+    response->set_message(request->message());
+  }
   for (const auto& item : request->items()) response->add_items(item);
   response->set_log_id(controller->log_id());
   if (!controller->request_id().empty()) response->set_request_id(controller->request_id());

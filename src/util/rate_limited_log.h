@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string_view>
 
-namespace arenarpc::server {
+namespace arenarpc::util {
 
 class RateLimitedLog {
  public:
@@ -24,4 +24,4 @@ class RateLimitedLog {
   uint64_t suppressed_total_ = 0;
 };
 
-}  // namespace arenarpc::server
+}  // namespace arenarpc::util

@@ -1,8 +1,8 @@
-#include "server/rate_limited_log.h"
+#include "util/rate_limited_log.h"
 
 #include <cstdio>
 
-namespace arenarpc::server {
+namespace arenarpc::util {
 
 void RateLimitedLog::Log(std::string_view line) {
   const auto now = std::chrono::steady_clock::now();
@@ -34,4 +34,4 @@ uint64_t RateLimitedLog::suppressed_total() const {
   return suppressed_total_;
 }
 
-}  // namespace arenarpc::server
+}  // namespace arenarpc::util

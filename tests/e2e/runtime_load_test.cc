@@ -1,0 +1,260 @@
+// The runtime under hostile or heavy load: a client that never reads its replies, slow senders,
+// a multiplexed connection behind a blocking call, a graceful stop during a large reply, and a
+// compressed request that would inflate past max_body_size. Good clients keep 0 errors meanwhile.
+
+#include <atomic>
+#include <chrono>
+#include <latch>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "load_support.h"
+#include "protocol/compression.h"
+#include "server_fixture.h"
+
+namespace arenarpc::e2e {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+class RuntimeLoadTest : public ServerTest {
+ protected:
+  // A client on its own channel calling Echo until stopped; counts failures.
+  class GoodClient {
+   public:
+    explicit GoodClient(std::unique_ptr<Channel> channel)
+        : channel_(std::move(channel)), thread_([this] { Loop(); }) {}
+    ~GoodClient() { Stop(); }
+    void Stop() {
+      done_.store(true);
+      if (thread_.joinable()) thread_.join();
+    }
+    int calls() const { return calls_.load(); }
+    int failures() const { return failures_.load(); }
+    std::string last_error() {
+      std::lock_guard lock(mutex_);
+      return last_error_;
+    }
+
+   private:
+    void Loop() {
+      TestService_Stub stub(channel_.get());
+      for (int i = 0; !done_.load() || i < 10; ++i) {
+        Controller controller;
+        TestRequest request;
+        request.set_message("good-" + std::to_string(i));
+        TestResponse response;
+        stub.Echo(&controller, &request, &response, nullptr);
+        if (controller.Failed() || response.message() != request.message()) {
+          failures_.fetch_add(1);
+          std::lock_guard lock(mutex_);
+          last_error_ = controller.ErrorText();
+        } else {
+          calls_.fetch_add(1);
+        }
+        std::this_thread::sleep_for(milliseconds(2));
+      }
+    }
+    std::unique_ptr<Channel> channel_;
+    std::atomic<bool> done_{false};
+    std::atomic<int> calls_{0}, failures_{0};
+    std::mutex mutex_;
+    std::string last_error_;
+    std::thread thread_;
+  };
+
+  std::unique_ptr<GoodClient> StartGoodClient() {
+    ChannelOptions options;
+    options.timeout_ms = 10000;
+    return std::make_unique<GoodClient>(MakeChannel(options));
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Modes, RuntimeLoadTest, ::testing::Values("heap", "reuse"), ModeName);
+
+TEST_P(RuntimeLoadTest, NeverReadingClientIsHeldToMaxUnwrittenBytes) {
+  ServerOptions options;
+  options.max_unwritten_bytes = 1u << 20;
+  StartServer(options);
+  auto good = StartGoodClient();
+  const size_t rss_before = ResidentBytes();
+
+  // Pipelined tiny requests, replies never read. Unbounded, the server would queue a reply per
+  // request: 32 MiB of 52-byte requests would hold gigabytes.
+  TestRequest tiny;
+  tiny.set_message("x");
+  std::string batch;
+  for (int i = 0; i < 1000; ++i) batch += RawClient::Encode(RequestFor(&tiny), i + 1);
+  constexpr size_t kMaxSend = 32u << 20;
+  RawSocket hostile(port_, /*receive_buffer=*/4096);
+  ASSERT_TRUE(hostile.ok());
+  size_t sent = 0, offset = 0;
+  auto last_progress = Clock::now();
+  while (sent < kMaxSend && Clock::now() - last_progress < milliseconds(1500)) {
+    const ssize_t n = hostile.TrySend(std::string_view(batch).substr(offset));
+    ASSERT_GE(n, 0) << "the server closed the connection instead of pausing it";
+    if (n == 0) {
+      std::this_thread::sleep_for(milliseconds(5));
+      continue;
+    }
+    sent += static_cast<size_t>(n);
+    offset = (offset + static_cast<size_t>(n)) % batch.size();
+    last_progress = Clock::now();
+  }
+  const ServerStats stats = server_->GetServerStats();
+  EXPECT_LT(sent, kMaxSend) << "the server kept reading a connection whose replies pile up";
+  EXPECT_GE(stats.read_pauses, 1u);
+  // The bound: max_unwritten_bytes plus the replies of one read's worth of requests.
+  EXPECT_LE(stats.unwritten_held_bytes, options.max_unwritten_bytes + (2u << 20));
+  EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
+
+  good->Stop();
+  EXPECT_EQ(0, good->failures()) << good->last_error();
+  EXPECT_GT(good->calls(), 0);
+}
+
+TEST_P(RuntimeLoadTest, SlowSendersAreClosedAfterTheReadTimeout) {
+  ServerOptions options;
+  options.read_timeout_ms = 300;
+  StartServer(options);
+  auto good = StartGoodClient();
+
+  TestRequest request;
+  request.set_message("trickle");
+  const std::string frame = RawClient::Encode(RequestFor(&request), 1);
+  constexpr int kSenders = 10;
+  std::vector<std::unique_ptr<RawSocket>> senders;
+  for (int i = 0; i < kSenders; ++i) {
+    senders.push_back(std::make_unique<RawSocket>(port_));
+    ASSERT_TRUE(senders.back()->ok());
+  }
+  // One byte every 50 ms per connection: the frame would take seconds to complete.
+  std::vector<bool> closed(kSenders, false);
+  int closed_count = 0;
+  const auto start = Clock::now();
+  for (size_t byte = 0; closed_count < kSenders && Clock::now() - start < std::chrono::seconds(10);
+       ++byte) {
+    for (int i = 0; i < kSenders; ++i) {
+      if (closed[i]) continue;
+      if (senders[i]->PeerClosed() || senders[i]->TrySend(frame.substr(byte % frame.size(), 1)) < 0) {
+        closed[i] = true;
+        ++closed_count;
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(kSenders, closed_count);
+  EXPECT_GE(Clock::now() - start, milliseconds(300));
+  EXPECT_EQ(static_cast<uint64_t>(kSenders), server_->GetServerStats().connections_closed_read_timeout);
+  good->Stop();
+  EXPECT_EQ(0, good->failures()) << good->last_error();
+}
+
+TEST_P(RuntimeLoadTest, BlockingCallDoesNotHoldUpItsConnection) {
+  ServerOptions options;
+  options.num_threads = 2;
+  StartServer(options);
+  auto channel = MakeChannel();  // one connection, calls multiplexed on it
+  TestService_Stub stub(channel.get());
+
+  constexpr int kFast = 100;
+  const int block_ms = 200 * (kLoadScale == 1 ? 5 : 1);  // sanitizers: more room for the fast ones
+  struct Progress {
+    std::atomic<int> fast_done{0};
+    std::atomic<int> fast_done_when_slow_finished{-1};
+    std::latch all_done{kFast + 1};
+  } progress;
+  struct Call {
+    Controller controller;
+    TestRequest request;
+    TestResponse response;
+  };
+  std::vector<Call> calls(kFast + 1);
+  calls[0].request.set_message("slow");
+  calls[0].request.set_block_ms(block_ms);
+  stub.Echo(&calls[0].controller, &calls[0].request, &calls[0].response,
+            google::protobuf::NewCallback(+[](Progress* p) {
+              p->fast_done_when_slow_finished.store(p->fast_done.load());
+              p->all_done.count_down();
+            }, &progress));
+  for (int i = 1; i <= kFast; ++i) {
+    calls[i].request.set_message("fast-" + std::to_string(i));
+    stub.Echo(&calls[i].controller, &calls[i].request, &calls[i].response,
+              google::protobuf::NewCallback(+[](Progress* p) {
+                p->fast_done.fetch_add(1);
+                p->all_done.count_down();
+              }, &progress));
+  }
+  progress.all_done.wait();
+  for (const Call& call : calls) {
+    ASSERT_FALSE(call.controller.Failed()) << call.controller.ErrorText();
+    EXPECT_EQ(call.request.message(), call.response.message());
+  }
+  EXPECT_EQ(kFast, progress.fast_done_when_slow_finished.load())
+      << "fast calls waited behind the blocking one on their shared connection";
+  ExpectAllPairsReleased();
+}
+
+TEST_P(RuntimeLoadTest, StopWritesAReplyThatIsStillBeingSent) {
+  ServerOptions options;
+  options.stop_deadline_ms = 30000;
+  StartServer(options);
+  constexpr int kReplyBytes = 32 << 20;
+  RawClient client(port_);
+  ASSERT_TRUE(client.connected());
+  TestRequest request;
+  request.set_message("big");
+  request.set_response_bytes(kReplyBytes);
+  client.Send(RequestFor(&request));
+  // The reply is produced and queued: far more than the socket buffers take.
+  for (int i = 0; i < 2000 && server_->GetMethodStats("arenarpc.e2e.TestService.Echo").calls == 0;
+       ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_EQ(1u, server_->GetMethodStats("arenarpc.e2e.TestService.Echo").calls);
+  std::atomic<int> stop_result{-2};
+  std::thread stopper([&] { stop_result.store(server_->Stop()); });
+  std::this_thread::sleep_for(milliseconds(100));  // Stop() has begun before we read a byte
+  RawReply reply;
+  ASSERT_TRUE(client.Read(&reply, std::chrono::seconds(30)));
+  EXPECT_EQ(0, reply.error_code) << reply.error_text;
+  TestResponse response;
+  ASSERT_TRUE(ParseReply(reply, &response));
+  EXPECT_EQ(static_cast<size_t>(kReplyBytes), response.message().size());
+  EXPECT_TRUE(client.WaitForClose());
+  stopper.join();
+  EXPECT_EQ(0, stop_result.load());
+}
+
+TEST_P(RuntimeLoadTest, CompressedRequestInflatingPastMaxBodySizeIsRejected) {
+  ServerOptions options;
+  options.max_body_size = 1u << 20;
+  StartServer(options);
+  auto good = StartGoodClient();
+
+  TestRequest bomb;
+  bomb.set_message(std::string(32u << 20, 'a'));  // gzip shrinks it ~1000x
+  net::BufferChain plain, compressed;
+  plain.Append(bomb.SerializeAsString());
+  std::string error;
+  ASSERT_TRUE(protocol::Compress(2, plain, &compressed, &error)) << error;
+  ASSERT_LT(compressed.size(), options.max_body_size);
+  RawRequest raw;
+  raw.raw_payload = compressed.ToString();
+  raw.compress_type = 2;
+  RawClient client(port_);
+  RawReply reply = client.Call(raw);
+  EXPECT_EQ(EREQUEST, reply.error_code) << reply.error_text;
+  EXPECT_NE(std::string::npos, reply.error_text.find("CompressType=gzip")) << reply.error_text;
+  // The connection stays usable.
+  TestRequest normal;
+  normal.set_message("after the bomb");
+  RawReply after = client.Call(RequestFor(&normal));
+  EXPECT_EQ(0, after.error_code) << after.error_text;
+  good->Stop();
+  EXPECT_EQ(0, good->failures()) << good->last_error();
+}
+
+}  // namespace
+}  // namespace arenarpc::e2e
