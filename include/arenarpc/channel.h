@@ -13,8 +13,9 @@
 // Asynchronous calls pass a done closure (e.g. arenarpc::NewCallback(...)): it runs once, on one
 // of the channel's callback threads (ChannelOptions::callback_threads; there a synchronous call
 // works, as inside a brpc done), and request/response/controller must stay alive until it ran.
-// arenarpc::Join(cntl.call_id()) waits for it; arenarpc::StartCancel(id) cancels the call. Requests and responses may live on
-// the caller's protobuf Arena; the reply is parsed straight into the caller's response.
+// arenarpc::Join(cntl.call_id()) waits for it; arenarpc::StartCancel(id) cancels the call.
+// Requests and responses may live on the caller's protobuf Arena; the reply is parsed straight
+// into the caller's response.
 //
 // Guarantees: a call completes exactly once. After it completed (with success, an error or a
 // timeout), the runtime never touches its request, response, controller or done again; a reply

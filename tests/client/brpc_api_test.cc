@@ -65,7 +65,9 @@ TEST(ClosureGuard, SwapExchangesClosures) {
 }
 
 std::string g_seen;
-void Record3(int a, const std::string& b, double* c) { g_seen = std::to_string(a) + b + std::to_string(*c); }
+void Record3(int a, const std::string& b, double* c) {
+  g_seen = std::to_string(a) + b + std::to_string(*c);
+}
 void Record4(int a, int b, int c, std::string d) {
   g_seen = std::to_string(a + b + c) + d;
 }
@@ -121,7 +123,8 @@ TEST(NewPermanentCallback, RunsManyTimesAndIsOwnedByTheCaller) {
   closure->Run();
   closure->Run();
   EXPECT_EQ(count, 2);
-  std::unique_ptr<google::protobuf::Closure> free_closure(NewPermanentCallback(&Record4, 0, 0, 1, "p"));
+  std::unique_ptr<google::protobuf::Closure> free_closure(
+      NewPermanentCallback(&Record4, 0, 0, 1, "p"));
   free_closure->Run();
   free_closure->Run();
   EXPECT_EQ(g_seen, "1p");
