@@ -1,4 +1,4 @@
-// echo_server: the benchmark's echo service (workload.md §1) on arenarpc, with every memory
+// echo_server: the benchmark's echo service (docs/benchmarks.md) on arenarpc, with every memory
 // setting of ServerOptions as a flag. Prints one line once it listens:
 //   echo_server listening on 127.0.0.1:8000 mode=arena pid=1234
 // and stops cleanly on SIGINT/SIGTERM (calls in flight finish first), printing its statistics.
