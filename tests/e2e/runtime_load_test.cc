@@ -256,5 +256,26 @@ TEST_P(RuntimeLoadTest, CompressedRequestInflatingPastMaxBodySizeIsRejected) {
   EXPECT_EQ(0, good->failures()) << good->last_error();
 }
 
+TEST_P(RuntimeLoadTest, ConnectionsPastMaxConnectionsAreClosed) {
+  ServerOptions options;
+  options.max_connections = 2;
+  StartServer(options);
+  RawClient first(port_), second(port_);
+  TestRequest request;
+  request.set_message("hello");
+  EXPECT_EQ(0, first.Call(RequestFor(&request)).error_code);
+  EXPECT_EQ(0, second.Call(RequestFor(&request)).error_code);
+  RawClient third(port_);  // the kernel accepts it; the server closes it
+  EXPECT_TRUE(third.WaitForClose());
+  EXPECT_EQ(1u, server_->GetServerStats().connections_rejected);
+  EXPECT_EQ(0, first.Call(RequestFor(&request)).error_code);
+  first.Close();
+  for (int i = 0; i < 500 && server_->GetServerStats().connections_open > 1; ++i) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  RawClient fourth(port_);  // a place is free again
+  EXPECT_EQ(0, fourth.Call(RequestFor(&request)).error_code);
+}
+
 }  // namespace
 }  // namespace arenarpc::e2e
