@@ -138,6 +138,15 @@ void ServerConnection::UpdateReadBlock(net::Connection& connection) {
 }
 
 void ServerConnection::OnClosed(net::Connection& connection) {
+  // Calls that have not started would only produce replies nobody can receive: drop them (each
+  // settles its admission). This also releases the connection they keep alive.
+  std::deque<PendingCall> dropped;
+  {
+    std::lock_guard lock(backlog_mutex_);
+    dropped.swap(backlog_);
+    backlog_bytes_ = 0;
+  }
+  dropped.clear();
   switch (connection.close_reason()) {
     case net::CloseReason::kIdleTimeout:
       state_->counters.connections_closed_idle.fetch_add(1, std::memory_order_relaxed);

@@ -256,6 +256,32 @@ TEST_P(RuntimeLoadTest, CompressedRequestInflatingPastMaxBodySizeIsRejected) {
   EXPECT_EQ(0, good->failures()) << good->last_error();
 }
 
+TEST_P(RuntimeLoadTest, QueuedCallsOfAClosedConnectionAreDropped) {
+  ServerOptions options;
+  options.num_threads = 1;
+  StartServer(options);
+  constexpr int kCalls = 50;
+  {
+    RawClient client(port_);
+    TestRequest request;
+    request.set_message("queued");
+    request.set_block_ms(100);
+    std::string burst;
+    for (int i = 0; i < kCalls; ++i) burst += RawClient::Encode(RequestFor(&request), i + 1);
+    client.SendBytes(burst);
+    ASSERT_TRUE(WaitForInFlight(kCalls));
+  }  // closed while one call blocks the only thread and the rest wait
+  // Run one by one they would take 5 s; dropped, the server is idle after the running one.
+  for (int i = 0; i < 300 && server_->GetServerStats().in_flight > 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  const ServerStats stats = server_->GetServerStats();
+  EXPECT_EQ(0, stats.in_flight);
+  EXPECT_EQ(0, stats.queued);
+  EXPECT_LT(service_->handler_calls(), kCalls / 2);
+  ExpectAllPairsReleased();
+}
+
 TEST_P(RuntimeLoadTest, ConnectionsPastMaxConnectionsAreClosed) {
   ServerOptions options;
   options.max_connections = 2;
