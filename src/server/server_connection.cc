@@ -90,9 +90,7 @@ net::Connection::InputResult ServerConnection::OnInput(
 }
 
 void ServerConnection::PostDrainer(net::Connection& connection) {
-  auto run = [connection = connection.shared_from_this()] {
-    static_cast<ServerConnection&>(connection->delegate()).DrainOne(*connection);
-  };
+  auto run = [drainer = Drainer(connection.shared_from_this())]() mutable { drainer.Run(); };
   if (state_->workers) {
     asio::post(*state_->workers, std::move(run));
   } else {
