@@ -86,7 +86,7 @@ TEST_P(OverloadTest, FixedMaxConcurrencyRejectsTheExcessAtOnce) {
   const size_t rss_before = ResidentBytes();
   const Outcome outcome = Offer(kOfferedRate, kDuration, kBlockMs);
   ExpectServedOrRejected(outcome);
-  EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
+  if (kResidentSizeIsMeaningful) EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
   EXPECT_GT(server_->GetServerStats().rejected_limit, 0u);
 }
 
@@ -98,7 +98,7 @@ TEST_P(OverloadTest, AutoMaxConcurrencyFindsASmallLimitAndRejectsTheExcess) {
   const size_t rss_before = ResidentBytes();
   const Outcome outcome = Offer(kOfferedRate, kDuration, kBlockMs);
   ExpectServedOrRejected(outcome);
-  EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
+  if (kResidentSizeIsMeaningful) EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
   // One thread whose calls take ~2 ms: calls in flight beyond a few only queue.
   const ServerStats stats = server_->GetServerStats();
   EXPECT_GE(stats.concurrency_limit, 2);

@@ -107,7 +107,7 @@ TEST_P(RuntimeLoadTest, NeverReadingClientIsHeldToMaxUnwrittenBytes) {
   EXPECT_GE(stats.read_pauses, 1u);
   // The bound: max_unwritten_bytes plus the replies of one read's worth of requests.
   EXPECT_LE(stats.unwritten_held_bytes, options.max_unwritten_bytes + (2u << 20));
-  EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
+  if (kResidentSizeIsMeaningful) EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
 
   good->Stop();
   EXPECT_EQ(0, good->failures()) << good->last_error();
