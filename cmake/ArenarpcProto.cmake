@@ -1,9 +1,29 @@
-# arenarpc_add_proto(<target> PROTOS a.proto... [IMPORT_DIRS dir...] [GRPC])
-# Generates C++ for the given .proto files into the build tree and builds them as a static library.
-# Output lands in ${CMAKE_CURRENT_BINARY_DIR}; the include path is the build dir so that
-# `#include "<path relative to the first import dir>.pb.h"` works.
+# arenarpc_add_proto(<target> [STATIC | SHARED] PROTOS a.proto... [IMPORT_DIRS dir...]
+#                    [GRPC] [LINK target...])
+# Generates C++ for the given .proto files with protoc (and, with GRPC, gRPC's C++ plugin) and
+# builds it as a library <target> that links protobuf (and gRPC::grpc++ with GRPC) and the LINK
+# targets (e.g. the library of a .proto this one imports).
+#   STATIC / SHARED   library type; default: static unless BUILD_SHARED_LIBS is on.
+#   IMPORT_DIRS       protoc's -I directories; default: the current source directory. Every
+#                     .proto must lie under the first one.
+# Output lands in ${CMAKE_CURRENT_BINARY_DIR}/gen, which is on the target's include path, so
+# `#include "<path of the .proto relative to the first import dir without .proto>.pb.h"` works.
+# Needs find_package(Protobuf) (and find_package(gRPC CONFIG) for GRPC) done before; the arenarpc
+# package does both.
 function(arenarpc_add_proto target)
-  cmake_parse_arguments(P "GRPC" "" "PROTOS;IMPORT_DIRS;LINK" ${ARGN})
+  cmake_parse_arguments(P "GRPC;STATIC;SHARED" "" "PROTOS;IMPORT_DIRS;LINK" ${ARGN})
+  if(P_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "arenarpc_add_proto(${target}): unknown arguments ${P_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT P_PROTOS)
+    message(FATAL_ERROR "arenarpc_add_proto(${target}): no PROTOS")
+  endif()
+  set(type)
+  if(P_STATIC)
+    set(type STATIC)
+  elseif(P_SHARED)
+    set(type SHARED)
+  endif()
   if(NOT P_IMPORT_DIRS)
     set(P_IMPORT_DIRS ${CMAKE_CURRENT_SOURCE_DIR})
   endif()
@@ -18,7 +38,14 @@ function(arenarpc_add_proto target)
   set(hdrs)
   foreach(proto ${P_PROTOS})
     get_filename_component(abs ${proto} ABSOLUTE)
+    if(NOT EXISTS ${abs})
+      message(FATAL_ERROR "arenarpc_add_proto(${target}): ${abs} does not exist")
+    endif()
     file(RELATIVE_PATH rel ${root} ${abs})
+    if(rel MATCHES "^\\.\\./")
+      message(FATAL_ERROR "arenarpc_add_proto(${target}): ${abs} is not under the first "
+                          "IMPORT_DIRS entry ${root}")
+    endif()
     string(REGEX REPLACE "\\.proto$" "" stem ${rel})
     set(outs ${out_dir}/${stem}.pb.cc ${out_dir}/${stem}.pb.h)
     set(cmd_args --cpp_out=${out_dir})
@@ -39,7 +66,7 @@ function(arenarpc_add_proto target)
       endif()
     endforeach()
   endforeach()
-  add_library(${target} STATIC ${srcs} ${hdrs})
+  add_library(${target} ${type} ${srcs} ${hdrs})
   target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${out_dir}>)
   target_link_libraries(${target} PUBLIC protobuf::libprotobuf ${P_LINK})
   if(P_GRPC)

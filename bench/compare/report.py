@@ -69,6 +69,21 @@ def table(result):
     if spread:
         lines.append("")
         lines.append(f"CPU ratio to {base} per repeat, in run order: " + "; ".join(spread))
+    # --before_build: this build's CPU per call over the earlier build's, mode by mode (repeat i of
+    # "mode" ran right after repeat i of "mode@before").
+    before_after = []
+    for mode in result["modes"]:
+        if mode.endswith("@before") or f"{mode}@before" not in med:
+            continue
+        earlier = med[f"{mode}@before"]["cpu_us_per_call"]
+        ratios = [f"{r['cpu_us_per_call'] / e['cpu_us_per_call']:.3f}"
+                  for r, e in zip(result["runs"][mode], result["runs"][f"{mode}@before"])
+                  if e["cpu_us_per_call"]]
+        before_after.append(f"| {mode} | {earlier:.0f} | {med[mode]['cpu_us_per_call']:.0f} | "
+                            f"{_ratio(med[mode]['cpu_us_per_call'], earlier)} | {' '.join(ratios)} |")
+    if before_after:
+        lines += ["", "| mode | CPU us/call before | after | after/before (medians) | per repeat |",
+                  "|---|---|---|---|---|"] + before_after
     failed = {mode: sum(r["calls_failed"] for r in result["runs"][mode]) for mode in result["modes"]}
     if any(failed.values()):
         lines.append("")

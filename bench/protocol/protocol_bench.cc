@@ -1,4 +1,4 @@
-// Costs of the protocol layer per call, on the benchmark workload's EchoRequest (workload.md §1).
+// Costs of the protocol layer per call, on the workload's EchoRequest (docs/benchmarks.md).
 //   DecodeMerge/<scale>/chain   FrameDecoder + MergePayload straight from the receive blocks
 //   DecodeMerge/<scale>/flat    the same, but the payload is first copied into one std::string
 //   Encode/<scale>/chain        SerializePayload into pages + BuildResponseMeta + EncodeFrame

@@ -1,4 +1,4 @@
-// echo_server: the benchmark's echo service (workload.md §1) on arenarpc, with every memory
+// echo_server: the benchmark's echo service (docs/benchmarks.md) on arenarpc, with every memory
 // setting of ServerOptions as a flag. Prints one line once it listens:
 //   echo_server listening on 127.0.0.1:8000 mode=arena pid=1234
 // and stops cleanly on SIGINT/SIGTERM (calls in flight finish first), printing its statistics.
@@ -41,6 +41,17 @@ bool CheckNonNegative(const char* flag, int32_t v) {
 bool CheckPositive(const char* flag, uint64_t v) {
   return v > 0 || Fail(flag, "must be > 0");
 }
+bool CheckAtLeastOne(const char* flag, int32_t v) {
+  return v >= 1 || Fail(flag, "must be >= 1, got " + std::to_string(v));
+}
+bool CheckTimeout(const char* flag, int32_t v) {
+  return v == -1 || v > 0 || Fail(flag, "must be -1 (never) or > 0, got " + std::to_string(v));
+}
+bool CheckMaxConcurrency(const char* flag, const std::string& v) {
+  const arenarpc::MaxConcurrency parsed(v);
+  if (!parsed.error().empty()) return Fail(flag, "'" + v + "': " + parsed.error());
+  return parsed.fixed_limit() >= 0 || Fail(flag, "must be >= 0, got " + v);
+}
 
 }  // namespace
 
@@ -74,8 +85,36 @@ DEFINE_validator(arena_start_block_size, &CheckPositive);
 DEFINE_uint64(arena_max_block_size, arenarpc::memory::ArenaSettings{}.max_block_size,
               "arena/paged: largest block of a call's arena");
 DEFINE_validator(arena_max_block_size, &CheckPositive);
-DEFINE_int32(max_concurrency, 0, "Calls handled at once; excess get ELIMIT. 0 = unlimited");
-DEFINE_validator(max_concurrency, &CheckNonNegative);
+DEFINE_string(max_concurrency, "0",
+              "Calls in flight (decoded, not yet answered); excess get ELIMIT. A number "
+              "(0 = unlimited) or 'auto' (adaptive)");
+DEFINE_validator(max_concurrency, &CheckMaxConcurrency);
+DEFINE_int32(max_queued_requests, arenarpc::ServerOptions{}.max_queued_requests,
+             "Admitted calls waiting for a thread, all connections; excess get ELIMIT. 0 = unlimited");
+DEFINE_validator(max_queued_requests, &CheckNonNegative);
+DEFINE_int32(max_queued_requests_per_connection,
+             arenarpc::ServerOptions{}.max_queued_requests_per_connection,
+             "Calls of one connection waiting for a thread; past it that connection is not read");
+DEFINE_validator(max_queued_requests_per_connection, &CheckAtLeastOne);
+DEFINE_uint64(max_queued_request_bytes, arenarpc::ServerOptions{}.max_queued_request_bytes,
+              "Request bytes of one connection's calls not yet started; past it it is not read");
+DEFINE_validator(max_queued_request_bytes, &CheckPositive);
+DEFINE_uint64(max_unwritten_bytes, arenarpc::ServerOptions{}.max_unwritten_bytes,
+              "Memory held by one connection's unsent replies; past it it is not read");
+DEFINE_validator(max_unwritten_bytes, &CheckPositive);
+DEFINE_int32(max_connections, 0, "Open connections; more are closed at once. 0 = unlimited");
+DEFINE_validator(max_connections, &CheckNonNegative);
+DEFINE_uint64(max_body_size, arenarpc::ServerOptions{}.max_body_size,
+              "Largest request frame body, and what a compressed request may inflate to");
+DEFINE_validator(max_body_size, &CheckPositive);
+DEFINE_int32(idle_timeout_sec, -1, "Close connections idle this long; -1 = never");
+DEFINE_validator(idle_timeout_sec, &CheckTimeout);
+DEFINE_int32(read_timeout_ms, arenarpc::ServerOptions{}.read_timeout_ms,
+             "Close a connection whose frame does not complete within this long; -1 = never");
+DEFINE_validator(read_timeout_ms, &CheckTimeout);
+DEFINE_int32(stop_deadline_ms, arenarpc::ServerOptions{}.stop_deadline_ms,
+             "On SIGINT/SIGTERM: how long calls in flight and unsent replies get");
+DEFINE_validator(stop_deadline_ms, &CheckNonNegative);
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("arenarpc echo server for the memory-mode benchmark");
@@ -89,6 +128,15 @@ int main(int argc, char** argv) {
   options.worker_threads = FLAGS_worker_threads;
   options.memory_mode = FLAGS_mode;
   options.max_concurrency = FLAGS_max_concurrency;
+  options.max_queued_requests = FLAGS_max_queued_requests;
+  options.max_queued_requests_per_connection = FLAGS_max_queued_requests_per_connection;
+  options.max_queued_request_bytes = FLAGS_max_queued_request_bytes;
+  options.max_unwritten_bytes = FLAGS_max_unwritten_bytes;
+  options.max_connections = FLAGS_max_connections;
+  options.max_body_size = FLAGS_max_body_size;
+  options.idle_timeout_sec = FLAGS_idle_timeout_sec;
+  options.read_timeout_ms = FLAGS_read_timeout_ms;
+  options.stop_deadline_ms = FLAGS_stop_deadline_ms;
   options.memory.page_size = FLAGS_page_size;
   options.memory.page_cache_capacity = FLAGS_page_cache_capacity;
   options.memory.thread_cache_pages = FLAGS_thread_cache_pages;
@@ -120,16 +168,27 @@ int main(int argc, char** argv) {
 
   server.RunUntilAskedToQuit();
 
+  const auto server_stats = server.GetServerStats();
+  std::fprintf(stderr,
+               "echo_server: %llu requests, rejected %llu ELIMIT / %llu EOVERCROWDED / %llu "
+               "ERPCTIMEDOUT, %llu read pauses, concurrency limit %d at exit\n",
+               static_cast<unsigned long long>(server_stats.requests),
+               static_cast<unsigned long long>(server_stats.rejected_limit),
+               static_cast<unsigned long long>(server_stats.rejected_overcrowded),
+               static_cast<unsigned long long>(server_stats.rejected_timed_out),
+               static_cast<unsigned long long>(server_stats.read_pauses),
+               server_stats.concurrency_limit);
   const auto stats = server.GetMethodStats("arenarpc.example.EchoService.Echo");
   std::fprintf(stderr,
                "echo_server stopped: %llu calls, %llu errors, %llu rejected, latency p50/p99/max "
-               "%lld/%lld/%lld us (mode %s)\n",
+               "%lld/%lld/%lld us, queued p99 %lld us (mode %s)\n",
                static_cast<unsigned long long>(stats.calls),
                static_cast<unsigned long long>(stats.errors),
                static_cast<unsigned long long>(stats.rejected),
                static_cast<long long>(stats.latency_p50_us),
                static_cast<long long>(stats.latency_p99_us),
-               static_cast<long long>(stats.latency_max_us), stats.memory_mode.c_str());
+               static_cast<long long>(stats.latency_max_us),
+               static_cast<long long>(stats.queue_p99_us), stats.memory_mode.c_str());
   if (stats.memory_mode == "reuse") {
     const auto& m = stats.memory;
     std::fprintf(stderr,

@@ -1,5 +1,5 @@
 #pragma once
-// The benchmark's echo handler (workload.md §1): the response's payload is a full copy of the
+// The benchmark's echo handler (docs/benchmarks.md): the response's payload is a full copy of the
 // request's payload (CopyFrom), nothing else. Shared by echo_server and the tests.
 
 #include "echo/echo.pb.h"

@@ -1,5 +1,5 @@
 #pragma once
-// Random ComplexPayload generator with the workload's distributions (workload.md §1):
+// Random ComplexPayload generator with the workload's distributions (docs/benchmarks.md):
 // result count U[0,10s); per result k=U[0,s) items and k result-level terms; per item U[0,10s)
 // terms; each term U[0,2s) random bytes. Every draw is rng() % n.
 

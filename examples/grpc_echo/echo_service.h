@@ -1,6 +1,6 @@
 #pragma once
 // The workload's echo handler for gRPC's callback API: the response's payload is a full copy of
-// the request's (workload.md §1), nothing else.
+// the request's (docs/benchmarks.md), nothing else.
 
 #include "grpc_echo/grpc_echo.grpc.pb.h"
 

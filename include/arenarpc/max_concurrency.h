@@ -17,6 +17,7 @@ class MaxConcurrency {
  public:
   MaxConcurrency(int limit = 0) : limit_(limit), spec_(std::to_string(limit)) {}  // NOLINT
   MaxConcurrency(const char* spec) : MaxConcurrency(std::string_view(spec)) {}    // NOLINT
+  MaxConcurrency(const std::string& spec) : MaxConcurrency(std::string_view(spec)) {}  // NOLINT
   MaxConcurrency(std::string_view spec);                                          // NOLINT
 
   bool is_auto() const noexcept { return auto_; }

@@ -40,7 +40,7 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
   OnAccept on_accept_;
   uint16_t port_ = 0;
   bool closed_ = false;               // guarded by running on the acceptor's strand
-  util::RateLimitedLog log_;
+  util::RateLimitedLog log_{1};  // accept failures repeat every 100 ms while they last
 };
 
 }  // namespace arenarpc::net

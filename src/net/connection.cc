@@ -14,9 +14,11 @@ namespace {
 std::atomic<uint64_t> g_next_connection_id{1};
 
 // Reads land in whole I/O pages; a read that fills its page is followed by more non-blocking
-// reads (bounded) so that a large frame is decoded once instead of once per page.
+// reads, so that a large frame is decoded once instead of once per page: up to kReadBytesPerRound
+// between two OnInput calls, up to kMaxBytesPerWakeup before the connection lets other work run.
 constexpr size_t kMinReadSpace = 1024;
-constexpr int kMaxReadsPerWakeup = 32;
+constexpr size_t kReadBytesPerRound = 256u << 10;
+constexpr size_t kMaxBytesPerWakeup = 16u << 20;
 // Gather-write batch: iovecs handed to one sendmsg().
 constexpr size_t kMaxIoVecs = 64;
 // Frames up to this size are copied into the queue's tail page instead of linking their own
@@ -100,36 +102,60 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
     return;
   }
   input_.CommitWrite(bytes);  // 0 when resuming: OnInput sees only what was buffered
+  // Read and hand over in rounds while bytes keep coming, so that a server busy with handlers
+  // still reads (and admits or rejects) requests as fast as they arrive, not one read per call.
+  std::unique_ptr<InputTask> run_next;
   asio::error_code read_error;
-  // The page was filled: more bytes are probably waiting. Drain them without another wakeup.
-  for (int reads = 1; reads < kMaxReadsPerWakeup && bytes > 0; ++reads) {
-    std::span<char> space = input_.PrepareWrite(kMinReadSpace);
-    const size_t more = socket_.read_some(asio::buffer(space.data(), space.size()), read_error);
-    if (read_error == asio::error::would_block || read_error == asio::error::try_again) {
-      read_error.clear();
-      break;
+  bool keep_open = true, input_waits = false;
+  size_t read_now = bytes;
+  for (bool more = bytes > 0;;) {
+    if (more) more = ReadAvailable(&read_now, &read_error);
+    const Clock::time_point now = Clock::now();
+    last_activity_ns_.store(Nanos(now), std::memory_order_relaxed);
+    InputResult result = delegate_->OnInput(*this, input_, now);
+    keep_open = result.keep_open;
+    input_waits = result.input_waits;
+    if (result.run_next) {
+      if (!run_next) {
+        run_next = std::move(result.run_next);
+      } else {
+        asio::post(socket_.get_executor(),
+                   [task = std::move(result.run_next)] { task->Run(); });
+      }
     }
-    if (read_error) break;  // deliver what arrived before it, then close
-    input_.CommitWrite(more);
-    if (more < space.size()) break;
+    if (input_.empty() || input_waits) {  // waiting on us is no slow sender
+      partial_since_ns_.store(0, std::memory_order_relaxed);
+    } else if (partial_since_ns_.load(std::memory_order_relaxed) == 0) {
+      partial_since_ns_.store(Nanos(now), std::memory_order_relaxed);
+    }
+    if (!more || read_error || !keep_open || input_waits || read_now >= kMaxBytesPerWakeup) break;
   }
-  const Clock::time_point now = Clock::now();
-  last_activity_ns_.store(Nanos(now), std::memory_order_relaxed);
-  InputResult result = delegate_->OnInput(*this, input_, now);
-  if (input_.empty() || result.input_waits) {  // waiting on us is no slow sender
-    partial_since_ns_.store(0, std::memory_order_relaxed);
-  } else if (partial_since_ns_.load(std::memory_order_relaxed) == 0) {
-    partial_since_ns_.store(Nanos(now), std::memory_order_relaxed);
-  }
-  if (read_error || !result.keep_open) {
+  if (read_error || !keep_open) {
     // What was read before the error is still served, as far as the socket takes the reply.
-    if (result.run_next) result.run_next->Run();
+    if (run_next) run_next->Run();
     input_.clear();
     CloseNow(read_error ? CloseReason::kPeer : CloseReason::kLocal, read_error);
     return;
   }
-  ContinueReading(result.input_waits);  // from here another thread may read this connection
-  if (result.run_next) result.run_next->Run();
+  ContinueReading(input_waits);  // from here another thread may read this connection
+  if (run_next) run_next->Run();
+}
+
+bool Connection::ReadAvailable(size_t* read_now, asio::error_code* error) {
+  for (size_t round = 0; round < kReadBytesPerRound;) {
+    std::span<char> space = input_.PrepareWrite(kMinReadSpace);
+    const size_t n = socket_.read_some(asio::buffer(space.data(), space.size()), *error);
+    if (*error == asio::error::would_block || *error == asio::error::try_again) {
+      error->clear();
+      return false;
+    }
+    if (*error) return false;  // what arrived before it is still delivered
+    input_.CommitWrite(n);
+    round += n;
+    *read_now += n;
+    if (n < space.size()) return false;  // the socket is most likely empty now
+  }
+  return true;
 }
 
 void Connection::ResumeReading() {

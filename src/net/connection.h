@@ -127,6 +127,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
              const Options& options);
   void ArmRead();
   void OnRead(const asio::error_code& error, size_t bytes);
+  // Non-blocking reads into input_ (one round's worth); true if the socket may hold more.
+  bool ReadAvailable(size_t* read_now, asio::error_code* error);
   void ContinueReading(bool input_waits);  // the reading thread, after OnInput
   void ResumeReading();                    // OnInput on what is buffered, then read on
   void Unblock(uint32_t reason);           // clears a ReadBlock bit; re-arms reading if it may

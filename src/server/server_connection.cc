@@ -91,9 +91,7 @@ net::Connection::InputResult ServerConnection::OnInput(
 }
 
 void ServerConnection::PostDrainer(net::Connection& connection) {
-  auto run = [connection = connection.shared_from_this()] {
-    static_cast<ServerConnection&>(connection->delegate()).DrainOne(*connection);
-  };
+  auto run = [drainer = Drainer(connection.shared_from_this())]() mutable { drainer.Run(); };
   if (state_->workers) {
     asio::post(*state_->workers, std::move(run));
   } else {
@@ -140,6 +138,15 @@ void ServerConnection::UpdateReadBlock(net::Connection& connection) {
 
 void ServerConnection::OnClosed(net::Connection& connection) {
   cancels_.Close();  // the client is gone: cancel its calls in flight
+  // Calls that have not started would only produce replies nobody can receive: drop them (each
+  // settles its admission). This also releases the connection they keep alive.
+  std::deque<PendingCall> dropped;
+  {
+    std::lock_guard lock(backlog_mutex_);
+    dropped.swap(backlog_);
+    backlog_bytes_ = 0;
+  }
+  dropped.clear();
   switch (connection.close_reason()) {
     case net::CloseReason::kIdleTimeout:
       state_->counters.connections_closed_idle.fetch_add(1, std::memory_order_relaxed);

@@ -1,4 +1,5 @@
-// The workload generator reproduces workload.md §1: each count is U[0, n) drawn independently.
+// The generator matches the workload of docs/benchmarks.md: each count is U[0, n), drawn
+// independently.
 #include "echo/payload_generator.h"
 
 #include <gtest/gtest.h>
@@ -79,13 +80,13 @@ TEST(PayloadGenerator, DistributionsMatchWorkloadAtScale5) {
   ExpectUniformBelow(d.terms_per_item, 10 * s, "terms per item");
   ExpectUniformBelow(d.term_length, 2 * s, "term length");
   // Strings per payload: E[R] * (E[k] + E[k] * E[T]) = 24.5 * (2 + 2 * 24.5) = 1249.5
-  // (workload.md: ~1,300 at s=5).
+  // (docs/benchmarks.md: ~1,300 at s=5).
   EXPECT_NEAR(d.strings, 1249.5, 1249.5 * 0.06);
 }
 
 TEST(PayloadGenerator, SizeMatchesWorkloadAtScale10) {
   const Draws d = Draw(10, 120, 2);
-  // E[strings] = 49.5 * (4.5 + 4.5 * 49.5) = 11,249 (workload.md: ~11,700 measured over 300).
+  // E[strings] = 49.5 * (4.5 + 4.5 * 49.5) = 11,249 (docs/benchmarks.md: ~11,700 over 300 draws).
   EXPECT_NEAR(d.strings, 11249.0, 11249.0 * 0.12);
   // Each string is ~9.5 bytes + 2 bytes of tag and length: ~136 KB serialized, as published.
   EXPECT_GT(d.bytes, 110'000);

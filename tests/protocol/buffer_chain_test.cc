@@ -46,6 +46,42 @@ TEST(BufferChain, AppendAcrossPagesKeepsBytesAndReturnsPages) {
   EXPECT_EQ(pages.outstanding(), 0u);
 }
 
+TEST(BufferChain, HeldBytesCountWholePagesOfTheSlices) {
+  CountingPages pages(256);
+  BufferChain chain(&pages);
+  EXPECT_EQ(chain.held_bytes(), 0u);
+  chain.Append("tiny");  // 4 bytes pin a whole page
+  EXPECT_EQ(chain.held_bytes(), 256u);
+  chain.Append("more");  // same page, same slice
+  EXPECT_EQ(chain.held_bytes(), 256u);
+  // Twenty frames of their own pages, linked (not copied) into one queue: twenty pages.
+  BufferChain queue(&pages);
+  for (int i = 0; i < 20; ++i) {
+    BufferChain frame(&pages);
+    frame.Append("25-byte reply frame .....");
+    queue.Append(std::move(frame));
+  }
+  EXPECT_EQ(queue.held_bytes(), 20u * 256);
+  queue.PopFront(25 * 10);  // ten slices gone
+  EXPECT_EQ(queue.held_bytes(), 10u * 256);
+  queue.PopFront(3);        // a slice cut short still pins its page
+  EXPECT_EQ(queue.held_bytes(), 10u * 256);
+  BufferChain front(&pages);
+  queue.CutFront(25 * 2 - 3, &front);
+  EXPECT_EQ(queue.held_bytes(), 8u * 256);
+  EXPECT_EQ(front.held_bytes(), 2u * 256);
+  BufferChain moved(std::move(queue));
+  EXPECT_EQ(queue.held_bytes(), 0u);
+  EXPECT_EQ(moved.held_bytes(), 8u * 256);
+  moved.clear();
+  EXPECT_EQ(moved.held_bytes(), 0u);
+  // A large block is counted as its allocation.
+  BufferChain big(&pages);
+  big.Append(std::string(256 * 16, 'x'));
+  EXPECT_GE(big.held_bytes(), 256u * 16);
+  EXPECT_LT(big.held_bytes(), 256u * 17);
+}
+
 TEST(BufferChain, BigAppendUsesOneHeapBlock) {
   CountingPages pages(256);
   BufferChain chain(&pages);

@@ -1,5 +1,5 @@
 #pragma once
-// The worked examples of baidu_std.md §10, byte for byte.
+// The worked examples of docs/protocol.md §10, byte for byte.
 #include <string>
 
 #include "hex.h"

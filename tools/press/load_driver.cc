@@ -85,6 +85,7 @@ void LoadDriver::Complete(const RawEchoRequest& request, Clock::time_point due, 
       ok_in_window_.fetch_add(1, std::memory_order_relaxed);
     }
   } else {
+    if (measured) result_.failed_latency.Record(OpenLoopSchedule::LatencyUs(due, now));
     RecordError(code, text, measured);
   }
   if (slot >= 0 && !stop_sending_.load(std::memory_order_relaxed) && now < window_end_) {

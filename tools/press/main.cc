@@ -1,4 +1,4 @@
-// arenarpc_press: load generator for the echo workload (workload.md §1) over baidu_std (arenarpc
+// arenarpc_press: load generator for the echo workload (docs/benchmarks.md), baidu_std (arenarpc
 // or brpc servers) and any other registered protocol. See docs/press.md.
 #include <gflags/gflags.h>
 

@@ -12,7 +12,7 @@ struct PressOptions {
   std::string protocol = "baidu_std";      // a registered Transport name
   double qps = 0;                          // > 0: open loop at this rate
   int concurrency = 0;                     // > 0: closed loop with this many calls in flight
-  int payload_scale = 10;                  // workload.md §1
+  int payload_scale = 10;                  // docs/benchmarks.md, "Workload"
   int ring = 64;                           // pre-generated requests; 0 = draw one per call
   double warmup_s = 2;
   double duration_s = 10;

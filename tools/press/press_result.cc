@@ -90,6 +90,10 @@ std::string FormatText(const PressResult& r) {
   s << "latency us:";
   for (const auto& [name, p] : kPercentiles) s << " " << name << "=" << r.latency.Percentile(p);
   s << " max=" << r.latency.Max() << " mean=" << std::setprecision(0) << r.latency.Mean() << "\n";
+  if (r.failed_latency.Count() > 0) {
+    s << "failed calls' latency us: p50=" << r.failed_latency.Percentile(50)
+      << " p99=" << r.failed_latency.Percentile(99) << " max=" << r.failed_latency.Max() << "\n";
+  }
   if (o.qps > 0) {
     s << "send lag us (actual send - scheduled): p50=" << r.send_lag.Percentile(50)
       << " p99=" << r.send_lag.Percentile(99) << " max=" << r.send_lag.Max() << "\n";
@@ -140,7 +144,9 @@ std::string FormatJson(const PressResult& r) {
   j << "\"max\":" << r.latency.Max() << ",\"mean\":" << r.latency.Mean()
     << ",\"count\":" << r.latency.Count() << "},\"send_lag_us\":{\"p50\":"
     << r.send_lag.Percentile(50) << ",\"p99\":" << r.send_lag.Percentile(99)
-    << ",\"max\":" << r.send_lag.Max() << "}";
+    << ",\"max\":" << r.send_lag.Max() << "},\"failed_latency_us\":{\"p50\":"
+    << r.failed_latency.Percentile(50) << ",\"p99\":" << r.failed_latency.Percentile(99)
+    << ",\"max\":" << r.failed_latency.Max() << ",\"count\":" << r.failed_latency.Count() << "}";
   const uint64_t calls = r.calls_ok + r.calls_failed;
   if (o.server_pid > 0) {
     j << ",\"server_pid\":" << o.server_pid << ",\"server_usage\":";

@@ -24,6 +24,7 @@ struct PressResult {
   std::map<int, std::string> error_samples;  // first error text seen per code
   double achieved_qps = 0;              // calls_ok / measured_seconds
   LatencyHistogram latency;             // successful calls in the window, µs
+  LatencyHistogram failed_latency;      // failed calls in the window (how fast rejections come)
   LatencyHistogram send_lag;            // open loop: actual send time - due time, µs
   double mean_request_bytes = 0;        // serialized request size (ring), 0 if unknown
   ProcessUsage server;                  // valid only with --server_pid

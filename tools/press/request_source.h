@@ -2,8 +2,8 @@
 // RequestSource: where arenarpc_press's requests come from.
 //   ring > 0: `ring` requests are drawn once, up front, and served round-robin (thread-safe,
 //             read-only): the workload generator's CPU does not load the client while measuring.
-//   ring = 0: every call gets a freshly drawn payload (workload.md §1 as written), at the cost of
-//             client CPU on the sending thread.
+//   ring = 0: every call gets a freshly drawn payload (the workload of docs/benchmarks.md), at
+//             the cost of client CPU on the sending thread.
 // Either way requests are RawEchoRequest (payload pre-serialized), wire-identical to EchoRequest.
 
 #include <atomic>
