@@ -1,4 +1,4 @@
-#include "arenarpc/memory/kept_tree.h"
+#include "memory/reuse/kept_tree.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>

@@ -31,11 +31,11 @@
 #include <mutex>
 #include <vector>
 
-#include "arenarpc/memory/kept_tree.h"
+#include "memory/reuse/kept_tree.h"
 #include "arenarpc/memory/message_memory.h"
-#include "arenarpc/memory/response_mirror.h"
-#include "arenarpc/memory/shape_plan.h"
-#include "arenarpc/memory/spare_elements.h"
+#include "memory/reuse/response_mirror.h"
+#include "memory/reuse/shape_plan.h"
+#include "memory/reuse/spare_elements.h"
 
 namespace arenarpc::memory {
 

@@ -1,4 +1,4 @@
-#include "arenarpc/memory/shape_plan.h"
+#include "memory/reuse/shape_plan.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/zero_copy_stream.h>
@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "memory/cleared_tail.h"
-#include "memory/element_moves.h"
-#include "memory/wire_scanner.h"
+#include "memory/reuse/cleared_tail.h"
+#include "memory/reuse/element_moves.h"
+#include "memory/reuse/wire_scanner.h"
 
 namespace arenarpc::memory {
 

@@ -1,4 +1,4 @@
-#include "arenarpc/memory/reuse_pool.h"
+#include "memory/reuse/reuse_pool.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>

@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "arenarpc/memory/spare_elements.h"
+#include "memory/reuse/spare_elements.h"
 
 namespace google::protobuf {
 class Descriptor;
