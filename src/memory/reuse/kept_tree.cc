@@ -42,7 +42,12 @@ const TypePlan& PlanFor(const Descriptor& d) {
       const FieldDescriptor* f = d.field(i);
       plan->all_fields.push_back(f);
       if (f->real_containing_oneof() != nullptr) continue;
-      if (!f->is_repeated() && f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      // A sub-message with a has-bit (proto2, proto3 `optional`) keeps its object through
+      // ClearField (has-bit cleared, object Clear()ed in place), and its presence is the has-bit:
+      // Settle must never detach it, whatever it holds. Only has-bit-less proto3 sub-messages,
+      // whose presence is their pointer, are kept (and settled) here.
+      const bool has_bit = f->has_optional_keyword() || f->is_required();
+      if (!f->is_repeated() && f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && !has_bit) {
         plan->message_fields.push_back(f);
       } else {
         plan->clear_fields.push_back(f);

@@ -6,8 +6,10 @@
 // root type from the descriptor, clears in place instead:
 //  - repeated fields: RepeatedPtrField::Clear() keeps the cleared elements (and their strings'
 //    capacity) for the next Add(); repeated scalars keep their capacity;
-//  - singular sub-messages reachable from the root through singular message fields ("slots", up to
-//    kMaxDepth deep and kMaxSlots in all) are cleared recursively and kept;
+//  - singular sub-messages without a has-bit (proto3, no `optional`) reachable from the root
+//    through such fields ("slots", up to kMaxDepth deep and kMaxSlots in all) are cleared
+//    recursively and kept; a sub-message with a has-bit is cleared with ClearField, which keeps
+//    its object and clears its has-bit (its presence stays exact, Settle never detaches it);
 //  - everything else (scalars, singular strings, maps, oneofs, singular sub-messages inside
 //  repeated
 //    elements or beyond the slot limits, unknown fields, extensions) is cleared as Clear() would.
