@@ -12,9 +12,8 @@
 #include <string_view>
 
 #include "arenarpc/buffer_chain.h"
-#include "arenarpc/memory/message_memory.h"
-#include "protocol/payload_bytes.h"
 #include "protocol/compression.h"
+#include "protocol/payload_bytes.h"
 #include "protocol/rpc_meta.pb.h"
 
 namespace arenarpc::protocol {
