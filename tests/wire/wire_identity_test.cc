@@ -1,8 +1,10 @@
 // baidu_std runtime: the same handler and request sequence in every memory strategy (by name and
 // as a strategy object) gives replies whose bytes equal heap's, call by call.
+#include <google/protobuf/message.h>
 #include <google/protobuf/stubs/callback.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,6 +93,74 @@ TEST(WireIdentity, StrategyObjectsServeLikeTheirNames) {
   per_method.method_memory_strategy["arenarpc.wire.WireService.Call"] = paged;
   ExpectSameBytes(expected, Replies(per_method, requests), "method_memory_strategy");
   EXPECT_EQ(paged->stats().acquired, requests.size());
+}
+
+// A strategy written by a user: plain New()/delete, counting the runtime's lifecycle calls.
+class CountingMemory final : public memory::MessageMemory {
+ public:
+  struct Counts {
+    std::atomic<uint64_t> acquired{0}, parsed{0}, prepared{0}, released{0};
+  };
+
+  std::string_view name() const noexcept override { return "counting"; }
+  std::unique_ptr<memory::MethodMemory> Bind(const google::protobuf::Message& request,
+                                             const google::protobuf::Message& response) override {
+    return std::make_unique<Method>(request, response, counts_);
+  }
+  memory::MemoryStats stats() const noexcept override {
+    memory::MemoryStats s;
+    s.acquired = counts_.acquired.load();
+    s.released = counts_.released.load();
+    return s;
+  }
+  const Counts& counts() const { return counts_; }
+
+ private:
+  class Method final : public memory::MethodMemory {
+   public:
+    Method(const google::protobuf::Message& request, const google::protobuf::Message& response,
+           Counts& counts)
+        : MethodMemory(request, response), counts_(counts) {}
+    memory::MessagePair Acquire() override {
+      std::unique_ptr<google::protobuf::Message> request(request_prototype().New());
+      std::unique_ptr<google::protobuf::Message> response(response_prototype().New());
+      ++counts_.acquired;
+      return MakePair(request.release(), response.release(), nullptr, nullptr);
+    }
+
+   protected:
+    void Release(google::protobuf::Message* request, google::protobuf::Message* response,
+                 google::protobuf::Arena*, void*) noexcept override {
+      std::unique_ptr<google::protobuf::Message> req(request), resp(response);
+      ++counts_.released;
+    }
+    memory::ParseResult ParseRequest(google::protobuf::Message* request, void* cookie,
+                                     memory::SerializedMessage& bytes) override {
+      ++counts_.parsed;
+      return MethodMemory::ParseRequest(request, cookie, bytes);
+    }
+    void PrepareResponse(google::protobuf::Message*, void*) noexcept override {
+      ++counts_.prepared;
+    }
+
+   private:
+    Counts& counts_;
+  };
+
+  Counts counts_;
+};
+
+TEST(WireIdentity, AUsersOwnStrategyPlugsIntoTheServer) {
+  const std::vector<WireRequest> requests = RequestSequence(kCalls / 3);
+  const std::vector<std::string> expected = Replies(ServerOptions(), requests);
+  auto mine = std::make_shared<CountingMemory>();
+  ServerOptions options;
+  options.method_memory_strategy["arenarpc.wire.WireService.Call"] = mine;
+  ExpectSameBytes(expected, Replies(options, requests), "CountingMemory");
+  EXPECT_EQ(mine->counts().acquired.load(), requests.size());
+  EXPECT_EQ(mine->counts().parsed.load(), requests.size());
+  EXPECT_EQ(mine->counts().prepared.load(), requests.size());
+  EXPECT_EQ(mine->counts().released.load(), requests.size());
 }
 
 TEST(WireIdentity, BadStrategyOptionsAreNamed) {
