@@ -13,7 +13,7 @@
 //   pair.PrepareResponse();     // then serialize response()
 //   pair.Release();             // or destroy the pair
 // Whatever the handler writes, the response serializes as a heap message with that content would
-// (the reuse strategy's one exception, empty proto3 sub-messages: docs/memory.md, Limits).
+// (the reuse strategy's one exception, kept empty sub-messages of responses: docs/memory.md).
 
 #include <cstddef>
 #include <cstdint>
