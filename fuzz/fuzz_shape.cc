@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "arenarpc/memory/kept_tree.h"
-#include "arenarpc/memory/shape_plan.h"
+#include "memory/reuse/kept_tree.h"
+#include "memory/reuse/shape_plan.h"
 #include "echo/echo_payload.pb.h"
 #include "fuzz_check.h"
 #include "memory_test.pb.h"

@@ -31,20 +31,16 @@ void RunTask(Scenario scenario, memory::MethodMemory& method, TaskContext& ctx, 
     const uint64_t seed = static_cast<uint64_t>(task_index) * 2 + 1;
     example::PayloadGenerator(ctx.payload_scale, seed).Fill(&request);
     example::PayloadGenerator(ctx.payload_scale, seed + 1).Fill(response.mutable_payload());
-    pair.SettleRequest();
-    pair.SettleResponse();
+    pair.PrepareResponse();
     ctx.bytes += static_cast<size_t>(request.payload().result_size() + response.payload().result_size());
   } else {
     const std::string& wire = (*ctx.requests)[static_cast<size_t>(task_index) % ctx.requests->size()];
-    if (pair.shapes_requests()) {  // as the servers do: fit a reused request to the bytes first
-      google::protobuf::io::ArrayInputStream shape_input(wire.data(),
-                                                         static_cast<int>(wire.size()));
-      pair.ShapeRequest(shape_input);
+    memory::SerializedSpan bytes(wire);  // as the servers do
+    if (pair.ParseRequest(bytes) != memory::ParseResult::kOk) {
+      throw std::runtime_error("request parse failed");
     }
-    if (!request.MergeFromString(wire)) throw std::runtime_error("request parse failed");
-    pair.SettleRequest();
     response.mutable_payload()->CopyFrom(request.payload());
-    pair.SettleResponse();
+    pair.PrepareResponse();
     response.SerializeToString(&ctx.out);
     ctx.bytes += ctx.out.size();
   }

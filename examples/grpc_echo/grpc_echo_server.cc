@@ -93,23 +93,23 @@ int main(int argc, char** argv) {
     return Fail("--request_parse must be merge or grpc, got '" + FLAGS_request_parse + "'");
   }
 
-  if (FLAGS_mode != "default" && FLAGS_mode != "heap" && FLAGS_mode != "arena" &&
-      FLAGS_mode != "paged" && FLAGS_mode != "reuse") {
-    return Fail("--mode must be default, heap, arena, paged or reuse, got '" + FLAGS_mode + "'");
+  std::string mode_error;
+  if (!arenarpc::grpc::ServiceMemory::IsValidMode(FLAGS_mode, &mode_error)) {
+    return Fail("--mode: " + mode_error);
   }
   std::unique_ptr<arenarpc::grpc::ServiceMemory> memory;
-  try {
-    memory = std::make_unique<arenarpc::grpc::ServiceMemory>(FLAGS_mode, OptionsFromFlags());
-  } catch (const std::exception& e) {
-    return Fail(std::string("--mode=") + FLAGS_mode + ": " + e.what());
-  }
-
   arenarpc::example::GrpcEchoServiceImpl service;
-  if (FLAGS_request_parse == "merge") {
-    memory->Serve(service, 0, &arenarpc::example::GrpcEchoServiceImpl::Echo);
-  } else {
-    service.SetMessageAllocatorFor_Echo(
-        memory->allocator<arenarpc::example::EchoRequest, arenarpc::example::EchoResponse>());
+  try {  // configuration errors (options, bindings) are std::invalid_argument with a message
+    memory = std::make_unique<arenarpc::grpc::ServiceMemory>(FLAGS_mode, OptionsFromFlags());
+    if (FLAGS_request_parse == "merge") {
+      memory->Serve(service, "arenarpc.example.GrpcEchoService.Echo",
+                    &arenarpc::example::GrpcEchoServiceImpl::Echo);
+    } else {
+      service.SetMessageAllocatorFor_Echo(
+          memory->allocator<arenarpc::example::EchoRequest, arenarpc::example::EchoResponse>());
+    }
+  } catch (const std::invalid_argument& e) {
+    return Fail(std::string("--mode=") + FLAGS_mode + ": " + e.what());
   }
 
   ShutdownSignal shutdown_signal;  // before gRPC's threads exist, so they inherit the mask

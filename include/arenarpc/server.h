@@ -44,6 +44,11 @@ struct ServerOptions {
   std::string memory_mode = "heap";    // "heap" | "arena" | "paged" | "reuse"
   memory::MemoryOptions memory;        // arena block sizes, page size/cache capacity, reuse caps
   std::map<std::string, std::string> method_memory_mode;  // "pkg.Service.Method" -> mode override
+  // Strategy objects (your own MessageMemory, or one shared with other servers) instead of names:
+  // memory_strategy, when set, replaces memory_mode; method_memory_strategy overrides a method
+  // (a method may not appear in both method_* maps).
+  std::shared_ptr<memory::MessageMemory> memory_strategy;
+  std::map<std::string, std::shared_ptr<memory::MessageMemory>> method_memory_strategy;
   size_t max_body_size = 64u << 20;    // larger frames close the connection; also caps what a
                                        // compressed request may inflate to
 

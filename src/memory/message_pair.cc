@@ -1,5 +1,6 @@
 #include "arenarpc/memory/message_memory.h"
 
+
 namespace arenarpc::memory {
 
 MessagePair& MessagePair::operator=(MessagePair&& other) noexcept {
@@ -21,20 +22,17 @@ void MessagePair::Release() noexcept {
   }
 }
 
-void MessagePair::SettleRequest() const noexcept {
-  if (owner_ != nullptr) owner_->Settle(request_, /*is_response=*/false, cookie_);
+ParseResult MessagePair::ParseRequest(SerializedMessage& bytes) const {
+  return owner_->ParseRequest(request_, cookie_, bytes);
 }
 
-void MessagePair::SettleResponse() const noexcept {
-  if (owner_ != nullptr) owner_->Settle(response_, /*is_response=*/true, cookie_);
+void MessagePair::PrepareResponse() const noexcept {
+  if (owner_ != nullptr) owner_->PrepareResponse(response_, cookie_);
 }
 
-void MessagePair::ShapeRequest(google::protobuf::io::ZeroCopyInputStream& wire) const noexcept {
-  if (owner_ != nullptr) owner_->ShapeRequest(request_, cookie_, wire);  // no-op unless reuse
-}
-
-bool MessagePair::shapes_requests() const noexcept {
-  return owner_ != nullptr && owner_->shapes_requests();
+ParseResult MethodMemory::ParseRequest(google::protobuf::Message* request, void*,
+                                       SerializedMessage& bytes) {
+  return MergeSerialized(*request, bytes);
 }
 
 MessagePair MethodMemory::MakePair(google::protobuf::Message* request,

@@ -63,36 +63,9 @@ bool SerializePayload(const google::protobuf::Message& message, int compress_typ
   return true;
 }
 
-namespace {
-
-bool MergeFromChain(const net::BufferChain& bytes, google::protobuf::Message* message,
-                    std::string* detail, const memory::MessagePair* shape) {
-  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
-    *detail = "payload larger than 2 GiB";
-    return false;
-  }
-  if (shape != nullptr && shape->shapes_requests()) {
-    net::BufferChainInputStream wire(bytes);
-    shape->ShapeRequest(wire);
-  }
-  net::BufferChainInputStream stream(bytes);
-  if (!message->MergePartialFromBoundedZeroCopyStream(&stream, static_cast<int>(bytes.size()))) {
-    *detail = "invalid protobuf bytes for " + message->GetTypeName();
-    return false;
-  }
-  if (!message->IsInitialized()) {
-    *detail = "missing required fields: " + message->InitializationErrorString();
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-bool MergePayload(const RpcMeta& meta, const net::BufferChain& payload,
-                  const net::BufferChain& attachment, google::protobuf::Message* message,
-                  std::string* detail, size_t max_decompressed,
-                  const memory::MessagePair* shape) {
+bool OpenPayload(const RpcMeta& meta, const net::BufferChain& payload,
+                 const net::BufferChain& attachment, PayloadBytes* bytes, std::string* detail,
+                 size_t max_decompressed) {
   if (meta.content_type() != CONTENT_TYPE_PB) {
     *detail = std::string("content_type=") + ContentTypeName(meta.content_type()) +
               " is not supported (only pb)";
@@ -100,11 +73,36 @@ bool MergePayload(const RpcMeta& meta, const net::BufferChain& payload,
   }
   if (!VerifyChecksum(meta, payload, attachment, detail)) return false;
   if (meta.compress_type() == COMPRESS_TYPE_NONE) {
-    return MergeFromChain(payload, message, detail, shape);
+    bytes->Refer(payload);
+  } else {
+    net::BufferChain plain;
+    if (!Decompress(meta.compress_type(), payload, &plain, detail, max_decompressed)) return false;
+    bytes->Own(std::move(plain));
   }
-  net::BufferChain plain;
-  if (!Decompress(meta.compress_type(), payload, &plain, detail, max_decompressed)) return false;
-  return MergeFromChain(plain, message, detail, shape);
+  if (bytes->size() > static_cast<size_t>(INT_MAX)) {
+    *detail = "payload larger than 2 GiB";
+    return false;
+  }
+  return true;
+}
+
+std::string ParseFailureDetail(const google::protobuf::Message& message,
+                               memory::ParseResult result) {
+  if (result == memory::ParseResult::kMissingRequiredFields) {
+    return "missing required fields: " + message.InitializationErrorString();
+  }
+  return "invalid protobuf bytes for " + message.GetTypeName();
+}
+
+bool MergePayload(const RpcMeta& meta, const net::BufferChain& payload,
+                  const net::BufferChain& attachment, google::protobuf::Message* message,
+                  std::string* detail, size_t max_decompressed) {
+  PayloadBytes bytes;
+  if (!OpenPayload(meta, payload, attachment, &bytes, detail, max_decompressed)) return false;
+  const memory::ParseResult result = memory::MergeSerialized(*message, bytes);
+  if (result == memory::ParseResult::kOk) return true;
+  *detail = ParseFailureDetail(*message, result);
+  return false;
 }
 
 std::string ParseFailureText(std::string_view what, const google::protobuf::Message& message,

@@ -1,10 +1,9 @@
 #pragma once
 // Request/response payloads (spec §3): message <-> wire bytes in BufferChains.
 //   sender:   serialize -> compress -> (checksum, see checksum.h) -> frame
-//   receiver: verify checksum -> decompress -> MergeFrom + IsInitialized
-// Parsing merges into the given message (never Parse*, which Clear()s and would throw away the
-// reuse strategy's kept sub-message tree); uncompressed payloads are parsed straight from the
-// receive blocks.
+//   receiver: verify checksum -> decompress -> bytes to parse (the server hands them to the
+//             call's MessagePair::ParseRequest; MergePayload merges them into a message)
+// Uncompressed payloads are parsed straight from the receive blocks.
 
 #include <google/protobuf/message.h>
 
@@ -13,8 +12,8 @@
 #include <string_view>
 
 #include "arenarpc/buffer_chain.h"
-#include "arenarpc/memory/message_memory.h"
 #include "protocol/compression.h"
+#include "protocol/payload_bytes.h"
 #include "protocol/rpc_meta.pb.h"
 
 namespace arenarpc::protocol {
@@ -30,16 +29,24 @@ bool SerializePayload(const google::protobuf::Message& message, int compress_typ
                       net::BufferChain* out, std::string* error,
                       std::string_view what = "response");
 
-// Merges the payload described by `meta` (content_type, compress_type, checksum) into *message.
-// `attachment` is only read for a checksum that covers it. On failure returns false with a short
-// reason in *detail (for logs); the caller answers with ParseFailureText(). *message may then hold
-// part of the payload: release it, do not use it. When `shape` is given and its strategy shapes
-// requests (reuse), the (decompressed) bytes are first shown to shape->ShapeRequest() so that the
-// kept tree of *message (shape->request()) fits them.
+// Checks the payload described by `meta` (content_type, checksum, size) and inflates it when
+// compressed; on success *bytes holds what to parse (the receive blocks themselves when the payload
+// is not compressed: `payload` must then outlive *bytes). `attachment` is only read for a checksum
+// that covers it. On failure returns false with a short reason in *detail (for logs); the caller
+// answers with ParseFailureText().
+bool OpenPayload(const RpcMeta& meta, const net::BufferChain& payload,
+                 const net::BufferChain& attachment, PayloadBytes* bytes, std::string* detail,
+                 size_t max_decompressed = kDefaultMaxDecompressedSize);
+
+// The reason (for logs) that bytes did not parse into `message`: invalid bytes or missing fields.
+std::string ParseFailureDetail(const google::protobuf::Message& message,
+                               memory::ParseResult result);
+
+// OpenPayload + a merge into *message (e.g. a client's response). On failure *message may hold
+// part of the payload: do not use it.
 bool MergePayload(const RpcMeta& meta, const net::BufferChain& payload,
                   const net::BufferChain& attachment, google::protobuf::Message* message,
-                  std::string* detail, size_t max_decompressed = kDefaultMaxDecompressedSize,
-                  const memory::MessagePair* shape = nullptr);
+                  std::string* detail, size_t max_decompressed = kDefaultMaxDecompressedSize);
 
 // brpc's text for a payload that cannot be parsed (spec §5.3), without the "[E1003]" part:
 // "Fail to parse request=example.EchoRequest, ContentType=pb, CompressType=none,

@@ -105,14 +105,24 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
   } catch (const std::exception& e) {
     return Fail(std::string("memory options are invalid: ") + e.what());
   }
+  auto check_method = [&](std::string_view option, const std::string& method) {
+    if (state->registry.FindMethod(method) != nullptr) return 0;
+    std::string known;
+    for (const auto& entry : state->registry.methods()) {
+      known += (known.empty() ? "" : ", ") + entry->full_name;
+    }
+    return Fail(std::string(option) + ": no method " + Quoted(method) +
+                " is registered (expected pkg.Service.Method, one of: " + known + ")");
+  };
   for (const auto& [method, mode] : options.method_memory_mode) {
-    if (state->registry.FindMethod(method) == nullptr) {
-      std::string known;
-      for (const auto& entry : state->registry.methods()) {
-        known += (known.empty() ? "" : ", ") + entry->full_name;
-      }
-      return Fail("method_memory_mode: no method " + Quoted(method) +
-                  " is registered (expected pkg.Service.Method, one of: " + known + ")");
+    if (check_method("method_memory_mode", method) != 0) return -1;
+  }
+  for (const auto& [method, strategy] : options.method_memory_strategy) {
+    if (check_method("method_memory_strategy", method) != 0) return -1;
+    if (strategy == nullptr) return Fail("method_memory_strategy[" + method + "] is null");
+    if (options.method_memory_mode.count(method) != 0) {
+      return Fail("method_memory_strategy[" + method + "] and method_memory_mode[" + method +
+                  "] are both set (give one)");
     }
   }
   return 0;
@@ -136,9 +146,18 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
   for (const auto& entry : state->registry.methods()) {
     auto override_it = options.method_memory_mode.find(entry->full_name);
     const bool overridden = override_it != options.method_memory_mode.end();
-    const std::string& mode = overridden ? override_it->second : options.memory_mode;
-    auto strategy = strategy_for(
-        mode, overridden ? "method_memory_mode[" + entry->full_name + "]" : "memory_mode");
+    auto given_it = options.method_memory_strategy.find(entry->full_name);
+    std::shared_ptr<memory::MessageMemory> strategy =
+        given_it != options.method_memory_strategy.end() ? given_it->second
+        : overridden                                      ? nullptr
+                                                          : options.memory_strategy;
+    const std::string mode = strategy ? std::string(strategy->name())
+                             : overridden ? override_it->second
+                                          : options.memory_mode;
+    if (!strategy) {
+      strategy = strategy_for(
+          mode, overridden ? "method_memory_mode[" + entry->full_name + "]" : "memory_mode");
+    }
     if (!strategy) return -1;
     auto binding = std::make_shared<server::MethodBinding>();
     binding->service = entry->service_owner;

@@ -133,9 +133,17 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     return;
   }
   std::string detail;
-  if (!protocol::MergePayload(payload.meta, payload.bytes, call->controller_.request_attachment(),
-                              call->pair_.request(), &detail,
-                              call->state_->options.max_body_size, &call->pair_)) {
+  memory::ParseResult parsed = memory::ParseResult::kInvalidBytes;
+  {  // an inflated copy of a compressed payload goes before the handler runs
+    protocol::PayloadBytes bytes;
+    if (protocol::OpenPayload(payload.meta, payload.bytes, call->controller_.request_attachment(),
+                              &bytes, &detail,
+                              call->state_->options.max_body_size) &&
+        (parsed = call->pair_.ParseRequest(bytes)) != memory::ParseResult::kOk) {
+      detail = protocol::ParseFailureDetail(*call->pair_.request(), parsed);
+    }
+  }
+  if (parsed != memory::ParseResult::kOk) {
     method->rejected.fetch_add(1, std::memory_order_relaxed);
     WriteErrorReply(*call->connection_, call->correlation_id_, EREQUEST,
                     protocol::ParseFailureText("request", *call->pair_.request(), payload.meta,
@@ -143,8 +151,6 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     call->state_->FinishOne();
     return;  // the half-filled pair goes back to its strategy with the call
   }
-  // reuse: detach kept sub-messages the request did not fill, so has_x() reads as with heap.
-  call->pair_.SettleRequest();
   payload.bytes.clear();  // the input pages can go back before the handler runs
   method->in_flight.fetch_add(1, std::memory_order_relaxed);
   ServerCall* done = call.release();  // owned by the handler until done->Run()
@@ -191,7 +197,7 @@ void ServerCall::Run() {
   const memory::MessagePair& pair = retained_ ? retained_->pair : pair_;
   const bool close = controller_.Failed() && controller_.ErrorCode() == ECLOSE;
   net::BufferChain frame;
-  if (!close && !controller_.Failed()) pair.SettleResponse();  // bytes equal heap's (reuse)
+  if (!close && !controller_.Failed()) pair.PrepareResponse();
   const bool ok = !close && BuildReply(*pair.response(), &frame);
   // Counted before the reply leaves, so a client that has its reply also sees its call counted.
   const auto now = std::chrono::steady_clock::now();

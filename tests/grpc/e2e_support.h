@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "arenarpc/grpc/service_memory.h"
+#include "grpc_echo/echo_service.h"
 #include "grpc_echo/grpc_echo.grpc.pb.h"
 
 namespace arenarpc::grpc {
@@ -26,11 +27,12 @@ inline std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
   return std::get<0>(info.param) + "_" + std::get<1>(info.param);
 }
 
-// Puts `memory` behind `service`'s Echo (method 0) through the given request path.
+// Puts `memory` behind `service`'s Echo through the given request path.
 template <class Service>
 void ServeEcho(ServiceMemory& memory, Service& service, const std::string& path) {
   if (path == "merge") {
-    memory.Serve(service, 0, &Service::Echo);
+    example::LinkGrpcEchoProto();
+    memory.Serve(service, "arenarpc.example.GrpcEchoService.Echo", &Service::Echo);
   } else {
     service.SetMessageAllocatorFor_Echo(
         memory.allocator<example::EchoRequest, example::EchoResponse>());

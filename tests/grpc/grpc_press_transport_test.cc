@@ -22,7 +22,8 @@ namespace {
 class GrpcTransportTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    memory_.Serve(service_, 0, &example::GrpcEchoServiceImpl::Echo);
+    memory_.Serve(service_, "arenarpc.example.GrpcEchoService.Echo",
+                  &example::GrpcEchoServiceImpl::Echo);
     int port = 0;
     ::grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", ::grpc::InsecureServerCredentials(), &port);

@@ -1,5 +1,6 @@
 // arenarpc::grpc::MessageAllocator / ServiceMemory without a server: what gRPC's handler does with
 // an allocator (AllocateMessages, fill, Release on some thread), for every strategy.
+#include <google/protobuf/descriptor.h>
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -29,12 +30,13 @@ TEST_P(AllocatorPerStrategy, HoldersAreEmptyFilledAndReleasedOnce) {
     auto* holder = alloc->Allocate();
     ASSERT_NE(holder->request(), nullptr);
     ASSERT_NE(holder->response(), nullptr);
-    // Empty every time, whatever the previous call left behind. A reused object may still carry
-    // its kept (empty) payload sub-message; settling detaches it, as the handler paths do.
+    // Empty every time, whatever the previous call left behind. The response is ready to be
+    // serialized as handed out (the adapter prepared it); a reused request may still carry its
+    // kept, empty payload until parsed (gRPC's ParseFrom clears it first, as here).
     EXPECT_EQ(holder->request()->payload().result_size(), 0);
     EXPECT_EQ(holder->response()->payload().result_size(), 0);
-    holder->SettleRequest();
-    holder->SettleResponse();
+    EXPECT_FALSE(holder->response()->has_payload());
+    holder->request()->Clear();
     EXPECT_EQ(holder->request()->ByteSizeLong(), 0u);
     EXPECT_EQ(holder->response()->ByteSizeLong(), 0u);
     EXPECT_FALSE(holder->request()->has_payload());
@@ -128,10 +130,22 @@ TEST(ServiceMemory, SharesOneStrategyBetweenAllocators) {
   EXPECT_EQ(memory.holder_stats().released, 2u);
 }
 
+// The message of the std::invalid_argument that `serve` throws ("" if it does not throw).
+template <class F>
+std::string ErrorOf(F serve) {
+  try {
+    serve();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+constexpr const char* kEcho = "arenarpc.example.GrpcEchoService.Echo";
+
 TEST(ServiceMemory, ServeRejectsAMethodOfOtherTypes) {
   ServiceMemory memory("reuse");
-  example::GrpcEchoServiceImpl service;
-  // Method 0 is Echo(EchoRequest) -> EchoResponse; claiming other types must fail, not corrupt.
+  // Echo takes EchoRequest and returns EchoResponse; claiming other types must fail, not corrupt.
   struct Wrong : example::GrpcEchoService::CallbackService {
     ::grpc::ServerUnaryReactor* Swapped(::grpc::CallbackServerContext*, const EchoResponse*,
                                         EchoRequest*) {
@@ -139,11 +153,57 @@ TEST(ServiceMemory, ServeRejectsAMethodOfOtherTypes) {
     }
   };
   Wrong wrong;
-  EXPECT_THROW(memory.Serve(wrong, 0, &Wrong::Swapped), std::invalid_argument);
-  EXPECT_THROW(memory.Serve(service, -1, &example::GrpcEchoServiceImpl::Echo),
-               std::invalid_argument);
-  EXPECT_NO_THROW(memory.Serve(service, 0, &example::GrpcEchoServiceImpl::Echo));
-  EXPECT_NO_THROW(memory.Serve(service, 0, &example::GrpcEchoServiceImpl::Echo));  // re-serve
+  EXPECT_EQ(ErrorOf([&] { memory.Serve(wrong, kEcho, &Wrong::Swapped); }),
+            "arenarpc::grpc::ServiceMemory::Serve: rpc 'arenarpc.example.GrpcEchoService.Echo' "
+            "takes arenarpc.example.EchoRequest and returns arenarpc.example.EchoResponse, but "
+            "the handler takes arenarpc.example.EchoResponse and returns "
+            "arenarpc.example.EchoRequest");
+}
+
+TEST(ServiceMemory, ServeRejectsAnUnknownName) {
+  ServiceMemory memory("reuse");
+  example::GrpcEchoServiceImpl service;
+  for (const char* name : {"Echo", "arenarpc.example.GrpcEchoService.Search",
+                           "arenarpc.example.GrpcEchoService/Echo", ""}) {
+    EXPECT_EQ(ErrorOf([&] { memory.Serve(service, name, &example::GrpcEchoServiceImpl::Echo); }),
+              std::string("arenarpc::grpc::ServiceMemory::Serve: no rpc '") + name +
+                  "' in the linked .proto files (name it as package.Service.Method; the "
+                  "generated .pb.cc of the file declaring the service must be linked in)");
+  }
+  EXPECT_EQ(memory.holder_stats().allocated, 0u);
+}
+
+TEST(ServiceMemory, ServeBindsByNameWithPerMethodModes) {
+  ServiceMemory memory("heap");
+  example::GrpcEchoServiceImpl service;
+  EXPECT_NO_THROW(memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo, "reuse"));
+  EXPECT_NO_THROW(memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo));  // re-serve
+  EXPECT_NO_THROW(memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo, "default"));
+  EXPECT_EQ(memory.mode(), "heap");
+  auto* a = memory.allocator<EchoRequest, EchoResponse>("reuse");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->memory().name(), "reuse");
+  a->AllocateMessages()->Release();
+  EXPECT_EQ(memory.memory_stats("reuse").acquired, 1u);
+  EXPECT_EQ(memory.memory_stats().acquired, 0u);  // the default (heap) strategy was not used
+}
+
+TEST(ServiceMemory, BadModesAreReportedNotFatal) {
+  std::string error;
+  EXPECT_TRUE(ServiceMemory::IsValidMode("reuse", &error));
+  EXPECT_TRUE(ServiceMemory::IsValidMode("default", &error));
+  EXPECT_FALSE(ServiceMemory::IsValidMode("resue", &error));
+  EXPECT_EQ(error, "unknown memory mode 'resue' (valid: default, heap, arena, paged, reuse)");
+  EXPECT_EQ(ErrorOf([] { ServiceMemory memory("resue"); }),
+            "arenarpc::grpc: unknown memory mode 'resue' (valid: default, heap, arena, paged, "
+            "reuse)");
+  ServiceMemory memory("default");
+  example::GrpcEchoServiceImpl service;
+  EXPECT_EQ(ErrorOf([&] {
+              memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo, "arenas");
+            }),
+            "arenarpc::grpc: unknown memory mode 'arenas' (valid: default, heap, arena, paged, "
+            "reuse)");
 }
 
 }  // namespace

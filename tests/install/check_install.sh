@@ -25,6 +25,13 @@ for f in arenarpcConfig.cmake arenarpcConfigVersion.cmake arenarpcTargets.cmake 
          arenarpcGrpcTargets.cmake ArenarpcProto.cmake; do
   [ -f "$prefix/$libdir/cmake/arenarpc/$f" ] || fail "$libdir/cmake/arenarpc/$f not installed"
 done
+# The reuse engine is private (src/memory/reuse): no installed header may be or include it.
+if ls "$prefix/include/arenarpc/memory" | grep -E 'reuse|shape_plan|kept_tree|mirror|spare'; then
+  fail "private reuse headers were installed"
+fi
+if grep -rn '#include "memory/' "$prefix/include"; then
+  fail "an installed header includes a private one"
+fi
 if grep -q 'gRPC::' "$prefix/$libdir/cmake/arenarpc/arenarpcTargets.cmake"; then
   fail "arenarpcTargets.cmake (the base package) refers to gRPC"
 fi

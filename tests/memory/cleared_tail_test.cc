@@ -1,4 +1,4 @@
-#include "memory/cleared_tail.h"
+#include "memory/reuse/cleared_tail.h"
 
 #include <google/protobuf/repeated_ptr_field.h>
 #include <gtest/gtest.h>

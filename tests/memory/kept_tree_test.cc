@@ -3,7 +3,7 @@
 #include <memory>
 #include <vector>
 
-#include "arenarpc/memory/kept_tree.h"
+#include "memory/reuse/kept_tree.h"
 #include "memory_test.pb.h"
 
 namespace arenarpc::memory {

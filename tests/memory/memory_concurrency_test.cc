@@ -93,11 +93,11 @@ TEST_P(StrategyConcurrency, AcquireHereReleaseThere) {
     callers.emplace_back([&, t] {
       for (int i = 0; i < kCallsPerThread; ++i) {
         MessagePair pair = method->Acquire();
-        if (!pair.request()->MergeFromString(wires[(t + i) % wires.size()])) ++mismatches;
-        pair.SettleRequest();
+        SerializedSpan bytes(wires[(t + i) % wires.size()]);
+        if (pair.ParseRequest(bytes) != ParseResult::kOk) ++mismatches;
         auto& request = static_cast<EchoRequest&>(*pair.request());
         static_cast<EchoResponse&>(*pair.response()).mutable_payload()->CopyFrom(request.payload());
-        pair.SettleResponse();
+        pair.PrepareResponse();
         if (i % 2 == 0) {
           queue.Push(std::move(pair));
         }  // else released here by the destructor

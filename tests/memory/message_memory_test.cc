@@ -22,14 +22,14 @@ constexpr const char* kStrategies[] = {"heap", "arena", "paged", "reuse"};
 std::string EchoCall(MethodMemory& method, const std::string& request_wire, std::string* request_out) {
   MessagePair pair = method.Acquire();
   EXPECT_TRUE(pair);
-  EXPECT_TRUE(pair.request()->MergeFromString(request_wire));
-  pair.SettleRequest();
+  SerializedSpan bytes(request_wire);
+  EXPECT_EQ(pair.ParseRequest(bytes), ParseResult::kOk);
   auto& request = static_cast<EchoRequest&>(*pair.request());
   auto& response = static_cast<EchoResponse&>(*pair.response());
   response.mutable_message()->CopyFrom(request.message());
   // Mirrors presence: see PresenceCornerCase for the unconditional mutable_payload() handler.
   if (request.has_payload()) response.mutable_payload()->CopyFrom(request.payload());
-  pair.SettleResponse();
+  pair.PrepareResponse();
   if (request_out != nullptr) *request_out = request.SerializeAsString();
   return response.SerializeAsString();
 }
@@ -86,7 +86,7 @@ TEST(ReuseStrategy, PresenceCornerCase) {
   MessagePair pair = method->Acquire();
   auto& response = static_cast<EchoResponse&>(*pair.response());
   response.mutable_payload();  // explicitly present, empty
-  pair.SettleResponse();
+  pair.PrepareResponse();
   EchoResponse heap;
   heap.mutable_payload();
   EXPECT_EQ(heap.SerializeAsString().size(), 2u);

@@ -1,4 +1,4 @@
-#include "arenarpc/memory/response_mirror.h"
+#include "memory/reuse/response_mirror.h"
 
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "arenarpc/memory/message_memory.h"
-#include "arenarpc/memory/reuse_pool.h"
+#include "memory/reuse/reuse_pool.h"
 #include "echo/payload_generator.h"
-#include "memory/cleared_tail.h"
+#include "memory/reuse/cleared_tail.h"
 #include "memory_test.pb.h"
 
 namespace arenarpc::memory {
@@ -32,13 +32,11 @@ std::vector<std::string> Ring(int scale, int count, uint64_t seed) {
   return ring;
 }
 
-// A pair whose request is filled the runtime's way: shape, merge, settle.
+// A pair whose request is filled the runtime's way (ParseRequest: shape, merge, settle, mirror).
 MessagePair AcquireWithRequest(MethodMemory& method, const std::string& wire) {
   MessagePair pair = method.Acquire();
-  ArrayInputStream in(wire.data(), static_cast<int>(wire.size()));
-  pair.ShapeRequest(in);
-  EXPECT_TRUE(pair.request()->MergeFromString(wire));
-  pair.SettleRequest();
+  SerializedSpan bytes(wire);
+  EXPECT_EQ(pair.ParseRequest(bytes), ParseResult::kOk);
   return pair;
 }
 
@@ -49,7 +47,7 @@ std::string EchoCall(MethodMemory& method, const std::string& wire) {
   auto& request = static_cast<EchoRequest&>(*pair.request());
   auto& response = static_cast<EchoResponse&>(*pair.response());
   response.mutable_payload()->CopyFrom(request.payload());
-  pair.SettleResponse();
+  pair.PrepareResponse();
   response.ByteSizeLong();  // as serialization would: the forecast check reads the cached size
   return response.payload().SerializeAsString();
 }
@@ -139,7 +137,7 @@ TEST(ReuseStrategy, ElementsKeepTheirPlaceInTraversalOrderAcrossShapes) {
       auto& request = static_cast<EchoRequest&>(*pair.request());
       auto& response = static_cast<EchoResponse&>(*pair.response());
       response.mutable_payload()->CopyFrom(request.payload());
-      pair.SettleResponse();
+      pair.PrepareResponse();
       Layout req = LayoutOf(request.payload()), resp = LayoutOf(response.payload());
       if (round > 0) {  // the first round grows the objects to the ring's largest request
         EXPECT_EQ(Moved(last_request.strings, req.strings), 0u) << "request strings reordered";
@@ -238,7 +236,7 @@ TEST(ResponseMirror, StopsForResponsesThatDoNotFollowTheirRequests) {
     MessagePair pair = AcquireWithRequest(*method, wire);
     auto& response = static_cast<Root&>(*pair.response());
     for (int i = 0; i < 200; ++i) response.add_mids()->add_leaves()->add_value("many");
-    pair.SettleResponse();
+    pair.PrepareResponse();
     ASSERT_EQ(response.mids_size(), 200);
     ASSERT_GT(response.ByteSizeLong(), 4 * wire.size());
   }
@@ -274,7 +272,7 @@ TEST(ResponseMirror, ContentIsAlwaysTheHandlersWhateverTheForecast) {
     MessagePair pair = AcquireWithRequest(*method, wire);
     auto& response = static_cast<Root&>(*pair.response());
     response.MergeFrom(expected);
-    pair.SettleResponse();
+    pair.PrepareResponse();
     EXPECT_EQ(response.SerializeAsString(), expected.SerializeAsString()) << "call " << call;
   }
 }

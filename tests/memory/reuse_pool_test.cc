@@ -1,4 +1,4 @@
-#include "arenarpc/memory/reuse_pool.h"
+#include "memory/reuse/reuse_pool.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
@@ -62,12 +62,12 @@ TEST(ReuseStrategy, SerializationIsByteIdenticalToHeapAcrossReuses) {
       objects.insert(pair.request());
       objects.insert(pair.response());
       EXPECT_EQ(objects.size(), 2u) << "a single caller always gets the two pooled objects back";
-      // The runtime's way: merge the wire bytes into the kept tree, settle, hand to the handler.
-      ASSERT_TRUE(pair.request()->MergeFromString(wire));
-      pair.SettleRequest();
+      // The runtime's way: parse the wire bytes into the kept tree, hand to the handler.
+      SerializedSpan bytes(wire);
+      ASSERT_EQ(pair.ParseRequest(bytes), ParseResult::kOk);
       auto& response = static_cast<Root&>(*pair.response());
       fill(response);
-      pair.SettleResponse();
+      pair.PrepareResponse();
 
       EXPECT_EQ(pair.request()->SerializeAsString(), wire);
       EXPECT_EQ(response.SerializeAsString(), heap_response.SerializeAsString());
@@ -93,10 +93,10 @@ TEST(ReuseStrategy, EchoCallKeepsTheWholeTree) {
     MessagePair pair = method->Acquire();
     auto& request = static_cast<EchoRequest&>(*pair.request());
     auto& response = static_cast<EchoResponse&>(*pair.response());
-    ASSERT_TRUE(request.MergeFromString(wire));
-    pair.SettleRequest();
+    SerializedSpan bytes(wire);
+    ASSERT_EQ(pair.ParseRequest(bytes), ParseResult::kOk);
     response.mutable_payload()->CopyFrom(request.payload());
-    pair.SettleResponse();
+    pair.PrepareResponse();
     const std::string out = response.SerializeAsString();
     if (call == 0) {
       payload = &request.payload();

@@ -1,4 +1,4 @@
-#include "arenarpc/memory/shape_plan.h"
+#include "memory/reuse/shape_plan.h"
 
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/message_differencer.h>
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "arenarpc/memory/kept_tree.h"
+#include "memory/reuse/kept_tree.h"
 #include "arenarpc/memory/message_memory.h"
-#include "arenarpc/memory/reuse_pool.h"
+#include "memory/reuse/reuse_pool.h"
 #include "echo/payload_generator.h"
 #include "memory_test.pb.h"
 
@@ -61,7 +61,7 @@ class ShapedObject {
         stash_(keep_.slot_count()) {}
 
   // Returns whether shaping accepted the bytes; the message then holds the merge's result.
-  // `settle` as the runtime does (SettleRequest); off where a request's payload may be present but
+  // `settle` as the reuse strategy's ParseRequest does; off where a request's payload may be present but
   // empty (the one case Settle reads differently from heap, see docs/memory.md).
   bool Fill(const std::string& wire, int block_size = -1, bool* merged = nullptr,
             bool settle = false) {
@@ -244,7 +244,7 @@ TEST(ReusePool, OverCapObjectIsTrimmedNotRebuiltWhenItsContentFits) {
   EXPECT_LE(s.retained_bytes_estimate, settings.max_object_bytes);
 }
 
-TEST(ReuseStrategy, ShapeRequestOnlyActsForReuse) {
+TEST(ReuseStrategy, ParseRequestRoundTripsInEveryStrategy) {
   const auto ring = EchoRing(4, 8, 21);
   for (const char* name : {"heap", "arena", "paged", "reuse"}) {
     auto memory = MakeMessageMemory(name);
@@ -252,11 +252,8 @@ TEST(ReuseStrategy, ShapeRequestOnlyActsForReuse) {
     for (int round = 0; round < 2; ++round) {
       for (const std::string& wire : ring) {
         MessagePair pair = method->Acquire();
-        EXPECT_EQ(pair.shapes_requests(), std::string(name) == "reuse");
-        ArrayInputStream in(wire.data(), static_cast<int>(wire.size()), 100);
-        pair.ShapeRequest(in);
-        ASSERT_TRUE(pair.request()->MergeFromString(wire));
-        pair.SettleRequest();
+        SerializedSpan bytes(wire);
+        ASSERT_EQ(pair.ParseRequest(bytes), ParseResult::kOk);
         ASSERT_EQ(pair.request()->SerializeAsString(), wire) << name;
       }
     }

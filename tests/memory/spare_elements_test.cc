@@ -1,4 +1,4 @@
-#include "arenarpc/memory/spare_elements.h"
+#include "memory/reuse/spare_elements.h"
 
 #include <google/protobuf/message.h>
 #include <gtest/gtest.h>

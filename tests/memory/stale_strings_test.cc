@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "arenarpc/memory/message_memory.h"
-#include "arenarpc/memory/reuse_pool.h"
+#include "memory/reuse/reuse_pool.h"
 #include "echo/payload_generator.h"
-#include "memory/cleared_tail.h"
+#include "memory/reuse/cleared_tail.h"
 
 namespace arenarpc::memory {
 namespace {
@@ -129,14 +129,12 @@ TEST_P(StaleStrings, AResponseFitScrubsThemFirst) {
   {
     MessagePair pair = forward->Acquire();
     const std::string wire = requests[0].SerializeAsString();
-    ArrayInputStream shape_input(wire.data(), static_cast<int>(wire.size()));
-    pair.ShapeRequest(shape_input);
-    ASSERT_TRUE(pair.request()->MergeFromString(wire));
-    pair.SettleRequest();
+    SerializedSpan bytes(wire);
+    ASSERT_EQ(pair.ParseRequest(bytes), ParseResult::kOk);
     static_cast<EchoResponse&>(*pair.response())
         .mutable_payload()
         ->CopyFrom(static_cast<EchoRequest&>(*pair.request()).payload());
-    pair.SettleResponse();
+    pair.PrepareResponse();
     parsed_request = pair.request();
   }
   MessagePair pair = backward->Acquire();
@@ -144,13 +142,12 @@ TEST_P(StaleStrings, AResponseFitScrubsThemFirst) {
   EchoResponse incoming;
   *incoming.mutable_payload() = requests[1].payload();
   const std::string wire = incoming.SerializeAsString();
-  ArrayInputStream shape_input(wire.data(), static_cast<int>(wire.size()));
-  pair.ShapeRequest(shape_input);
-  ASSERT_TRUE(pair.request()->MergeFromString(wire));
-  pair.SettleRequest();  // fits the response to the request's shape, dealing spare strings
+  SerializedSpan bytes(wire);
+  // Also fits the response to the request's shape, dealing spare strings.
+  ASSERT_EQ(pair.ParseRequest(bytes), ParseResult::kOk);
   auto& response = static_cast<EchoRequest&>(*pair.response());
   AppendCopy(requests[1].payload(), response.mutable_payload());
-  pair.SettleResponse();
+  pair.PrepareResponse();
   EXPECT_TRUE(MessageDifferencer::Equals(response.payload(), requests[1].payload()));
   EXPECT_EQ(memory->stats().responses_mirrored, 2u);
 }

@@ -6,10 +6,10 @@
 //
 // Each call's request and response come from one MessagePair of the strategy (heap | arena |
 // paged | reuse) and go back to it when gRPC calls the holder's Release(), on whichever thread.
-// Note: gRPC's own handler parses the request with ParseFromZeroCopyStream, which Clear()s it
-// first; on a proto3 message that deletes singular sub-messages, so the reuse strategy keeps only
-// the response's tree. ServiceMemory::Serve() (service_memory.h) parses with merge semantics
-// instead and keeps both (see docs/grpc.md for the measured difference).
+// On this path gRPC parses and serializes the messages itself, so the strategy only provides them:
+// the response is prepared (MessagePair::PrepareResponse) while still empty, and the reuse
+// strategy keeps no singular sub-message of it. ServiceMemory::Serve() (service_memory.h) hands
+// both steps to the strategy instead and keeps both messages' trees (docs/grpc.md).
 
 #include <google/protobuf/message.h>
 #include <grpcpp/server_context.h>
@@ -61,13 +61,10 @@ class MethodAllocatorCore {
   std::atomic<uint64_t> released_at_serialize_{0};
 };
 
-// The per-call state behind a holder: what a handler can reach through
-// CallbackServerContext::GetRpcAllocatorState() (see SettleResponse below).
+// The per-call state behind a holder, reached through
+// CallbackServerContext::GetRpcAllocatorState() (release_at_serialize.h).
 class CallMessages {
  public:
-  // MessagePair::SettleRequest/SettleResponse of the call's pair (only the reuse strategy acts).
-  virtual void SettleRequest() noexcept = 0;
-  virtual void SettleResponse() noexcept = 0;
   // Returns the messages to the strategy before gRPC releases the holder (release_at_serialize.h);
   // the holder's Release() then only ends the holder.
   virtual void ReleaseAtSerialize() noexcept = 0;
@@ -76,15 +73,36 @@ class CallMessages {
   ~CallMessages() = default;
 };
 
-// Call in a handler after writing the response and before Finish() (which serializes it) when the
-// handler may leave a singular sub-message unset: with the reuse strategy a kept, empty
-// sub-message would otherwise be sent as present-but-empty. No-op for other strategies, for
-// gRPC's default allocation and outside arenarpc's allocators.
-inline void SettleResponse(::grpc::CallbackServerContext* context) noexcept {
-  if (auto* messages = dynamic_cast<CallMessages*>(context->GetRpcAllocatorState())) {
-    messages->SettleResponse();
+// Kept for source compatibility; does nothing. Responses are prepared for serialization by the
+// adapter itself (ServiceMemory::Serve, MessageAllocator), never by handlers.
+inline void SettleResponse(::grpc::CallbackServerContext* /*context*/) noexcept {}
+
+// One call's pair as gRPC holds it; `Served` is the response type gRPC serializes (Response, or
+// PreparedResponse<Response> for ServiceMemory::Serve). The derived holder sets the response.
+template <class Request, class Served>
+class CallHolder : public ::grpc::MessageHolder<Request, Served>, public CallMessages {
+ public:
+  CallHolder(memory::MessagePair pair, MethodAllocatorCore* core)
+      : pair_(std::move(pair)), core_(core) {
+    // Bind() was given a Request prototype, so the strategy created this type.
+    this->set_request(static_cast<Request*>(pair_.request()));
   }
-}
+  void Release() override {
+    pair_.Release();
+    core_->CountRelease();
+    delete this;  // gRPC's holder contract: Release() ends the holder's life
+  }
+  void ReleaseAtSerialize() noexcept override {
+    if (!pair_) return;
+    pair_.Release();
+    core_->CountReleaseAtSerialize();
+  }
+  const memory::MessagePair& pair() const noexcept { return pair_; }
+
+ private:
+  memory::MessagePair pair_;
+  MethodAllocatorCore* core_;
+};
 
 // What ServiceMemory needs from an allocator of any message types.
 class AllocatorBase {
@@ -107,37 +125,20 @@ class MessageAllocator final : public ::grpc::MessageAllocator<Request, Response
       : core_(std::move(memory), Request::default_instance(), Response::default_instance()) {}
 
   // One call's messages; gRPC returns it through Release() on any thread.
-  class Holder final : public ::grpc::MessageHolder<Request, Response>, public CallMessages {
+  class Holder final : public CallHolder<Request, Response> {
    public:
     Holder(memory::MessagePair pair, MethodAllocatorCore* core)
-        : pair_(std::move(pair)), core_(core) {
-      // Bind() was given Request/Response prototypes, so the strategy created these types.
-      this->set_request(static_cast<Request*>(pair_.request()));
-      this->set_response(static_cast<Response*>(pair_.response()));
+        : CallHolder<Request, Response>(std::move(pair), core) {
+      // Bind() was given a Response prototype, so the strategy created this type.
+      this->set_response(static_cast<Response*>(this->pair().response()));
+      // gRPC serializes this response with no step in between for the strategy: prepare it now,
+      // empty, so whatever the handler writes serializes as with heap.
+      this->pair().PrepareResponse();
     }
-    void Release() override {
-      pair_.Release();
-      core_->CountRelease();
-      delete this;  // gRPC's holder contract: Release() ends the holder's life
-    }
-    void SettleRequest() noexcept override { pair_.SettleRequest(); }
-    void SettleResponse() noexcept override { pair_.SettleResponse(); }
-    void ReleaseAtSerialize() noexcept override {
-      if (!pair_) return;
-      pair_.Release();
-      core_->CountReleaseAtSerialize();
-    }
-    // The call's pair, for MergeFromByteBuffer's request shaping (MergingUnaryHandler).
-    const memory::MessagePair& pair() const noexcept { return pair_; }
-
-   private:
-    memory::MessagePair pair_;
-    MethodAllocatorCore* core_;
   };
 
   ::grpc::MessageHolder<Request, Response>* AllocateMessages() override { return Allocate(); }
 
-  // AllocateMessages() with the concrete type (MergingUnaryHandler settles the request).
   Holder* Allocate() {
     // gRPC takes the holder and hands it back through Release(); it cannot take a smart pointer.
     return std::make_unique<Holder>(core_.Acquire(), &core_).release();

@@ -5,10 +5,8 @@
 // Why: gRPC releases a callback unary call's MessageHolder only after the status has been sent and
 // the reactor's OnDone has run on gRPC's executor. Until then the call keeps its request and
 // response, so several calls' messages are out at once and a reuse pool keeps that many request
-// and response trees (docs/bench-grpc.md §0a: 2 pairs out at 1 call in flight, up to 13 at 190
-// QPS). Returned at serialization, a pair is usually back before the next call takes one: measured
-// there, reuse's RSS went from 1.63x to 1.20x gRPC's default and its maximum throughput from 0.98x
-// to 1.49x; CPU per call at a moderate fixed QPS did not change measurably.
+// and response trees (measured in docs/bench-grpc.md §4). Returned at serialization, a pair is
+// usually back before the next call takes one.
 //
 // The contract, and why it is not the default: gRPC keeps the request and response valid until
 // OnDone. With this interceptor they are valid only until the handler calls Finish() with an OK

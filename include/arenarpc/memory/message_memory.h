@@ -5,9 +5,15 @@
 //     -> Bind(request prototype, response prototype) -> MethodMemory (per method, thread-safe)
 //          -> Acquire() -> MessagePair (one call's request + response; RAII, move-only)
 //
-// A MessagePair is used by one call at a time and may be released on any thread. Messages handed
-// out are empty; the runtime fills a request with MergeFrom* (never Parse*, which would Clear() and
-// throw away the reuse strategy's kept sub-message tree), so the same code serves every strategy.
+// A MessagePair is used by one call at a time and may be released on any thread. The strategy owns
+// the messages' whole lifecycle; a runtime makes exactly these calls per call:
+//   pair = method.Acquire();
+//   pair.ParseRequest(bytes);   // fills request() from its wire bytes
+//   ... handler reads request(), writes response() ...
+//   pair.PrepareResponse();     // then serialize response()
+//   pair.Release();             // or destroy the pair
+// Whatever the handler writes, the response serializes as a heap message with that content would
+// (the reuse strategy's one exception, kept empty sub-messages of responses: docs/memory.md).
 
 #include <cstddef>
 #include <cstdint>
@@ -16,12 +22,11 @@
 #include <string_view>
 #include <utility>
 
+#include "arenarpc/memory/serialized_message.h"
+
 namespace google::protobuf {
 class Arena;
 class Message;
-namespace io {
-class ZeroCopyInputStream;
-}  // namespace io
 }  // namespace google::protobuf
 
 namespace arenarpc::memory {
@@ -43,9 +48,8 @@ struct ReuseSettings {
   // Re-measure an object's retained size (a walk of all of it) every N releases, besides its first
   // release and any release of a content larger than it held before.
   uint32_t sample_every = 256;
-  // Fit each response's kept tree to its request's shape where the two types share fields (see
-  // response_mirror.h); a method whose responses turn out not to follow their requests in size
-  // stops being mirrored.
+  // Size each response's reusable storage after its request where the two types share fields; a
+  // method whose responses turn out not to follow their requests in size stops being mirrored.
   bool mirror_responses = true;
 };
 
@@ -93,24 +97,14 @@ class MessagePair {
   // Returns the messages to their strategy now. Idempotent; any thread.
   void Release() noexcept;
 
-  // Call after the request has been filled (parsed) and before the handler reads it, and after the
-  // handler has written the response and before it is serialized. Only the reuse strategy acts
-  // (others: no-op): a handed-out reused message carries its kept, cleared sub-message tree, so
-  // has_x() reads true for a kept singular sub-message until Settle detaches those that are still
-  // empty. After Settle, has_x() and the serialized bytes equal a heap message's with the same
-  // content (see docs/memory.md for the one proto3 corner case).
-  void SettleRequest() const noexcept;
-  void SettleResponse() const noexcept;
-
-  // Optional, before the request is filled: `wire` is a stream over exactly the serialized bytes
-  // that will then be merged into request(), and that merge is all that fills it (no add_x() by
-  // hand). Only the reuse strategy acts (others: no-op, nothing is read): it fits the request's
-  // kept tree to those bytes (see shape_plan.h), so the merge allocates nothing, and at release it
-  // leaves the request's strings unerased for the next parse (ShapePlan::ForgetStrings). Content is
-  // never affected; malformed bytes are left to the merge to report.
-  void ShapeRequest(google::protobuf::io::ZeroCopyInputStream& wire) const noexcept;
-  // Whether ShapeRequest does anything, so callers can skip building the stream.
-  bool shapes_requests() const noexcept;
+  // Fills the (empty) request from `bytes`, exactly one serialized request. Call once, before the
+  // handler reads the request. kInvalidBytes / kMissingRequiredFields: the request may hold part
+  // of the payload; release the pair without using it.
+  ParseResult ParseRequest(SerializedMessage& bytes) const;
+  // Call once, after the handler has written the response and before it is serialized. May also
+  // be called on the still empty response, before the handler writes it (where the runtime cannot
+  // step in before serialization): what is written afterwards still serializes as with heap.
+  void PrepareResponse() const noexcept;
 
  private:
   friend class MethodMemory;
@@ -138,13 +132,11 @@ class MethodMemory {
   // Called once per pair by MessagePair::Release().
   virtual void Release(google::protobuf::Message* request, google::protobuf::Message* response,
                        google::protobuf::Arena* arena, void* cookie) noexcept = 0;
-  // Called by MessagePair::Settle*(); `message` is the pair's request or response.
-  virtual void Settle(google::protobuf::Message* message, bool is_response, void* cookie) noexcept {
-  }
-  // Called by MessagePair::ShapeRequest(); strategies that shape requests override both.
-  virtual void ShapeRequest(google::protobuf::Message* request, void* cookie,
-                            google::protobuf::io::ZeroCopyInputStream& wire) noexcept {}
-  virtual bool shapes_requests() const noexcept { return false; }
+  // MessagePair::ParseRequest(). The default merges `bytes` into the request (MergeSerialized).
+  virtual ParseResult ParseRequest(google::protobuf::Message* request, void* cookie,
+                                   SerializedMessage& bytes);
+  // MessagePair::PrepareResponse(). The default does nothing.
+  virtual void PrepareResponse(google::protobuf::Message* response, void* cookie) noexcept {}
 
  private:
   friend class MessagePair;

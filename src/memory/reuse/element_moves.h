@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "arenarpc/memory/spare_elements.h"
-#include "memory/cleared_tail.h"
+#include "memory/reuse/spare_elements.h"
+#include "memory/reuse/cleared_tail.h"
 
 namespace arenarpc::memory::moves {
 

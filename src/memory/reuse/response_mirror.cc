@@ -1,9 +1,9 @@
-#include "arenarpc/memory/response_mirror.h"
+#include "memory/reuse/response_mirror.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
-#include "memory/element_moves.h"
+#include "memory/reuse/element_moves.h"
 
 namespace arenarpc::memory {
 

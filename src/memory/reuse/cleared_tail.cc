@@ -1,4 +1,4 @@
-#include "memory/cleared_tail.h"
+#include "memory/reuse/cleared_tail.h"
 
 #include <atomic>
 #include <string>

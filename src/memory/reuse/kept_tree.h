@@ -6,8 +6,10 @@
 // root type from the descriptor, clears in place instead:
 //  - repeated fields: RepeatedPtrField::Clear() keeps the cleared elements (and their strings'
 //    capacity) for the next Add(); repeated scalars keep their capacity;
-//  - singular sub-messages reachable from the root through singular message fields ("slots", up to
-//    kMaxDepth deep and kMaxSlots in all) are cleared recursively and kept;
+//  - singular sub-messages without a has-bit (proto3, no `optional`) reachable from the root
+//    through such fields ("slots", up to kMaxDepth deep and kMaxSlots in all) are cleared
+//    recursively and kept; a sub-message with a has-bit is cleared with ClearField, which keeps
+//    its object and clears its has-bit (its presence stays exact, Settle never detaches it);
 //  - everything else (scalars, singular strings, maps, oneofs, singular sub-messages inside
 //  repeated
 //    elements or beyond the slot limits, unknown fields, extensions) is cleared as Clear() would.
@@ -41,9 +43,18 @@ class KeptTreePlan {
   // Number of stash entries an object of the root type needs.
   size_t slot_count() const noexcept { return slot_count_; }
   // Clears `message` (of the root type) in place, keeping its sub-message tree; re-attaches stashed
-  // sub-messages whose field is unset.
+  // sub-messages whose field is unset. `kept` receives every sub-message left attached.
+  void Clear(google::protobuf::Message& message, Stash stash,
+             std::vector<const google::protobuf::Message*>& kept) const;
+  // Detaches into `stash` the kept sub-messages of `candidates` that are attached (and, when
+  // `only_empty`, empty). Candidates are the sub-messages Clear() kept, or — for a request whose
+  // bytes were shaped — those the bytes did not contain (ShapePlan::Shape). A sub-message the
+  // content created (a new object) is never detached, so it keeps its presence even when empty.
+  void Settle(google::protobuf::Message& message, Stash stash,
+              std::span<const google::protobuf::Message* const> candidates, bool only_empty) const;
+  // The same without lists: Clear() not reporting, Settle() detaching every attached kept
+  // sub-message that is empty (whether kept or created by the content).
   void Clear(google::protobuf::Message& message, Stash stash) const;
-  // Detaches kept singular sub-messages that are set but empty into `stash`.
   void Settle(google::protobuf::Message& message, Stash stash) const;
 
   struct TypePlan;  // per-descriptor field classification (kept_tree.cc)

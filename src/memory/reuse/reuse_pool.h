@@ -31,11 +31,11 @@
 #include <mutex>
 #include <vector>
 
-#include "arenarpc/memory/kept_tree.h"
+#include "memory/reuse/kept_tree.h"
 #include "arenarpc/memory/message_memory.h"
-#include "arenarpc/memory/response_mirror.h"
-#include "arenarpc/memory/shape_plan.h"
-#include "arenarpc/memory/spare_elements.h"
+#include "memory/reuse/response_mirror.h"
+#include "memory/reuse/shape_plan.h"
+#include "memory/reuse/spare_elements.h"
 
 namespace arenarpc::memory {
 
@@ -62,6 +62,11 @@ class ReusePool {
     double space_per_wire_byte = 0;  // smallest sampled SpaceUsed/wire ratio; 0 until known
     uint32_t releases = 0;
     size_t largest_wire = 0;   // the largest content's wire size seen at a release
+    // Settle's candidates (KeptTreePlan::Settle): the sub-messages the last clear kept attached,
+    // and those of them a wholly shaped request's bytes did not contain.
+    std::vector<const google::protobuf::Message*> kept;
+    std::vector<const google::protobuf::Message*> absent;
+    bool shaped_whole = false;  // this use's Shape() scanned all the bytes: `absent` is complete
     Entry* partner = nullptr;  // the reuse strategy links a request entry to its response entry
     bool fitted = false;       // a response the reuse strategy's mirror fitted this use
   };
@@ -77,10 +82,19 @@ class ReusePool {
   // the call, if one did (its cleared elements are then gathered for the next fit). An object used
   // neither shaped nor fitted drops its spares, which nothing would deal again.
   void Give(Entry* entry, const ResponseMirror* fitted_by = nullptr) noexcept;
-  void Settle(Entry& entry) const noexcept { plan_.Settle(*entry.message, entry.stash); }
+  // Detaches the kept sub-messages the content left out: for a wholly shaped request, those its
+  // bytes did not contain (an empty one they did contain stays); otherwise those still empty.
+  void Settle(Entry& entry) const noexcept {
+    if (entry.shaped_whole) {
+      plan_.Settle(*entry.message, entry.stash, entry.absent, /*only_empty=*/false);
+    } else {
+      plan_.Settle(*entry.message, entry.stash, entry.kept, /*only_empty=*/true);
+    }
+  }
   // Fits a taken entry's kept tree to `wire`, the bytes about to be merged into its message.
   void Shape(Entry& entry, google::protobuf::io::ZeroCopyInputStream& wire) const noexcept {
-    shape_plan_.Shape(*entry.message, wire, entry.spares, entry.scratch);
+    entry.shaped_whole = shape_plan_.Shape(*entry.message, wire, entry.spares, entry.scratch,
+                                           &entry.absent);
     entry.shaped_bytes = wire.ByteCount();
   }
 

@@ -1,4 +1,4 @@
-#include "arenarpc/memory/kept_tree.h"
+#include "memory/reuse/kept_tree.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
@@ -42,7 +42,12 @@ const TypePlan& PlanFor(const Descriptor& d) {
       const FieldDescriptor* f = d.field(i);
       plan->all_fields.push_back(f);
       if (f->real_containing_oneof() != nullptr) continue;
-      if (!f->is_repeated() && f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      // A sub-message with a has-bit (proto2, proto3 `optional`) keeps its object through
+      // ClearField (has-bit cleared, object Clear()ed in place), and its presence is the has-bit:
+      // Settle must never detach it, whatever it holds. Only has-bit-less proto3 sub-messages,
+      // whose presence is their pointer, are kept (and settled) here.
+      const bool has_bit = f->has_optional_keyword() || f->is_required();
+      if (!f->is_repeated() && f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && !has_bit) {
         plan->message_fields.push_back(f);
       } else {
         plan->clear_fields.push_back(f);
@@ -74,7 +79,8 @@ void ClearExtensions(Message& m, const Reflection& r) {
   }
 }
 
-void ClearNode(Message& m, const Node& node, KeptTreePlan::Stash stash) {
+void ClearNode(Message& m, const Node& node, KeptTreePlan::Stash stash,
+               std::vector<const Message*>& kept) {
   const Reflection& r = *m.GetReflection();
   const TypePlan& t = *node.type;
   // ClearField on a repeated field keeps the cleared elements / capacity (RepeatedPtrField::Clear).
@@ -90,13 +96,17 @@ void ClearNode(Message& m, const Node& node, KeptTreePlan::Stash stash) {
       continue;
     }
     auto& spare = stash[child->slot];
+    Message* attached = nullptr;
     if (r.HasField(m, f)) {
       spare.reset();  // the content set a fresh object; keep that one
-      ClearNode(*r.MutableMessage(&m, f), *child, stash);
+      attached = r.MutableMessage(&m, f);
     } else if (spare) {
-      Message* kept = spare.release();
-      r.UnsafeArenaSetAllocatedMessage(&m, kept, f);
-      ClearNode(*kept, *child, stash);
+      attached = spare.release();
+      r.UnsafeArenaSetAllocatedMessage(&m, attached, f);
+    }
+    if (attached != nullptr) {
+      ClearNode(*attached, *child, stash, kept);
+      kept.push_back(attached);
     }
   }
   if (t.has_extensions) ClearExtensions(m, r);
@@ -116,14 +126,26 @@ bool IsEmpty(const Message& m, const TypePlan& t) {
   return r.GetUnknownFields(m).empty();
 }
 
-void SettleNode(Message& m, const Node& node, KeptTreePlan::Stash stash) {
+// Which kept sub-messages to detach: listed candidates, empty ones only if asked.
+struct SettleRule {
+  std::span<const Message* const> candidates;
+  bool only_empty;
+  bool any = false;  // every sub-message is a candidate
+  bool Detaches(const Message& sub, const TypePlan& type) const {
+    bool listed = any;
+    for (const Message* c : candidates) listed = listed || c == &sub;
+    return listed && (!only_empty || IsEmpty(sub, type));
+  }
+};
+
+void SettleNode(Message& m, const Node& node, KeptTreePlan::Stash stash, const SettleRule& rule) {
   const Reflection& r = *m.GetReflection();
   for (const Node& child : node.children) {
     if (!r.HasField(m, child.field)) continue;
     Message& sub = *r.MutableMessage(&m, child.field);
-    SettleNode(sub, child, stash);
+    SettleNode(sub, child, stash, rule);
     auto& spare = stash[child.slot];
-    if (!spare && IsEmpty(sub, *child.type)) {
+    if (!spare && rule.Detaches(sub, *child.type)) {
       spare.reset(r.UnsafeArenaReleaseMessage(&m, child.field));
     }
   }
@@ -140,9 +162,21 @@ KeptTreePlan::KeptTreePlan(const Descriptor& root) {
 }
 KeptTreePlan::~KeptTreePlan() = default;
 
-void KeptTreePlan::Clear(Message& message, Stash stash) const { ClearNode(message, root_, stash); }
+void KeptTreePlan::Clear(Message& message, Stash stash, std::vector<const Message*>& kept) const {
+  kept.clear();
+  ClearNode(message, root_, stash, kept);
+}
+void KeptTreePlan::Settle(Message& message, Stash stash,
+                          std::span<const Message* const> candidates, bool only_empty) const {
+  if (candidates.empty()) return;  // nothing kept, or nothing the bytes left out
+  SettleNode(message, root_, stash, SettleRule{candidates, only_empty});
+}
+void KeptTreePlan::Clear(Message& message, Stash stash) const {
+  std::vector<const Message*> kept;
+  ClearNode(message, root_, stash, kept);
+}
 void KeptTreePlan::Settle(Message& message, Stash stash) const {
-  SettleNode(message, root_, stash);
+  SettleNode(message, root_, stash, SettleRule{{}, /*only_empty=*/true, /*any=*/true});
 }
 
 }  // namespace arenarpc::memory

@@ -7,8 +7,8 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "arenarpc/memory/response_mirror.h"
-#include "arenarpc/memory/reuse_pool.h"
+#include "memory/reuse/response_mirror.h"
+#include "memory/reuse/reuse_pool.h"
 #include "memory/call_counters.h"
 #include "memory/strategies.h"
 
@@ -61,27 +61,27 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       responses_->Give(response, fitted_by);
       owner_->counters_.OnRelease();
     }
-    void Settle(Message*, bool is_response, void* cookie) noexcept override {
-      auto* request = static_cast<ReusePool::Entry*>(cookie);
-      if (is_response) {
-        responses_->Settle(*request->partner);
-      } else {
-        requests_->Settle(*request);
-        if (mirroring_.load(std::memory_order_relaxed)) {
-          ReusePool::Entry& response = *request->partner;
-          mirror_->Fit(*response.message, *request->message, response.spares);
-          response.fitted = true;
-          owner_->mirrored_.fetch_add(1, std::memory_order_relaxed);
-        }
-      }
-    }
-
-    void ShapeRequest(Message*, void* cookie,
-                      google::protobuf::io::ZeroCopyInputStream& wire) noexcept override {
-      requests_->Shape(*static_cast<ReusePool::Entry*>(cookie), wire);
+    // Shape (fit the kept tree to the bytes, so the merge allocates nothing), merge, then settle
+    // (detach kept sub-messages the bytes left empty) and fit the response to the request.
+    ParseResult ParseRequest(Message* message, void* cookie, SerializedMessage& bytes) override {
+      auto& request = *static_cast<ReusePool::Entry*>(cookie);
+      requests_->Shape(request, bytes.Read());
       owner_->shaped_.fetch_add(1, std::memory_order_relaxed);
+      const ParseResult result = MergeSerialized(*message, bytes);
+      if (result != ParseResult::kOk) return result;
+      requests_->Settle(request);
+      if (mirroring_.load(std::memory_order_relaxed)) {
+        ReusePool::Entry& response = *request.partner;
+        mirror_->Fit(*response.message, *request.message, response.spares);
+        response.fitted = true;
+        owner_->mirrored_.fetch_add(1, std::memory_order_relaxed);
+      }
+      return result;
     }
-    bool shapes_requests() const noexcept override { return true; }
+    // Detach kept sub-messages the handler left empty, so the bytes equal a heap message's.
+    void PrepareResponse(Message*, void* cookie) noexcept override {
+      responses_->Settle(*static_cast<ReusePool::Entry*>(cookie)->partner);
+    }
 
    private:
     // Mirroring pays when responses have about their request's shape; size is the cheap witness

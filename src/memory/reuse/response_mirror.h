@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "arenarpc/memory/spare_elements.h"
+#include "memory/reuse/spare_elements.h"
 
 namespace google::protobuf {
 class Descriptor;

@@ -1,13 +1,15 @@
-#include "arenarpc/grpc/byte_buffer_merge.h"
+#include "arenarpc/grpc/request_payload.h"
 
 #include <google/protobuf/io/zero_copy_stream.h>
-#include <google/protobuf/message_lite.h>
+#include <google/protobuf/message.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/slice.h>
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "arenarpc/memory/message_memory.h"
 
@@ -70,6 +72,31 @@ class ByteBufferInputStream final : public google::protobuf::io::ZeroCopyInputSt
   int64_t byte_count_ = 0;
 };
 
+// The payload as a memory::SerializedMessage: each Read() starts a new reader over the slices.
+class ByteBufferBytes final : public memory::SerializedMessage {
+ public:
+  ByteBufferBytes(grpc_byte_buffer* buffer, size_t size) : buffer_(buffer), size_(size) {}
+  size_t size() const noexcept override { return size_; }
+  google::protobuf::io::ZeroCopyInputStream& Read() override {
+    if (!std::exchange(unread_, false)) {
+      stream_.reset();
+      stream_.emplace(buffer_);
+    }
+    return *stream_;
+  }
+  // Opens the first pass (handed out by the next Read()); false if gRPC cannot read the buffer.
+  bool Open() {
+    unread_ = true;
+    return stream_.emplace(buffer_).ok();
+  }
+
+ private:
+  grpc_byte_buffer* buffer_;
+  size_t size_;
+  std::optional<ByteBufferInputStream> stream_;
+  bool unread_ = false;
+};
+
 ::grpc::Status ParseError(const google::protobuf::MessageLite& message) {
   std::string text = "Failed to parse " + message.GetTypeName();
   if (std::string missing = message.InitializationErrorString(); !missing.empty()) {
@@ -78,32 +105,26 @@ class ByteBufferInputStream final : public google::protobuf::io::ZeroCopyInputSt
   return {::grpc::StatusCode::INTERNAL, text};
 }
 
-::grpc::Status Merge(grpc_byte_buffer* buffer, google::protobuf::MessageLite& message,
-                     const memory::MessagePair* shape) {
+::grpc::Status Parse(grpc_byte_buffer* buffer, const memory::MessagePair& pair) {
   // gRPC's message_decompress filter has already inflated compressed messages, and the reader
   // hands out exactly grpc_byte_buffer_length() bytes, as gRPC's own ProtoBufferReader does.
   const size_t size = grpc_byte_buffer_length(buffer);
   if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return {::grpc::StatusCode::RESOURCE_EXHAUSTED, "payload larger than 2 GiB"};
   }
-  if (shape != nullptr && shape->shapes_requests()) {
-    ByteBufferInputStream wire(buffer);
-    if (wire.ok()) shape->ShapeRequest(wire);
+  ByteBufferBytes bytes(buffer, size);
+  if (!bytes.Open()) {
+    return {::grpc::StatusCode::INTERNAL, "Couldn't initialize byte buffer reader"};
   }
-  ByteBufferInputStream stream(buffer);
-  if (!stream.ok()) return {::grpc::StatusCode::INTERNAL, "Couldn't initialize byte buffer reader"};
-  if (!message.MergeFromBoundedZeroCopyStream(&stream, static_cast<int>(size))) {
-    return ParseError(message);
-  }
+  if (pair.ParseRequest(bytes) != memory::ParseResult::kOk) return ParseError(*pair.request());
   return ::grpc::Status::OK;
 }
 
 }  // namespace
 
-::grpc::Status MergeFromByteBuffer(grpc_byte_buffer* buffer, google::protobuf::MessageLite& message,
-                                   const memory::MessagePair* shape) {
+::grpc::Status ParseRequestPayload(grpc_byte_buffer* buffer, const memory::MessagePair& pair) {
   if (buffer == nullptr) return {::grpc::StatusCode::INTERNAL, "No payload"};
-  ::grpc::Status status = Merge(buffer, message, shape);
+  ::grpc::Status status = Parse(buffer, pair);
   grpc_byte_buffer_destroy(buffer);
   return status;
 }

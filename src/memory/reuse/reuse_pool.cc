@@ -1,4 +1,4 @@
-#include "arenarpc/memory/reuse_pool.h"
+#include "memory/reuse/reuse_pool.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
@@ -114,6 +114,8 @@ void ReusePool::Give(Entry* entry, const ResponseMirror* fitted_by) noexcept {
                              : static_cast<size_t>(std::max(0, entry->message->GetCachedSize()));
   entry->partner = nullptr;
   entry->shaped_bytes = -1;
+  entry->shaped_whole = false;
+  entry->absent.clear();
   entry->fitted = false;
   // Measure first: whether the object is trimmed, destroyed or pooled depends on its size.
   size_t bytes = Measure(*entry, wire);
@@ -140,7 +142,7 @@ void ReusePool::Give(Entry* entry, const ResponseMirror* fitted_by) noexcept {
 
   const bool stale = parsed && shape_plan_.ForgetStrings(*entry->message);
   try {
-    plan_.Clear(*entry->message, entry->stash);
+    plan_.Clear(*entry->message, entry->stash, entry->kept);
   } catch (...) {  // reflection does not throw in practice; never pool a half-cleared object
     pooled_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
     rebuilds_.fetch_add(1, std::memory_order_relaxed);

@@ -1,4 +1,4 @@
-#include "arenarpc/memory/shape_plan.h"
+#include "memory/reuse/shape_plan.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/zero_copy_stream.h>
@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "memory/cleared_tail.h"
-#include "memory/element_moves.h"
-#include "memory/wire_scanner.h"
+#include "memory/reuse/cleared_tail.h"
+#include "memory/reuse/element_moves.h"
+#include "memory/reuse/wire_scanner.h"
 
 namespace arenarpc::memory {
 
@@ -68,7 +68,8 @@ constexpr uint32_t kHasContent = UINT32_MAX;
 // Scans one message's bytes, up to `end` (WireScanner::kNoLimit: the end of the stream), making
 // the elements its repeated message fields will need live in order, then fits every tracked field.
 bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, SpareElements& spares,
-                  std::vector<uint32_t>& scratch, int depth) noexcept {
+                  std::vector<uint32_t>& scratch, std::vector<const Message*>* absent,
+                  int depth) noexcept {
   const size_t n = type.fields.size();
   uint32_t inline_counts[kInlineCounts] = {};
   const size_t frame = scratch.size();
@@ -140,10 +141,19 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
         ok = false;
         break;
       }
-      if (!ShapeMessage(in, sub_end, *sub, *f.element, spares, scratch, depth + 1) ||
+      if (!ShapeMessage(in, sub_end, *sub, *f.element, spares, scratch, absent, depth + 1) ||
           in.position() != sub_end) {
         ok = false;
         break;
+      }
+    }
+    if (ok && absent != nullptr) {  // kept sub-messages the bytes leave out (see Shape())
+      const Reflection& r = *m.GetReflection();
+      for (size_t i = 0; i < n; ++i) {
+        const Type::Field& f = type.fields[i];
+        if (f.kind == Kind::kSingular && counts()[i] == 0 && r.HasField(m, f.descriptor)) {
+          absent->push_back(&r.GetMessage(m, f.descriptor));
+        }
       }
     }
   } catch (...) {  // bad_alloc while making an element live: stop shaping
@@ -240,11 +250,13 @@ const ShapePlan::Type& ShapePlan::TypeFor(const Descriptor& d) {
 }
 
 bool ShapePlan::Shape(Message& message, google::protobuf::io::ZeroCopyInputStream& wire,
-                      SpareElements& spares, std::vector<uint32_t>& scratch) const noexcept {
+                      SpareElements& spares, std::vector<uint32_t>& scratch,
+                      std::vector<const Message*>* absent) const noexcept {
   Gather(message, spares);
   WireScanner in(wire);
   scratch.clear();
-  return ShapeMessage(in, WireScanner::kNoLimit, message, *root_, spares, scratch, 0);
+  if (absent != nullptr) absent->clear();
+  return ShapeMessage(in, WireScanner::kNoLimit, message, *root_, spares, scratch, absent, 0);
 }
 
 bool ShapePlan::ForgetStrings(Message& message) const noexcept {

@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "arenarpc/memory/spare_elements.h"
+#include "memory/reuse/spare_elements.h"
 
 namespace google::protobuf {
 class Descriptor;
@@ -44,9 +44,12 @@ class ShapePlan {
   // Fits `message` (of the root type; its repeated fields empty, e.g. cleared) to `wire`, the bytes
   // about to be merged into it. Best effort: on malformed bytes it stops and returns false, leaving
   // the message empty and consistent (the merge then reports the error). `scratch` is reused
-  // working memory. Never throws.
+  // working memory. When `absent` is given, it receives every attached (kept) singular
+  // sub-message whose field the bytes do not contain, so that Settle detaches exactly those and
+  // keeps present ones even when empty (complete only when Shape returns true). Never throws.
   bool Shape(google::protobuf::Message& message, google::protobuf::io::ZeroCopyInputStream& wire,
-             SpareElements& spares, std::vector<uint32_t>& scratch) const noexcept;
+             SpareElements& spares, std::vector<uint32_t>& scratch,
+             std::vector<const google::protobuf::Message*>* absent = nullptr) const noexcept;
 
   // Destroys, throughout the message's tree, the cleared repeated elements beyond its current
   // content (what positional reuse accumulated); the content itself is untouched.

@@ -1,0 +1,117 @@
+// gRPC adapter: the same handler and request sequence served through ServiceMemory::Serve and
+// through the generated allocator setter, in every strategy, gives replies whose bytes equal gRPC's
+// default allocation's, call by call. The handler never calls anything memory-specific.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "arenarpc/grpc/service_memory.h"
+#include "wire_grpc.grpc.pb.h"
+#include "wire_handler.h"
+
+namespace arenarpc::wire {
+namespace {
+
+constexpr int kCalls = 300;
+constexpr const char* kCall = "arenarpc.wire.WireGrpc.Call";
+
+class WireGrpcImpl final : public WireGrpc::CallbackService {
+ public:
+  WireGrpcImpl() { WireGrpcLink().CheckInitialized(); }  // links wire_grpc.pb.cc (see the .proto)
+  ::grpc::ServerUnaryReactor* Call(::grpc::CallbackServerContext* context,
+                                   const WireRequest* request, WireReply* reply) override {
+    Answer(*request, reply);
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(::grpc::Status::OK);
+    return reactor;
+  }
+};
+
+// A server running `service` on 127.0.0.1 and a stub to it.
+struct RunningServer {
+  explicit RunningServer(WireGrpcImpl& service) {
+    int port = 0;
+    ::grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", ::grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+    EXPECT_NE(server, nullptr);
+    stub = WireGrpc::NewStub(::grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                   ::grpc::InsecureChannelCredentials()));
+  }
+  ~RunningServer() {
+    server->Shutdown();
+    server->Wait();
+  }
+  std::string Call(const WireRequest& request) {
+    ::grpc::ClientContext context;
+    WireReply reply;
+    const ::grpc::Status status = stub->Call(&context, request, &reply);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return reply.SerializeAsString();  // canonical: field order, presence kept
+  }
+
+  std::unique_ptr<::grpc::Server> server;
+  std::unique_ptr<WireGrpc::Stub> stub;
+};
+
+// Serves `requests` one by one in `mode` through `path` ("serve" or "allocator") and returns each
+// reply's bytes.
+std::vector<std::string> Replies(const std::string& mode, const std::string& path,
+                                 const std::vector<WireRequest>& requests) {
+  arenarpc::grpc::ServiceMemory memory(mode);
+  WireGrpcImpl service;
+  if (path == "serve") {
+    memory.Serve(service, kCall, &WireGrpcImpl::Call);
+  } else {
+    service.SetMessageAllocatorFor_Call(memory.allocator<WireRequest, WireReply>());
+  }
+  std::vector<std::string> replies;
+  {
+    RunningServer running(service);
+    for (const WireRequest& request : requests) replies.push_back(running.Call(request));
+  }
+  const arenarpc::grpc::HolderStats holders = memory.holder_stats();
+  EXPECT_EQ(holders.allocated, holders.released) << mode << " " << path;
+  if (!memory.is_default()) {
+    EXPECT_EQ(holders.allocated, requests.size()) << mode << " " << path;
+  }
+  return replies;
+}
+
+TEST(GrpcWireIdentity, EveryStrategyAndPathRepliesWithDefaultsBytes) {
+  const std::vector<WireRequest> requests = RequestSequence(kCalls);
+  const std::vector<std::string> expected = Replies("default", "serve", requests);
+  for (const char* mode : {"heap", "arena", "paged", "reuse"}) {
+    for (const char* path : {"serve", "allocator"}) {
+      const std::vector<std::string> got = Replies(mode, path, requests);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        ASSERT_EQ(expected[i], got[i]) << mode << " " << path << ": reply " << i << " differs";
+      }
+    }
+  }
+}
+
+TEST(GrpcWireIdentity, PerMethodModeOnOneServiceMemory) {
+  const std::vector<WireRequest> requests = RequestSequence(kCalls / 3);
+  const std::vector<std::string> expected = Replies("default", "serve", requests);
+  arenarpc::grpc::ServiceMemory memory("heap");
+  WireGrpcImpl service;
+  memory.Serve(service, kCall, &WireGrpcImpl::Call, "reuse");
+  {
+    RunningServer running(service);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      ASSERT_EQ(expected[i], running.Call(requests[i])) << "reply " << i;
+    }
+  }
+  EXPECT_EQ(memory.memory_stats("reuse").acquired, requests.size());
+  EXPECT_GT(memory.memory_stats("reuse").reuses, 0u);
+  EXPECT_EQ(memory.memory_stats().acquired, 0u);  // heap, the default, served nothing
+}
+
+}  // namespace
+}  // namespace arenarpc::wire

@@ -1,0 +1,28 @@
+#pragma once
+// The handler logic shared by both runtimes' wire-identity tests, and the request sequence.
+// Nothing in it is memory-specific: it only writes the reply the way application code does.
+
+#include <cstdint>
+#include <vector>
+
+#include "wire_messages.pb.h"
+
+namespace arenarpc::wire {
+
+enum Action : uint32_t {
+  kCopyNode = 1u << 0,       // reply.node = request.node (if present)
+  kSetThenClear = 1u << 1,   // reply.extra set with content, then cleared
+  kCopyNodes = 1u << 2,      // reply.nodes = request.nodes
+  kTouchOptional = 1u << 3,  // reply.opt_extra set explicitly, left empty (proto3 optional)
+  kSwitchOneof = 1u << 4,    // reply.node.pick: one_text, then one_leaf
+  kClearLeaf = 1u << 5,      // reply.node.leaf cleared after the copy
+  kExtraChild = 1u << 6,     // reply.extra.child.leaf.n set (a deep sub-message chain)
+};
+
+void Answer(const WireRequest& request, WireReply* reply);
+
+// `count` requests, big ones first, then mixed sizes and presence, so a pooled object meets
+// requests and replies smaller than what it kept. Deterministic.
+std::vector<WireRequest> RequestSequence(int count);
+
+}  // namespace arenarpc::wire
