@@ -18,7 +18,7 @@ std::atomic<uint64_t> g_next_connection_id{1};
 // between two OnInput calls, up to kMaxBytesPerWakeup before the connection lets other work run.
 constexpr size_t kMinReadSpace = 1024;
 constexpr size_t kReadBytesPerRound = 256u << 10;
-constexpr size_t kMaxBytesPerWakeup = 16u << 20;
+constexpr size_t kMaxBytesPerWakeup = 2u << 20;
 // Gather-write batch: iovecs handed to one sendmsg().
 constexpr size_t kMaxIoVecs = 64;
 // Frames up to this size are copied into the queue's tail page instead of linking their own

@@ -4,11 +4,6 @@
 #include <cmath>
 
 namespace arenarpc::server {
-namespace {
-constexpr double kPeakDecay = 0.1;     // weight of the new rate when it is below the peak
-constexpr double kServiceWeight = 0.3;  // weight of a window's service time in the smoothed one
-}  // namespace
-
 AutoConcurrencyLimiter::AutoConcurrencyLimiter(const Options& options)
     : options_(options),
       limit_(std::clamp(options.initial_limit, options.min_limit, options.max_limit)) {}
@@ -29,16 +24,29 @@ void AutoConcurrencyLimiter::OnCallEnd(int64_t now_us, int64_t service_us, bool 
 void AutoConcurrencyLimiter::CloseWindow(int64_t now_us) {
   const int64_t elapsed = now_us - window_start_us_;
   if (window_calls_ > 0 && elapsed > 0) {
-    const double rate = static_cast<double>(window_calls_) * 1e6 / static_cast<double>(elapsed);
-    const double service = static_cast<double>(window_service_us_) / window_calls_;
-    peak_rate_ = rate >= peak_rate_ ? rate : peak_rate_ * (1 - kPeakDecay) + rate * kPeakDecay;
-    service_us_ = service_us_ == 0 ? service
-                                   : service_us_ * (1 - kServiceWeight) + service * kServiceWeight;
-    const double wanted = std::ceil(peak_rate_ * service_us_ * 1e-6 * (1 + options_.margin));
-    const int limit = static_cast<int>(
-        std::clamp(wanted, static_cast<double>(options_.min_limit),
-                   static_cast<double>(options_.max_limit)));
-    limit_.store(limit, std::memory_order_relaxed);
+    // Calls running on average: completion rate x mean service time.
+    const double running = static_cast<double>(window_service_us_) / static_cast<double>(elapsed);
+    const int limit = limit_.load(std::memory_order_relaxed);
+    double wanted;
+    if (running >= 0.9 * limit && probe_pause_ == 0) {
+      wanted = std::max(limit + 1.0, std::ceil(running * (1 + options_.margin)));
+      if (!probing_) running_before_probe_ = running;
+      probing_ = true;
+    } else if (running >= 0.9 * limit) {
+      --probe_pause_;
+      wanted = limit;
+    } else {
+      if (probing_ && running < running_before_probe_ * 1.1) {
+        probe_pause_ = options_.probe_backoff_windows;  // more room ran nothing more
+      }
+      probing_ = false;
+      // ceil, less a tenth so that measurement noise just above a whole number does not add a
+      // waiting call.
+      wanted = std::ceil(running - 0.1);
+    }
+    limit_.store(static_cast<int>(std::clamp(wanted, static_cast<double>(options_.min_limit),
+                                             static_cast<double>(options_.max_limit))),
+                 std::memory_order_relaxed);
   }
   window_start_us_ = now_us;
   window_calls_ = 0;

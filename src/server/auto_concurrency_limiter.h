@@ -1,16 +1,18 @@
 #pragma once
-// AutoConcurrencyLimiter: the limit behind max_concurrency = "auto". It keeps calls in flight near
-// what the server completes per second times how long a call takes once it runs (Little's law),
-// plus a margin, so that calls barely queue and the excess is rejected at once with ELIMIT.
+// AutoConcurrencyLimiter: the limit behind max_concurrency = "auto". It admits as many calls as the
+// server actually runs at once, so that admitted calls barely wait and the excess is rejected at
+// once with ELIMIT.
 //
 // Every window (>= 100 ms and >= 20 completed calls, or 1 s) it measures the rate of successful
-// calls and their mean service time (handler start to reply, queueing excluded), and sets
-//   limit = max(min_limit, ceil(peak_rate * service_time * (1 + margin)))
-// where peak_rate follows the highest recent rate (it rises at once and decays by 10 % a window) and
-// service_time is smoothed. When the limit binds while threads are idle, completions rise with it,
-// so the limit grows by the margin each window until the server saturates; once it saturates,
-// the rate stops rising and the limit stays put. Queueing does not feed back into the limit because
-// the service time excludes it. Thread-safe.
+// calls and their mean service time (a thread taking the call to its reply: queueing excluded).
+// By Little's law their product is how many calls were running on average (`running`).
+//  - When that fills the limit (running >= 90 % of it), the limit binds and the server may have
+//    room for more: it probes upward to max(limit + 1, ceil(running * 1.3)).
+//  - Otherwise admitted calls waited for a thread: the limit drops to what runs, ceil(running),
+//    never below min_limit. If this follows a probe that raised nothing (running grew < 10 %),
+//    the server is saturated and probing pauses for probe_backoff_windows windows.
+// A CPU-bound server so settles at its thread count; one whose handlers wait on backends grows
+// until running stops rising. Thread-safe.
 
 #include <atomic>
 #include <cstdint>
@@ -21,13 +23,14 @@ namespace arenarpc::server {
 class AutoConcurrencyLimiter {
  public:
   struct Options {
-    int min_limit = 2;          // e.g. handler threads + 1: one call waits while each thread works
+    int min_limit = 1;          // the handler threads: fewer would leave a thread idle
     int max_limit = 1 << 20;
     int initial_limit = 16;
-    double margin = 0.3;
+    double margin = 0.3;        // growth factor of a probe
     int64_t window_min_us = 100'000;
     int64_t window_max_us = 1'000'000;
     int window_min_samples = 20;
+    int probe_backoff_windows = 200;
   };
   explicit AutoConcurrencyLimiter(const Options& options);
 
@@ -45,8 +48,9 @@ class AutoConcurrencyLimiter {
   int64_t window_start_us_ = 0;
   int64_t window_calls_ = 0;
   int64_t window_service_us_ = 0;
-  double peak_rate_ = 0;      // calls per second
-  double service_us_ = 0;     // smoothed
+  bool probing_ = false;          // the last window raised the limit to look for room
+  double running_before_probe_ = 0;
+  int probe_pause_ = 0;           // windows left without probing
 };
 
 }  // namespace arenarpc::server

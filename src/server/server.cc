@@ -244,7 +244,7 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   if (options.max_concurrency.is_auto()) {
     server::AutoConcurrencyLimiter::Options limiter;
     // One call may wait while every handler thread works.
-    limiter.min_limit = impl.handler_threads + 1;
+    limiter.min_limit = impl.handler_threads;
     state.limiter.emplace(limiter);
   }
   try {

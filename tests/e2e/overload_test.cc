@@ -99,10 +99,10 @@ TEST_P(OverloadTest, AutoMaxConcurrencyFindsASmallLimitAndRejectsTheExcess) {
   const Outcome outcome = Offer(kOfferedRate, kDuration, kBlockMs);
   ExpectServedOrRejected(outcome);
   if (kResidentSizeIsMeaningful) EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
-  // One thread whose calls take ~2 ms: calls in flight beyond a few only queue.
+  // One thread: a call admitted beyond the one running only waits (a probe may add one).
   const ServerStats stats = server_->GetServerStats();
-  EXPECT_GE(stats.concurrency_limit, 2);
-  EXPECT_LE(stats.concurrency_limit, 6);
+  EXPECT_GE(stats.concurrency_limit, 1);
+  EXPECT_LE(stats.concurrency_limit, 2);
 }
 
 TEST_P(OverloadTest, InvalidMaxConcurrencyFailsStartNamingIt) {

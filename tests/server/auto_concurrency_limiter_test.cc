@@ -1,11 +1,12 @@
 // The adaptive limit behind max_concurrency = "auto", fed with synthetic calls on a simulated
-// clock: it settles near rate x service time plus its margin, grows while the limit binds and
-// capacity is left, and does not climb when calls queue.
+// clock: a CPU-bound server settles at its threads, one whose calls wait on a backend grows to what
+// the backend takes, and calls that only queue never raise the limit.
 
 #include "server/auto_concurrency_limiter.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace arenarpc::server {
@@ -21,34 +22,39 @@ void Feed(AutoConcurrencyLimiter& limiter, int64_t* now_us, double calls_per_sec
   }
 }
 
-TEST(AutoConcurrencyLimiter, SettlesAtRateTimesServiceTimePlusMargin) {
-  AutoConcurrencyLimiter::Options options;
-  options.min_limit = 2;
-  AutoConcurrencyLimiter limiter(options);
-  EXPECT_EQ(16, limiter.limit());  // initial
-  int64_t now = 1'000'000;
-  // A saturated one-thread server: 500 calls/s of 2 ms each.
-  Feed(limiter, &now, 500, 2000, 3);
-  EXPECT_EQ(2, limiter.limit());  // ceil(500 * 0.002 * 1.3) = 2
-  // Eight threads of 10 ms calls: 800 calls/s -> ceil(800 * 0.01 * 1.3) = 11.
-  Feed(limiter, &now, 800, 10'000, 5);
-  EXPECT_EQ(11, limiter.limit());
+// A server under more load than it can take, `seconds` long: it runs min(limit, can_run) calls
+// at once, each `service_us` long (the limiter's limit is re-read every 50 ms).
+void Saturate(AutoConcurrencyLimiter& limiter, int64_t* now_us, int can_run, int64_t service_us,
+              double seconds) {
+  for (double t = 0; t < seconds; t += 0.05) {
+    const int running = std::min(limiter.limit(), can_run);
+    Feed(limiter, now_us, running * 1e6 / static_cast<double>(service_us), service_us, 0.05);
+  }
 }
 
-TEST(AutoConcurrencyLimiter, GrowsWhileTheLimitBindsAndCapacityIsLeft) {
+TEST(AutoConcurrencyLimiter, SettlesAtTheThreadsOfACpuBoundServer) {
+  for (int threads : {1, 2, 4}) {
+    AutoConcurrencyLimiter::Options options;
+    options.min_limit = threads;
+    AutoConcurrencyLimiter limiter(options);
+    EXPECT_EQ(std::max(16, threads), limiter.limit());  // initial
+    int64_t now = 1'000'000;
+    // Handlers that each need a thread for 2 ms: more admitted calls only wait.
+    Saturate(limiter, &now, threads, 2000, 10);
+    EXPECT_EQ(threads, limiter.limit()) << threads << " threads";
+  }
+}
+
+TEST(AutoConcurrencyLimiter, GrowsWhileMoreAdmittedCallsRunMore) {
   AutoConcurrencyLimiter::Options options;
-  options.min_limit = 2;
   options.initial_limit = 4;
   AutoConcurrencyLimiter limiter(options);
   int64_t now = 1'000'000;
-  // A handler waiting 100 ms on a backend: with `limit` calls in flight the server completes
-  // limit / 0.1 s calls a second. The limit must climb to what the offered 1000 calls/s need.
-  for (int window = 0; window < 40; ++window) {
-    const double rate = std::min(1000.0, limiter.limit() / 0.1);
-    Feed(limiter, &now, rate, 100'000, 0.2);
-  }
-  EXPECT_GE(limiter.limit(), 100);  // 1000 calls/s x 0.1 s
-  EXPECT_LE(limiter.limit(), 140);  // plus the 30 % margin at most
+  // Handlers waiting 100 ms on a backend that takes 100 calls at once: the limit must climb from
+  // 4 to what the backend takes, and not far past it.
+  Saturate(limiter, &now, 100, 100'000, 20);
+  EXPECT_GE(limiter.limit(), 100);
+  EXPECT_LE(limiter.limit(), 130);
 }
 
 TEST(AutoConcurrencyLimiter, FailedCallsDoNotCount) {
@@ -64,9 +70,9 @@ TEST(AutoConcurrencyLimiter, StaysWithinItsBounds) {
   options.max_limit = 50;
   AutoConcurrencyLimiter limiter(options);
   int64_t now = 1'000'000;
-  Feed(limiter, &now, 100, 100, 2);  // tiny: 100 x 0.0001 s
+  Feed(limiter, &now, 100, 100, 2);  // almost idle: 0.01 calls running
   EXPECT_EQ(3, limiter.limit());
-  Feed(limiter, &now, 10'000, 100'000, 2);  // huge: 10000 x 0.1 s
+  Saturate(limiter, &now, 1000, 100'000, 5);  // room for 1000 at once
   EXPECT_EQ(50, limiter.limit());
 }
 
