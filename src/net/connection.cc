@@ -63,11 +63,6 @@ asio::error_code Connection::close_error() const {
   return close_error_;
 }
 
-bool Connection::reading_paused() const {
-  std::lock_guard lock(mutex_);
-  return read_blocks_ != 0;
-}
-
 void Connection::Touch() noexcept {
   last_activity_ns_.store(Nanos(Clock::now()), std::memory_order_relaxed);
 }
@@ -218,7 +213,6 @@ void Connection::Write(BufferChain&& bytes) {
     } else {
       pending_.Append(std::move(bytes));
     }
-    unwritten_.fetch_add(n, std::memory_order_relaxed);
     pending_held_.store(pending_.held_bytes(), std::memory_order_relaxed);
     if (write_active_) return;  // the active writer picks these bytes up
     write_active_ = true;
@@ -282,7 +276,6 @@ void Connection::Flush() {
     }
     writing_.PopFront(written);
     writing_held_.store(writing_.held_bytes(), std::memory_order_relaxed);
-    unwritten_.fetch_sub(written, std::memory_order_relaxed);
     bytes_written_.fetch_add(written, std::memory_order_release);
     Touch();
     if (unwritten_held_bytes() <= options_.max_unwritten_bytes / 2) Unblock(kOutputFull);
@@ -315,7 +308,6 @@ void Connection::CloseNow(CloseReason reason, const asio::error_code& error) {
     pending_held_.store(0, std::memory_order_relaxed);
     watchdog_.cancel();
   }
-  unwritten_.store(0, std::memory_order_relaxed);
   // Wakes the armed read and write waits (they see closed() and end); the descriptor itself is
   // closed by the destructor.
   asio::error_code ignored;

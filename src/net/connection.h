@@ -99,15 +99,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
   CloseReason close_reason() const noexcept { return close_reason_.load(std::memory_order_acquire); }
-  bool closed_by_idle_timeout() const noexcept { return close_reason() == CloseReason::kIdleTimeout; }
-  // Bytes queued and not yet accepted by the kernel.
-  size_t unwritten_bytes() const noexcept { return unwritten_.load(std::memory_order_relaxed); }
-  // Memory those bytes pin (whole pages).
+  // Memory that bytes queued and not yet accepted by the kernel pin (whole pages).
   size_t unwritten_held_bytes() const noexcept {
     return pending_held_.load(std::memory_order_relaxed) +
            writing_held_.load(std::memory_order_relaxed);
   }
-  bool reading_paused() const;
   // Bytes the kernel accepted so far (monotonic). The client uses it to tell requests that were
   // completely written from those cut off by a broken connection.
   uint64_t bytes_written() const noexcept { return bytes_written_.load(std::memory_order_acquire); }
@@ -159,7 +155,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::atomic<bool> closed_{false};
   std::atomic<CloseReason> close_reason_{CloseReason::kNone};
-  std::atomic<size_t> unwritten_{0}, pending_held_{0}, writing_held_{0};
+  std::atomic<size_t> pending_held_{0}, writing_held_{0};
   std::atomic<uint64_t> bytes_written_{0};
   std::atomic<int64_t> last_activity_ns_{0};   // steady clock
   std::atomic<int64_t> partial_since_ns_{0};   // 0 = no message started and incomplete
