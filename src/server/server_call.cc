@@ -108,7 +108,7 @@ void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload)
   MethodEntry* method = call->method_;
   method->queue_latency.Record(queued_us);
   const int32_t timeout_ms = call->controller_.deadline_hint_ms();
-  if (timeout_ms > 0 && queued_us >= int64_t{timeout_ms} * 1000) {
+  if (timeout_ms > 0 && call->started_ >= call->deadline()) {  // a timeout_ms of 0 sets none
     ServerState& state = *call->state_;
     state.counters.rejected_timed_out.fetch_add(1, std::memory_order_relaxed);
     method->rejected.fetch_add(1, std::memory_order_relaxed);
