@@ -13,6 +13,8 @@ PACKAGES=(
   clang libclang-rt-14-dev
   valgrind util-linux procps
   gnuplot-nox python3
+  libhttp-parser-dev prometheus-cpp-dev libc-ares-dev curl
+  prometheus etcd-server etcd-client chromium
 )
 
 missing=()
