@@ -79,6 +79,10 @@ DEFINE_uint64(reuse_max_pool_bytes, arenarpc::memory::ReuseSettings{}.max_pool_b
 DEFINE_validator(reuse_max_pool_bytes, &CheckPositive);
 DEFINE_bool(reuse_mirror_responses, arenarpc::memory::ReuseSettings{}.mirror_responses,
             "reuse: fit each response's kept tree to its request's shape (fields they share)");
+DEFINE_bool(reuse_keep_response_submessages,
+            arenarpc::memory::ReuseSettings{}.keep_response_submessages,
+            "reuse: keep responses' proto3 singular sub-messages attached between calls (faster; "
+            "an empty one the handler touches is then not sent: docs/memory.md)");
 DEFINE_uint64(arena_start_block_size, arenarpc::memory::ArenaSettings{}.start_block_size,
               "arena/paged: first block of a call's arena");
 DEFINE_validator(arena_start_block_size, &CheckPositive);
@@ -144,6 +148,7 @@ int main(int argc, char** argv) {
   options.memory.reuse.max_object_bytes = FLAGS_reuse_max_object_bytes;
   options.memory.reuse.max_pool_bytes = FLAGS_reuse_max_pool_bytes;
   options.memory.reuse.mirror_responses = FLAGS_reuse_mirror_responses;
+  options.memory.reuse.keep_response_submessages = FLAGS_reuse_keep_response_submessages;
   options.memory.arena.start_block_size = FLAGS_arena_start_block_size;
   options.memory.arena.max_block_size = FLAGS_arena_max_block_size;
   try {

@@ -37,6 +37,9 @@ DEFINE_uint64(thread_cache_pages, 64, "paged/reuse: free pages a thread keeps lo
 DEFINE_uint64(reuse_max_pooled, 1024, "reuse: max pooled objects per message type");
 DEFINE_uint64(reuse_max_object_bytes, 4u << 20, "reuse: objects retaining more are destroyed");
 DEFINE_uint64(reuse_max_pool_bytes, 64u << 20, "reuse: max estimated retained bytes per type");
+DEFINE_bool(reuse_keep_response_submessages, false,
+            "reuse: keep responses' proto3 singular sub-messages attached between calls (faster; "
+            "an empty one the handler touches is then not sent: docs/memory.md)");
 DEFINE_uint64(arena_start_block_size, 256, "arena: first block size in bytes");
 DEFINE_uint64(arena_max_block_size, 8192, "arena: max block size in bytes");
 DEFINE_int32(threads, 0,
@@ -52,6 +55,7 @@ arenarpc::memory::MemoryOptions OptionsFromFlags() {
   options.reuse.max_pooled_objects = FLAGS_reuse_max_pooled;
   options.reuse.max_object_bytes = FLAGS_reuse_max_object_bytes;
   options.reuse.max_pool_bytes = FLAGS_reuse_max_pool_bytes;
+  options.reuse.keep_response_submessages = FLAGS_reuse_keep_response_submessages;
   options.page_size = FLAGS_page_size;
   options.page_cache_capacity = FLAGS_page_cache_capacity;
   options.thread_cache_pages = FLAGS_thread_cache_pages;

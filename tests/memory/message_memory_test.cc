@@ -27,11 +27,18 @@ std::string EchoCall(MethodMemory& method, const std::string& request_wire, std:
   auto& request = static_cast<EchoRequest&>(*pair.request());
   auto& response = static_cast<EchoResponse&>(*pair.response());
   response.mutable_message()->CopyFrom(request.message());
-  // Mirrors presence: see PresenceCornerCase for the unconditional mutable_payload() handler.
+  // Copies presence as an echo handler does (an unconditional mutable_payload(): the tests below).
   if (request.has_payload()) response.mutable_payload()->CopyFrom(request.payload());
   pair.PrepareResponse();
   if (request_out != nullptr) *request_out = request.SerializeAsString();
   return response.SerializeAsString();
+}
+
+MessagePair AcquireWithRequest(MethodMemory& method, const std::string& wire) {
+  MessagePair pair = method.Acquire();
+  SerializedSpan bytes(wire);
+  EXPECT_EQ(pair.ParseRequest(bytes), ParseResult::kOk);
+  return pair;
 }
 
 TEST(MessageMemory, EveryStrategySerializesIdenticallyAndParsesBackEqual) {
@@ -74,22 +81,45 @@ TEST(MessageMemory, EveryStrategySerializesIdenticallyAndParsesBackEqual) {
   }
 }
 
-// The one documented difference (docs/memory.md): a proto3 sub-message that the content sets
-// explicitly but leaves empty cannot be told apart from a kept, untouched one, so after Settle the
-// reuse strategy reports it unset and omits its 2 bytes; the content is otherwise equal.
-TEST(ReuseStrategy, PresenceCornerCase) {
+// A proto3 sub-message (no `optional`) that the handler reaches and leaves empty: heap sends it
+// (2 bytes). By default reuse keeps no such sub-message attached while the handler runs, so the
+// reply is heap's; has_payload() is false before the handler writes, as on a fresh message.
+TEST(ReuseStrategy, EmptySubMessagesTheHandlerTouchesAreSentAsHeapSendsThem) {
   auto memory = MakeMessageMemory("reuse");
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   EchoRequest with_payload;
   example::PayloadGenerator(3, 9).Fill(&with_payload);
-  EchoCall(*method, with_payload.SerializeAsString(), nullptr);  // builds the kept tree
-  MessagePair pair = method->Acquire();
+  EchoCall(*method, with_payload.SerializeAsString(), nullptr);  // a response tree to keep
+  MessagePair pair = AcquireWithRequest(*method, with_payload.SerializeAsString());
   auto& response = static_cast<EchoResponse&>(*pair.response());
+  EXPECT_FALSE(response.has_payload());
   response.mutable_payload();  // explicitly present, empty
   pair.PrepareResponse();
   EchoResponse heap;
   heap.mutable_payload();
-  EXPECT_EQ(heap.SerializeAsString().size(), 2u);
+  ASSERT_EQ(heap.SerializeAsString().size(), 2u);
+  EXPECT_TRUE(response.has_payload());
+  EXPECT_EQ(response.SerializeAsString(), heap.SerializeAsString());
+}
+
+// ReuseSettings::keep_response_submessages trades that exactness for keeping the tree: the kept
+// payload is attached before the handler runs, and one the handler reaches and leaves empty cannot
+// be told from an untouched one, so it is not sent (the documented difference; equivalent content).
+TEST(ReuseStrategy, KeepingResponseSubMessagesLosesTheirPresenceWhenLeftEmpty) {
+  MemoryOptions options;
+  options.reuse.keep_response_submessages = true;
+  auto memory = MakeMessageMemory("reuse", options);
+  auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
+  EchoRequest with_payload;
+  example::PayloadGenerator(3, 9).Fill(&with_payload);
+  EchoCall(*method, with_payload.SerializeAsString(), nullptr);  // builds the kept tree
+  MessagePair pair = AcquireWithRequest(*method, with_payload.SerializeAsString());
+  auto& response = static_cast<EchoResponse&>(*pair.response());
+  EXPECT_TRUE(response.has_payload());  // kept (and fitted to the request), not yet written
+  response.mutable_payload();
+  pair.PrepareResponse();
+  EchoResponse heap;
+  heap.mutable_payload();
   EXPECT_FALSE(response.has_payload());
   EXPECT_EQ(response.SerializeAsString(), "");
   EXPECT_TRUE(MessageDifferencer::Equivalent(response, heap));

@@ -1,6 +1,6 @@
 // Presence of singular sub-messages with the reuse strategy: a request reads has_x() as its wire
-// bytes say (also for a present but empty sub-message), and a sub-message the handler creates
-// keeps its presence in the response even when empty.
+// bytes say (also for a present but empty sub-message), a response reads and serializes as a
+// fresh heap message whatever the handler does, and `optional` sub-messages are kept exactly.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -11,6 +11,7 @@
 namespace arenarpc::memory {
 namespace {
 
+using memtest::Mid;
 using memtest::Root;
 
 // Parses `wire` into a pair of `method` and checks the request equals heap's parse of it.
@@ -67,6 +68,44 @@ TEST(ReusePresence, SubMessagesTheHandlerCreatesStayPresentWhenEmpty) {
     } else if (call == 1) {
       response.mutable_leaf();
       heap.mutable_leaf();
+    }
+    pair.PrepareResponse();
+    EXPECT_EQ(response.SerializeAsString(), heap.SerializeAsString()) << "call " << call;
+  }
+}
+
+// A response's `optional` sub-message keeps its object (and its repeated elements) from call to
+// call through its has-bit: presence stays exact and the handler's writes allocate nothing new.
+TEST(ReusePresence, OptionalSubMessagesOfResponsesAreKeptExactly) {
+  MemoryOptions options;
+  options.reuse.max_pooled_objects = 1;  // the same response object every call
+  auto memory = MakeMessageMemory("reuse", options);
+  // Another request type: request and response objects do not share (and swap through) one pool.
+  auto method = memory->Bind(Mid::default_instance(), Root::default_instance());
+  const std::string no_request;
+  const void* mid = nullptr;
+  const void* first_leaf = nullptr;
+  for (int call = 0; call < 4; ++call) {
+    MessagePair pair = method->Acquire();
+    SerializedSpan bytes(no_request);
+    ASSERT_EQ(pair.ParseRequest(bytes), ParseResult::kOk);
+    auto& response = static_cast<Root&>(*pair.response());
+    EXPECT_FALSE(response.has_opt_mid()) << "call " << call;
+    Root heap;
+    if (call != 2) {  // call 2 leaves it out; call 3 touches it and leaves it empty
+      Mid* written = response.mutable_opt_mid();
+      heap.mutable_opt_mid();
+      if (call < 2) {
+        written->add_leaves()->set_n(call);
+        heap.mutable_opt_mid()->add_leaves()->set_n(call);
+        if (call == 0) {
+          mid = written;
+          first_leaf = &written->leaves(0);
+        } else {
+          EXPECT_EQ(written, mid) << "the kept object";
+          EXPECT_EQ(&written->leaves(0), first_leaf) << "its kept element";
+        }
+      }
     }
     pair.PrepareResponse();
     EXPECT_EQ(response.SerializeAsString(), heap.SerializeAsString()) << "call " << call;

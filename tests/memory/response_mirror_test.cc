@@ -41,7 +41,7 @@ MessagePair AcquireWithRequest(MethodMemory& method, const std::string& wire) {
 }
 
 // One echo call the runtime's way; returns the response's serialized payload (not the whole
-// response: an empty payload's presence is the documented corner case of KeptTreePlan::Settle).
+// response: with keep_response_submessages an empty payload's presence is not heap's).
 std::string EchoCall(MethodMemory& method, const std::string& wire) {
   MessagePair pair = AcquireWithRequest(method, wire);
   auto& request = static_cast<EchoRequest&>(*pair.request());
@@ -53,10 +53,12 @@ std::string EchoCall(MethodMemory& method, const std::string& wire) {
 }
 
 TEST(ResponseMirror, FindsSharedFieldsOnlyWhereTypesMatch) {
-  EXPECT_TRUE(ResponseMirror(*EchoRequest::descriptor(), *EchoResponse::descriptor()).useful());
-  EXPECT_TRUE(ResponseMirror(*Root::descriptor(), *Root::descriptor()).useful());
+  EXPECT_TRUE(ResponseMirror(*EchoRequest::descriptor(), *EchoResponse::descriptor(), true).useful());
+  EXPECT_TRUE(ResponseMirror(*Root::descriptor(), *Root::descriptor(), true).useful());
   // EchoRequest field 1 is repeated bytes, Root field 1 a singular message; field 2 differs too.
-  EXPECT_FALSE(ResponseMirror(*EchoRequest::descriptor(), *Root::descriptor()).useful());
+  EXPECT_FALSE(ResponseMirror(*EchoRequest::descriptor(), *Root::descriptor(), true).useful());
+  // Without following singular sub-messages: Echo* still share their repeated `message`.
+  EXPECT_TRUE(ResponseMirror(*EchoRequest::descriptor(), *EchoResponse::descriptor(), false).useful());
 }
 
 TEST(ResponseMirror, EchoResponsesStayAtTheSizeOfTheLargestCall) {
@@ -70,6 +72,7 @@ TEST(ResponseMirror, EchoResponsesStayAtTheSizeOfTheLargestCall) {
   auto retained_after_ring = [&](bool mirror) {
     MemoryOptions options;
     options.reuse.mirror_responses = mirror;
+    options.reuse.keep_response_submessages = true;  // the payload's tree is what is mirrored
     options.reuse.sample_every = 1;
     options.reuse.max_object_bytes = 1u << 30;  // no trimming: measure what the tree keeps
     auto memory = MakeMessageMemory("reuse", options);
@@ -126,6 +129,7 @@ TEST(ReuseStrategy, ElementsKeepTheirPlaceInTraversalOrderAcrossShapes) {
   const auto ring = Ring(10, 24, 5);  // terms of 0..19 bytes: inline and heap-block strings
   MemoryOptions options;
   options.reuse.max_pooled_objects = 1;  // the same request and response objects every call
+  options.reuse.keep_response_submessages = true;  // ... and the same response payload tree
   options.reuse.max_object_bytes = 1u << 30;
   auto memory = MakeMessageMemory("reuse", options);
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
@@ -193,7 +197,7 @@ TEST(ReuseStrategy, BlockAndPerElementMovesServeTheSameCalls) {
 // the spares at once; used without a fit, an object drops the spares nothing would deal again.
 TEST(ResponseMirror, AFittedResponseIsGatheredAtReleaseAndUnusedSparesGo) {
   ReusePool pool(EchoResponse::default_instance(), ReuseSettings{});
-  const ResponseMirror mirror(*EchoRequest::descriptor(), *EchoResponse::descriptor());
+  const ResponseMirror mirror(*EchoRequest::descriptor(), *EchoResponse::descriptor(), true);
   ASSERT_TRUE(mirror.useful());
   std::vector<EchoRequest> requests(3);
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -246,7 +250,7 @@ TEST(ResponseMirror, StopsForResponsesThatDoNotFollowTheirRequests) {
 }
 
 TEST(ResponseMirror, LeavesAResponseThatAlreadyHasContentAlone) {
-  ResponseMirror mirror(*Root::descriptor(), *Root::descriptor());
+  ResponseMirror mirror(*Root::descriptor(), *Root::descriptor(), true);
   Root request, response;
   for (int i = 0; i < 3; ++i) request.add_mids()->add_leaves()->add_value("q");
   response.add_mids()->add_leaves()->add_value("already written");

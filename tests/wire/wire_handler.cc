@@ -7,6 +7,10 @@ namespace arenarpc::wire {
 
 void Answer(const WireRequest& request, WireReply* reply) {
   const uint32_t actions = request.actions();
+  // A handler may look at the reply before writing it: a fresh reply has nothing set.
+  if ((actions & kBranchOnPresence) && reply->has_node()) {
+    reply->mutable_extra()->mutable_leaf()->set_n(11);
+  }
   if ((actions & kCopyNode) && request.has_node()) *reply->mutable_node() = request.node();
   if (actions & kSetThenClear) {
     reply->mutable_extra()->mutable_leaf()->set_n(7);
@@ -20,6 +24,8 @@ void Answer(const WireRequest& request, WireReply* reply) {
   }
   if ((actions & kClearLeaf) && reply->has_node()) reply->mutable_node()->clear_leaf();
   if (actions & kExtraChild) reply->mutable_extra()->mutable_child()->mutable_leaf()->set_n(5);
+  if (actions & kTouchExtra) reply->mutable_extra();
+  if (actions & kAssignEmpty) *reply->mutable_node() = Node();
 }
 
 namespace {
@@ -52,11 +58,15 @@ std::vector<WireRequest> RequestSequence(int count) {
   for (int i = 0; i < count; ++i) {
     WireRequest request;
     const int size = i < count / 8 ? 12 : static_cast<int>(rng() % 6);  // big ones first
-    if (rng() % 4 != 0) FillNode(rng, size, 3, request.mutable_node());
+    if (rng() % 4 != 0) {
+      FillNode(rng, size, 3, request.mutable_node());
+    } else if (rng() % 2) {
+      request.mutable_node();  // present, empty: a copy of it is present in the reply too
+    }
     const int nodes = i < count / 8 ? 6 : static_cast<int>(rng() % 3);
     for (int n = 0; n < nodes; ++n) FillNode(rng, size / 2, 2, request.add_nodes());
     // Every action set at some point, mixed; every 5th request none (the plainest handler).
-    request.set_actions(i % 5 == 4 ? 0u : static_cast<uint32_t>(rng() % 128));
+    request.set_actions(i % 5 == 4 ? 0u : static_cast<uint32_t>(rng() % (kAllActions + 1)));
     requests.push_back(std::move(request));
   }
   return requests;

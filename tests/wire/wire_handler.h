@@ -17,12 +17,16 @@ enum Action : uint32_t {
   kSwitchOneof = 1u << 4,    // reply.node.pick: one_text, then one_leaf
   kClearLeaf = 1u << 5,      // reply.node.leaf cleared after the copy
   kExtraChild = 1u << 6,     // reply.extra.child.leaf.n set (a deep sub-message chain)
+  kTouchExtra = 1u << 7,     // reply.extra reached with mutable_extra() and left empty (proto3)
+  kAssignEmpty = 1u << 8,    // reply.node = an empty Node
+  kBranchOnPresence = 1u << 9,  // first of all: reply.extra.leaf.n set if reply.node is present
+  kAllActions = (1u << 10) - 1,
 };
 
 void Answer(const WireRequest& request, WireReply* reply);
 
-// `count` requests, big ones first, then mixed sizes and presence, so a pooled object meets
-// requests and replies smaller than what it kept. Deterministic.
+// `count` requests, big ones first, then mixed sizes and presence (some with a present but empty
+// node), so a pooled object meets requests and replies smaller than what it kept. Deterministic.
 std::vector<WireRequest> RequestSequence(int count);
 
 }  // namespace arenarpc::wire

@@ -13,7 +13,7 @@
 //   pair.PrepareResponse();     // then serialize response()
 //   pair.Release();             // or destroy the pair
 // Whatever the handler writes, the response serializes as a heap message with that content would
-// (the reuse strategy's one exception, kept empty sub-messages of responses: docs/memory.md).
+// (unless ReuseSettings::keep_response_submessages is turned on: docs/memory.md).
 
 #include <cstddef>
 #include <cstdint>
@@ -51,6 +51,14 @@ struct ReuseSettings {
   // Size each response's reusable storage after its request where the two types share fields; a
   // method whose responses turn out not to follow their requests in size stops being mirrored.
   bool mirror_responses = true;
+  // Also keep a response's proto3 singular sub-message fields (those without `optional`) attached
+  // between calls. Much less work where a response's tree hangs from such a field, but their
+  // presence can then differ from heap's: has_x() is true before the handler writes x, and an x
+  // the handler reaches (mutable_x(), a copy of an empty message) and leaves empty is not sent.
+  // Off (the default): every reply is heap's bytes, whatever the handler does; such a field is
+  // then created by the handler like a heap message's. Declaring the field `optional` (the same
+  // bytes on the wire) lets reuse keep it exactly.
+  bool keep_response_submessages = false;
 };
 
 struct PagePoolOptions;  // page_allocator.h

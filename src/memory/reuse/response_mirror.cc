@@ -79,7 +79,9 @@ void FitPair(Message& response, const Message& request, const Pair& pair, SpareE
 
 }  // namespace
 
-ResponseMirror::ResponseMirror(const Descriptor& request, const Descriptor& response) {
+ResponseMirror::ResponseMirror(const Descriptor& request, const Descriptor& response,
+                               bool through_singular)
+    : through_singular_(through_singular) {
   root_ = PairFor(response, request);
   useful_ = root_->has_repeated;
 }
@@ -106,7 +108,7 @@ const ResponseMirror::Pair* ResponseMirror::PairFor(const Descriptor& response,
         pair.fields.push_back(
             {out, in, Kind::kMessages, element, SpareTypeId(*out->message_type())});
         pair.has_repeated = true;
-      } else if (element->has_repeated) {
+      } else if (through_singular_ && element->has_repeated) {
         pair.fields.push_back({out, in, Kind::kSingular, element});
         pair.has_repeated = true;
       }

@@ -29,8 +29,10 @@ namespace arenarpc::memory {
 
 class ResponseMirror {
  public:
+  // `through_singular`: also fit what hangs from singular sub-message fields the response has
+  // attached (only kept ones are attached before the handler runs: keep_response_submessages).
   ResponseMirror(const google::protobuf::Descriptor& request,
-                 const google::protobuf::Descriptor& response);
+                 const google::protobuf::Descriptor& response, bool through_singular);
   ~ResponseMirror();
   ResponseMirror(const ResponseMirror&) = delete;
   ResponseMirror& operator=(const ResponseMirror&) = delete;
@@ -59,6 +61,7 @@ class ResponseMirror {
       return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
     }
   };
+  const bool through_singular_;
   std::unordered_map<std::pair<const void*, const void*>, std::unique_ptr<Pair>, Hash> pairs_;
   const Pair* root_ = nullptr;
   bool useful_ = false;

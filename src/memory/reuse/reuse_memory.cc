@@ -31,7 +31,8 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
           requests_(owner_->PoolFor(req)),
           responses_(owner_->PoolFor(resp)) {
       if (owner_->settings_.mirror_responses) {
-        auto mirror = std::make_unique<ResponseMirror>(*req.GetDescriptor(), *resp.GetDescriptor());
+        auto mirror = std::make_unique<ResponseMirror>(*req.GetDescriptor(), *resp.GetDescriptor(),
+                                                       keep_response_tree_);
         if (mirror->useful()) mirror_ = std::move(mirror);
       }
       mirroring_.store(mirror_ != nullptr, std::memory_order_relaxed);
@@ -47,6 +48,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
         throw;
       }
       request->partner = response;
+      if (!keep_response_tree_) responses_->DetachKept(*response);
       owner_->counters_.OnAcquire();
       return MakePair(request->message.get(), response->message.get(), nullptr, request);
     }
@@ -78,9 +80,10 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       }
       return result;
     }
-    // Detach kept sub-messages the handler left empty, so the bytes equal a heap message's.
+    // With keep_response_submessages: detach the kept sub-messages the handler left empty (the
+    // best guess at heap's bytes). Otherwise nothing kept is attached while the handler runs.
     void PrepareResponse(Message*, void* cookie) noexcept override {
-      responses_->Settle(*static_cast<ReusePool::Entry*>(cookie)->partner);
+      if (keep_response_tree_) responses_->Settle(*static_cast<ReusePool::Entry*>(cookie)->partner);
     }
 
    private:
@@ -100,6 +103,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     }
 
     std::shared_ptr<ReuseMemory> owner_;
+    const bool keep_response_tree_ = owner_->settings_.keep_response_submessages;
     std::shared_ptr<ReusePool> requests_;
     std::shared_ptr<ReusePool> responses_;
     std::unique_ptr<ResponseMirror> mirror_;  // null: not asked for, or no shared fields

@@ -84,6 +84,12 @@ class ReusePool {
   void Give(Entry* entry, const ResponseMirror* fitted_by = nullptr) noexcept;
   // Detaches the kept sub-messages the content left out: for a wholly shaped request, those its
   // bytes did not contain (an empty one they did contain stays); otherwise those still empty.
+  // Detaches every kept sub-message still attached, so the message reads like a fresh one (a
+  // response the handler is about to write: presence is then exactly heap's).
+  void DetachKept(Entry& entry) const noexcept {
+    plan_.Settle(*entry.message, entry.stash, entry.kept, /*only_empty=*/false);
+    entry.kept.clear();
+  }
   void Settle(Entry& entry) const noexcept {
     if (entry.shaped_whole) {
       plan_.Settle(*entry.message, entry.stash, entry.absent, /*only_empty=*/false);
