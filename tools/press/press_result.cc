@@ -131,10 +131,12 @@ std::string FormatText(const PressResult& r) {
   const PressOptions& o = r.options;
   std::ostringstream s;
   s << std::fixed;
-  s << "arenarpc_press " << o.protocol << " " << o.server << " " << Mode(o)
-    << " payload_scale=" << o.payload_scale << " requests="
-    << (o.ring > 0 ? "ring of " + std::to_string(o.ring) + " pre-generated" : "drawn per call")
-    << " warmup=" << std::setprecision(1) << o.warmup_s << "s duration=" << o.duration_s
+  s << "arenarpc_press " << o.protocol << " " << o.server << " " << Mode(o);
+  if (o.method.empty()) {
+    s << " payload_scale=" << o.payload_scale << " requests="
+      << (o.ring > 0 ? "ring of " + std::to_string(o.ring) + " pre-generated" : "drawn per call");
+  }
+  s << " warmup=" << std::setprecision(1) << o.warmup_s << "s duration=" << o.duration_s
     << "s connections=" << o.connections << " threads=" << o.threads
     << " connection_type=" << o.connection_type << " timeout=" << o.timeout_ms << "ms\n";
   if (!o.method.empty()) {
