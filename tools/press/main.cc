@@ -3,7 +3,6 @@
 // and any other registered protocol. See docs/press.md.
 #include <gflags/gflags.h>
 
-#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -15,7 +14,7 @@
 #include "press/load_driver.h"
 #include "press/press_options.h"
 #include "press/request_source.h"
-#include "press/server_vars_fetch.h"
+#include "press/server_vars_probe.h"
 #include "press/transport.h"
 
 namespace {
@@ -88,36 +87,7 @@ DEFINE_bool(check_response, false, "--method: parse each response into the outpu
 DEFINE_bool(server_vars, true, "Read the server's /vars over HTTP before and after the window and "
             "report its own view (skipped with a note when the server does not answer HTTP)");
 
-namespace {
-
 namespace press = arenarpc::press;
-
-// /vars at both ends of the window -> result.server_view.
-class ServerVarsProbe {
- public:
-  ServerVarsProbe(std::string server, std::string method_full_name)
-      : server_(std::move(server)), method_(std::move(method_full_name)) {}
-  void AtStart() {
-    std::string body;
-    if (press::FetchVars(server_, kTimeout, &body, &note_)) before_ = press::ParseVars(body);
-  }
-  void AtEnd(press::PressResult& result) {
-    result.server_view_read = true;
-    std::string body;
-    if (before_ && press::FetchVars(server_, kTimeout, &body, &note_)) {
-      result.server_view = press::ComputeServerView(*before_, press::ParseVars(body), method_);
-    } else {
-      result.server_view.note = note_;
-    }
-  }
-
- private:
-  static constexpr std::chrono::milliseconds kTimeout{1000};
-  std::string server_, method_, note_;
-  std::optional<press::VarsMap> before_;
-};
-
-}  // namespace
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
@@ -216,12 +186,12 @@ int main(int argc, char** argv) {
                                 ? press::ResponseCheck::OutputType(user_method->output_prototype())
                                 : press::ResponseCheck::None());
   }
-  std::optional<ServerVarsProbe> vars;
+  std::optional<press::ServerVarsProbe> vars;
   if (options.server_vars) {
     vars.emplace(options.server, user_method ? user_method->method().full_name()
                                              : "arenarpc.example.EchoService.Echo");
-    driver.SetWindowHooks([&] { vars->AtStart(); },
-                          [&](press::PressResult& result) { vars->AtEnd(result); });
+    driver.SetWindowHooks([&] { vars->AtWindowStart(); },
+                          [&](press::PressResult& result) { vars->AtWindowEnd(result); });
   }
   auto result = driver.Run(options.live ? &std::cerr : nullptr);
   result.distinct_requests = distinct_requests;
