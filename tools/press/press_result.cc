@@ -1,5 +1,6 @@
 #include "press/press_result.h"
 
+#include <cmath>
 #include <cstring>
 #include <iomanip>
 #include <sstream>
@@ -53,8 +54,7 @@ void UsageJson(std::ostringstream& j, const ProcessUsage& u, uint64_t calls) {
 
 std::string Number(double v) {
   std::ostringstream s;
-  s << std::fixed << std::setprecision(v == static_cast<double>(static_cast<int64_t>(v)) ? 0 : 1)
-    << v;
+  s << std::fixed << std::setprecision(std::isfinite(v) && v == std::trunc(v) ? 0 : 1) << v;
   return s.str();
 }
 
