@@ -56,7 +56,8 @@ TEST(PressOverFakeHttp, CallsChecksAndServerView) {
   const size_t at = r.out.find("\"server_vars\":{\"valid\":true");
   ASSERT_NE(at, std::string::npos) << r.out;
   const std::string view = r.out.substr(at);
-  EXPECT_GE(JsonNumber(view, "calls"), 100) << view;
+  // The reads bracket the window only approximately (docs/press.md): about its 100 calls.
+  EXPECT_NEAR(JsonNumber(view, "calls"), 100, 10) << view;
   EXPECT_EQ(JsonNumber(view, "mean_latency_us"), 40) << view;
   EXPECT_EQ(JsonNumber(view, "cpu_us_per_call"), 25) << view;
   EXPECT_EQ(JsonNumber(view, "rss_bytes"), 1 << 20) << view;

@@ -44,9 +44,10 @@ TEST_F(PressHttpEndToEnd, ServerViewComesFromVars) {
   const ShellOutput r = RunShell(PressCommand(E2E_TEST_PROTO, input, "--protocol=baidu_std"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("\"server_vars\":{\"valid\":true"), std::string::npos) << r.out;
-  // The server counted at least the window's calls (calls in flight when it opened count too).
-  EXPECT_GE(JsonNumber(r.out, "calls"), JsonNumber(r.out, "calls_ok")) << r.out;
-  EXPECT_GT(JsonNumber(r.out, "cpu_us_per_call"), 0) << r.out;
+  // The reads bracket the window only approximately (docs/press.md): about its 100 calls.
+  const std::string view = r.out.substr(r.out.find("\"server_vars\":"));
+  EXPECT_NEAR(JsonNumber(view, "calls"), JsonNumber(r.out, "calls_ok"), 10) << r.out;
+  EXPECT_GT(JsonNumber(view, "cpu_us_per_call"), 0) << r.out;
   EXPECT_NE(r.out.find("\"memory_deltas\":{"), std::string::npos) << r.out;
 
   ASSERT_TRUE(FetchVars(address_, std::chrono::milliseconds(2000), &body, &error)) << error;
