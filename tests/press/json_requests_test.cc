@@ -38,6 +38,8 @@ TEST(JsonRequests, AcceptsLinesOneObjectAndArrays) {
            std::string_view("{\"message\":\"a\"}\n\n{\"message\":\"b\",\"items\":[\"x\",\"y\"]}\n"),
            std::string_view("[ {\"message\":\"a\"},\n  {\"message\":\"b\", \"items\": [\"x\", \"y\"]} ]"),
            std::string_view("{\"message\":\"a\"}{\"message\":\"b\",\"items\":[\"x\",\"y\"]}"),
+           // A byte order mark and Windows line ends.
+           std::string_view("\xEF\xBB\xBF{\"message\":\"a\"}\r\n{\"message\":\"b\",\"items\":[\"x\",\"y\"]}\r\n"),
        }) {
     Messages messages;
     std::string error;

@@ -108,6 +108,7 @@ bool SplitJsonObjects(std::string_view input, std::vector<JsonObjectText>* objec
 bool ParseJsonRequests(std::string_view input, const google::protobuf::Message& prototype,
                        std::vector<std::unique_ptr<google::protobuf::Message>>* messages,
                        std::string* error) {
+  if (input.starts_with("\xEF\xBB\xBF")) input.remove_prefix(3);  // a UTF-8 byte order mark
   std::vector<JsonObjectText> objects;
   if (!SplitJsonObjects(input, &objects, error)) return false;
   if (objects.empty()) {
