@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential g++ cmake ninja-build pkg-config git
-  libprotobuf-dev protobuf-compiler
+  libprotobuf-dev libprotoc-dev protobuf-compiler
   libgrpc++-dev protobuf-compiler-grpc
   libasio-dev libgflags-dev libsnappy-dev zlib1g-dev
   libgoogle-perftools-dev libjemalloc-dev

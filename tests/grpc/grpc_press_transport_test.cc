@@ -57,7 +57,7 @@ TEST_F(GrpcTransportTest, EchoesEveryPayloadWithManyCallsInFlight) {
 
   example::PayloadGenerator generator(3, 42);
   constexpr int kCalls = 40;
-  std::vector<RawEchoRequest> requests(kCalls);
+  std::vector<PressRequest> requests(kCalls);
   for (auto& request : requests) DrawRequest(generator, &request);
   std::mutex mu;
   int ok = 0, echoed = 0;
@@ -66,7 +66,7 @@ TEST_F(GrpcTransportTest, EchoesEveryPayloadWithManyCallsInFlight) {
     transport->Send(requests[i], [&, i](const CallResult& result) {
       std::lock_guard lock(mu);
       ok += result.error_code == 0 ? 1 : 0;
-      echoed += result.response_payload == requests[i].payload() ? 1 : 0;
+      echoed += result.response_payload == requests[i].echo.payload() ? 1 : 0;
       done.fetch_add(1);
     });
   }

@@ -60,11 +60,11 @@ class FakeTransport final : public Transport {
     worker_.join();
   }
   bool Init(const TransportOptions&, std::string*) override { return true; }
-  void Send(const RawEchoRequest& request, DoneCallback done) override {
+  void Send(const PressRequest& request, DoneCallback done) override {
     const uint64_t n = sent_.fetch_add(1);
     if (n == stall_at_call) std::this_thread::sleep_for(stall);
     std::lock_guard lock(mu_);
-    queue_.push_back({Clock::now() + delay, &request, std::move(done), n});
+    queue_.push_back({Clock::now() + delay, &request.echo, std::move(done), n});
     in_flight_max_ = std::max<int64_t>(in_flight_max_, int64_t(queue_.size()));
     cv_.notify_all();
   }

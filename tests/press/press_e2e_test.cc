@@ -10,25 +10,13 @@
 #include <regex>
 #include <string>
 
+#include "run_shell.h"
+
 namespace {
 
-struct Output {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr, in that order
-};
-
-// Runs a command line through the shell and captures stdout+stderr.
-Output RunShell(const std::string& command) {
-  Output result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) result.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using arenarpc::press::JsonNumber;
+using arenarpc::press::RunShell;
+using Output = arenarpc::press::ShellOutput;
 
 // One echo_server child on a free port; SIGTERM on destruction.
 class EchoServerProcess {
@@ -81,12 +69,6 @@ class EchoServerProcess {
   int port_ = 0, reported_pid_ = 0, exit_status_ = -1;
   std::string first_line_;
 };
-
-double JsonNumber(const std::string& json, const std::string& key) {
-  const std::regex re("\"" + key + "\":(-?[0-9.e+]+)");
-  std::smatch m;
-  return std::regex_search(json, m, re) ? std::stod(m[1]) : -1;
-}
 
 std::string Press(int port, int server_pid, const std::string& load) {
   return std::string(PRESS_BIN) + " --server=127.0.0.1:" + std::to_string(port) +

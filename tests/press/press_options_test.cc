@@ -51,5 +51,30 @@ TEST(PressOptions, RejectsBadFieldsWithTheFlagName) {
   EXPECT_EQ(error_of([](PressOptions& o) { o.server = "[::1]:8000"; }), "");
 }
 
+TEST(PressOptions, AUserMethodNeedsProtoMethodAndInput) {
+  PressOptions o = Valid();
+  o.proto = "shop.proto";
+  o.method = "shop.OrderService.Place";
+  o.input = "orders.jsonl";
+  o.check_response = true;
+  o.proto_path = "protos";
+  EXPECT_EQ(Validate(o), "");
+  o.input.clear();
+  EXPECT_NE(Validate(o).find("--input is missing"), std::string::npos) << Validate(o);
+  o.input = "orders.jsonl";
+  o.proto.clear();
+  EXPECT_NE(Validate(o).find("--proto is missing"), std::string::npos) << Validate(o);
+  o.proto = "shop.proto";
+  o.method.clear();
+  EXPECT_NE(Validate(o).find("--method is missing"), std::string::npos) << Validate(o);
+
+  PressOptions echo = Valid();
+  echo.check_response = true;
+  EXPECT_NE(Validate(echo).find("--check_response needs --method"), std::string::npos);
+  echo.check_response = false;
+  echo.proto_path = "protos";
+  EXPECT_NE(Validate(echo).find("--proto_path needs --proto"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace arenarpc::press

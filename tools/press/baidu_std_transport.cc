@@ -1,4 +1,5 @@
-// baidu_std transport of arenarpc_press: arenarpc::Channel (works against brpc servers too).
+// baidu_std transport of arenarpc_press: arenarpc::Channel (works against brpc servers too), for
+// the echo workload or any method (--method).
 #include <condition_variable>
 #include <mutex>
 
@@ -13,7 +14,11 @@ namespace {
 class BaiduStdTransport final : public Transport {
  public:
   bool Init(const TransportOptions& options, std::string* error) override {
-    method_ = example::EchoService::descriptor()->FindMethodByName("Echo");
+    method_ = options.method != nullptr
+                  ? options.method
+                  : example::EchoService::descriptor()->FindMethodByName("Echo");
+    echo_ = options.method == nullptr;
+    response_prototype_ = options.response_prototype;
     ChannelOptions channel_options;
     channel_options.timeout_ms = options.timeout_ms;
     channel_options.connection_type = options.connection_type;
@@ -32,15 +37,25 @@ class BaiduStdTransport final : public Transport {
     return true;
   }
 
-  void Send(const RawEchoRequest& request, DoneCallback done) override {
+  void Send(const PressRequest& request, DoneCallback done) override {
     {
       std::lock_guard lock(mu_);
       ++pending_;
     }
     Channel& channel = *channels_[next_.fetch_add(1, std::memory_order_relaxed) % channels_.size()];
     auto call = std::make_unique<Call>(this, std::move(done));
+    google::protobuf::Message* response = &call->echo_response;
+    if (!echo_) {
+      // Unchecked responses land in an OpaqueMessage: kept as bytes, never walked by type.
+      if (response_prototype_ != nullptr) {
+        call->user_response.reset(response_prototype_->New());
+      } else {
+        call->user_response = std::make_unique<OpaqueMessage>();
+      }
+      response = call->user_response.get();
+    }
     Call* raw = call.release();  // owned by the channel until Run(), which takes it back
-    channel.CallMethod(method_, &raw->controller, &request, &raw->response, raw);
+    channel.CallMethod(method_, &raw->controller, &request.binary(), response, raw);
   }
 
   void Drain() override {
@@ -64,8 +79,10 @@ class BaiduStdTransport final : public Transport {
       if (result.error_code != 0) {
         text = controller.ErrorText();
         result.error_text = text;
+      } else if (user_response == nullptr) {
+        result.response_payload = echo_response.payload();
       } else {
-        result.response_payload = response.payload();
+        result.response_message = user_response.get();
       }
       done(result);
       BaiduStdTransport* transport = owner;
@@ -75,7 +92,8 @@ class BaiduStdTransport final : public Transport {
     BaiduStdTransport* owner;
     DoneCallback done;
     Controller controller;
-    RawEchoResponse response;
+    RawEchoResponse echo_response;
+    std::unique_ptr<google::protobuf::Message> user_response;  // --method
   };
 
   void Finished() {
@@ -84,6 +102,8 @@ class BaiduStdTransport final : public Transport {
   }
 
   const google::protobuf::MethodDescriptor* method_ = nullptr;
+  bool echo_ = true;
+  const google::protobuf::Message* response_prototype_ = nullptr;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::atomic<uint64_t> next_{0};
   std::mutex mu_;

@@ -46,6 +46,11 @@ class GrpcTransport final : public Transport {
                "on long-lived HTTP/2 connections; use single or pooled)";
       return false;
     }
+    if (options.method != nullptr) {
+      *error = "grpc transport: presses only the echo workload (--method needs --protocol "
+               "baidu_std or http)";
+      return false;
+    }
     if (options.connections < 1 || options.timeout_ms <= 0) {
       *error = "grpc transport: connections must be >= 1 and timeout_ms > 0";
       return false;
@@ -70,7 +75,7 @@ class GrpcTransport final : public Transport {
     return true;
   }
 
-  void Send(const RawEchoRequest& request, DoneCallback done) override {
+  void Send(const PressRequest& request, DoneCallback done) override {
     {
       std::lock_guard lock(mu_);
       ++pending_;
@@ -79,7 +84,7 @@ class GrpcTransport final : public Transport {
     auto call = std::make_unique<Call>(std::move(done));
     call->context.set_deadline(std::chrono::system_clock::now() + timeout_);
     Call* raw = call.release();  // owned by gRPC until the completion callback takes it back
-    stub.UnaryCall(&raw->context, kGrpcEchoMethod, ::grpc::StubOptions(), &request, &raw->response,
+    stub.UnaryCall(&raw->context, kGrpcEchoMethod, ::grpc::StubOptions(), &request.echo, &raw->response,
                    [this, raw](::grpc::Status status) { Complete(raw, status); });
   }
 

@@ -34,7 +34,10 @@ void WaitUntil(std::chrono::steady_clock::time_point t, const std::atomic<bool>&
 }  // namespace
 
 LoadDriver::LoadDriver(const PressOptions& options, Transport& transport, RequestSource& requests)
-    : options_(options), transport_(transport), requests_(requests) {}
+    : options_(options),
+      transport_(transport),
+      requests_(requests),
+      check_(options.verify ? ResponseCheck::Echo() : ResponseCheck::None()) {}
 
 void LoadDriver::RecordError(int code, std::string_view text, bool measured) {
   failed_total_.fetch_add(1, std::memory_order_relaxed);
@@ -57,7 +60,7 @@ void LoadDriver::Issue(Clock::time_point due, bool from_schedule, int slot) {
     result_.send_lag.Record(OpenLoopSchedule::LatencyUs(due, Clock::now()));
   }
   auto request = requests_.Next();
-  const RawEchoRequest& ref = *request;
+  const PressRequest& ref = *request;
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   ++send_depth;
   transport_.Send(ref, [this, request = std::move(request), due, slot](const CallResult& call) {
@@ -66,15 +69,16 @@ void LoadDriver::Issue(Clock::time_point due, bool from_schedule, int slot) {
   --send_depth;
 }
 
-void LoadDriver::Complete(const RawEchoRequest& request, Clock::time_point due, int slot,
+void LoadDriver::Complete(const PressRequest& request, Clock::time_point due, int slot,
                           const CallResult& call) {
   const auto now = Clock::now();
   const bool measured = InWindow(due);
   int code = call.error_code;
   std::string_view text = call.error_text;
-  if (code == 0 && options_.verify && call.response_payload != request.payload()) {
-    code = kEchoMismatch;
-    text = "press: response payload differs from the request's";
+  std::string check_text;
+  if (code == 0) {
+    code = check_.Check(request, call, &check_text);
+    if (code != 0) text = check_text;
   }
   if (code == 0) {
     const int64_t us = OpenLoopSchedule::LatencyUs(due, now);
@@ -162,6 +166,7 @@ PressResult LoadDriver::Run(std::ostream* live) {
       }
       client = std::make_unique<ProcessSampler>(static_cast<int>(getpid()));
       if (!client->Start()) client.reset();
+      if (on_window_start_) on_window_start_();
     }
     std::vector<int> resend;
     {
@@ -186,6 +191,7 @@ PressResult LoadDriver::Run(std::ostream* live) {
   result_.calls_ok = ok_in_window_.load();
   result_.calls_failed = failed_in_window_.load();
   result_.achieved_qps = static_cast<double>(result_.calls_ok) / options_.duration_s;
+  if (window_started && on_window_end_) on_window_end_(result_);
   return std::move(result_);
 }
 

@@ -4,6 +4,7 @@
 // time, open loop; by send time, closed loop) go into the result.
 
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <cstdint>
 #include <iosfwd>
@@ -13,6 +14,7 @@
 
 #include "press/press_result.h"
 #include "press/request_source.h"
+#include "press/response_check.h"
 #include "press/transport.h"
 
 namespace arenarpc::press {
@@ -26,11 +28,20 @@ class LoadDriver {
   // progress line each second. Call once.
   PressResult Run(std::ostream* live);
 
+  // Replaces the default check (ResponseCheck::Echo() with options.verify, else None).
+  void SetResponseCheck(ResponseCheck check) { check_ = check; }
+  // Called on Run()'s thread when the measured window opens, and after it closed and every call
+  // completed (e.g. to read the server's /vars at both ends).
+  void SetWindowHooks(std::function<void()> on_start, std::function<void(PressResult&)> on_end) {
+    on_window_start_ = std::move(on_start);
+    on_window_end_ = std::move(on_end);
+  }
+
  private:
   void RunOpenLoopSender(int thread_index, Clock::time_point start);
   void SendClosedLoop(int slot);
   void Issue(Clock::time_point due, bool from_schedule, int closed_loop_slot);
-  void Complete(const RawEchoRequest& request, Clock::time_point due, int closed_loop_slot,
+  void Complete(const PressRequest& request, Clock::time_point due, int closed_loop_slot,
                 const CallResult& call);
   void RecordError(int code, std::string_view text, bool measured);
   bool InWindow(Clock::time_point due) const { return due >= window_start_ && due < window_end_; }
@@ -39,6 +50,9 @@ class LoadDriver {
   const PressOptions options_;
   Transport& transport_;
   RequestSource& requests_;
+  ResponseCheck check_;
+  std::function<void()> on_window_start_;
+  std::function<void(PressResult&)> on_window_end_;
 
   Clock::time_point window_start_, window_end_;
   std::atomic<bool> stop_sending_{false};

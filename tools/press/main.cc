@@ -1,13 +1,20 @@
-// arenarpc_press: load generator for the echo workload (docs/benchmarks.md), baidu_std (arenarpc
-// or brpc servers) and any other registered protocol. See docs/press.md.
+// arenarpc_press: load generator for the echo workload (docs/benchmarks.md) or any method of a
+// user's .proto (--proto --method --input), over baidu_std (arenarpc or brpc servers), HTTP+JSON
+// and any other registered protocol. See docs/press.md.
 #include <gflags/gflags.h>
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <vector>
 
+#include "press/dynamic_method.h"
+#include "press/json_requests.h"
 #include "press/load_driver.h"
 #include "press/press_options.h"
 #include "press/request_source.h"
+#include "press/server_vars_probe.h"
 #include "press/transport.h"
 
 namespace {
@@ -69,12 +76,25 @@ DEFINE_bool(verify, true, "Check that every response echoes its request's payloa
 DEFINE_uint64(seed, 0x5eed, "Payload generator seed");
 DEFINE_bool(json, false, "Print the final report as JSON on stdout (live lines stay on stderr)");
 DEFINE_bool(live, true, "Print a progress line on stderr each second");
+DEFINE_string(proto, "", "A user's method instead of the echo workload: the .proto declaring it");
+DEFINE_string(proto_path, "", "Import directories of --proto, ':'-separated (its own directory is "
+              "searched last)");
+DEFINE_string(method, "", "The method to press, pkg.Service.Method (needs --proto and --input)");
+DEFINE_string(input, "", "Requests in JSON: one object per line, one object, or an array; "
+              "cycled in order");
+DEFINE_bool(check_response, false, "--method: parse each response into the output type; one that "
+            "does not parse or has undeclared fields counts as RESPONSE_MISMATCH");
+DEFINE_bool(server_vars, true, "Read the server's /vars over HTTP before and after the window and "
+            "report its own view (skipped with a note when the server does not answer HTTP)");
+
+namespace press = arenarpc::press;
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
-      "load generator for the echo workload\n"
+      "load generator for the echo workload or any method\n"
       "  arenarpc_press --server 127.0.0.1:8000 --qps 800 --duration_s 30 --server_pid PID\n"
-      "  arenarpc_press --server 127.0.0.1:8000 --concurrency 8   # maximum throughput");
+      "  arenarpc_press --server 127.0.0.1:8000 --concurrency 8   # maximum throughput\n"
+      "  arenarpc_press --proto my.proto --method pkg.Service.Method --input requests.json --qps 500");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (argc > 1) {
     std::fprintf(stderr, "arenarpc_press: unexpected argument '%s'\n", argv[1]);
@@ -98,6 +118,12 @@ int main(int argc, char** argv) {
   options.verify = FLAGS_verify;
   options.seed = FLAGS_seed;
   options.live = FLAGS_live;
+  options.proto = FLAGS_proto;
+  options.proto_path = FLAGS_proto_path;
+  options.method = FLAGS_method;
+  options.input = FLAGS_input;
+  options.check_response = FLAGS_check_response;
+  options.server_vars = FLAGS_server_vars;
   if (const std::string error = arenarpc::press::Validate(options); !error.empty()) {
     std::fprintf(stderr, "arenarpc_press: %s\n", error.c_str());
     return 2;
@@ -110,23 +136,65 @@ int main(int argc, char** argv) {
                  options.protocol.c_str(), known.c_str());
     return 2;
   }
+  // A user's method: its .proto and its requests, converted once, before anything is sent.
+  std::unique_ptr<press::DynamicMethod> user_method;
+  std::vector<std::shared_ptr<const press::PressRequest>> user_requests;
+  if (!options.method.empty()) {
+    std::string error;
+    user_method = press::DynamicMethod::Load(options.proto, options.proto_path, options.method,
+                                             &error);
+    std::vector<std::unique_ptr<google::protobuf::Message>> messages;
+    if (!user_method ||
+        !press::LoadJsonRequests(options.input, user_method->input_prototype(), &messages,
+                                 &error)) {
+      std::fprintf(stderr, "arenarpc_press: %s\n", error.c_str());
+      return 2;
+    }
+    for (const auto& message : messages) {
+      user_requests.push_back(press::MakeUserRequest(*message, options.protocol == "http"));
+    }
+  }
   arenarpc::press::TransportOptions transport_options;
   transport_options.server = options.server;
   transport_options.connection_type = options.connection_type;
   transport_options.timeout_ms = options.timeout_ms;
   transport_options.connections = options.connections;
   transport_options.io_threads = options.threads;
+  if (user_method) {
+    transport_options.method = &user_method->method();
+    if (options.check_response) {
+      transport_options.response_prototype = &user_method->output_prototype();
+    }
+  }
   if (std::string error; !transport->Init(transport_options, &error)) {
     std::fprintf(stderr, "arenarpc_press: %s\n", error.c_str());
     return 1;
   }
-  if (options.live && options.ring > 0) {
+  if (options.live && options.ring > 0 && !user_method) {
     std::fprintf(stderr, "[press] pre-generating %d requests (payload_scale %d)...\n",
                  options.ring, options.payload_scale);
   }
-  arenarpc::press::RequestSource requests(options.payload_scale, options.ring, options.seed);
-  arenarpc::press::LoadDriver driver(options, *transport, requests);
-  const auto result = driver.Run(options.live ? &std::cerr : nullptr);
+  const size_t distinct_requests = user_requests.size();
+  std::unique_ptr<press::RequestSource> requests =
+      user_method ? std::make_unique<press::RequestSource>(std::move(user_requests))
+                  : std::make_unique<press::RequestSource>(options.payload_scale, options.ring,
+                                                           options.seed,
+                                                           options.protocol == "http");
+  press::LoadDriver driver(options, *transport, *requests);
+  if (user_method) {
+    driver.SetResponseCheck(options.check_response
+                                ? press::ResponseCheck::OutputType(user_method->output_prototype())
+                                : press::ResponseCheck::None());
+  }
+  std::optional<press::ServerVarsProbe> vars;
+  if (options.server_vars) {
+    vars.emplace(options.server, user_method ? user_method->method().full_name()
+                                             : "arenarpc.example.EchoService.Echo");
+    driver.SetWindowHooks([&] { vars->AtWindowStart(); },
+                          [&](press::PressResult& result) { vars->AtWindowEnd(result); });
+  }
+  auto result = driver.Run(options.live ? &std::cerr : nullptr);
+  result.distinct_requests = distinct_requests;
   std::cout << (FLAGS_json ? arenarpc::press::FormatJson(result)
                            : arenarpc::press::FormatText(result))
             << std::flush;

@@ -49,6 +49,15 @@ std::string Validate(const PressOptions& o) {
       o.connection_type != "short") {
     return "--connection_type must be single, pooled or short, got '" + o.connection_type + "'";
   }
+  const bool any_user = !o.proto.empty() || !o.method.empty() || !o.input.empty();
+  if (any_user && (o.proto.empty() || o.method.empty() || o.input.empty())) {
+    return std::string(o.method.empty() ? "--method" : o.proto.empty() ? "--proto" : "--input") +
+           " is missing: a user's method needs all of --proto, --method and --input";
+  }
+  if (!any_user && !o.proto_path.empty()) return "--proto_path needs --proto";
+  if (!any_user && o.check_response) {
+    return "--check_response needs --method (the echo workload is checked by --verify)";
+  }
   return "";
 }
 

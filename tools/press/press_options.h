@@ -25,6 +25,13 @@ struct PressOptions {
   bool verify = true;                      // check that each response echoes its request
   uint64_t seed = 0x5eed;
   bool live = true;                        // a stderr line each second
+  // A user's method instead of the echo workload (all three or none).
+  std::string proto;                       // --proto: the .proto file declaring the method
+  std::string proto_path;                  // --proto_path: import directories, ':'-separated
+  std::string method;                      // --method: pkg.Service.Method
+  std::string input;                       // --input: requests in JSON (lines, object or array)
+  bool check_response = false;             // --check_response: parse responses into the output type
+  bool server_vars = true;                 // --server_vars: read the server's /vars over HTTP
 };
 
 // Per-field checks: return "" when valid, else what is wrong (used by the gflags validators).

@@ -1,5 +1,6 @@
 #include "press/press_result.h"
 
+#include <cmath>
 #include <cstring>
 #include <iomanip>
 #include <sstream>
@@ -51,11 +52,73 @@ void UsageJson(std::ostringstream& j, const ProcessUsage& u, uint64_t calls) {
     << ",\"rss_end_bytes\":" << u.rss_end << ",\"rss_samples\":" << u.rss_samples << "}";
 }
 
+std::string Number(double v) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(std::isfinite(v) && v == std::trunc(v) ? 0 : 1) << v;
+  return s.str();
+}
+
+void ServerViewText(std::ostringstream& s, const ServerView& v) {
+  if (!v.valid) {
+    s << "server /vars: skipped (" << v.note << ")\n";
+    return;
+  }
+  s << "server /vars (" << v.method_prefix << "*): " << Number(v.calls) << " calls, "
+    << Number(v.errors) << " errors";
+  if (v.mean_latency_us) s << ", mean latency " << Number(*v.mean_latency_us) << " us";
+  if (v.latency_p99_us) s << ", p99 (last 10 s) " << Number(*v.latency_p99_us) << " us";
+  if (v.cpu_us_per_call) s << ", cpu " << Number(*v.cpu_us_per_call) << " us/call";
+  if (v.rss_bytes) s << ", rss " << Number(*v.rss_bytes / 1e6) << " MB";
+  s << "\n";
+  if (!v.memory_deltas.empty()) {
+    s << "  memory over the window:";
+    for (const auto& [name, value] : v.memory_deltas) s << " " << name << "=" << Number(value);
+    s << "\n";
+  }
+  if (!v.memory_gauges.empty()) {
+    s << "  memory at the end:";
+    for (const auto& [name, value] : v.memory_gauges) s << " " << name << "=" << Number(value);
+    s << "\n";
+  }
+}
+
+void ServerViewJson(std::ostringstream& j, const ServerView& v) {
+  j << "{\"valid\":" << (v.valid ? "true" : "false");
+  if (!v.valid) {
+    j << ",\"note\":\"" << JsonEscape(v.note) << "\"}";
+    return;
+  }
+  j << ",\"calls\":" << Number(v.calls) << ",\"errors\":" << Number(v.errors);
+  auto optional = [&](const char* key, const std::optional<double>& value) {
+    if (value) j << ",\"" << key << "\":" << Number(*value);
+  };
+  optional("mean_latency_us", v.mean_latency_us);
+  optional("latency_p99_us", v.latency_p99_us);
+  optional("cpu_us", v.cpu_us);
+  optional("cpu_us_per_call", v.cpu_us_per_call);
+  optional("rss_bytes", v.rss_bytes);
+  for (const auto& [key, fields] : {std::pair{"memory_deltas", &v.memory_deltas},
+                                    std::pair{"memory_gauges", &v.memory_gauges}}) {
+    j << ",\"" << key << "\":{";
+    bool first = true;
+    for (const auto& [name, value] : *fields) {
+      j << (first ? "" : ",") << "\"" << JsonEscape(name) << "\":" << Number(value);
+      first = false;
+    }
+    j << "}";
+  }
+  j << "}";
+}
+
 }  // namespace
 
 std::string ErrorCodeLabel(int code) {
   if (code == kEchoMismatch) return "ECHO_MISMATCH";
   if (code == kSkippedInflight) return "SKIPPED_MAX_INFLIGHT";
+  if (code == kResponseMismatch) return "RESPONSE_MISMATCH";
+  if (code < kHttpStatusBase && code > kHttpStatusBase - 1000) {
+    return "HTTP " + std::to_string(kHttpStatusBase - code);
+  }
   if (const char* name = ErrorCodeName(code); name[0] != '\0') return name;
   if (code > 0 && code < 1000) {
     const char* text = std::strerror(code);
@@ -68,12 +131,19 @@ std::string FormatText(const PressResult& r) {
   const PressOptions& o = r.options;
   std::ostringstream s;
   s << std::fixed;
-  s << "arenarpc_press " << o.protocol << " " << o.server << " " << Mode(o)
-    << " payload_scale=" << o.payload_scale << " requests="
-    << (o.ring > 0 ? "ring of " + std::to_string(o.ring) + " pre-generated" : "drawn per call")
-    << " warmup=" << std::setprecision(1) << o.warmup_s << "s duration=" << o.duration_s
+  s << "arenarpc_press " << o.protocol << " " << o.server << " " << Mode(o);
+  if (o.method.empty()) {
+    s << " payload_scale=" << o.payload_scale << " requests="
+      << (o.ring > 0 ? "ring of " + std::to_string(o.ring) + " pre-generated" : "drawn per call");
+  }
+  s << " warmup=" << std::setprecision(1) << o.warmup_s << "s duration=" << o.duration_s
     << "s connections=" << o.connections << " threads=" << o.threads
     << " connection_type=" << o.connection_type << " timeout=" << o.timeout_ms << "ms\n";
+  if (!o.method.empty()) {
+    s << "method: " << o.method << " from " << o.proto << ", " << r.distinct_requests
+      << " request(s) from " << o.input << " cycled"
+      << (o.check_response ? ", responses checked against the output type" : "") << "\n";
+  }
   if (r.mean_request_bytes > 0) {
     s << "request size: " << std::setprecision(0) << r.mean_request_bytes << " bytes (mean)\n";
   }
@@ -110,6 +180,7 @@ std::string FormatText(const PressResult& r) {
       s << "server pid " << o.server_pid << ": not measurable (process missing or exited)\n";
     }
   }
+  if (r.server_view_read) ServerViewText(s, r.server_view);
   if (r.client.valid) {
     s << "press itself: cpu " << std::setprecision(3) << r.client.cores << " cores, rss "
       << std::setprecision(1) << r.client.rss_peak / 1e6 << " MB\n";
@@ -154,6 +225,14 @@ std::string FormatJson(const PressResult& r) {
   }
   j << ",\"client_usage\":";
   UsageJson(j, r.client, calls);
+  if (!o.method.empty()) {
+    j << ",\"method\":\"" << JsonEscape(o.method) << "\",\"input_requests\":"
+      << r.distinct_requests << ",\"check_response\":" << (o.check_response ? "true" : "false");
+  }
+  if (r.server_view_read) {
+    j << ",\"server_vars\":";
+    ServerViewJson(j, r.server_view);
+  }
   j << "}\n";
   return j.str();
 }

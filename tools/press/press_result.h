@@ -8,12 +8,16 @@
 #include "arenarpc/latency_histogram.h"
 #include "press/press_options.h"
 #include "press/proc_stats.h"
+#include "press/server_vars.h"
 
 namespace arenarpc::press {
 
 // Failures detected by press itself (negative, so they never clash with wire or errno codes).
 inline constexpr int kEchoMismatch = -1001;    // response payload differs from the request's
 inline constexpr int kSkippedInflight = -1002; // open loop: --max_inflight calls already pending
+inline constexpr int kResponseMismatch = -1003; // --check_response: not a valid output-type message
+// HTTP+JSON: a non-2xx reply without an x-bd-error-code header is counted as kHttpStatusBase - status.
+inline constexpr int kHttpStatusBase = -2000;
 
 struct PressResult {
   PressOptions options;
@@ -29,6 +33,9 @@ struct PressResult {
   double mean_request_bytes = 0;        // serialized request size (ring), 0 if unknown
   ProcessUsage server;                  // valid only with --server_pid
   ProcessUsage client;                  // this process, same window
+  bool server_view_read = false;        // --server_vars: /vars was tried (view or note below)
+  ServerView server_view;               // the server's own view of the window, from its /vars
+  size_t distinct_requests = 0;         // --method: requests in --input (cycled)
 };
 
 std::string FormatText(const PressResult& result);

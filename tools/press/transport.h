@@ -1,5 +1,6 @@
 #pragma once
-// Transport: how arenarpc_press sends one echo call over some protocol. Implementations register
+// Transport: how arenarpc_press sends one call (the echo workload's or a user's method) over some
+// protocol. Implementations register
 // themselves by protocol name (ARENARPC_PRESS_REGISTER_TRANSPORT in their own .cc file, which
 // tools/press/CMakeLists.txt globs), so main() needs no #ifdef per protocol.
 
@@ -10,7 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "press/press_wire.pb.h"
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include "press/press_request.h"
 
 namespace arenarpc::press {
 
@@ -20,13 +24,22 @@ struct TransportOptions {
   int64_t timeout_ms = 1000;                // per call
   int connections = 1;                      // independent connections/channels, used round-robin
   int io_threads = 1;                       // threads that run completion callbacks
+  // The method called; nullptr = the echo workload (arenarpc.example.EchoService.Echo).
+  const google::protobuf::MethodDescriptor* method = nullptr;
+  // --check_response: parse each response into this type (the method's output type) and hand it
+  // to the check as CallResult::response_message; nullptr = responses are not parsed.
+  const google::protobuf::Message* response_prototype = nullptr;
 };
 
 // What a call returned. Views are valid only during the callback.
 struct CallResult {
   int error_code = 0;                 // 0 = success; baidu_std codes (error_codes.h) or errno
   std::string_view error_text;
-  std::string_view response_payload;  // serialized ComplexPayload of the response (on success)
+  std::string_view response_payload;  // echo: serialized ComplexPayload of the response (on success)
+  // --method with TransportOptions::response_prototype, binary protocols: the parsed response.
+  const google::protobuf::Message* response_message = nullptr;
+  bool json_body = false;             // HTTP+JSON: response_json holds the response body
+  std::string_view response_json;
 };
 
 using DoneCallback = std::function<void(const CallResult&)>;
@@ -39,7 +52,7 @@ class Transport {
   // Starts one call and returns without waiting. `request` stays valid until `done` has run;
   // `done` runs exactly once, on any thread (possibly inline when the call fails immediately).
   // Latency is timed by the caller (from the call's scheduled time), not by the transport.
-  virtual void Send(const RawEchoRequest& request, DoneCallback done) = 0;
+  virtual void Send(const PressRequest& request, DoneCallback done) = 0;
   // Blocks until every call started has completed (their callbacks have returned).
   virtual void Drain() = 0;
 };
