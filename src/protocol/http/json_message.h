@@ -1,0 +1,29 @@
+#pragma once
+// JSON bodies of HTTP calls <-> the protobuf wire form, with protobuf's json_util. The conversion
+// goes through the wire form on both sides so that a call's messages are still created, parsed
+// and prepared by the method's memory strategy (docs/memory.md) exactly as for baidu_std calls,
+// and the JSON of a reply is what the bytes `heap` would send say.
+//
+// Field names: requests accept both the proto names and lowerCamelCase; replies use the proto
+// names (as brpc's json2pb does).
+
+#include <string>
+#include <string_view>
+
+namespace google::protobuf {
+class Message;
+}
+
+namespace arenarpc::protocol {
+
+// Parses `json` as a message of `prototype`'s type and appends its wire form to *wire.
+// false: *error says why (unknown field, wrong type, invalid JSON, missing required field).
+bool JsonToWire(const google::protobuf::Message& prototype, std::string_view json,
+                std::string* wire, std::string* error);
+
+// The JSON of `message` as its wire form reads (serialized, then printed from a plain copy).
+// false: *error says why (e.g. a required field is missing).
+bool MessageToJson(const google::protobuf::Message& message, std::string* json,
+                   std::string* error);
+
+}  // namespace arenarpc::protocol
