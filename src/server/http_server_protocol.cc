@@ -210,8 +210,8 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(
 
 bool HttpServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& payload,
                                      protocol::PayloadBytes* bytes, std::string* error_text) {
-  if (!ExchangeOf(call.correlation_id()).json) {
-    bytes->Refer(payload.bytes);
+  if (!ExchangeOf(call.correlation_id()).json || payload.bytes.empty()) {
+    bytes->Refer(payload.bytes);  // binary, or no body: the empty message
     return true;
   }
   std::string wire;
@@ -310,24 +310,24 @@ void HttpServerProtocol::Respond(net::Connection& connection, int64_t sequence,
 
 void HttpServerProtocol::Deliver(net::Connection& connection, int64_t sequence,
                                  net::BufferChain&& bytes, bool final) {
-  std::lock_guard lock(mutex_);
-  Exchange& exchange = exchanges_[sequence];
-  exchange.unsent.Append(std::move(bytes));
-  exchange.done = exchange.done || final;
-  // Writes under the lock keep the replies in sequence order on the connection.
-  while (!exchanges_.empty() && exchanges_.begin()->first == next_to_write_) {
-    Exchange& next = exchanges_.begin()->second;
-    if (!next.unsent.empty()) connection.Write(std::move(next.unsent));
-    next.unsent.clear();
-    if (!next.done) break;
-    const bool close = !next.keep_alive;
-    exchanges_.erase(exchanges_.begin());
-    ++next_to_write_;
-    if (close) {
-      connection.CloseWhenFlushed();
-      break;
+  bool close = false;
+  {
+    std::lock_guard lock(mutex_);
+    Exchange& exchange = exchanges_[sequence];
+    exchange.unsent.Append(std::move(bytes));
+    exchange.done = exchange.done || final;
+    // Writes under the lock keep the replies in sequence order on the connection.
+    while (!close && !exchanges_.empty() && exchanges_.begin()->first == next_to_write_) {
+      Exchange& next = exchanges_.begin()->second;
+      if (!next.unsent.empty()) connection.Write(std::move(next.unsent));
+      next.unsent.clear();
+      if (!next.done) break;
+      close = !next.keep_alive;
+      exchanges_.erase(exchanges_.begin());
+      ++next_to_write_;
     }
   }
+  if (close) connection.CloseWhenFlushed();  // may run OnClosed() here: outside the lock
 }
 
 }  // namespace arenarpc::server

@@ -1,11 +1,15 @@
 #pragma once
-// JSON bodies of HTTP calls <-> the protobuf wire form, with protobuf's json_util. The conversion
-// goes through the wire form on both sides so that a call's messages are still created, parsed
+// JSON bodies of HTTP calls <-> the protobuf wire form, in protobuf's JSON mapping: a reflection
+// converter here for most types, protobuf's json_util for types that reach a well-known type
+// (google.protobuf.Timestamp, Any, Struct, wrappers, ...: their JSON forms are special). The
+// conversion goes through the wire form on both sides so that a call's messages are still created, parsed
 // and prepared by the method's memory strategy (docs/memory.md) exactly as for baidu_std calls,
 // and the JSON of a reply is what the bytes `heap` would send say.
 //
-// Field names: requests accept both the proto names and lowerCamelCase; replies use the proto
-// names (as brpc's json2pb does).
+// Field names: requests accept both the proto names and the JSON names (lowerCamelCase); replies
+// use the proto names (as brpc's json2pb does). Unknown fields are an error, null is "not set",
+// 64-bit integers print as strings, bytes as base64, enums by name. Each thread keeps one plain
+// message per type it converted (cleared between calls) as scratch space.
 
 #include <string>
 #include <string_view>
