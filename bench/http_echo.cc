@@ -74,7 +74,8 @@ int TakeResponses(std::string& in, uint64_t* errors) {
     if (in.compare(0, 5, "HTTP/") != 0) return -1;
     size_t length = 0;
     const size_t at = in.find("Content-Length: ");
-    if (at != std::string::npos && at < end) length = std::strtoul(in.c_str() + at + 16, nullptr, 10);
+    if (at != std::string::npos && at < end)
+      length = std::strtoul(in.c_str() + at + 16, nullptr, 10);
     if (in.size() < end + 4 + length) return complete;
     if (in.compare(9, 3, "200") != 0) ++*errors;
     in.erase(0, end + 4 + length);
@@ -87,7 +88,8 @@ int TakeResponses(std::string& in, uint64_t* errors) {
 int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (FLAGS_connections < 1 || FLAGS_depth < 1 || FLAGS_ring < 1 || FLAGS_payload_scale < 1) {
-    std::fprintf(stderr, "http_echo: --connections, --depth, --ring, --payload_scale must be >= 1\n");
+    std::fprintf(stderr,
+                 "http_echo: --connections, --depth, --ring, --payload_scale must be >= 1\n");
     return 2;
   }
   arenarpc::example::PayloadGenerator generator(FLAGS_payload_scale, FLAGS_seed);
@@ -97,9 +99,10 @@ int main(int argc, char** argv) {
     generator.Fill(&request);
     std::string json;
     if (!google::protobuf::util::MessageToJsonString(request, &json).ok()) return 1;
-    requests.push_back("POST /arenarpc.example.EchoService/Echo HTTP/1.1\r\nHost: bench\r\n"
-                       "Content-Type: application/json\r\nContent-Length: " +
-                       std::to_string(json.size()) + "\r\n\r\n" + json);
+    requests.push_back(
+        "POST /arenarpc.example.EchoService/Echo HTTP/1.1\r\nHost: bench\r\n"
+        "Content-Type: application/json\r\nContent-Length: " +
+        std::to_string(json.size()) + "\r\n\r\n" + json);
   }
   std::vector<Conn> conns(static_cast<size_t>(FLAGS_connections));
   std::vector<pollfd> fds;
@@ -149,10 +152,11 @@ int main(int argc, char** argv) {
     }
   }
   const double seconds = FLAGS_duration_s;
-  std::printf("{\"protocol\":\"http_json\",\"qps\":%.1f,\"calls\":%llu,\"errors\":%llu,"
-              "\"seconds\":%.1f}\n",
-              static_cast<double>(calls) / seconds, static_cast<unsigned long long>(calls),
-              static_cast<unsigned long long>(errors), seconds);
+  std::printf(
+      "{\"protocol\":\"http_json\",\"qps\":%.1f,\"calls\":%llu,\"errors\":%llu,"
+      "\"seconds\":%.1f}\n",
+      static_cast<double>(calls) / seconds, static_cast<unsigned long long>(calls),
+      static_cast<unsigned long long>(errors), seconds);
   for (const Conn& c : conns) ::close(c.fd);
   return errors == 0 ? 0 : 1;
 }

@@ -12,7 +12,7 @@ enum class WireProtocol {
   kNeedMore,  // the bytes so far are a prefix of more than one candidate (or of one): wait
   kBaiduStd,
   kHttp,
-  kUnknown,   // no protocol starts like this: close the connection
+  kUnknown,  // no protocol starts like this: close the connection
 };
 
 // Looks at the first bytes of `input` (at most the longest method token + 1).

@@ -57,8 +57,9 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(ServerConnection& server,
     controller.request_user_fields().emplace(key, value);
   }
   controller.request_attachment() = std::move(frame.attachment);
-  *pending = server.Pending(
-      std::move(call), RequestPayload{std::move(frame.meta), std::move(frame.payload), request_size});
+  *pending =
+      server.Pending(std::move(call),
+                     RequestPayload{std::move(frame.meta), std::move(frame.payload), request_size});
   return Step::kCall;
 }
 
@@ -79,8 +80,8 @@ bool BaiduStdServerProtocol::PackReply(ServerCall& call, const google::protobuf:
   int code = controller.ErrorCode();
   std::string error_text;
   if (controller.Failed()) {
-    error_text = protocol::FormatErrorText(
-        protocol::ServerIdentity(call.connection().local_side()), code, controller.ErrorText());
+    error_text = protocol::FormatErrorText(protocol::ServerIdentity(call.connection().local_side()),
+                                           code, controller.ErrorText());
   } else {
     net::BufferChain payload;
     std::string error;
@@ -99,12 +100,12 @@ bool BaiduStdServerProtocol::PackReply(ServerCall& call, const google::protobuf:
     }
     // A reply that cannot be serialized becomes an ERESPONSE failure (spec §5.4).
     code = ERESPONSE;
-    error_text = protocol::FormatErrorText(
-        protocol::ServerIdentity(call.connection().local_side()), code, error);
+    error_text = protocol::FormatErrorText(protocol::ServerIdentity(call.connection().local_side()),
+                                           code, error);
   }
   protocol::RpcMeta meta;
-  protocol::BuildErrorResponseMeta(call.correlation_id(), protocol::WireErrorCode(code),
-                                   error_text, &controller.response_user_fields(), &meta);
+  protocol::BuildErrorResponseMeta(call.correlation_id(), protocol::WireErrorCode(code), error_text,
+                                   &controller.response_user_fields(), &meta);
   protocol::EncodeFrame(meta, net::BufferChain(), net::BufferChain(), frame);
   return false;
 }

@@ -30,8 +30,8 @@ bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
 // Binary protobuf bodies: "application/proto" and "application/x-protobuf" (brpc's names).
 bool IsProtoBody(const protocol::HttpRequest& request) {
   const std::string* type = request.Header("content-type");
-  return type != nullptr && (StartsWithNoCase(*type, kProtoType) ||
-                             StartsWithNoCase(*type, "application/x-protobuf"));
+  return type != nullptr &&
+         (StartsWithNoCase(*type, kProtoType) || StartsWithNoCase(*type, "application/x-protobuf"));
 }
 
 // "/Service/Method" -> its two segments; false for any other shape.
@@ -64,13 +64,11 @@ HttpServerProtocol::HttpServerProtocol(ServerState& state, bool internal_port)
       internal_port_(internal_port),
       decoder_(state.options.max_http_header_size, state.options.max_body_size) {}
 
-std::unique_ptr<ServerProtocol> HttpServerProtocol::Create(ServerState& state,
-                                                           bool internal_port) {
+std::unique_ptr<ServerProtocol> HttpServerProtocol::Create(ServerState& state, bool internal_port) {
   return std::make_unique<HttpServerProtocol>(state, internal_port);
 }
 
-ServerProtocol::Step HttpServerProtocol::Next(ServerConnection& server,
-                                              net::Connection& connection,
+ServerProtocol::Step HttpServerProtocol::Next(ServerConnection& server, net::Connection& connection,
                                               net::BufferChain& input,
                                               std::chrono::steady_clock::time_point read_at,
                                               std::unique_ptr<PendingCall>* call) {
@@ -289,8 +287,7 @@ HttpServerProtocol::Exchange HttpServerProtocol::ExchangeOf(int64_t sequence) {
   return copy;
 }
 
-void HttpServerProtocol::Register(int64_t sequence, bool keep_alive, int version_minor,
-                                  bool json) {
+void HttpServerProtocol::Register(int64_t sequence, bool keep_alive, int version_minor, bool json) {
   std::lock_guard lock(mutex_);
   Exchange& exchange = exchanges_[sequence];  // "100 Continue" may have created it
   exchange.keep_alive = keep_alive;

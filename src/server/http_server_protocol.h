@@ -40,12 +40,12 @@ class HttpServerProtocol final : public ServerProtocol {
     bool done = false;        // the final response is in `unsent` (or was written)
     bool keep_alive = true;
     int version_minor = 1;
-    bool json = true;         // the body is JSON (else binary protobuf)
+    bool json = true;  // the body is JSON (else binary protobuf)
   };
 
-  Step Route(ServerConnection& server, net::Connection& connection,
-             protocol::HttpRequest& request, int64_t sequence,
-             std::chrono::steady_clock::time_point read_at, std::unique_ptr<PendingCall>* call);
+  Step Route(ServerConnection& server, net::Connection& connection, protocol::HttpRequest& request,
+             int64_t sequence, std::chrono::steady_clock::time_point read_at,
+             std::unique_ptr<PendingCall>* call);
   Step ServeBuiltin(net::Connection& connection, const protocol::HttpRequest& request,
                     int64_t sequence);
   Step CallMethod(ServerConnection& server, net::Connection& connection,
@@ -62,8 +62,7 @@ class HttpServerProtocol final : public ServerProtocol {
   void Respond(net::Connection& connection, int64_t sequence, protocol::HttpResponseHead head,
                std::string_view body);
   // Bytes for `sequence`; `final`: its response is complete. Writes every reply whose turn came.
-  void Deliver(net::Connection& connection, int64_t sequence, net::BufferChain&& bytes,
-               bool final);
+  void Deliver(net::Connection& connection, int64_t sequence, net::BufferChain&& bytes, bool final);
 
   ServerState& state_;
   const bool internal_port_;

@@ -197,7 +197,8 @@ void Server::Impl::OnAccept(asio::ip::tcp::socket socket, bool internal_port) {
   connection_options.max_unwritten_bytes = s.options.max_unwritten_bytes;
   connection_options.read_pauses = &s.counters.read_pauses;
   auto connection = net::Connection::Create(
-      std::move(socket), std::make_unique<server::ServerConnection>(&s, handler_threads, internal_port),
+      std::move(socket),
+      std::make_unique<server::ServerConnection>(&s, handler_threads, internal_port),
       connection_options);
   {
     std::lock_guard lock(s.connections_mutex);
@@ -267,7 +268,9 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   try {
     state.acceptor = net::Acceptor::Listen(
         *state.loops, endpoint,
-        [impl = &impl](asio::ip::tcp::socket socket) { impl->OnAccept(std::move(socket), false); });
+        [impl = &impl](asio::ip::tcp::socket socket) {
+          impl->OnAccept(std::move(socket), /*internal_port=*/false);
+        });
   } catch (const std::exception& e) {
     state.loops.reset();
     return impl.Fail("Start: cannot listen on " + std::string(address) + ": " + e.what());
@@ -277,8 +280,9 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
                                      static_cast<unsigned short>(options.internal_port));
     try {
       state.internal_acceptor = net::Acceptor::Listen(
-          *state.loops, internal,
-          [impl = &impl](asio::ip::tcp::socket socket) { impl->OnAccept(std::move(socket), true); });
+          *state.loops, internal, [impl = &impl](asio::ip::tcp::socket socket) {
+            impl->OnAccept(std::move(socket), /*internal_port=*/true);
+          });
     } catch (const std::exception& e) {
       state.acceptor->Close();
       state.acceptor.reset();

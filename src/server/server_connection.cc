@@ -214,7 +214,7 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
   if (!state.TryAdmit()) {
     state.counters.rejected_limit.fetch_add(1, std::memory_order_relaxed);
     wire.SendError(connection, key, ELIMIT,
-                       protocol::MaxConcurrencyText(state.concurrency_limit()));
+                   protocol::MaxConcurrencyText(state.concurrency_limit()));
     return nullptr;
   }
   // Admitted: from here every path ends in exactly one FinishOne().
@@ -225,8 +225,7 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
   }
   int code = 0;
   std::string text;
-  MethodEntry* method =
-      state.registry.Resolve(head.service_name, head.method_name, &code, &text);
+  MethodEntry* method = state.registry.Resolve(head.service_name, head.method_name, &code, &text);
   if (method == nullptr) {
     state.counters.rejected_unknown.fetch_add(1, std::memory_order_relaxed);
     wire.SendError(connection, key, code, text);
@@ -237,7 +236,7 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
     state.counters.rejected_overcrowded.fetch_add(1, std::memory_order_relaxed);
     method->rejected.fetch_add(1, std::memory_order_relaxed);
     wire.SendError(connection, key, EOVERCROWDED,
-                       "Connection to " + connection.remote_side() + " is overcrowded");
+                   "Connection to " + connection.remote_side() + " is overcrowded");
     state.FinishOne();
     return nullptr;
   }

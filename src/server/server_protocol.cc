@@ -2,10 +2,10 @@
 
 #include <array>
 
+#include "protocol/payload_codec.h"
 #include "server/baidu_std_server_protocol.h"
 #include "server/http_server_protocol.h"
 #include "server/server_call.h"
-#include "protocol/payload_codec.h"
 
 namespace arenarpc::server {
 
@@ -20,8 +20,7 @@ const std::array<ServerProtocolEntry, 2> kProtocols = {{
 
 std::string ServerProtocol::ParseFailureText(const ServerCall& call,
                                              const RequestPayload& payload) {
-  return protocol::ParseFailureText("request", call.request(), payload.meta,
-                                    payload.request_size);
+  return protocol::ParseFailureText("request", call.request(), payload.meta, payload.request_size);
 }
 
 const ServerProtocolEntry* FindServerProtocol(protocol::WireProtocol wire) {

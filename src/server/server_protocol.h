@@ -43,8 +43,8 @@ class ServerProtocol {
   virtual std::string_view name() const noexcept = 0;
 
   // Decodes the next request off `input` and takes a call through server.Admit().
-  virtual Step Next(ServerConnection& server, net::Connection& connection,
-                    net::BufferChain& input, std::chrono::steady_clock::time_point read_at,
+  virtual Step Next(ServerConnection& server, net::Connection& connection, net::BufferChain& input,
+                    std::chrono::steady_clock::time_point read_at,
                     std::unique_ptr<PendingCall>* call) = 0;
   virtual const std::string& error() const noexcept = 0;  // after kMalformed*
 

@@ -77,8 +77,9 @@ std::optional<HttpResponse> HttpClient::Read(std::chrono::milliseconds timeout, 
     response.headers[name] = line.substr(value_at);
   }
   buffer_.erase(0, end + 4);
-  const size_t length =
-      response.status < 200 || !has_body ? 0 : std::strtoul(response.Header("content-length").c_str(), nullptr, 10);
+  const size_t length = response.status < 200 || !has_body
+                            ? 0
+                            : std::strtoul(response.Header("content-length").c_str(), nullptr, 10);
   while (buffer_.size() < length) {
     if (!Fill(deadline)) return std::nullopt;
   }
@@ -102,11 +103,11 @@ bool HttpClient::WaitClosed(std::chrono::milliseconds timeout) {
 std::string HttpClient::Request(std::string_view method, std::string_view path,
                                 std::string_view body, std::string_view content_type,
                                 std::string_view extra_headers) {
-  std::string request = std::string(method) + " " + std::string(path) +
-                        " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  std::string request =
+      std::string(method) + " " + std::string(path) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   if (!body.empty() || method == "POST") {
-    request += "Content-Type: " + std::string(content_type) + "\r\nContent-Length: " +
-               std::to_string(body.size()) + "\r\n";
+    request += "Content-Type: " + std::string(content_type) +
+               "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   }
   request += extra_headers;
   request += "\r\n";

@@ -12,7 +12,7 @@ namespace arenarpc::e2e {
 
 struct HttpResponse {
   int status = 0;
-  std::string version;                        // "HTTP/1.1"
+  std::string version;                         // "HTTP/1.1"
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
   std::string Header(const std::string& lower_name) const {

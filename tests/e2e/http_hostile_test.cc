@@ -53,7 +53,8 @@ TEST_P(HttpHostileTest, BadHttpClosesOnlyItsConnectionAndIsCounted) {
        413},
       {"chunked body over max_body_size",
        "POST /arenarpc.e2e.TestService/Echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-       "10001\r\n" + std::string((64 << 10) + 1, 'x'),
+       "10001\r\n" +
+           std::string((64 << 10) + 1, 'x'),
        413},
       {"garbage first bytes", std::string("\x16\x03\x01\x00\xa5garbage", 12), 0},
       {"lower-case method", "get / HTTP/1.1\r\n\r\n", 0},
@@ -72,7 +73,8 @@ TEST_P(HttpHostileTest, BadHttpClosesOnlyItsConnectionAndIsCounted) {
     EXPECT_TRUE(client.WaitClosed()) << h.what;
     ++expected_malformed;
     // Counted by the reading thread, which may still be on its way when the close arrives.
-    for (int i = 0; i < 200 && server_->GetServerStats().malformed_frames < expected_malformed; ++i) {
+    for (int i = 0; i < 200 && server_->GetServerStats().malformed_frames < expected_malformed;
+         ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     EXPECT_EQ(expected_malformed, server_->GetServerStats().malformed_frames) << h.what;
@@ -113,9 +115,9 @@ TEST_P(HttpHostileTest, BuiltinServicesCanBeTurnedOff) {
   options.has_builtin_services = false;
   StartServer(options);
   HttpClient client(port_);
-  ASSERT_TRUE(client.Send(HttpClient::Request("GET", "/health") + HttpClient::Request("GET", "/") +
-                          HttpClient::Request("POST", "/arenarpc.e2e.TestService/Echo",
-                                              R"({"message":"still"})")));
+  ASSERT_TRUE(client.Send(
+      HttpClient::Request("GET", "/health") + HttpClient::Request("GET", "/") +
+      HttpClient::Request("POST", "/arenarpc.e2e.TestService/Echo", R"({"message":"still"})")));
   for (int expected : {404, 404, 200}) {
     std::optional<HttpResponse> response = client.Read();
     ASSERT_TRUE(response);
@@ -136,8 +138,8 @@ TEST_P(HttpHostileTest, InternalPortServesBuiltinsAndTheMainPortMethods) {
     std::optional<HttpResponse> response = client.Read();
     return response ? response->status : -1;
   };
-  const std::string echo = HttpClient::Request("POST", "/arenarpc.e2e.TestService/Echo",
-                                               R"({"message":"m"})");
+  const std::string echo =
+      HttpClient::Request("POST", "/arenarpc.e2e.TestService/Echo", R"({"message":"m"})");
   EXPECT_EQ(403, get(port_, HttpClient::Request("GET", "/health")));
   EXPECT_EQ(200, get(internal, HttpClient::Request("GET", "/health")));
   EXPECT_EQ(200, get(internal, HttpClient::Request("GET", "/version")));

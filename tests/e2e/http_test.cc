@@ -41,13 +41,15 @@ TEST_P(HttpTest, JsonCallReturnsTheResponseAsJson) {
   for (int i = 0; i < 20; ++i) {
     const std::string items = i % 2 == 0 ? R"(["a","b"])" : R"(["c"])";
     ASSERT_TRUE(client.Send(HttpClient::Request(
-        "POST", kEchoPath, R"({"message":"hi)" + std::to_string(i) + R"(","items":)" + items + "}")));
+        "POST", kEchoPath,
+        R"({"message":"hi)" + std::to_string(i) + R"(","items":)" + items + "}")));
     std::optional<HttpResponse> response = client.Read();
     ASSERT_TRUE(response);
     EXPECT_EQ(200, response->status);
     EXPECT_EQ("application/json", response->Header("content-type"));
-    EXPECT_EQ(R"({"message":"hi)" + std::to_string(i) + R"(","items":)" + items + R"(,"log_id":"0"})",
-              response->body);
+    EXPECT_EQ(
+        R"({"message":"hi)" + std::to_string(i) + R"(","items":)" + items + R"(,"log_id":"0"})",
+        response->body);
   }
   const MethodStats stats = server_->GetMethodStats("arenarpc.e2e.TestService.Echo");
   EXPECT_EQ(20u, stats.calls);
@@ -57,7 +59,8 @@ TEST_P(HttpTest, JsonCallReturnsTheResponseAsJson) {
 
 TEST_P(HttpTest, ShortServiceNameAndCamelCaseFieldsWork) {
   StartServer();
-  const HttpResponse response = PostJson("/TestService/Echo2", R"({"message":"x","reportThread":false})");
+  const HttpResponse response =
+      PostJson("/TestService/Echo2", R"({"message":"x","reportThread":false})");
   EXPECT_EQ(200, response.status) << response.body;
   EXPECT_EQ(R"({"message":"x","log_id":"0"})", response.body);
   EXPECT_EQ(1u, server_->GetMethodStats("arenarpc.e2e.TestService.Echo2").calls);
@@ -87,10 +90,11 @@ TEST_P(HttpTest, PipelinedRepliesComeInRequestOrder) {
   HttpClient client(port_);
   ASSERT_TRUE(client.connected());
   // The first call finishes last (its reply is held back until it is written first).
-  std::string batch = HttpClient::Request("POST", kEchoPath, R"({"message":"slow","delay_ms":150})") +
-                      HttpClient::Request("POST", kEchoPath, R"({"message":"fast","async":true})") +
-                      HttpClient::Request("GET", "/health") +
-                      HttpClient::Request("POST", kEchoPath, R"({"message":"last"})");
+  std::string batch =
+      HttpClient::Request("POST", kEchoPath, R"({"message":"slow","delay_ms":150})") +
+      HttpClient::Request("POST", kEchoPath, R"({"message":"fast","async":true})") +
+      HttpClient::Request("GET", "/health") +
+      HttpClient::Request("POST", kEchoPath, R"({"message":"last"})");
   ASSERT_TRUE(client.Send(batch));
   const char* expected[] = {"slow", "fast", nullptr, "last"};
   for (const char* message : expected) {
@@ -150,8 +154,10 @@ TEST_P(HttpTest, ExpectContinueIsAnsweredBeforeTheBody) {
   StartServer();
   HttpClient client(port_);
   const std::string body = R"({"message":"continued"})";
-  ASSERT_TRUE(client.Send("POST /arenarpc.e2e.TestService/Echo HTTP/1.1\r\nExpect: 100-continue\r\n"
-                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n"));
+  ASSERT_TRUE(
+      client.Send("POST /arenarpc.e2e.TestService/Echo HTTP/1.1\r\nExpect: 100-continue\r\n"
+                  "Content-Length: " +
+                  std::to_string(body.size()) + "\r\n\r\n"));
   std::optional<HttpResponse> interim = client.Read();
   ASSERT_TRUE(interim);
   EXPECT_EQ(100, interim->status);
@@ -177,9 +183,11 @@ TEST_P(HttpTest, ErrorsMapToStatusAndBrpcHeaders) {
       {HttpClient::Request("POST", kEchoPath, R"({"message":1x})"), 400, "1003", "invalid JSON"},
       {HttpClient::Request("POST", kEchoPath, R"({"items":["a"]})"), 400, "1003", "message"},
       {HttpClient::Request("POST", kEchoPath, "\x01\x02", "application/proto"), 400, "1003", ""},
-      {HttpClient::Request("POST", kEchoPath, R"({"message":"m","fail_code":2004,"fail_text":"busy"})"),
+      {HttpClient::Request("POST", kEchoPath,
+                           R"({"message":"m","fail_code":2004,"fail_text":"busy"})"),
        503, "2004", "busy"},
-      {HttpClient::Request("POST", kEchoPath, R"({"message":"m","fail_code":-1,"fail_text":"oops"})"),
+      {HttpClient::Request("POST", kEchoPath,
+                           R"({"message":"m","fail_code":-1,"fail_text":"oops"})"),
        500, "2001", "oops"},
       {HttpClient::Request("POST", kEchoPath, R"({"message":"m","omit_required":true})"), 500,
        "2002", "message"},
@@ -210,7 +218,8 @@ TEST_P(HttpTest, LimitsAndDeadlinesApplyAsForBaiduStd) {
   // The only worker is blocked: a call whose x-bd-timeout-ms passes while it waits gets 504,
   // and a third call is over max_concurrency: 503 ELIMIT.
   HttpClient blocker(port_);
-  ASSERT_TRUE(blocker.Send(HttpClient::Request("POST", kEchoPath, R"({"message":"b","block_ms":300})")));
+  ASSERT_TRUE(
+      blocker.Send(HttpClient::Request("POST", kEchoPath, R"({"message":"b","block_ms":300})")));
   ASSERT_TRUE(WaitForInFlight(1));
   HttpClient late(port_);
   ASSERT_TRUE(late.Send(HttpClient::Request("POST", kEchoPath, R"({"message":"l"})",
@@ -259,7 +268,8 @@ TEST_P(HttpTest, BuiltinPages) {
 // Real components: /usr/bin/curl calls a method with JSON and reads /health.
 TEST_P(HttpTest, CurlCallsAMethodWithJson) {
   StartServer();
-  ASSERT_EQ(0, access("/usr/bin/curl", X_OK)) << "curl is a test dependency (scripts/install_deps.sh)";
+  ASSERT_EQ(0, access("/usr/bin/curl", X_OK))
+      << "curl is a test dependency (scripts/install_deps.sh)";
   auto run = [](const std::string& command) {
     std::string output;
     FILE* pipe = popen(command.c_str(), "r");
@@ -273,8 +283,8 @@ TEST_P(HttpTest, CurlCallsAMethodWithJson) {
   const std::string base = "http://127.0.0.1:" + std::to_string(port_);
   EXPECT_EQ(R"({"message":"from curl","items":["x"],"log_id":"0"})",
             run("/usr/bin/curl -sS --max-time 10 -H 'Content-Type: application/json' -d "
-                "'{\"message\":\"from curl\",\"items\":[\"x\"]}' " + base +
-                "/arenarpc.e2e.TestService/Echo"));
+                "'{\"message\":\"from curl\",\"items\":[\"x\"]}' " +
+                base + "/arenarpc.e2e.TestService/Echo"));
   EXPECT_EQ("OK\n", run("/usr/bin/curl -sS --max-time 10 " + base + "/health"));
   EXPECT_EQ("404 1002",
             run("/usr/bin/curl -sS --max-time 10 -o /dev/null -D - -d '{}' " + base +

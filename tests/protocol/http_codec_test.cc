@@ -20,7 +20,7 @@ TEST(WireProtocolTest, RecognisesBaiduStdAndHttpFromTheirFirstBytes) {
   EXPECT_EQ(WireProtocol::kHttp, RecognizeProtocol("OPTIONS * HTTP/1.1"));
   EXPECT_EQ(WireProtocol::kNeedMore, RecognizeProtocol(""));
   EXPECT_EQ(WireProtocol::kNeedMore, RecognizeProtocol("PR"));
-  EXPECT_EQ(WireProtocol::kNeedMore, RecognizeProtocol("P"));   // PRPC, POST, PUT, PATCH
+  EXPECT_EQ(WireProtocol::kNeedMore, RecognizeProtocol("P"));  // PRPC, POST, PUT, PATCH
   EXPECT_EQ(WireProtocol::kNeedMore, RecognizeProtocol("POST"));
   EXPECT_EQ(WireProtocol::kUnknown, RecognizeProtocol("GETX"));
   EXPECT_EQ(WireProtocol::kUnknown, RecognizeProtocol("get / HTTP/1.1"));
@@ -111,7 +111,10 @@ RpcMeta FullMeta() {
   meta.mutable_request()->set_log_id(-9007199254740993LL);
   meta.mutable_request()->set_timeout_ms(-5);
   meta.set_correlation_id(1LL << 62);
-  meta.set_authentication_data(std::string("\0\xff\x10" "bytes", 8));
+  meta.set_authentication_data(
+      std::string("\0\xff\x10"
+                  "bytes",
+                  8));
   meta.set_content_type(CONTENT_TYPE_PROTO_TEXT);
   meta.set_checksum_with_attachment(true);
   (*meta.mutable_user_fields())["k"] = "v";
@@ -139,11 +142,12 @@ TEST(JsonMessageTest, ReflectionConverterMatchesProtobufsJson) {
   EXPECT_EQ(meta.SerializeAsString(), back.SerializeAsString());
   // JSON (lowerCamelCase) names, enums and 64-bit integers as numbers, null, escapes.
   wire.clear();
-  ASSERT_TRUE(JsonToWire(RpcMeta(),
-                         R"( { "correlationId" : 12 , "contentType": 1, "request": {"serviceName":)"
-                         R"("a\u00e9\ud83d\ude00","methodName":"m","logId":"-3"},"userFields":{},)"
-                         R"("checksumType":null, "streamSettings":{"streamId":1,"extraStreamIds":[]}})",
-                         &wire, &error))
+  ASSERT_TRUE(
+      JsonToWire(RpcMeta(),
+                 R"( { "correlationId" : 12 , "contentType": 1, "request": {"serviceName":)"
+                 R"("a\u00e9\ud83d\ude00","methodName":"m","logId":"-3"},"userFields":{},)"
+                 R"("checksumType":null, "streamSettings":{"streamId":1,"extraStreamIds":[]}})",
+                 &wire, &error))
       << error;
   ASSERT_TRUE(back.ParseFromString(wire));
   EXPECT_EQ(12, back.correlation_id());

@@ -18,8 +18,8 @@ net::BufferChain Chain(std::string_view bytes) {
 
 TEST(HttpRequestDecoderTest, DecodesAGetWithQueryAndHeaders) {
   HttpRequestDecoder decoder(4096, 4096);
-  net::BufferChain in = Chain(
-      "GET /sta%74us?format=json&x=a+b HTTP/1.1\r\nHost: h\r\nX-Custom: One\r\n\r\n");
+  net::BufferChain in =
+      Chain("GET /sta%74us?format=json&x=a+b HTTP/1.1\r\nHost: h\r\nX-Custom: One\r\n\r\n");
   HttpRequest request;
   ASSERT_EQ(Status::kRequest, decoder.Next(in, &request));
   EXPECT_EQ("GET", request.method);

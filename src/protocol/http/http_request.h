@@ -15,7 +15,7 @@ struct HttpRequest {
   std::string query;   // its query, as sent ("format=json")
   int version_major = 1, version_minor = 1;
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased, in order
-  std::string body;    // de-chunked
+  std::string body;                                          // de-chunked
   bool keep_alive = true;  // the connection stays open after the reply (HTTP/1.1 default)
 
   // The first header with this (lower-case) name, or nullptr.

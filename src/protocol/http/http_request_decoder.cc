@@ -79,8 +79,9 @@ struct HttpRequestDecoder::Parser {
     Parser& self = Of(p);
     if (self.request.body.size() + n > self.decoder->max_body_size_) {
       self.limit_status = 413;
-      self.limit_error = "the body exceeds max_body_size=" +
-                         std::to_string(self.decoder->max_body_size_) + " bytes";
+      self.limit_error =
+          "the body exceeds max_body_size=" + std::to_string(self.decoder->max_body_size_) +
+          " bytes";
       return 1;
     }
     self.request.body.append(at, n);
@@ -143,9 +144,10 @@ int HttpRequestDecoder::Parser::OnHeadersComplete(http_parser* p) {
     return kStop;
   }
   if (url.field_set & (1 << UF_PATH)) {
-    request.path = PercentDecode(std::string_view(request.target).substr(
-                                     url.field_data[UF_PATH].off, url.field_data[UF_PATH].len),
-                                 false);
+    request.path =
+        PercentDecode(std::string_view(request.target)
+                          .substr(url.field_data[UF_PATH].off, url.field_data[UF_PATH].len),
+                      false);
   } else {
     request.path = "/";
   }
@@ -227,8 +229,7 @@ HttpRequestDecoder::Status HttpRequestDecoder::Next(net::BufferChain& in, HttpRe
         return Fail(431, "the request line and headers exceed " +
                              std::to_string(kParserMaxHeaderSize) + " bytes");
       }
-      return Fail(400, std::string("malformed HTTP request: ") +
-                           http_errno_description(error));
+      return Fail(400, std::string("malformed HTTP request: ") + http_errno_description(error));
     }
     if (parsed != length) return Fail(400, "malformed HTTP request");
   }

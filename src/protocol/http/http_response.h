@@ -14,8 +14,8 @@ struct HttpResponseHead {
   int status = 200;
   std::string_view content_type = "text/plain; charset=utf-8";
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
-  bool keep_alive = true;  // false: "Connection: close"
-  int version_minor = 1;   // 0: answer as HTTP/1.0 ("Connection: keep-alive" when kept)
+  bool keep_alive = true;                                    // false: "Connection: close"
+  int version_minor = 1;  // 0: answer as HTTP/1.0 ("Connection: keep-alive" when kept)
 };
 
 // Appends status line, headers (Content-Length = body_size) and the blank line.

@@ -160,8 +160,9 @@ class JsonWriter {
       }
       case FieldDescriptor::CPPTYPE_STRING: {
         std::string scratch;
-        const std::string& text = rep ? r.GetRepeatedStringReference(message, field, index, &scratch)
-                                      : r.GetStringReference(message, field, &scratch);
+        const std::string& text =
+            rep ? r.GetRepeatedStringReference(message, field, index, &scratch)
+                : r.GetStringReference(message, field, &scratch);
         if (field->type() == FieldDescriptor::TYPE_BYTES) {
           out_ += '"';
           std::string encoded;
@@ -174,8 +175,8 @@ class JsonWriter {
         break;
       }
       case FieldDescriptor::CPPTYPE_MESSAGE: {
-        const Message& sub = rep ? r.GetRepeatedMessage(message, field, index)
-                                 : r.GetMessage(message, field);
+        const Message& sub =
+            rep ? r.GetRepeatedMessage(message, field, index) : r.GetMessage(message, field);
         JsonWriter(&out_).WriteMessage(sub);
         break;
       }
@@ -199,13 +200,27 @@ class JsonWriter {
     for (char c : text) {
       const auto byte = static_cast<unsigned char>(c);
       switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\r': out_ += "\\r"; break;
-        case '\t': out_ += "\\t"; break;
-        case '\b': out_ += "\\b"; break;
-        case '\f': out_ += "\\f"; break;
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        case '\b':
+          out_ += "\\b";
+          break;
+        case '\f':
+          out_ += "\\f";
+          break;
         default:
           if (byte < 0x20) {
             out_ += "\\u00";
@@ -240,8 +255,8 @@ class JsonReader {
     return false;
   }
   void SkipSpace() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\r' || text_[pos_] == '\t')) {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' ||
+                                   text_[pos_] == '\r' || text_[pos_] == '\t')) {
       ++pos_;
     }
   }
@@ -253,9 +268,7 @@ class JsonReader {
     }
     return false;
   }
-  bool Expect(char c) {
-    return Consume(c) || Fail(std::string("expected '") + c + "'");
-  }
+  bool Expect(char c) { return Consume(c) || Fail(std::string("expected '") + c + "'"); }
   bool ReadLiteral(std::string_view word) {
     if (text_.substr(pos_, word.size()) != word) return false;
     pos_ += word.size();
@@ -345,9 +358,9 @@ class JsonReader {
       return true;
     }
     const size_t start = pos_;
-    while (pos_ < text_.size() && (std::isdigit(static_cast<unsigned char>(text_[pos_])) ||
-                                   text_[pos_] == '-' || text_[pos_] == '+' || text_[pos_] == '.' ||
-                                   text_[pos_] == 'e' || text_[pos_] == 'E')) {
+    while (pos_ < text_.size() &&
+           (std::isdigit(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '-' ||
+            text_[pos_] == '+' || text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E')) {
       ++pos_;
     }
     if (pos_ == start) return Fail(field->full_name() + ": expected a value");
@@ -452,15 +465,16 @@ class JsonReader {
     char* end = nullptr;
     if constexpr (std::is_signed_v<Int>) {
       const long long v = std::strtoll(text.c_str(), &end, 10);
-      if (errno == 0 && end == text.c_str() + text.size() &&
-          v >= std::numeric_limits<Int>::min() && v <= std::numeric_limits<Int>::max()) {
+      if (errno == 0 && end == text.c_str() + text.size() && v >= std::numeric_limits<Int>::min() &&
+          v <= std::numeric_limits<Int>::max()) {
         *out = static_cast<Int>(v);
         return true;
       }
     } else {
       if (text[0] != '-') {
         const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-        if (errno == 0 && end == text.c_str() + text.size() && v <= std::numeric_limits<Int>::max()) {
+        if (errno == 0 && end == text.c_str() + text.size() &&
+            v <= std::numeric_limits<Int>::max()) {
           *out = static_cast<Int>(v);
           return true;
         }
@@ -490,12 +504,26 @@ class JsonReader {
       if (pos_ >= text_.size()) return Fail("unterminated string");
       const char escape = text_[pos_++];
       switch (escape) {
-        case '"': case '\\': case '/': out->push_back(escape); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
+        case '"':
+        case '\\':
+        case '/':
+          out->push_back(escape);
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
         case 'u': {
           uint32_t code;
           if (!ReadHex4(&code)) return false;

@@ -2,9 +2,9 @@
 // JSON bodies of HTTP calls <-> the protobuf wire form, in protobuf's JSON mapping: a reflection
 // converter here for most types, protobuf's json_util for types that reach a well-known type
 // (google.protobuf.Timestamp, Any, Struct, wrappers, ...: their JSON forms are special). The
-// conversion goes through the wire form on both sides so that a call's messages are still created, parsed
-// and prepared by the method's memory strategy (docs/memory.md) exactly as for baidu_std calls,
-// and the JSON of a reply is what the bytes `heap` would send say.
+// conversion goes through the wire form on both sides so that a call's messages are still created,
+// parsed and prepared by the method's memory strategy (docs/memory.md) exactly as for baidu_std
+// calls, and the JSON of a reply is what the bytes `heap` would send say.
 //
 // Field names: requests accept both the proto names and the JSON names (lowerCamelCase); replies
 // use the proto names (as brpc's json2pb does). Unknown fields are an error, null is "not set",
@@ -27,7 +27,6 @@ bool JsonToWire(const google::protobuf::Message& prototype, std::string_view jso
 
 // The JSON of `message` as its wire form reads (serialized, then printed from a plain copy).
 // false: *error says why (e.g. a required field is missing).
-bool MessageToJson(const google::protobuf::Message& message, std::string* json,
-                   std::string* error);
+bool MessageToJson(const google::protobuf::Message& message, std::string* json, std::string* error);
 
 }  // namespace arenarpc::protocol
