@@ -193,7 +193,7 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(
   std::unique_ptr<ServerCall> call = server.Admit(connection, head, read_at);
   if (!call) return Step::kAnswered;
   Controller& controller = call->controller();
-  if (timeout_ms >= 0) internal::ControllerAccess::set_deadline_hint_ms(controller, timeout_ms);
+  if (timeout_ms > 0) internal::ControllerAccess::set_deadline_hint_ms(controller, timeout_ms);
   if (const std::string* log_id = request.Header("x-bd-log-id")) {
     uint64_t id = 0;
     std::from_chars(log_id->data(), log_id->data() + log_id->size(), id);
