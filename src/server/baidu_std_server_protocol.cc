@@ -36,10 +36,12 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(ServerConnection& server,
   head.method_name = request_meta.method_name();
   head.key = meta.correlation_id();
   const size_t request_size = frame.payload.size() + frame.attachment.size();
+  std::string invalid_text;
   if (decoder_.attachment_error()) {
-    head.invalid_code = EREQUEST;
-    head.invalid_text =
+    invalid_text =
         protocol::AttachmentTooLargeText("request", meta.attachment_size(), request_size);
+    head.invalid_code = EREQUEST;
+    head.invalid_text = invalid_text;
   }
   std::unique_ptr<ServerCall> call = server.Admit(connection, head, read_at);
   if (!call) return Step::kAnswered;

@@ -182,12 +182,14 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(
   head.method_name = method;
   head.key = sequence;
   int32_t timeout_ms = -1;
+  std::string invalid_text;
   if (const std::string* value = request.Header("x-bd-timeout-ms")) {
     const auto [end, error] =
         std::from_chars(value->data(), value->data() + value->size(), timeout_ms);
     if (error != std::errc() || end != value->data() + value->size() || timeout_ms < 0) {
+      invalid_text = "x-bd-timeout-ms: '" + *value + "' is not a number of milliseconds >= 0";
       head.invalid_code = EREQUEST;
-      head.invalid_text = "x-bd-timeout-ms: '" + *value + "' is not a number of milliseconds >= 0";
+      head.invalid_text = invalid_text;
     }
   }
   std::unique_ptr<ServerCall> call = server.Admit(connection, head, read_at);

@@ -42,7 +42,7 @@ class ServerConnection final : public net::Connection::Delegate {
     std::string_view service_name, method_name;  // resolved as spec §5.2
     int64_t key = 0;        // identifies the reply: correlation_id (baidu_std), sequence (HTTP)
     int invalid_code = 0;   // != 0: the request is invalid; answered so once admitted
-    std::string invalid_text;
+    std::string_view invalid_text;
   };
   // Admission of one call (stopping -> ELOGOFF, max_queued_requests / max_concurrency -> ELIMIT,
   // invalid_code, names -> ENOSERVICE/ENOMETHOD, unsent output -> EOVERCROWDED); rejections are
