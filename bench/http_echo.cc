@@ -25,10 +25,10 @@ DEFINE_string(server, "127.0.0.1:8000", "Server address, ip:port");
 DEFINE_int32(connections, 1, "Keep-alive connections");
 DEFINE_int32(depth, 8, "Requests in flight (pipelined) per connection");
 DEFINE_int32(payload_scale, 1, "Workload payload_scale");
-DEFINE_int32(ring, 256, "Pre-generated requests, cycled");
+DEFINE_int32(ring, 64, "Pre-generated requests, cycled (as arenarpc_press: the same payloads)");
 DEFINE_double(warmup_s, 2, "Seconds of load before measuring");
 DEFINE_double(duration_s, 10, "Seconds measured");
-DEFINE_uint64(seed, 24301, "Payload generator seed");
+DEFINE_uint64(seed, 0x5eed, "Payload generator seed (arenarpc_press's default)");
 
 namespace {
 

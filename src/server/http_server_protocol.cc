@@ -22,7 +22,8 @@ constexpr std::string_view kProtoType = "application/proto";
 bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
   if (text.size() < prefix.size()) return false;
   for (size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
+    const char c = text[i];
+    if ((c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c) != prefix[i]) return false;
   }
   return true;
 }
@@ -216,7 +217,12 @@ bool HttpServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& pay
   }
   std::string wire;
   const google::protobuf::Message& prototype = call.method().binding->memory->request_prototype();
-  if (!protocol::JsonToWire(prototype, payload.bytes.ToString(), &wire, error_text)) return false;
+  std::string flat;  // only when the body spans more than one block
+  const std::string_view json =
+      payload.bytes.span_count() == 1
+          ? std::string_view(payload.bytes.span(0).data(), payload.bytes.span(0).size())
+          : std::string_view(flat = payload.bytes.ToString());
+  if (!protocol::JsonToWire(prototype, json, &wire, error_text)) return false;
   net::BufferChain converted;
   converted.Append(wire);
   bytes->Own(std::move(converted));
@@ -233,7 +239,11 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
     std::string body;
     bool packed = false;
     if (exchange.json) {
-      packed = protocol::MessageToJson(response, &body, &error_text);
+      // heap/arena/paged responses are plain messages; reuse's (and a user strategy's) pooled
+      // objects may hold more than their bytes say (docs/memory.md): print those from the wire.
+      const std::string& mode = call.method().memory_mode;
+      const bool via_wire = mode != "heap" && mode != "arena" && mode != "paged";
+      packed = protocol::MessageToJson(response, &body, &error_text, via_wire);
     } else if (!(packed = response.IsInitialized() && response.SerializeToString(&body))) {
       error_text = "cannot serialize " + response.GetTypeName() + ": " +
                    response.InitializationErrorString();

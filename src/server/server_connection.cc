@@ -247,7 +247,7 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
 }
 
 std::unique_ptr<PendingCall> ServerConnection::Pending(std::unique_ptr<ServerCall> call,
-                                                       RequestPayload payload) {
+                                                       RequestPayload&& payload) {
   state_->queued.fetch_add(1, std::memory_order_relaxed);
   return std::make_unique<PendingCall>(std::move(call), std::move(payload));
 }

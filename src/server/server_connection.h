@@ -50,7 +50,7 @@ class ServerConnection final : public net::Connection::Delegate {
   std::unique_ptr<ServerCall> Admit(net::Connection& connection, const CallHead& head,
                                     net::Connection::Clock::time_point read_at);
   // An admitted call, with its request bytes, ready for the backlog.
-  std::unique_ptr<PendingCall> Pending(std::unique_ptr<ServerCall> call, RequestPayload payload);
+  std::unique_ptr<PendingCall> Pending(std::unique_ptr<ServerCall> call, RequestPayload&& payload);
 
  private:
   class Drainer;

@@ -35,6 +35,23 @@ TEST(HttpRequestDecoderTest, DecodesAGetWithQueryAndHeaders) {
   EXPECT_EQ("a b", query[1].second);
 }
 
+TEST(HttpRequestDecoderTest, SplitsOriginAndAbsoluteFormTargets) {
+  HttpRequestDecoder decoder(4096, 4096);
+  net::BufferChain in = Chain(
+      "GET http://h:80/a%20b?q=1 HTTP/1.1\r\n\r\nGET /x?y=2#frag HTTP/1.1\r\n\r\n"
+      "GET /only#frag HTTP/1.1\r\n\r\n");
+  HttpRequest request;
+  ASSERT_EQ(Status::kRequest, decoder.Next(in, &request));
+  EXPECT_EQ("/a b", request.path);
+  EXPECT_EQ("q=1", request.query);
+  ASSERT_EQ(Status::kRequest, decoder.Next(in, &request));
+  EXPECT_EQ("/x", request.path);
+  EXPECT_EQ("y=2", request.query);
+  ASSERT_EQ(Status::kRequest, decoder.Next(in, &request));
+  EXPECT_EQ("/only", request.path);
+  EXPECT_EQ("", request.query);
+}
+
 TEST(HttpRequestDecoderTest, PipelinedRequestsComeOutOneAtATimeInOrder) {
   HttpRequestDecoder decoder(4096, 4096);
   net::BufferChain in = Chain(

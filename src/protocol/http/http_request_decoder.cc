@@ -7,6 +7,13 @@
 
 namespace arenarpc::protocol {
 
+namespace {
+
+// Header names are ASCII tokens; no locale lookups per byte.
+char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+}  // namespace
+
 // The parser and the request it is filling. Callbacks find it through http_parser::data.
 struct HttpRequestDecoder::Parser {
   explicit Parser(HttpRequestDecoder* owner) : decoder(owner) {
@@ -59,9 +66,9 @@ struct HttpRequestDecoder::Parser {
       self.reading_value = false;
       self.field.clear();
     }
-    for (size_t i = 0; i < n; ++i) {
-      self.field.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(at[i]))));
-    }
+    const size_t start = self.field.size();
+    self.field.append(at, n);
+    for (size_t i = start; i < self.field.size(); ++i) self.field[i] = AsciiLower(self.field[i]);
     return 0;
   }
   static int OnHeaderValue(http_parser* p, const char* at, size_t n) {
@@ -113,12 +120,39 @@ namespace {
 
 bool EqualsNoCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
+           return AsciiLower(x) == AsciiLower(y);
          });
 }
 
 }  // namespace
+
+// Path and query of the request target. The usual origin form ("/path?query") is split here;
+// anything else (absolute form, "*") goes through http-parser's URL parser.
+bool SplitTarget(HttpRequest& request) {
+  const std::string_view target = request.target;
+  if (!target.empty() && target[0] == '/') {
+    const size_t end = target.find_first_of("?#");
+    request.path = PercentDecode(target.substr(0, end), false);
+    if (end != std::string_view::npos && target[end] == '?') {
+      const size_t fragment = target.find('#', end);
+      request.query = std::string(target.substr(end + 1, fragment - end - 1));
+    }
+    return true;
+  }
+  http_parser_url url;
+  http_parser_url_init(&url);
+  if (http_parser_parse_url(target.data(), target.size(), 0, &url) != 0) return false;
+  request.path =
+      (url.field_set & (1 << UF_PATH))
+          ? PercentDecode(target.substr(url.field_data[UF_PATH].off, url.field_data[UF_PATH].len),
+                          false)
+          : "/";
+  if (url.field_set & (1 << UF_QUERY)) {
+    request.query =
+        std::string(target.substr(url.field_data[UF_QUERY].off, url.field_data[UF_QUERY].len));
+  }
+  return true;
+}
 
 // on_headers_complete's 1 and 2 mean "no body" to http-parser; any other non-zero value stops it.
 constexpr int kStop = -1;
@@ -136,24 +170,10 @@ int HttpRequestDecoder::Parser::OnHeadersComplete(http_parser* p) {
     self.limit_error = "protocol upgrades (and CONNECT) are not supported";
     return kStop;
   }
-  http_parser_url url;
-  http_parser_url_init(&url);
-  if (http_parser_parse_url(request.target.data(), request.target.size(), 0, &url) != 0) {
+  if (!SplitTarget(request)) {
     self.limit_status = 400;
     self.limit_error = "invalid request target";
     return kStop;
-  }
-  if (url.field_set & (1 << UF_PATH)) {
-    request.path =
-        PercentDecode(std::string_view(request.target)
-                          .substr(url.field_data[UF_PATH].off, url.field_data[UF_PATH].len),
-                      false);
-  } else {
-    request.path = "/";
-  }
-  if (url.field_set & (1 << UF_QUERY)) {
-    request.query =
-        request.target.substr(url.field_data[UF_QUERY].off, url.field_data[UF_QUERY].len);
   }
   // content_length is ULLONG_MAX when there is no Content-Length header.
   const bool has_length = p->content_length != ULLONG_MAX;

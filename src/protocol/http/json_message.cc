@@ -59,37 +59,40 @@ class JsonWriter {
  public:
   explicit JsonWriter(std::string* out) : out_(*out) {}
 
-  void WriteMessage(const Message& message) {
+  void WriteMessage(const Message& message, size_t depth = 0) {
     const Reflection& reflection = *message.GetReflection();
-    std::vector<const FieldDescriptor*> fields;
-    reflection.ListFields(message, &fields);
+    if (fields_.size() <= depth) fields_.resize(depth + 1);
+    fields_[depth].clear();  // reused: no allocation per message
+    reflection.ListFields(message, &fields_[depth]);
     out_ += '{';
     bool first = true;
-    for (const FieldDescriptor* field : fields) {
+    // By index: writing a sub-message may grow fields_ (and move its elements).
+    for (size_t f = 0; f < fields_[depth].size(); ++f) {
+      const FieldDescriptor* field = fields_[depth][f];
       if (!first) out_ += ',';
       first = false;
       WriteString(field->name());
       out_ += ':';
       if (field->is_map()) {
-        WriteMap(message, field);
+        WriteMap(message, reflection, field, depth);
       } else if (field->is_repeated()) {
         out_ += '[';
         const int size = reflection.FieldSize(message, field);
         for (int i = 0; i < size; ++i) {
           if (i > 0) out_ += ',';
-          WriteValue(message, field, i);
+          WriteValue(message, reflection, field, i, depth);
         }
         out_ += ']';
       } else {
-        WriteValue(message, field, -1);
+        WriteValue(message, reflection, field, -1, depth);
       }
     }
     out_ += '}';
   }
 
  private:
-  void WriteMap(const Message& message, const FieldDescriptor* field) {
-    const Reflection& reflection = *message.GetReflection();
+  void WriteMap(const Message& message, const Reflection& reflection, const FieldDescriptor* field,
+                size_t depth) {
     const FieldDescriptor* key = field->message_type()->map_key();
     const FieldDescriptor* value = field->message_type()->map_value();
     out_ += '{';
@@ -97,21 +100,22 @@ class JsonWriter {
     for (int i = 0; i < size; ++i) {
       if (i > 0) out_ += ',';
       const Message& entry = reflection.GetRepeatedMessage(message, field, i);
+      const Reflection& entry_reflection = *entry.GetReflection();
       const size_t key_at = out_.size();
-      WriteValue(entry, key, -1);
+      WriteValue(entry, entry_reflection, key, -1, depth);
       if (out_[key_at] != '"') {  // keys are strings in JSON
         out_.insert(key_at, 1, '"');
         out_ += '"';
       }
       out_ += ':';
-      WriteValue(entry, value, -1);
+      WriteValue(entry, entry_reflection, value, -1, depth);
     }
     out_ += '}';
   }
 
   // One value of `field` (element `index` of a repeated field, -1 for a singular one).
-  void WriteValue(const Message& message, const FieldDescriptor* field, int index) {
-    const Reflection& r = *message.GetReflection();
+  void WriteValue(const Message& message, const Reflection& r, const FieldDescriptor* field,
+                  int index, size_t depth) {
     const bool rep = index >= 0;
     switch (field->cpp_type()) {
       case FieldDescriptor::CPPTYPE_INT32:
@@ -177,7 +181,7 @@ class JsonWriter {
       case FieldDescriptor::CPPTYPE_MESSAGE: {
         const Message& sub =
             rep ? r.GetRepeatedMessage(message, field, index) : r.GetMessage(message, field);
-        JsonWriter(&out_).WriteMessage(sub);
+        WriteMessage(sub, depth + 1);
         break;
       }
     }
@@ -235,6 +239,7 @@ class JsonWriter {
   }
 
   std::string& out_;
+  std::vector<std::vector<const FieldDescriptor*>> fields_;  // by depth
 };
 
 // --- JSON -> Message (the same mapping; proto names or json names; null = not set)
@@ -614,25 +619,29 @@ bool JsonToWire(const Message& prototype, std::string_view json, std::string* wi
   return true;
 }
 
-bool MessageToJson(const Message& message, std::string* json, std::string* error) {
+bool MessageToJson(const Message& message, std::string* json, std::string* error, bool via_wire) {
   if (!message.IsInitialized()) {
     *error = "missing required fields in " + message.GetTypeName() + ": " +
              message.InitializationErrorString();
     return false;
   }
-  std::string wire;
-  Message& copy = Scratch(message);
-  if (!message.SerializeToString(&wire) || !copy.ParseFromString(wire)) {
-    *error = "cannot serialize " + message.GetTypeName();
-    return false;
+  const Message* printed = &message;
+  if (via_wire) {
+    std::string wire;
+    Message& copy = Scratch(message);
+    if (!message.SerializeToString(&wire) || !copy.ParseFromString(wire)) {
+      *error = "cannot serialize " + message.GetTypeName();
+      return false;
+    }
+    printed = &copy;
   }
-  if (!ReachesWellKnownType(copy.GetDescriptor())) {
-    JsonWriter(json).WriteMessage(copy);
+  if (!ReachesWellKnownType(printed->GetDescriptor())) {
+    JsonWriter(json).WriteMessage(*printed);
     return true;
   }
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
-  const auto status = google::protobuf::util::MessageToJsonString(copy, json, options);
+  const auto status = google::protobuf::util::MessageToJsonString(*printed, json, options);
   if (!status.ok()) {
     *error = "cannot print " + message.GetTypeName() + " as JSON: " + std::string(status.message());
     return false;

@@ -25,8 +25,11 @@ namespace arenarpc::protocol {
 bool JsonToWire(const google::protobuf::Message& prototype, std::string_view json,
                 std::string* wire, std::string* error);
 
-// The JSON of `message` as its wire form reads (serialized, then printed from a plain copy).
+// The JSON of `message` as its wire form reads. `via_wire`: serialize it and print a plain copy
+// (for messages whose objects may say more than their bytes, as reuse's kept sub-messages);
+// otherwise print it directly, which reads the same for plain messages and saves a round trip.
 // false: *error says why (e.g. a required field is missing).
-bool MessageToJson(const google::protobuf::Message& message, std::string* json, std::string* error);
+bool MessageToJson(const google::protobuf::Message& message, std::string* json, std::string* error,
+                   bool via_wire = true);
 
 }  // namespace arenarpc::protocol
