@@ -33,7 +33,7 @@ for r in $(seq "$repeats"); do
   h=$(taskset -c 1 "$http_bin" --server="$address" --connections=1 --depth=8 \
         --payload_scale=1 --warmup_s=2 --duration_s="$seconds" |
       sed -n 's/.*"qps":\([0-9.]*\).*/\1/p')
-  echo "run $r: baidu_std ${b} QPS, http_json ${h} QPS"
+  echo "run $r: baidu_std ${b} QPS, http_json ${h} QPS, ratio $(python3 -c "print(f'{$h / $b:.2f}')")"
   baidu+=("$b") http+=("$h")
 done
 python3 - "${baidu[*]}" "${http[*]}" <<'PY'
