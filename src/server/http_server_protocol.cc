@@ -63,6 +63,7 @@ std::string WithNewline(std::string_view text) {
 HttpServerProtocol::HttpServerProtocol(ServerState& state, bool internal_port)
     : state_(state),
       internal_port_(internal_port),
+      max_held_(static_cast<size_t>(state.options.max_queued_requests_per_connection)),
       decoder_(state.options.max_http_header_size, state.options.max_body_size) {}
 
 std::unique_ptr<ServerProtocol> HttpServerProtocol::Create(ServerState& state, bool internal_port) {
@@ -73,6 +74,7 @@ ServerProtocol::Step HttpServerProtocol::Next(ServerConnection& server, net::Con
                                               net::BufferChain& input,
                                               std::chrono::steady_clock::time_point read_at,
                                               std::unique_ptr<PendingCall>* call) {
+  owner_ = &server;
   if (stopped_) {  // after "Connection: close" or bad input nothing more is read
     input.clear();
     return Step::kNeedMore;
@@ -209,6 +211,10 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(
   return Step::kCall;
 }
 
+bool HttpServerProtocol::Saturated() const noexcept {
+  return held_.load(std::memory_order_acquire) >= max_held_;
+}
+
 bool HttpServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& payload,
                                      protocol::PayloadBytes* bytes, std::string* error_text) {
   if (!ExchangeOf(call.correlation_id()).json || payload.bytes.empty()) {
@@ -302,6 +308,7 @@ HttpServerProtocol::Exchange HttpServerProtocol::ExchangeOf(int64_t sequence) {
 void HttpServerProtocol::Register(int64_t sequence, bool keep_alive, int version_minor, bool json) {
   std::lock_guard lock(mutex_);
   Exchange& exchange = exchanges_[sequence];  // "100 Continue" may have created it
+  held_.store(exchanges_.size(), std::memory_order_release);
   exchange.keep_alive = keep_alive;
   exchange.version_minor = version_minor;
   exchange.json = json;
@@ -320,6 +327,7 @@ void HttpServerProtocol::Respond(net::Connection& connection, int64_t sequence,
 void HttpServerProtocol::Deliver(net::Connection& connection, int64_t sequence,
                                  net::BufferChain&& bytes, bool final) {
   bool close = false;
+  bool drained = false;
   {
     std::lock_guard lock(mutex_);
     Exchange& exchange = exchanges_[sequence];
@@ -335,7 +343,13 @@ void HttpServerProtocol::Deliver(net::Connection& connection, int64_t sequence,
       exchanges_.erase(exchanges_.begin());
       ++next_to_write_;
     }
+    const size_t held = exchanges_.size();
+    drained = held_.load(std::memory_order_relaxed) >= max_held_ && held < max_held_;
+    held_.store(held, std::memory_order_release);
   }
+  // Reading paused while this many replies were held: see whether it may resume (outside the
+  // lock: the connection's backlog lock is taken there).
+  if (drained && owner_ != nullptr) owner_->OnRepliesDrained(connection);
   if (close) connection.CloseWhenFlushed();  // may run OnClosed() here: outside the lock
 }
 

@@ -5,6 +5,7 @@
 // Content-Type application/proto or application/x-protobuf); other paths are the server's
 // built-in services (BuiltinRegistry), unless they are turned off or moved to internal_port.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -25,6 +26,9 @@ class HttpServerProtocol final : public ServerProtocol {
             std::chrono::steady_clock::time_point read_at,
             std::unique_ptr<PendingCall>* call) override;
   const std::string& error() const noexcept override { return decoder_.error(); }
+  // Requests whose replies are not written yet reached max_queued_requests_per_connection (a
+  // reply waits for the ones before it: the bound on what a pipelining client makes it hold).
+  bool Saturated() const noexcept override;
   bool OpenRequest(ServerCall& call, const RequestPayload& payload, protocol::PayloadBytes* bytes,
                    std::string* error_text) override;
   bool PackReply(ServerCall& call, const google::protobuf::Message& response,
@@ -70,6 +74,9 @@ class HttpServerProtocol final : public ServerProtocol {
   int64_t next_sequence_ = 0;             // Next() only
   bool stopped_ = false;                  // Next() only: no more requests on this connection
 
+  const size_t max_held_;
+  ServerConnection* owner_ = nullptr;  // set by the first Next(); outlives this (owns it)
+  std::atomic<size_t> held_{0};        // exchanges_.size(), for Saturated()
   std::mutex mutex_;
   int64_t next_to_write_ = 0;
   std::map<int64_t, Exchange> exchanges_;  // not fully written yet, by sequence

@@ -42,13 +42,23 @@ bool ServerConnection::Recognize(net::Connection& connection, const net::BufferC
     return false;
   }
   protocol_ = entry->create(*state_, internal_port_);
+  has_protocol_.store(true, std::memory_order_release);
   return true;
 }
 
 bool ServerConnection::BacklogFull() const {
   const ServerOptions& options = state_->options;
   return backlog_.size() >= static_cast<size_t>(options.max_queued_requests_per_connection) ||
-         backlog_bytes_ > options.max_queued_request_bytes;
+         backlog_bytes_ > options.max_queued_request_bytes || ProtocolSaturated();
+}
+
+bool ServerConnection::ProtocolSaturated() const {
+  return has_protocol_.load(std::memory_order_acquire) && protocol_->Saturated();
+}
+
+void ServerConnection::OnRepliesDrained(net::Connection& connection) {
+  std::lock_guard lock(backlog_mutex_);
+  UpdateReadBlock(connection);
 }
 
 net::Connection::InputResult ServerConnection::OnInput(
@@ -72,8 +82,9 @@ net::Connection::InputResult ServerConnection::OnInput(
   }
   while (!connection.closed()) {
     // A full backlog stops decoding: the rest stays in `input` until the backlog drains.
-    if (full || admitted.size() >= static_cast<size_t>(
-                                       state_->options.max_queued_requests_per_connection)) {
+    if (full || protocol_->Saturated() ||
+        admitted.size() >= static_cast<size_t>(
+                               state_->options.max_queued_requests_per_connection)) {
       result.input_waits = true;
       break;
     }
@@ -155,7 +166,7 @@ void ServerConnection::UpdateReadBlock(net::Connection& connection) {
   const bool blocked =
       read_blocked_
           ? backlog_.size() > static_cast<size_t>(options.max_queued_requests_per_connection) / 2 ||
-                backlog_bytes_ > options.max_queued_request_bytes / 2
+                backlog_bytes_ > options.max_queued_request_bytes / 2 || ProtocolSaturated()
           : BacklogFull();
   if (blocked == read_blocked_) return;
   read_blocked_ = blocked;

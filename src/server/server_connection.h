@@ -13,6 +13,7 @@
 // parallel without a blocking call holding up the rest. Decoding (and reading) pauses while the
 // backlog holds max_queued_requests_per_connection calls or max_queued_request_bytes bytes.
 
+#include <atomic>
 #include <cstddef>
 #include <deque>
 #include <memory>
@@ -49,6 +50,8 @@ class ServerConnection final : public net::Connection::Delegate {
   // answered through the protocol. nullptr = rejected.
   std::unique_ptr<ServerCall> Admit(net::Connection& connection, const CallHead& head,
                                     net::Connection::Clock::time_point read_at);
+  // The protocol's held replies went below its bound: re-evaluates whether reading may resume.
+  void OnRepliesDrained(net::Connection& connection);
   // An admitted call, with its request bytes, ready for the backlog.
   std::unique_ptr<PendingCall> Pending(std::unique_ptr<ServerCall> call, RequestPayload&& payload);
 
@@ -60,12 +63,14 @@ class ServerConnection final : public net::Connection::Delegate {
   void DrainOne(net::Connection& connection);
   void PostDrainer(net::Connection& connection);
   bool BacklogFull() const;                             // backlog_mutex_ held
+  bool ProtocolSaturated() const;
   void UpdateReadBlock(net::Connection& connection);    // backlog_mutex_ held
 
   ServerState* state_;  // outlives every connection (Join closes them all first)
   const int max_drainers_;
   const bool internal_port_;
   std::unique_ptr<ServerProtocol> protocol_;  // set by the first OnInput, then fixed
+  std::atomic<bool> has_protocol_{false};     // protocol_ is set (read by other threads)
 
   std::mutex backlog_mutex_;
   std::deque<PendingCall> backlog_;

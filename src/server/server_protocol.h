@@ -47,6 +47,9 @@ class ServerProtocol {
                     std::chrono::steady_clock::time_point read_at,
                     std::unique_ptr<PendingCall>* call) = 0;
   virtual const std::string& error() const noexcept = 0;  // after kMalformed*
+  // The protocol holds as many replies waiting for their turn as it may (HTTP's in-order replies):
+  // decoding and reading pause until ServerConnection::OnRepliesDrained(). Any thread; lock-free.
+  virtual bool Saturated() const noexcept { return false; }
 
   // The request bytes of an admitted call, for MessagePair::ParseRequest(). false: *error_text
   // is the EREQUEST text to answer.

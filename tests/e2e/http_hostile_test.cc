@@ -110,6 +110,32 @@ TEST_P(HttpHostileTest, BadHttpClosesOnlyItsConnectionAndIsCounted) {
   EXPECT_EQ(expected_malformed, server_->GetServerStats().malformed_frames);
 }
 
+// Replies wait for the ones before them: a client pipelining behind a slow call cannot make the
+// server hold more than max_queued_requests_per_connection of them; reading pauses meanwhile and
+// everything is answered, in order, once the slow call is done.
+TEST_P(HttpHostileTest, HeldRepliesAreBoundedPerConnection) {
+  ServerOptions options;
+  options.max_queued_requests_per_connection = 8;
+  StartServer(options);
+  HttpClient client(port_);
+  std::string batch = HttpClient::Request("POST", "/arenarpc.e2e.TestService/Echo",
+                                          R"({"message":"slow","delay_ms":300})");
+  constexpr int kPages = 200;
+  for (int i = 0; i < kPages; ++i) batch += HttpClient::Request("GET", "/health");
+  ASSERT_TRUE(client.Send(batch));
+  std::optional<HttpResponse> first = client.Read();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(200, first->status);
+  EXPECT_NE(std::string::npos, first->body.find("slow"));
+  EXPECT_GE(server_->GetServerStats().read_pauses, 1u);
+  for (int i = 0; i < kPages; ++i) {
+    std::optional<HttpResponse> page = client.Read();
+    ASSERT_TRUE(page) << i;
+    ASSERT_EQ("OK\n", page->body) << i;
+  }
+  EXPECT_EQ(0u, server_->GetServerStats().malformed_frames);
+}
+
 TEST_P(HttpHostileTest, BuiltinServicesCanBeTurnedOff) {
   ServerOptions options;
   options.has_builtin_services = false;
