@@ -23,10 +23,10 @@ server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 200); do (echo >/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.3; done
 "$http_bin" --server=127.0.0.1:"$port" --depth=2 --payload_scale="$scale" --warmup_s=0 --duration_s=3 >/dev/null
-callgrind_control -i on $server >/dev/null
+callgrind_control -i on $server >/dev/null 2>&1
 calls=$("$http_bin" --server=127.0.0.1:"$port" --depth=2 --payload_scale="$scale" --warmup_s=0 \
           --duration_s=6 | sed -n 's/.*"calls":\([0-9]*\).*/\1/p')
-callgrind_control -i off $server >/dev/null
+callgrind_control -i off $server >/dev/null 2>&1
 kill $server; wait $server 2>/dev/null || true
 total=$(grep -h "^totals:" "$dir"/cg.out* | awk '{s += $2} END {print s}')
 echo "http_json mode=$mode payload_scale=$scale: $calls calls, $(( total / calls )) Ir/call"
