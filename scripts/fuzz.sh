@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the protocol layer's and the reuse strategy's request-shaping libFuzzer targets with clang (ASan + UBSan) and runs each for a
+# Builds the protocol layer's (baidu_std frames, HTTP requests) and the reuse strategy's request-shaping libFuzzer targets with clang (ASan + UBSan) and runs each for a
 # bounded time, starting from a seed corpus the build generates (the spec's example frames and
 # payloads in every codec). Fails on any crash, leak, timeout, OOM or sanitizer report.
 #   scripts/fuzz.sh [SECONDS]   total fuzzing time, split between the targets (default 60)
@@ -10,7 +10,7 @@ if ! [[ "$total" =~ ^[0-9]+$ ]] || [ "$total" -lt 2 ]; then
   echo "fuzz.sh: SECONDS must be an integer >= 2, got '$total'" >&2
   exit 2
 fi
-targets=(fuzz_frame_decoder fuzz_payload fuzz_shape)
+targets=(fuzz_frame_decoder fuzz_http_request_decoder fuzz_payload fuzz_shape)
 per_target=$(( total / ${#targets[@]} ))
 dir="$root/build/fuzz"
 jobs=${JOBS:-2}
@@ -30,6 +30,8 @@ cmake --build "$dir" -j "$jobs" --target "${targets[@]}" fuzz_make_seeds
 
 corpus="$dir/corpus"
 "$dir/fuzz_make_seeds" "$corpus/fuzz_frame_decoder" "$corpus/fuzz_payload" "$corpus/fuzz_shape"
+mkdir -p "$corpus/fuzz_http_request_decoder"
+cp "$root"/fuzz/http_seeds/* "$corpus/fuzz_http_request_decoder/"
 mkdir -p "$dir/artifacts"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}

@@ -79,6 +79,17 @@ struct ServerOptions {
   // closed (slow senders). -1 = never.
   int read_timeout_ms = 30000;
   int stop_deadline_ms = 5000;         // Stop(): how long calls in flight and unsent replies get
+
+  // --- HTTP on the same port (docs/http.md)
+  // Request line + headers of one HTTP request; larger ones get 431 and the connection closes.
+  // 1..81920 (the HTTP parser's own bound). Bodies are bounded by max_body_size.
+  size_t max_http_header_size = 64u << 10;
+  // Built-in HTTP services (/health, /version, /status, ...). false: every such path is 404.
+  bool has_builtin_services = true;
+  // >= 0: built-in services are served only on this second port (0 = pick one, see
+  // internal_listen_port()), and the main port answers them 403; methods stay on the main port.
+  // -1: none.
+  int internal_port = -1;
 };
 
 class Server {
@@ -103,6 +114,7 @@ class Server {
   int Start(const char* ip_and_port, const ServerOptions* options);
   const std::string& last_error() const;   // why AddService/Start failed
   int listen_port() const;                 // after a successful Start(), else -1
+  int internal_listen_port() const;        // the internal_port listening, else -1
 
   // Stops accepting, answers new requests with ELOGOFF (2003), lets calls in flight finish and
   // writes every reply produced, then closes every connection; all within stop_deadline_ms (what

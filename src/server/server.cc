@@ -12,7 +12,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "builtin/builtin_services.h"
 #include "net/endpoint.h"
+#include "protocol/http/http_request_decoder.h"
 #include "server/server_connection.h"
 #include "server/server_state.h"
 
@@ -27,6 +29,7 @@ class Server::Impl {
   std::shared_ptr<ServerState> state = std::make_shared<ServerState>();
   std::string last_error;
   int port = -1;
+  int internal_port = -1;
 
   std::mutex mutex;  // guards phase, joined
   std::condition_variable stopped_cv;
@@ -40,7 +43,7 @@ class Server::Impl {
   int handler_threads = 1;  // threads that run handlers: workers, else the I/O threads
   int ValidateOptions(const ServerOptions& options);
   int BindMethods(const ServerOptions& options);
-  void OnAccept(asio::ip::tcp::socket socket);
+  void OnAccept(asio::ip::tcp::socket socket, bool internal_port);
 };
 
 namespace {
@@ -95,6 +98,17 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
   if (options.idle_timeout_sec == 0 || options.idle_timeout_sec < -1) {
     return Fail("idle_timeout_sec=" + std::to_string(options.idle_timeout_sec) +
                 " is invalid (expected -1 = never, or > 0)");
+  }
+  if (options.max_http_header_size == 0 ||
+      options.max_http_header_size > protocol::HttpRequestDecoder::kParserMaxHeaderSize) {
+    return Fail("max_http_header_size=" + std::to_string(options.max_http_header_size) +
+                " is invalid (expected 1.." +
+                std::to_string(protocol::HttpRequestDecoder::kParserMaxHeaderSize) +
+                ", the HTTP parser's own bound)");
+  }
+  if (options.internal_port < -1 || options.internal_port > 65535) {
+    return Fail("internal_port=" + std::to_string(options.internal_port) +
+                " is invalid (expected -1 = none, or 0..65535)");
   }
   if (options.stop_deadline_ms < 0) {
     return Fail("stop_deadline_ms=" + std::to_string(options.stop_deadline_ms) +
@@ -175,7 +189,7 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
   return 0;
 }
 
-void Server::Impl::OnAccept(asio::ip::tcp::socket socket) {
+void Server::Impl::OnAccept(asio::ip::tcp::socket socket, bool internal_port) {
   ServerState& s = *state;
   net::Connection::Options connection_options;
   connection_options.idle_timeout_sec = s.options.idle_timeout_sec;
@@ -183,7 +197,8 @@ void Server::Impl::OnAccept(asio::ip::tcp::socket socket) {
   connection_options.max_unwritten_bytes = s.options.max_unwritten_bytes;
   connection_options.read_pauses = &s.counters.read_pauses;
   auto connection = net::Connection::Create(
-      std::move(socket), std::make_unique<server::ServerConnection>(&s, handler_threads),
+      std::move(socket),
+      std::make_unique<server::ServerConnection>(&s, handler_threads, internal_port),
       connection_options);
   {
     std::lock_guard lock(s.connections_mutex);
@@ -247,19 +262,44 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
     limiter.min_limit = impl.handler_threads;
     state.limiter.emplace(limiter);
   }
+  if (options.has_builtin_services) {
+    builtin::AddCoreBuiltinServices(&state.builtins, *this);
+  }
   try {
     state.acceptor = net::Acceptor::Listen(
         *state.loops, endpoint,
-        [impl = &impl](asio::ip::tcp::socket socket) { impl->OnAccept(std::move(socket)); });
+        [impl = &impl](asio::ip::tcp::socket socket) {
+          impl->OnAccept(std::move(socket), /*internal_port=*/false);
+        });
   } catch (const std::exception& e) {
     state.loops.reset();
     return impl.Fail("Start: cannot listen on " + std::string(address) + ": " + e.what());
+  }
+  if (options.internal_port >= 0) {
+    asio::ip::tcp::endpoint internal(endpoint.address(),
+                                     static_cast<unsigned short>(options.internal_port));
+    try {
+      state.internal_acceptor = net::Acceptor::Listen(
+          *state.loops, internal, [impl = &impl](asio::ip::tcp::socket socket) {
+            impl->OnAccept(std::move(socket), /*internal_port=*/true);
+          });
+    } catch (const std::exception& e) {
+      state.acceptor->Close();
+      state.acceptor.reset();
+      state.loops.reset();
+      return impl.Fail("Start: cannot listen on internal_port=" +
+                       std::to_string(options.internal_port) + ": " + e.what());
+    }
   }
   if (options.worker_threads > 0) {
     state.workers = std::make_unique<asio::thread_pool>(options.worker_threads);
   }
   impl.port = state.acceptor->port();
   state.acceptor->Start();
+  if (state.internal_acceptor) {
+    impl.internal_port = state.internal_acceptor->port();
+    state.internal_acceptor->Start();
+  }
   impl.phase = Impl::Phase::kRunning;
   impl.last_error.clear();
   return 0;
@@ -285,6 +325,8 @@ const std::string& Server::last_error() const { return impl_->last_error; }
 
 int Server::listen_port() const { return impl_->port; }
 
+int Server::internal_listen_port() const { return impl_->internal_port; }
+
 int Server::Stop() {
   Impl& impl = *impl_;
   {
@@ -299,6 +341,7 @@ int Server::Stop() {
   }
   if (state.stopping.exchange(true, std::memory_order_acq_rel)) return 0;  // another Stop() runs
   state.acceptor->Close();
+  if (state.internal_acceptor) state.internal_acceptor->Close();
 
   // Calls in flight may finish until the deadline; new requests already get ELOGOFF.
   const auto deadline =

@@ -8,10 +8,7 @@
 
 #include "arenarpc/error_codes.h"
 #include "client/controller_access.h"
-#include "protocol/frame_codec.h"
-#include "protocol/meta_builder.h"
-#include "protocol/payload_codec.h"
-#include "server/error_reply.h"
+#include "protocol/payload_bytes.h"
 
 namespace arenarpc::server {
 
@@ -25,11 +22,12 @@ using internal::ControllerAccess;
 
 ServerCall::ServerCall(std::shared_ptr<ServerState> state,
                        std::shared_ptr<net::Connection> connection, CancelRegistry* cancels,
-                       MethodEntry* method, int64_t correlation_id,
+                       ServerProtocol* protocol, MethodEntry* method, int64_t correlation_id,
                        std::chrono::steady_clock::time_point start)
     : state_(std::move(state)),
       connection_(std::move(connection)),
       cancels_(cancels),
+      protocol_(protocol),
       method_(method),
       correlation_id_(correlation_id),
       start_(start) {
@@ -112,9 +110,10 @@ void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload)
     ServerState& state = *call->state_;
     state.counters.rejected_timed_out.fetch_add(1, std::memory_order_relaxed);
     method->rejected.fetch_add(1, std::memory_order_relaxed);
-    WriteErrorReply(*call->connection_, call->correlation_id_, ERPCTIMEDOUT,
-                    "The request waited " + std::to_string(queued_us / 1000) +
-                        "ms for a thread, past its timeout_ms=" + std::to_string(timeout_ms));
+    call->protocol_->SendError(*call->connection_, call->correlation_id_, ERPCTIMEDOUT,
+                               "The request waited " + std::to_string(queued_us / 1000) +
+                                   "ms for a thread, past its timeout_ms=" +
+                                   std::to_string(timeout_ms));
     state.FinishOne();
     return;
   }
@@ -127,27 +126,23 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     call->pair_ = method->binding->memory->Acquire();
   } catch (const std::exception& e) {
     method->rejected.fetch_add(1, std::memory_order_relaxed);
-    WriteErrorReply(*call->connection_, call->correlation_id_, EINTERNAL,
-                    "Fail to create the messages of " + method->full_name + ": " + e.what());
+    call->protocol_->SendError(*call->connection_, call->correlation_id_, EINTERNAL,
+                               "Fail to create the messages of " + method->full_name + ": " +
+                                   e.what());
     call->state_->FinishOne();
     return;
   }
-  std::string detail;
-  memory::ParseResult parsed = memory::ParseResult::kInvalidBytes;
-  {  // an inflated copy of a compressed payload goes before the handler runs
+  std::string error_text;
+  {  // an inflated (or converted) copy of the request goes before the handler runs
     protocol::PayloadBytes bytes;
-    if (protocol::OpenPayload(payload.meta, payload.bytes, call->controller_.request_attachment(),
-                              &bytes, &detail,
-                              call->state_->options.max_body_size) &&
-        (parsed = call->pair_.ParseRequest(bytes)) != memory::ParseResult::kOk) {
-      detail = protocol::ParseFailureDetail(*call->pair_.request(), parsed);
+    if (call->protocol_->OpenRequest(*call, payload, &bytes, &error_text) &&
+        call->pair_.ParseRequest(bytes) != memory::ParseResult::kOk) {
+      error_text = call->protocol_->ParseFailureText(*call, payload);
     }
   }
-  if (parsed != memory::ParseResult::kOk) {
+  if (!error_text.empty()) {
     method->rejected.fetch_add(1, std::memory_order_relaxed);
-    WriteErrorReply(*call->connection_, call->correlation_id_, EREQUEST,
-                    protocol::ParseFailureText("request", *call->pair_.request(), payload.meta,
-                                               payload.request_size));
+    call->protocol_->SendError(*call->connection_, call->correlation_id_, EREQUEST, error_text);
     call->state_->FinishOne();
     return;  // the half-filled pair goes back to its strategy with the call
   }
@@ -158,47 +153,13 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
                                      done->pair_.request(), done->pair_.response(), done);
 }
 
-bool ServerCall::BuildReply(const google::protobuf::Message& response, net::BufferChain* frame) {
-  int code = controller_.ErrorCode();
-  std::string error_text;
-  if (controller_.Failed()) {
-    error_text = protocol::FormatErrorText(protocol::ServerIdentity(connection_->local_side()),
-                                           code, controller_.ErrorText());
-  } else {
-    net::BufferChain payload;
-    std::string error;
-    const int compress_type = static_cast<int>(controller_.response_compress_type());
-    protocol::PayloadFields fields;
-    fields.compress_type = compress_type;
-    fields.attachment_size = controller_.response_attachment().size();
-    protocol::RpcMeta meta;
-    if (protocol::SerializePayload(response, compress_type, &payload, &error, "response") &&
-        protocol::BuildResponseMeta(correlation_id_, fields, payload,
-                                    controller_.response_attachment(),
-                                    &controller_.response_user_fields(), &meta, &error)) {
-      protocol::EncodeFrame(meta, std::move(payload), std::move(controller_.response_attachment()),
-                            frame);
-      return true;
-    }
-    // A reply that cannot be serialized becomes an ERESPONSE failure (spec §5.4).
-    code = ERESPONSE;
-    error_text = protocol::FormatErrorText(protocol::ServerIdentity(connection_->local_side()),
-                                           code, error);
-  }
-  protocol::RpcMeta meta;
-  protocol::BuildErrorResponseMeta(correlation_id_, protocol::WireErrorCode(code), error_text,
-                                   &controller_.response_user_fields(), &meta);
-  protocol::EncodeFrame(meta, net::BufferChain(), net::BufferChain(), frame);
-  return false;
-}
-
 void ServerCall::Run() {
   std::unique_ptr<ServerCall> self(this);
   const memory::MessagePair& pair = retained_ ? retained_->pair : pair_;
   const bool close = controller_.Failed() && controller_.ErrorCode() == ECLOSE;
   net::BufferChain frame;
   if (!close && !controller_.Failed()) pair.PrepareResponse();
-  const bool ok = !close && BuildReply(*pair.response(), &frame);
+  const bool ok = !close && protocol_->PackReply(*this, *pair.response(), &frame);
   // Counted before the reply leaves, so a client that has its reply also sees its call counted.
   const auto now = std::chrono::steady_clock::now();
   method_->latency.Record(std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count());
@@ -213,7 +174,7 @@ void ServerCall::Run() {
   if (close) {
     connection_->Close();  // the handler asked for it: no reply (spec §5.3)
   } else {
-    connection_->Write(std::move(frame));
+    protocol_->SendReply(*connection_, correlation_id_, std::move(frame));
   }
   // After the write was queued: Stop() closes connections once nothing is in flight.
   state_->FinishOne();

@@ -18,6 +18,7 @@
 #include "protocol/rpc_meta.pb.h"
 #include "server/cancel_registry.h"
 #include "server/method_entry.h"
+#include "server/server_protocol.h"
 #include "server/server_state.h"
 
 namespace arenarpc::server {
@@ -34,13 +35,20 @@ struct RequestPayload {
 // client sent passed; NotifyOnCancel() callbacks run then, or when Run() finishes.
 class ServerCall final : public google::protobuf::Closure, private internal::CancelSource {
  public:
-  // `cancels` is the connection's (it lives as long as `connection`).
+  // `cancels` and `protocol` are the connection's (they live as long as `connection`).
+  // `correlation_id` identifies the reply for the protocol (baidu_std: the correlation id).
   ServerCall(std::shared_ptr<ServerState> state, std::shared_ptr<net::Connection> connection,
-             CancelRegistry* cancels, MethodEntry* method, int64_t correlation_id,
-             std::chrono::steady_clock::time_point start);
+             CancelRegistry* cancels, ServerProtocol* protocol, MethodEntry* method,
+             int64_t correlation_id, std::chrono::steady_clock::time_point start);
   ~ServerCall() override;  // fires the NotifyOnCancel() callbacks that did not run yet
 
   Controller& controller() noexcept { return controller_; }
+  const Controller& controller() const noexcept { return controller_; }
+  int64_t correlation_id() const noexcept { return correlation_id_; }
+  const MethodEntry& method() const noexcept { return *method_; }
+  const net::Connection& connection() const noexcept { return *connection_; }
+  // The request being parsed (before the handler runs).
+  const google::protobuf::Message& request() const noexcept { return *pair_.request(); }
 
   // On a thread, after its time in the connection's backlog: records the time queued, answers
   // ERPCTIMEDOUT without running anything when the client's deadline (its timeout_ms) has
@@ -64,14 +72,13 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   bool IsCanceled() const override;
   void NotifyOnCancel(google::protobuf::Closure* callback) override;
   std::chrono::steady_clock::time_point deadline() const noexcept;
-  // Appends the reply for a finished handler; false = the call failed (handler or serialization).
-  bool BuildReply(const google::protobuf::Message& response, net::BufferChain* frame);
 
   // Destroyed bottom-up: the pair goes back to its strategy before the state that keeps the
   // strategy alive can go.
   std::shared_ptr<ServerState> state_;
   std::shared_ptr<net::Connection> connection_;
   CancelRegistry* const cancels_;
+  ServerProtocol* const protocol_;
   MethodEntry* method_;
   const int64_t correlation_id_;
   const std::chrono::steady_clock::time_point start_;  // request read off the socket

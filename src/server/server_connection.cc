@@ -8,7 +8,7 @@
 #include "arenarpc/error_codes.h"
 #include "client/controller_access.h"
 #include "protocol/meta_builder.h"
-#include "server/error_reply.h"
+#include "protocol/wire_protocol.h"
 #include "server/server_call.h"
 
 namespace arenarpc::server {
@@ -26,19 +26,53 @@ class ServerConnection::Drainer final : public net::InputTask {
   std::shared_ptr<net::Connection> connection_;  // keeps this ServerConnection alive
 };
 
-ServerConnection::ServerConnection(ServerState* state, int max_drainers)
-    : state_(state), max_drainers_(max_drainers), decoder_(state->options.max_body_size) {}
+ServerConnection::ServerConnection(ServerState* state, int max_drainers, bool internal_port)
+    : state_(state), max_drainers_(max_drainers), internal_port_(internal_port) {}
+
+bool ServerConnection::Recognize(net::Connection& connection, const net::BufferChain& input,
+                                 bool* need_more) {
+  const protocol::WireProtocol wire = protocol::RecognizeProtocol(input);
+  *need_more = wire == protocol::WireProtocol::kNeedMore;
+  if (*need_more) return true;
+  const ServerProtocolEntry* entry = FindServerProtocol(wire);
+  if (entry == nullptr) {
+    state_->counters.malformed_frames.fetch_add(1, std::memory_order_relaxed);
+    state_->malformed_log.Log("closing connection from " + connection.remote_side() +
+                              ": neither baidu_std (\"PRPC\") nor HTTP (a method token)");
+    return false;
+  }
+  protocol_ = entry->create(*state_, internal_port_);
+  has_protocol_.store(true, std::memory_order_release);
+  return true;
+}
 
 bool ServerConnection::BacklogFull() const {
   const ServerOptions& options = state_->options;
   return backlog_.size() >= static_cast<size_t>(options.max_queued_requests_per_connection) ||
-         backlog_bytes_ > options.max_queued_request_bytes;
+         backlog_bytes_ > options.max_queued_request_bytes || ProtocolSaturated();
+}
+
+bool ServerConnection::ProtocolSaturated() const {
+  return has_protocol_.load(std::memory_order_acquire) && protocol_->Saturated();
+}
+
+void ServerConnection::OnRepliesDrained(net::Connection& connection) {
+  std::lock_guard lock(backlog_mutex_);
+  UpdateReadBlock(connection);
 }
 
 net::Connection::InputResult ServerConnection::OnInput(
     net::Connection& connection, net::BufferChain& input,
     net::Connection::Clock::time_point read_at) {
   net::Connection::InputResult result;
+  if (!protocol_) {
+    bool need_more = false;
+    if (!Recognize(connection, input, &need_more)) {
+      result.keep_open = false;
+      return result;
+    }
+    if (need_more) return result;
+  }
   std::vector<PendingCall> admitted;
   size_t admitted_bytes = 0;
   bool full = false;
@@ -48,22 +82,25 @@ net::Connection::InputResult ServerConnection::OnInput(
   }
   while (!connection.closed()) {
     // A full backlog stops decoding: the rest stays in `input` until the backlog drains.
-    if (full || admitted.size() >= static_cast<size_t>(
-                                       state_->options.max_queued_requests_per_connection)) {
+    if (full || protocol_->Saturated() ||
+        admitted.size() >= static_cast<size_t>(
+                               state_->options.max_queued_requests_per_connection)) {
       result.input_waits = true;
       break;
     }
-    protocol::Frame frame;
-    const protocol::DecodeStatus status = decoder_.Next(input, &frame);
-    if (status == protocol::DecodeStatus::kNeedMore) break;
-    if (status == protocol::DecodeStatus::kError) {
+    std::unique_ptr<PendingCall> call;
+    const ServerProtocol::Step step = protocol_->Next(*this, connection, input, read_at, &call);
+    if (step == ServerProtocol::Step::kNeedMore) break;
+    if (step == ServerProtocol::Step::kMalformed ||
+        step == ServerProtocol::Step::kMalformedAnswered) {
       state_->counters.malformed_frames.fetch_add(1, std::memory_order_relaxed);
       state_->malformed_log.Log("closing connection from " + connection.remote_side() +
-                                ": malformed frame: " + decoder_.error());
-      result.keep_open = false;
+                                ": malformed " + std::string(protocol_->name()) +
+                                " request: " + protocol_->error());
+      if (step == ServerProtocol::Step::kMalformed) result.keep_open = false;
       break;
     }
-    if (std::unique_ptr<PendingCall> call = Admit(connection, std::move(frame), read_at)) {
+    if (call) {
       admitted_bytes += call->payload.request_size;
       admitted.push_back(std::move(*call));
       full = admitted_bytes > state_->options.max_queued_request_bytes;
@@ -129,7 +166,7 @@ void ServerConnection::UpdateReadBlock(net::Connection& connection) {
   const bool blocked =
       read_blocked_
           ? backlog_.size() > static_cast<size_t>(options.max_queued_requests_per_connection) / 2 ||
-                backlog_bytes_ > options.max_queued_request_bytes / 2
+                backlog_bytes_ > options.max_queued_request_bytes / 2 || ProtocolSaturated()
           : BacklogFull();
   if (blocked == read_blocked_) return;
   read_blocked_ = blocked;
@@ -165,80 +202,65 @@ void ServerConnection::OnClosed(net::Connection& connection) {
   if (state_->connections.empty()) state_->connections_gone.notify_all();
 }
 
-std::unique_ptr<PendingCall> ServerConnection::Admit(net::Connection& connection,
-                                                  protocol::Frame&& frame,
-                                                  net::Connection::Clock::time_point read_at) {
+std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
+                                                    const CallHead& head,
+                                                    net::Connection::Clock::time_point read_at) {
   ServerState& state = *state_;
+  ServerProtocol& wire = *protocol_;
   state.counters.requests.fetch_add(1, std::memory_order_relaxed);
-  const protocol::RpcMeta& meta = frame.meta;
-  const int64_t correlation_id = meta.correlation_id();
+  const int64_t key = head.key;
 
   if (state.stopping.load(std::memory_order_acquire)) {
     state.counters.rejected_stopping.fetch_add(1, std::memory_order_relaxed);
-    WriteErrorReply(connection, correlation_id, ELOGOFF, protocol::kServerStoppingText);
+    wire.SendError(connection, key, ELOGOFF, protocol::kServerStoppingText);
     return nullptr;
   }
   const int max_queued = state.options.max_queued_requests;
   if (max_queued > 0 && state.queued.load(std::memory_order_relaxed) >= max_queued) {
     state.counters.rejected_limit.fetch_add(1, std::memory_order_relaxed);
-    WriteErrorReply(connection, correlation_id, ELIMIT,
-                    "Reached server's max_queued_requests=" + std::to_string(max_queued));
+    wire.SendError(connection, key, ELIMIT,
+                   "Reached server's max_queued_requests=" + std::to_string(max_queued));
     return nullptr;
   }
   if (!state.TryAdmit()) {
     state.counters.rejected_limit.fetch_add(1, std::memory_order_relaxed);
-    WriteErrorReply(connection, correlation_id, ELIMIT,
-                    protocol::MaxConcurrencyText(state.concurrency_limit()));
+    wire.SendError(connection, key, ELIMIT,
+                   protocol::MaxConcurrencyText(state.concurrency_limit()));
     return nullptr;
   }
   // Admitted: from here every path ends in exactly one FinishOne().
-  const size_t request_size = frame.payload.size() + frame.attachment.size();
-  if (decoder_.attachment_error()) {
-    WriteErrorReply(connection, correlation_id, EREQUEST,
-                    protocol::AttachmentTooLargeText("request", meta.attachment_size(),
-                                                     request_size));
+  if (head.invalid_code != 0) {
+    wire.SendError(connection, key, head.invalid_code, head.invalid_text);
     state.FinishOne();
     return nullptr;
   }
   int code = 0;
   std::string text;
-  const protocol::RpcRequestMeta& request_meta = meta.request();  // absent: empty names
-  MethodEntry* method = state.registry.Resolve(request_meta.service_name(),
-                                               request_meta.method_name(), &code, &text);
+  MethodEntry* method = state.registry.Resolve(head.service_name, head.method_name, &code, &text);
   if (method == nullptr) {
     state.counters.rejected_unknown.fetch_add(1, std::memory_order_relaxed);
-    WriteErrorReply(connection, correlation_id, code, text);
+    wire.SendError(connection, key, code, text);
     state.FinishOne();
     return nullptr;
   }
   if (connection.unwritten_held_bytes() >= state.options.max_unwritten_bytes) {
     state.counters.rejected_overcrowded.fetch_add(1, std::memory_order_relaxed);
     method->rejected.fetch_add(1, std::memory_order_relaxed);
-    WriteErrorReply(connection, correlation_id, EOVERCROWDED,
-                    "Connection to " + connection.remote_side() + " is overcrowded");
+    wire.SendError(connection, key, EOVERCROWDED,
+                   "Connection to " + connection.remote_side() + " is overcrowded");
     state.FinishOne();
     return nullptr;
   }
-
   auto call = std::make_unique<ServerCall>(state.shared_from_this(), connection.shared_from_this(),
-                                           &cancels_, method, correlation_id, read_at);
-  Controller& controller = call->controller();
-  controller.set_log_id(request_meta.log_id());
-  if (request_meta.has_request_id()) controller.set_request_id(request_meta.request_id());
-  controller.set_trace(request_meta.trace_id(), request_meta.span_id(),
-                       request_meta.parent_span_id());
-  if (request_meta.has_timeout_ms()) {
-    internal::ControllerAccess::set_deadline_hint_ms(controller, request_meta.timeout_ms());
-  }
-  internal::ControllerAccess::set_remote_side(controller, connection.remote_side());
-  controller.set_request_compress_type(static_cast<CompressType>(meta.compress_type()));
-  for (const auto& [key, value] : meta.user_fields()) {
-    controller.request_user_fields().emplace(key, value);
-  }
-  controller.request_attachment() = std::move(frame.attachment);
-  state.queued.fetch_add(1, std::memory_order_relaxed);
-  return std::make_unique<PendingCall>(
-      std::move(call), RequestPayload{std::move(frame.meta), std::move(frame.payload), request_size});
+                                           &cancels_, &wire, method, key, read_at);
+  internal::ControllerAccess::set_remote_side(call->controller(), connection.remote_side());
+  return call;
+}
+
+std::unique_ptr<PendingCall> ServerConnection::Pending(std::unique_ptr<ServerCall> call,
+                                                       RequestPayload&& payload) {
+  state_->queued.fetch_add(1, std::memory_order_relaxed);
+  return std::make_unique<PendingCall>(std::move(call), std::move(payload));
 }
 
 }  // namespace arenarpc::server

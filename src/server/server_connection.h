@@ -1,5 +1,6 @@
 #pragma once
-// ServerConnection: the server's side of one connection. Decodes request frames and takes each
+// ServerConnection: the server's side of one connection. Recognises the connection's protocol from
+// its first bytes (server_protocol.h), lets the protocol decode requests, and takes each call
 // through admission (stopping → ELOGOFF, max_concurrency / a full server queue → ELIMIT,
 // attachment_size → EREQUEST, name resolution → ENOSERVICE/ENOMETHOD, too much unsent output →
 // EOVERCROWDED) into the connection's backlog.
@@ -12,39 +13,64 @@
 // parallel without a blocking call holding up the rest. Decoding (and reading) pauses while the
 // backlog holds max_queued_requests_per_connection calls or max_queued_request_bytes bytes.
 
+#include <atomic>
 #include <cstddef>
 #include <deque>
 #include <memory>
 #include <mutex>
 
+#include <string>
+#include <string_view>
+
 #include "net/connection.h"
-#include "protocol/frame_codec.h"
 #include "server/cancel_registry.h"
 #include "server/call_task.h"
+#include "server/server_protocol.h"
 #include "server/server_state.h"
 
 namespace arenarpc::server {
 
 class ServerConnection final : public net::Connection::Delegate {
  public:
-  ServerConnection(ServerState* state, int max_drainers);
+  // `internal_port`: accepted on ServerOptions::internal_port (built-in services only).
+  ServerConnection(ServerState* state, int max_drainers, bool internal_port);
   net::Connection::InputResult OnInput(net::Connection& connection, net::BufferChain& input,
                                        net::Connection::Clock::time_point read_at) override;
   void OnClosed(net::Connection& connection) override;
 
+  // What admission needs to know of one decoded call.
+  struct CallHead {
+    std::string_view service_name, method_name;  // resolved as spec §5.2
+    int64_t key = 0;        // identifies the reply: correlation_id (baidu_std), sequence (HTTP)
+    int invalid_code = 0;   // != 0: the request is invalid; answered so once admitted
+    std::string_view invalid_text;
+  };
+  // Admission of one call (stopping -> ELOGOFF, max_queued_requests / max_concurrency -> ELIMIT,
+  // invalid_code, names -> ENOSERVICE/ENOMETHOD, unsent output -> EOVERCROWDED); rejections are
+  // answered through the protocol. nullptr = rejected.
+  std::unique_ptr<ServerCall> Admit(net::Connection& connection, const CallHead& head,
+                                    net::Connection::Clock::time_point read_at);
+  // The protocol's held replies went below its bound: re-evaluates whether reading may resume.
+  void OnRepliesDrained(net::Connection& connection);
+  // An admitted call, with its request bytes, ready for the backlog.
+  std::unique_ptr<PendingCall> Pending(std::unique_ptr<ServerCall> call, RequestPayload&& payload);
+
  private:
   class Drainer;
-  std::unique_ptr<PendingCall> Admit(net::Connection& connection, protocol::Frame&& frame,
-                                     net::Connection::Clock::time_point read_at);
+  // Picks the protocol from the first bytes; false = none matches (close).
+  bool Recognize(net::Connection& connection, const net::BufferChain& input, bool* need_more);
   // One drainer's turn: starts the oldest backlog call; queues the drainer again if more wait.
   void DrainOne(net::Connection& connection);
   void PostDrainer(net::Connection& connection);
   bool BacklogFull() const;                             // backlog_mutex_ held
+  bool ProtocolSaturated() const;
   void UpdateReadBlock(net::Connection& connection);    // backlog_mutex_ held
 
   ServerState* state_;  // outlives every connection (Join closes them all first)
   const int max_drainers_;
-  protocol::FrameDecoder decoder_;  // OnInput only
+  const bool internal_port_;
+  std::unique_ptr<ServerProtocol> protocol_;  // set by the first OnInput, then fixed
+  std::atomic<bool> has_protocol_{false};     // protocol_ is set (read by other threads)
 
   std::mutex backlog_mutex_;
   std::deque<PendingCall> backlog_;

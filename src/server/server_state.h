@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "arenarpc/server.h"
+#include "builtin/builtin_registry.h"
 #include "net/acceptor.h"
 #include "net/connection.h"
 #include "net/event_loop_group.h"
@@ -33,6 +34,8 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   std::unique_ptr<net::EventLoopGroup> loops;  // one io_context shared by all I/O threads
   std::unique_ptr<asio::thread_pool> workers;  // only with options.worker_threads > 0
   std::shared_ptr<net::Acceptor> acceptor;
+  std::shared_ptr<net::Acceptor> internal_acceptor;  // options.internal_port >= 0
+  builtin::BuiltinRegistry builtins;  // filled before Start() listens, read-only after
   std::optional<AutoConcurrencyLimiter> limiter;  // max_concurrency = "auto"
 
   std::atomic<bool> stopping{false};  // new requests get ELOGOFF

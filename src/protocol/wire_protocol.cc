@@ -1,0 +1,46 @@
+#include "protocol/wire_protocol.h"
+
+#include <array>
+
+namespace arenarpc::protocol {
+
+namespace {
+
+// The request methods http-parser accepts that a client of an RPC server plausibly sends.
+constexpr std::array<std::string_view, 9> kHttpMethods = {
+    "GET ", "POST ", "PUT ", "HEAD ", "DELETE ", "OPTIONS ", "PATCH ", "TRACE ", "CONNECT "};
+constexpr std::string_view kBaiduStdMagic = "PRPC";
+constexpr size_t kLongestPrefix = 8;  // "OPTIONS ", "CONNECT "
+
+// `bytes` is `candidate`, or a shorter prefix of it (more bytes may still match).
+bool Matches(std::string_view bytes, std::string_view candidate, bool* complete) {
+  const size_t n = std::min(bytes.size(), candidate.size());
+  if (bytes.substr(0, n) != candidate.substr(0, n)) return false;
+  *complete = n == candidate.size();
+  return true;
+}
+
+}  // namespace
+
+WireProtocol RecognizeProtocol(std::string_view first_bytes) {
+  if (first_bytes.empty()) return WireProtocol::kNeedMore;
+  bool complete = false;
+  if (Matches(first_bytes, kBaiduStdMagic, &complete)) {
+    return complete ? WireProtocol::kBaiduStd : WireProtocol::kNeedMore;
+  }
+  bool partial = false;
+  for (std::string_view method : kHttpMethods) {
+    if (!Matches(first_bytes, method, &complete)) continue;
+    if (complete) return WireProtocol::kHttp;
+    partial = true;
+  }
+  return partial ? WireProtocol::kNeedMore : WireProtocol::kUnknown;
+}
+
+WireProtocol RecognizeProtocol(const net::BufferChain& input) {
+  char head[kLongestPrefix];
+  const size_t n = input.CopyTo(head, sizeof(head));
+  return RecognizeProtocol(std::string_view(head, n));
+}
+
+}  // namespace arenarpc::protocol

@@ -1,0 +1,22 @@
+#pragma once
+// Which protocol a server connection speaks, told from its first bytes: "PRPC" is baidu_std, an
+// HTTP method token followed by a space is HTTP/1.x. Bytes in, a verdict out; no sockets here.
+
+#include <string_view>
+
+#include "arenarpc/buffer_chain.h"
+
+namespace arenarpc::protocol {
+
+enum class WireProtocol {
+  kNeedMore,  // the bytes so far are a prefix of more than one candidate (or of one): wait
+  kBaiduStd,
+  kHttp,
+  kUnknown,  // no protocol starts like this: close the connection
+};
+
+// Looks at the first bytes of `input` (at most the longest method token + 1).
+WireProtocol RecognizeProtocol(const net::BufferChain& input);
+WireProtocol RecognizeProtocol(std::string_view first_bytes);
+
+}  // namespace arenarpc::protocol

@@ -1,0 +1,82 @@
+#pragma once
+// ServerProtocol: the part of a server connection that depends on its wire protocol — how requests
+// are decoded and how replies and errors are packed (as brpc's Protocol: parse / process / pack,
+// one object per connection instead of globals). Everything else on a call's path — admission,
+// the backlog, limits, ServerCall, the memory strategy, stats — is ServerConnection's and
+// ServerCall's, shared by every protocol.
+//
+// A connection's protocol is recognised from its first bytes (protocol/wire_protocol.h) and looked
+// up in the table below.
+
+#include <google/protobuf/message.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "arenarpc/buffer_chain.h"
+#include "net/connection.h"
+#include "protocol/payload_bytes.h"
+#include "protocol/wire_protocol.h"
+
+namespace arenarpc::server {
+
+class ServerCall;
+class ServerConnection;
+struct PendingCall;
+struct RequestPayload;
+struct ServerState;
+
+class ServerProtocol {
+ public:
+  enum class Step {
+    kNeedMore,           // no complete request in the input
+    kCall,               // *call holds an admitted call for the backlog
+    kAnswered,           // a request was answered or rejected without a call
+    kMalformed,          // bad input: count it and close the connection now (error() says why)
+    kMalformedAnswered,  // bad input, answered: count it; the protocol closes after the answer
+  };
+
+  virtual ~ServerProtocol() = default;
+  virtual std::string_view name() const noexcept = 0;
+
+  // Decodes the next request off `input` and takes a call through server.Admit().
+  virtual Step Next(ServerConnection& server, net::Connection& connection, net::BufferChain& input,
+                    std::chrono::steady_clock::time_point read_at,
+                    std::unique_ptr<PendingCall>* call) = 0;
+  virtual const std::string& error() const noexcept = 0;  // after kMalformed*
+  // The protocol holds as many replies waiting for their turn as it may (HTTP's in-order replies):
+  // decoding and reading pause until ServerConnection::OnRepliesDrained(). Any thread; lock-free.
+  virtual bool Saturated() const noexcept { return false; }
+
+  // The request bytes of an admitted call, for MessagePair::ParseRequest(). false: *error_text
+  // is the EREQUEST text to answer.
+  virtual bool OpenRequest(ServerCall& call, const RequestPayload& payload,
+                           protocol::PayloadBytes* bytes, std::string* error_text) = 0;
+  // The EREQUEST text for request bytes the strategy could not parse (brpc's, spec §5.3).
+  virtual std::string ParseFailureText(const ServerCall& call, const RequestPayload& payload);
+  // Packs the reply of a finished call; its controller says whether the handler failed. false:
+  // the call failed (the handler's error, or the response could not be packed: ERESPONSE).
+  virtual bool PackReply(ServerCall& call, const google::protobuf::Message& response,
+                         net::BufferChain* out) = 0;
+  // Sends a packed reply / an error reply for the call identified by `key` (ServerCall's
+  // correlation_id()). Any thread.
+  virtual void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) = 0;
+  virtual void SendError(net::Connection& connection, int64_t key, int code,
+                         std::string_view text) = 0;
+};
+
+// One row of the table of protocols a server speaks.
+struct ServerProtocolEntry {
+  std::string_view name;
+  protocol::WireProtocol wire;
+  // `internal_port`: the connection came in on ServerOptions::internal_port.
+  std::unique_ptr<ServerProtocol> (*create)(ServerState& state, bool internal_port);
+};
+
+// The entry for a recognised protocol, or nullptr.
+const ServerProtocolEntry* FindServerProtocol(protocol::WireProtocol wire);
+
+}  // namespace arenarpc::server

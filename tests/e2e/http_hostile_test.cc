@@ -1,0 +1,202 @@
+// Hostile HTTP input on the RPC port: each bad connection gets its 4xx (when it spoke HTTP), is
+// closed and counted, while a good baidu_std client on the same server keeps 0 errors. And the
+// built-in services' options: has_builtin_services=false, internal_port.
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "http_client.h"
+#include "server_fixture.h"
+
+namespace arenarpc::e2e {
+namespace {
+
+class HttpHostileTest : public ServerTest {};
+INSTANTIATE_TEST_SUITE_P(Heap, HttpHostileTest, ::testing::Values("heap"), ModeName);
+
+TEST_P(HttpHostileTest, BadHttpClosesOnlyItsConnectionAndIsCounted) {
+  ServerOptions options;
+  options.max_body_size = 64 << 10;
+  options.read_timeout_ms = 300;
+  StartServer(options);
+
+  std::atomic<bool> done{false};
+  std::atomic<int> good_calls{0}, bad_calls{0};
+  std::thread good([&] {
+    auto channel = MakeChannel();
+    TestService_Stub stub(channel.get());
+    for (int i = 0; !done.load() || i < 20; ++i) {
+      Controller controller;
+      TestRequest request;
+      request.set_message("good-" + std::to_string(i));
+      TestResponse response;
+      stub.Echo(&controller, &request, &response, nullptr);
+      (!controller.Failed() && response.message() == request.message() ? good_calls : bad_calls)
+          .fetch_add(1);
+    }
+  });
+
+  struct Hostile {
+    const char* what;
+    std::string bytes;
+    int status;  // the answer before the close; 0: closed without one
+  };
+  const std::vector<Hostile> hostile = {
+      {"malformed request line", "GET /x HTTP/9\x01\r\n\r\n", 400},
+      {"malformed header", "GET /x HTTP/1.1\r\nBad\x7f: y\r\n\r\n", 400},
+      {"100 KiB of headers",
+       "GET /health HTTP/1.1\r\n" + std::string(100 << 10, 'h') + ": v\r\n\r\n", 431},
+      {"body over max_body_size",
+       "POST /arenarpc.e2e.TestService/Echo HTTP/1.1\r\nContent-Length: " +
+           std::to_string((64 << 10) + 1) + "\r\n\r\n{",
+       413},
+      {"chunked body over max_body_size",
+       "POST /arenarpc.e2e.TestService/Echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "10001\r\n" +
+           std::string((64 << 10) + 1, 'x'),
+       413},
+      {"garbage first bytes", std::string("\x16\x03\x01\x00\xa5garbage", 12), 0},
+      {"lower-case method", "get / HTTP/1.1\r\n\r\n", 0},
+  };
+  uint64_t expected_malformed = 0;
+  for (const Hostile& h : hostile) {
+    HttpClient client(port_);
+    ASSERT_TRUE(client.connected());
+    client.Send(h.bytes);  // may fail half-way once the server closed: fine
+    if (h.status != 0) {
+      std::optional<HttpResponse> response = client.Read();
+      ASSERT_TRUE(response) << h.what;
+      EXPECT_EQ(h.status, response->status) << h.what;
+      EXPECT_EQ("close", response->Header("connection")) << h.what;
+    }
+    EXPECT_TRUE(client.WaitClosed()) << h.what;
+    ++expected_malformed;
+    // Counted by the reading thread, which may still be on its way when the close arrives.
+    for (int i = 0; i < 200 && server_->GetServerStats().malformed_frames < expected_malformed;
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(expected_malformed, server_->GetServerStats().malformed_frames) << h.what;
+  }
+
+  // Slowloris: headers that never end are cut by read_timeout_ms.
+  {
+    HttpClient client(port_);
+    ASSERT_TRUE(client.Send("GET /health HTTP/1.1\r\nX-Slow: "));
+    for (int i = 0; i < 4; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      client.Send("a");
+    }
+    EXPECT_TRUE(client.WaitClosed(std::chrono::seconds(5)));
+    EXPECT_EQ(1u, server_->GetServerStats().connections_closed_read_timeout);
+  }
+  // An idle keep-alive connection between requests is no slow sender.
+  {
+    HttpClient client(port_);
+    ASSERT_TRUE(client.Send(HttpClient::Request("GET", "/health")));
+    ASSERT_TRUE(client.Read());
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ASSERT_TRUE(client.Send(HttpClient::Request("GET", "/health")));
+    std::optional<HttpResponse> response = client.Read();
+    ASSERT_TRUE(response);
+    EXPECT_EQ(200, response->status);
+  }
+
+  done = true;
+  good.join();
+  EXPECT_EQ(0, bad_calls.load());
+  EXPECT_GE(good_calls.load(), 20);
+  EXPECT_EQ(expected_malformed, server_->GetServerStats().malformed_frames);
+}
+
+// Replies wait for the ones before them: a client pipelining behind a slow call cannot make the
+// server hold more than max_queued_requests_per_connection of them; reading pauses meanwhile and
+// everything is answered, in order, once the slow call is done.
+TEST_P(HttpHostileTest, HeldRepliesAreBoundedPerConnection) {
+  ServerOptions options;
+  options.max_queued_requests_per_connection = 8;
+  StartServer(options);
+  HttpClient client(port_);
+  std::string batch = HttpClient::Request("POST", "/arenarpc.e2e.TestService/Echo",
+                                          R"({"message":"slow","delay_ms":300})");
+  constexpr int kPages = 200;
+  for (int i = 0; i < kPages; ++i) batch += HttpClient::Request("GET", "/health");
+  ASSERT_TRUE(client.Send(batch));
+  std::optional<HttpResponse> first = client.Read();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(200, first->status);
+  EXPECT_NE(std::string::npos, first->body.find("slow"));
+  EXPECT_GE(server_->GetServerStats().read_pauses, 1u);
+  for (int i = 0; i < kPages; ++i) {
+    std::optional<HttpResponse> page = client.Read();
+    ASSERT_TRUE(page) << i;
+    ASSERT_EQ("OK\n", page->body) << i;
+  }
+  EXPECT_EQ(0u, server_->GetServerStats().malformed_frames);
+}
+
+TEST_P(HttpHostileTest, BuiltinServicesCanBeTurnedOff) {
+  ServerOptions options;
+  options.has_builtin_services = false;
+  StartServer(options);
+  HttpClient client(port_);
+  ASSERT_TRUE(client.Send(
+      HttpClient::Request("GET", "/health") + HttpClient::Request("GET", "/") +
+      HttpClient::Request("POST", "/arenarpc.e2e.TestService/Echo", R"({"message":"still"})")));
+  for (int expected : {404, 404, 200}) {
+    std::optional<HttpResponse> response = client.Read();
+    ASSERT_TRUE(response);
+    EXPECT_EQ(expected, response->status) << response->body;
+  }
+}
+
+TEST_P(HttpHostileTest, InternalPortServesBuiltinsAndTheMainPortMethods) {
+  ServerOptions options;
+  options.internal_port = 0;
+  StartServer(options);
+  const int internal = server_->internal_listen_port();
+  ASSERT_GT(internal, 0);
+  ASSERT_NE(port_, internal);
+  auto get = [](int port, const std::string& request) {
+    HttpClient client(port);
+    EXPECT_TRUE(client.Send(request));
+    std::optional<HttpResponse> response = client.Read();
+    return response ? response->status : -1;
+  };
+  const std::string echo =
+      HttpClient::Request("POST", "/arenarpc.e2e.TestService/Echo", R"({"message":"m"})");
+  EXPECT_EQ(403, get(port_, HttpClient::Request("GET", "/health")));
+  EXPECT_EQ(200, get(internal, HttpClient::Request("GET", "/health")));
+  EXPECT_EQ(200, get(internal, HttpClient::Request("GET", "/version")));
+  EXPECT_EQ(200, get(port_, echo));
+  EXPECT_EQ(404, get(internal, echo));
+  // baidu_std stays on the main port too.
+  auto channel = MakeChannel();
+  TestService_Stub stub(channel.get());
+  Controller controller;
+  TestRequest request;
+  request.set_message("rpc");
+  TestResponse response;
+  stub.Echo(&controller, &request, &response, nullptr);
+  EXPECT_FALSE(controller.Failed()) << controller.ErrorText();
+}
+
+TEST(HttpOptionsTest, BadHttpOptionsFailStartNamingThem) {
+  TestServiceImpl service;
+  for (auto [set, name] : std::vector<std::pair<void (*)(ServerOptions&), const char*>>{
+           {[](ServerOptions& o) { o.max_http_header_size = 0; }, "max_http_header_size"},
+           {[](ServerOptions& o) { o.max_http_header_size = 1 << 20; }, "max_http_header_size"},
+           {[](ServerOptions& o) { o.internal_port = -2; }, "internal_port"},
+           {[](ServerOptions& o) { o.internal_port = 70000; }, "internal_port"}}) {
+    Server server;
+    ASSERT_EQ(0, server.AddService(&service, SERVER_DOESNT_OWN_SERVICE));
+    ServerOptions options;
+    set(options);
+    EXPECT_EQ(-1, server.Start("127.0.0.1:0", options));
+    EXPECT_NE(std::string::npos, server.last_error().find(name)) << server.last_error();
+  }
+}
+
+}  // namespace
+}  // namespace arenarpc::e2e
