@@ -3,6 +3,8 @@
 // the query parsing of every request it accepts, and its body as the workload's EchoRequest in
 // JSON (what a call's body goes through), printed back and re-read to the same wire bytes.
 // Input: byte 0 chooses how the rest is chopped into reads; the rest is the connection's bytes.
+#include <google/protobuf/util/json_util.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
@@ -45,6 +47,17 @@ void CheckRequest(const HttpRequest& request) {
   FUZZ_CHECK(MessageToJson(parsed, &json, &error));
   FUZZ_CHECK(JsonToWire(prototype, json, &again, &error));
   FUZZ_CHECK(again == parsed.SerializeAsString());
+  // Against protobuf's own JSON: the same text for the same message, and where json_util accepts
+  // the body too, the same message.
+  google::protobuf::util::JsonPrintOptions print;
+  print.preserve_proto_field_names = true;
+  std::string reference;
+  FUZZ_CHECK(google::protobuf::util::MessageToJsonString(parsed, &reference, print).ok());
+  FUZZ_CHECK(reference == json);
+  arenarpc::example::EchoRequest by_json_util;
+  if (google::protobuf::util::JsonStringToMessage(request.body, &by_json_util).ok()) {
+    FUZZ_CHECK(by_json_util.SerializeAsString() == parsed.SerializeAsString());
+  }
 }
 
 }  // namespace

@@ -302,19 +302,9 @@ TEST_P(HttpTest, CurlCallsAMethodWithJson) {
 namespace arenarpc::e2e {
 namespace {
 
-// Builds whose ReuseSettings has keep_response_submessages (off by default) send heap's bytes
-// from reuse in every case; before it, reuse left out kept proto3 sub-messages the handler left
-// empty (docs/memory.md, Limits).
-template <typename Settings>
-constexpr bool kHasKeepResponseSubmessages =
-    requires(Settings settings) { settings.keep_response_submessages; };
-constexpr bool kReuseOmitsKeptEmptySubmessages =
-    !kHasKeepResponseSubmessages<memory::ReuseSettings>;
-
 // The echo workload's payloads (trees of repeated messages and bytes) over HTTP+JSON: every
 // strategy answers each request with the same JSON, the request's own payload — also once the
-// reuse strategy's pooled trees are shaped by earlier, different calls. The one difference
-// allowed is reuse's documented one where the build still has it (see above).
+// reuse strategy's pooled trees are shaped by earlier, different calls.
 TEST(HttpJsonModesTest, EveryStrategyReturnsTheSameJsonForTheEchoWorkload) {
   std::vector<std::string> requests;
   example::PayloadGenerator generator(2, 99);
@@ -354,13 +344,7 @@ TEST(HttpJsonModesTest, EveryStrategyReturnsTheSameJsonForTheEchoWorkload) {
       }
     } else {
       for (size_t i = 0; i < replies.size(); ++i) {
-        if (kReuseOmitsKeptEmptySubmessages && std::string_view(mode) == "reuse" &&
-            heap_replies[i] == R"({"payload":{}})") {
-          // docs/memory.md, Limits: a kept proto3 sub-message left empty is not sent by reuse.
-          EXPECT_EQ("{}", replies[i]);
-        } else {
-          EXPECT_EQ(heap_replies[i], replies[i]) << mode << " call " << i;
-        }
+        EXPECT_EQ(heap_replies[i], replies[i]) << mode << " call " << i;
       }
     }
     EXPECT_EQ(requests.size(), server.GetMethodStats("arenarpc.example.EchoService.Echo").calls);
