@@ -73,6 +73,8 @@ class PagesTest : public e2e::ServerTest {
     e2e::RawRequest bad;
     bad.raw_payload = std::string("\xff\xff\xff", 3);
     EXPECT_EQ(1003, raw_->Call(bad).error_code);
+    // A pair goes back to its strategy just after its reply was queued: wait for the last one.
+    ExpectAllPairsReleased(kEcho);
   }
 
   std::map<std::string, std::string> Vars(std::map<std::string, std::string> query = {},
