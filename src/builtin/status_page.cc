@@ -155,10 +155,12 @@ void Row(std::string& html, std::string_view name, const std::string& value) {
       "</td></tr>\n");
 }
 
+// qps < 0: not known for this row.
 std::string LatencyRow(std::string_view label, double qps, uint64_t calls, int64_t p50,
                        int64_t p90, int64_t p99, int64_t p999, int64_t max, double mean) {
-  std::string row = "<tr><th>" + std::string(label) + "</th><td>" + FormatDouble(qps, 1) +
-                    "</td><td>" + std::to_string(calls) + "</td>";
+  std::string row = "<tr><th>" + std::string(label) + "</th><td>" +
+                    (qps < 0 ? std::string("-") : FormatDouble(qps, 1)) + "</td><td>" +
+                    std::to_string(calls) + "</td>";
   for (int64_t v : {p50, p90, p99, p999, max}) row += "<td>" + std::to_string(v) + "</td>";
   row += "<td>" + FormatDouble(mean, 1) + "</td></tr>\n";
   return row;
@@ -176,7 +178,7 @@ std::string MethodHtml(const MethodView& view) {
                        w->latency_p50_us, w->latency_p90_us, w->latency_p99_us,
                        w->latency_p999_us, w->latency_max_us, w->latency_mean_us);
   }
-  html += LatencyRow("since start", 0, m.calls, m.latency_p50_us, m.latency_p90_us,
+  html += LatencyRow("since start", -1, m.calls, m.latency_p50_us, m.latency_p90_us,
                      m.latency_p99_us, m.latency_p999_us, m.latency_max_us, m.latency_mean_us);
   html += "</table>\n<table class=\"counters\">\n";
   Row(html, "calls", std::to_string(m.calls));

@@ -15,6 +15,7 @@
 
 #include "builtin/builtin_pages.h"
 #include "builtin/builtin_registry.h"
+#include "page_http_server.h"
 #include "server/server_access.h"
 #include "server/server_state.h"
 #include "server_fixture.h"
@@ -327,6 +328,31 @@ TEST_P(PagesTest, MetricsPassPromtoolAndCountTheCalls) {
   const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::filesystem::remove_all(dir);
   EXPECT_EQ(0, status) << "promtool check metrics: " << said;
+}
+
+// The test responder the Prometheus and Chromium tests scrape through serves the same pages.
+TEST_P(PagesTest, PagesServedOverLoopbackHttpMatchTheHandlers) {
+  MakeCalls();
+  PageHttpServer http(registry_);
+  int status = 0;
+  const auto vars = HttpGet(http.port(), "/vars?prefix=" + std::string(kEchoVar) + "count", &status);
+  ASSERT_TRUE(vars.has_value());
+  EXPECT_EQ(200, status);
+  EXPECT_EQ(std::string(kEchoVar) + "count : " + std::to_string(kGoodCalls + kFailedCalls) + "\n",
+            *vars);
+  const auto missing = HttpGet(http.port(), "/no/such/page", &status);
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_EQ(404, status);
+  EXPECT_EQ(2, http.requests_served());
+}
+
+TEST(ParseRequestTargetTest, SplitsPathAndDecodesTheQuery) {
+  const BuiltinRequest request = ParseRequestTarget("GET", "/vars%2Fx?prefix=a%5Fb&format=json&flag");
+  EXPECT_EQ("/vars/x", request.path);
+  EXPECT_EQ("a_b", request.query.at("prefix"));
+  EXPECT_EQ("json", request.query.at("format"));
+  EXPECT_EQ("", request.query.at("flag"));
+  EXPECT_EQ("/x%zz", ParseRequestTarget("GET", "/x%zz").path);  // not an escape: kept
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, PagesTest, ::testing::ValuesIn(e2e::kAllModes));
