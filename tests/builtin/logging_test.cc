@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <mutex>
+#include <regex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -109,6 +114,27 @@ TEST_F(LoggingTest, SinkCanBeReplacedWhileOtherThreadsLog) {
   for (auto& thread : threads) thread.join();
   EXPECT_GT(second_sink_calls.load(), before);
   SetLogSink(nullptr);  // the lambda's captures go out of scope with this test
+}
+
+TEST(DefaultLogSinkTest, WritesATimestampedLineToStderr) {
+  SetLogSink(nullptr);
+  char path[] = "/tmp/arenarpc_log_XXXXXX";
+  const int file = mkstemp(path);
+  ASSERT_GE(file, 0);
+  std::fflush(stderr);
+  const int saved = dup(STDERR_FILENO);
+  dup2(file, STDERR_FILENO);
+  Log(LogLevel::kError, "disk on fire");
+  std::fflush(stderr);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  close(file);
+  unlink(path);
+  EXPECT_TRUE(std::regex_match(
+      text, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z ERROR arenarpc: disk on fire\n)")))
+      << text;
 }
 
 }  // namespace
