@@ -1,4 +1,5 @@
 #include "arenarpc/logging.h"
+#include "log_capture.h"
 
 #include <gtest/gtest.h>
 
@@ -19,23 +20,10 @@ namespace {
 // Captures what reaches the sink; restores the defaults afterwards.
 class LoggingTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    SetLogSink([this](LogLevel level, std::string_view message) {
-      std::lock_guard lock(mutex_);
-      seen_.emplace_back(level, std::string(message));
-    });
-  }
-  void TearDown() override {
-    SetLogSink(nullptr);
-    SetMinLogLevel(LogLevel::kWarning);
-  }
-  std::vector<std::pair<LogLevel, std::string>> Seen() {
-    std::lock_guard lock(mutex_);
-    return seen_;
-  }
+  void TearDown() override { SetMinLogLevel(LogLevel::kWarning); }
+  std::vector<LogCapture::Message> Seen() { return log_.Seen(); }
 
-  std::mutex mutex_;
-  std::vector<std::pair<LogLevel, std::string>> seen_;
+  LogCapture log_;
 };
 
 TEST_F(LoggingTest, ACustomSinkReceivesMessagesWithTheirLevel) {
@@ -105,7 +93,7 @@ TEST_F(LoggingTest, SinkCanBeReplacedWhileOtherThreadsLog) {
   std::atomic<int> second_sink_calls{0};
   for (int i = 0; i < 200; ++i) {
     SetLogSink([&second_sink_calls](LogLevel, std::string_view) { second_sink_calls.fetch_add(1); });
-    SetUp();  // back to the capturing sink
+    log_.Install();  // back to the capturing sink
   }
   SetLogSink([&second_sink_calls](LogLevel, std::string_view) { second_sink_calls.fetch_add(1); });
   const int before = second_sink_calls.load();
