@@ -65,6 +65,10 @@ class LatencyHistogram {
   static size_t BucketIndex(int64_t us) noexcept;
   static int64_t BucketLowest(size_t index) noexcept;   // smallest value in the bucket
   static int64_t BucketWidth(size_t index) noexcept;    // number of integer values it covers
+  // Values recorded in bucket `index` (< kBucketCount).
+  uint64_t BucketCount(size_t index) const noexcept {
+    return buckets_[index].load(std::memory_order_relaxed);
+  }
 
  private:
   static int64_t Clamp(int64_t us) noexcept {

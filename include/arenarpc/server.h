@@ -32,6 +32,10 @@ namespace google::protobuf {
 class Service;
 }
 
+namespace arenarpc::internal {
+struct ServerAccess;  // src/server/server_access.h
+}
+
 namespace arenarpc {
 
 enum ServiceOwnership { SERVER_OWNS_SERVICE, SERVER_DOESNT_OWN_SERVICE };
@@ -133,6 +137,7 @@ class Server {
   std::vector<std::string> ListMethods() const;
 
  private:
+  friend struct internal::ServerAccess;
   class Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -2,9 +2,9 @@
 
 #include <asio/post.hpp>
 
-#include <cstdio>
 #include <cstdlib>
 
+#include "arenarpc/logging.h"
 #include "client/connection_manager.h"
 #include "net/endpoint.h"
 
@@ -37,7 +37,7 @@ ChannelCore::~ChannelCore() { Shutdown(); }
 void ChannelCore::Shutdown() {
   if (InRuntimeThread()) {
     // Joining the runtime threads from one of them cannot work; this is a caller bug.
-    std::fprintf(stderr, "arenarpc: a Channel was destroyed from its own done callback\n");
+    Log(LogLevel::kError, "a Channel was destroyed from its own done callback");
     std::abort();
   }
   if (shutting_down_.exchange(true, std::memory_order_acq_rel)) return;

@@ -111,6 +111,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Read it from OnClosed or later.
   asio::error_code close_error() const;
   uint64_t id() const noexcept { return id_; }
+  Clock::time_point created_at() const noexcept { return created_at_; }
   const std::string& remote_side() const noexcept { return remote_side_; }  // "ip:port"
   const std::string& local_side() const noexcept { return local_side_; }    // "ip:port"
   Delegate& delegate() noexcept { return *delegate_; }
@@ -139,6 +140,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<Delegate> delegate_;
   const Options options_;
   const uint64_t id_;
+  const Clock::time_point created_at_ = Clock::now();
   std::string remote_side_, local_side_;
 
   BufferChain input_;    // the reading thread only

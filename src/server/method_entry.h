@@ -2,12 +2,15 @@
 // One registered method: what to call, how its messages are made, and its counters.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "arenarpc/latency_histogram.h"
 #include "arenarpc/memory/message_memory.h"
+#include "stats/error_counts.h"
+#include "stats/window_histogram.h"
 
 namespace google::protobuf {
 class MethodDescriptor;
@@ -38,6 +41,35 @@ struct MethodEntry {
   std::atomic<int64_t> in_flight{0};
   LatencyHistogram latency;        // socket -> reply queued
   LatencyHistogram queue_latency;  // socket -> taken by a thread
+  std::atomic<int64_t> max_in_flight{0};
+  std::atomic<uint64_t> arena_bytes{0}, arena_calls{0};
+  stats::ErrorCounts errors_by_code;  // failed and rejected calls
+  stats::WindowedLatency window;      // calls, errors and latency of the last 60 s
+
+  // Answered without running the handler.
+  void CountRejected(int code) noexcept {
+    rejected.fetch_add(1, std::memory_order_relaxed);
+    errors_by_code.Count(code);
+  }
+  void CountStarted() noexcept {
+    const int64_t running = in_flight.fetch_add(1, std::memory_order_relaxed) + 1;
+    int64_t seen = max_in_flight.load(std::memory_order_relaxed);
+    while (running > seen &&
+           !max_in_flight.compare_exchange_weak(seen, running, std::memory_order_relaxed)) {
+    }
+  }
+  // The handler's call ended at `now`; error_code 0 = success.
+  void CountEnded(std::chrono::steady_clock::time_point now, int64_t latency_us,
+                  int error_code) noexcept {
+    latency.Record(latency_us);
+    window.Record(now, latency_us, error_code != 0);
+    calls.fetch_add(1, std::memory_order_relaxed);
+    if (error_code != 0) {
+      errors.fetch_add(1, std::memory_order_relaxed);
+      errors_by_code.Count(error_code);
+    }
+    in_flight.fetch_sub(1, std::memory_order_relaxed);
+  }
 };
 
 }  // namespace arenarpc::server

@@ -15,8 +15,10 @@
 #include "builtin/builtin_services.h"
 #include "net/endpoint.h"
 #include "protocol/http/http_request_decoder.h"
+#include "server/server_access.h"
 #include "server/server_connection.h"
 #include "server/server_state.h"
+#include "stats/server_snapshot.h"
 
 namespace arenarpc {
 
@@ -429,58 +431,15 @@ void Server::RunUntilAskedToQuit() {
 }
 
 MethodStats Server::GetMethodStats(std::string_view full_method_name) const {
-  MethodStats stats;
   const server::MethodEntry* entry = impl_->state->registry.FindMethod(full_method_name);
-  if (entry == nullptr) return stats;
-  stats.full_name = entry->full_name;
-  stats.memory_mode = entry->memory_mode;
-  stats.calls = entry->calls.load(std::memory_order_relaxed);
-  stats.errors = entry->errors.load(std::memory_order_relaxed);
-  stats.rejected = entry->rejected.load(std::memory_order_relaxed);
-  stats.in_flight = entry->in_flight.load(std::memory_order_relaxed);
-  const LatencyHistogram& latency = entry->latency;
-  stats.latency_p50_us = latency.Percentile(50);
-  stats.latency_p80_us = latency.Percentile(80);
-  stats.latency_p90_us = latency.Percentile(90);
-  stats.latency_p99_us = latency.Percentile(99);
-  stats.latency_p999_us = latency.Percentile(99.9);
-  stats.latency_max_us = latency.Max();
-  stats.latency_mean_us = latency.Mean();
-  stats.queue_p50_us = entry->queue_latency.Percentile(50);
-  stats.queue_p99_us = entry->queue_latency.Percentile(99);
-  stats.queue_max_us = entry->queue_latency.Max();
-  if (entry->binding) stats.memory = entry->binding->strategy->stats();
-  return stats;
+  if (entry == nullptr) return MethodStats{};
+  return stats::SnapshotMethod(*entry, std::chrono::steady_clock::now());
 }
 
-ServerStats Server::GetServerStats() const {
-  const ServerState& state = *impl_->state;
-  ServerStats stats;
-  stats.connections_accepted = state.counters.connections_accepted.load(std::memory_order_relaxed);
-  stats.connections_closed_idle =
-      state.counters.connections_closed_idle.load(std::memory_order_relaxed);
-  stats.connections_closed_read_timeout =
-      state.counters.connections_closed_read_timeout.load(std::memory_order_relaxed);
-  stats.connections_rejected = state.counters.connections_rejected.load(std::memory_order_relaxed);
-  stats.malformed_frames = state.counters.malformed_frames.load(std::memory_order_relaxed);
-  stats.rejected_timed_out = state.counters.rejected_timed_out.load(std::memory_order_relaxed);
-  stats.read_pauses = state.counters.read_pauses.load(std::memory_order_relaxed);
-  stats.queued = state.queued.load(std::memory_order_relaxed);
-  stats.concurrency_limit = state.concurrency_limit();
-  stats.requests = state.counters.requests.load(std::memory_order_relaxed);
-  stats.rejected_stopping = state.counters.rejected_stopping.load(std::memory_order_relaxed);
-  stats.rejected_limit = state.counters.rejected_limit.load(std::memory_order_relaxed);
-  stats.rejected_unknown = state.counters.rejected_unknown.load(std::memory_order_relaxed);
-  stats.rejected_overcrowded = state.counters.rejected_overcrowded.load(std::memory_order_relaxed);
-  stats.in_flight = state.in_flight.load(std::memory_order_relaxed);
-  {
-    std::lock_guard lock(impl_->state->connections_mutex);
-    stats.connections_open = state.connections.size();
-    for (const auto& [id, connection] : state.connections) {
-      stats.unwritten_held_bytes += connection->unwritten_held_bytes();
-    }
-  }
-  return stats;
+ServerStats Server::GetServerStats() const { return stats::SnapshotServer(*impl_->state); }
+
+std::shared_ptr<server::ServerState> internal::ServerAccess::State(const Server& server) {
+  return server.impl_->state;
 }
 
 std::vector<std::string> Server::ListMethods() const {

@@ -1,5 +1,6 @@
 #include "server/server_call.h"
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 #include <google/protobuf/service.h>
@@ -109,7 +110,7 @@ void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload)
   if (timeout_ms > 0 && call->started_ >= call->deadline()) {  // a timeout_ms of 0 sets none
     ServerState& state = *call->state_;
     state.counters.rejected_timed_out.fetch_add(1, std::memory_order_relaxed);
-    method->rejected.fetch_add(1, std::memory_order_relaxed);
+    method->CountRejected(ERPCTIMEDOUT);
     call->protocol_->SendError(*call->connection_, call->correlation_id_, ERPCTIMEDOUT,
                                "The request waited " + std::to_string(queued_us / 1000) +
                                    "ms for a thread, past its timeout_ms=" +
@@ -125,7 +126,7 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
   try {
     call->pair_ = method->binding->memory->Acquire();
   } catch (const std::exception& e) {
-    method->rejected.fetch_add(1, std::memory_order_relaxed);
+    method->CountRejected(EINTERNAL);
     call->protocol_->SendError(*call->connection_, call->correlation_id_, EINTERNAL,
                                "Fail to create the messages of " + method->full_name + ": " +
                                    e.what());
@@ -141,13 +142,13 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     }
   }
   if (!error_text.empty()) {
-    method->rejected.fetch_add(1, std::memory_order_relaxed);
+    method->CountRejected(EREQUEST);
     call->protocol_->SendError(*call->connection_, call->correlation_id_, EREQUEST, error_text);
     call->state_->FinishOne();
     return;  // the half-filled pair goes back to its strategy with the call
   }
   payload.bytes.clear();  // the input pages can go back before the handler runs
-  method->in_flight.fetch_add(1, std::memory_order_relaxed);
+  method->CountStarted();
   ServerCall* done = call.release();  // owned by the handler until done->Run()
   done->method_->service->CallMethod(method->descriptor, &done->controller_,
                                      done->pair_.request(), done->pair_.response(), done);
@@ -160,17 +161,20 @@ void ServerCall::Run() {
   net::BufferChain frame;
   if (!close && !controller_.Failed()) pair.PrepareResponse();
   const bool ok = !close && protocol_->PackReply(*this, *pair.response(), &frame);
+  if (const google::protobuf::Arena* arena = pair.arena()) {
+    method_->arena_bytes.fetch_add(arena->SpaceAllocated(), std::memory_order_relaxed);
+    method_->arena_calls.fetch_add(1, std::memory_order_relaxed);
+  }
   // Counted before the reply leaves, so a client that has its reply also sees its call counted.
   const auto now = std::chrono::steady_clock::now();
-  method_->latency.Record(std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count());
   if (state_->limiter) {
     using std::chrono::duration_cast, std::chrono::microseconds;
     state_->limiter->OnCallEnd(duration_cast<microseconds>(now.time_since_epoch()).count(),
                                duration_cast<microseconds>(now - started_).count(), ok);
   }
-  method_->calls.fetch_add(1, std::memory_order_relaxed);
-  if (!ok) method_->errors.fetch_add(1, std::memory_order_relaxed);
-  method_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  method_->CountEnded(
+      now, std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count(),
+      ok ? 0 : (controller_.Failed() ? controller_.ErrorCode() : ERESPONSE));
   if (close) {
     connection_->Close();  // the handler asked for it: no reply (spec §5.3)
   } else {

@@ -245,7 +245,7 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
   }
   if (connection.unwritten_held_bytes() >= state.options.max_unwritten_bytes) {
     state.counters.rejected_overcrowded.fetch_add(1, std::memory_order_relaxed);
-    method->rejected.fetch_add(1, std::memory_order_relaxed);
+    method->CountRejected(EOVERCROWDED);
     wire.SendError(connection, key, EOVERCROWDED,
                    "Connection to " + connection.remote_side() + " is overcrowded");
     state.FinishOne();

@@ -1,0 +1,91 @@
+#include "builtin/connections_page.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "builtin/page_format.h"
+#include "builtin/page_state.h"
+
+namespace arenarpc::builtin {
+namespace {
+
+struct ConnectionRow {
+  uint64_t id = 0;
+  std::string remote, local, protocol;
+  double age_seconds = 0;
+  uint64_t bytes_written = 0, unwritten_held_bytes = 0;
+};
+
+std::vector<ConnectionRow> ListConnections(server::ServerState& state) {
+  const auto now = net::Connection::Clock::now();
+  std::vector<ConnectionRow> rows;
+  {
+    std::lock_guard lock(state.connections_mutex);
+    for (const auto& [id, connection] : state.connections) {
+      ConnectionRow row;
+      row.id = id;
+      row.remote = connection->remote_side();
+      row.local = connection->local_side();
+      row.protocol = "baidu_std";  // the only protocol the server speaks in this build
+      row.age_seconds = std::chrono::duration<double>(now - connection->created_at()).count();
+      row.bytes_written = connection->bytes_written();
+      row.unwritten_held_bytes = connection->unwritten_held_bytes();
+      rows.push_back(std::move(row));
+    }
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const ConnectionRow& a, const ConnectionRow& b) { return a.id < b.id; });
+  return rows;
+}
+
+void ServeConnections(server::ServerState& state, const BuiltinRequest& request,
+                      BuiltinReply* reply) {
+  if (RejectUnlessGet(request, reply)) return;
+  const std::vector<ConnectionRow> rows = ListConnections(state);
+  if (WantsJson(request)) {
+    JsonWriter json;
+    json.BeginObject().Field("count", static_cast<uint64_t>(rows.size()));
+    json.Key("connections").BeginArray();
+    for (const ConnectionRow& row : rows) {
+      json.BeginObject()
+          .Field("id", row.id)
+          .Field("remote", row.remote)
+          .Field("local", row.local)
+          .Field("protocol", row.protocol)
+          .Field("age_seconds", row.age_seconds)
+          .Field("bytes_written", row.bytes_written)
+          .Field("unwritten_held_bytes", row.unwritten_held_bytes)
+          .EndObject();
+    }
+    json.EndArray().EndObject();
+    reply->content_type = "application/json";
+    reply->body = json.Take() + "\n";
+    return;
+  }
+  std::string text;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-8s %-40s %-40s %-10s %10s %14s %14s\n", "id", "remote",
+                "local", "protocol", "age_s", "bytes_written", "unwritten_held");
+  text += line;
+  for (const ConnectionRow& row : rows) {
+    std::snprintf(line, sizeof line, "%-8llu %-40s %-40s %-10s %10.1f %14llu %14llu\n",
+                  static_cast<unsigned long long>(row.id), row.remote.c_str(), row.local.c_str(),
+                  row.protocol.c_str(), row.age_seconds,
+                  static_cast<unsigned long long>(row.bytes_written),
+                  static_cast<unsigned long long>(row.unwritten_held_bytes));
+    text += line;
+  }
+  text += std::to_string(rows.size()) + " connection(s)\n";
+  reply->body = std::move(text);
+}
+
+}  // namespace
+
+void AddConnectionsPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state) {
+  registry->Add("/connections", "open connections (?format=json)",
+                BindState(state, ServeConnections));
+}
+
+}  // namespace arenarpc::builtin

@@ -1,0 +1,17 @@
+#pragma once
+// /connections: the server's open connections: id, remote and local address, protocol, age, bytes
+// written, memory held by unsent replies. Text table, or ?format=json.
+
+#include <memory>
+
+#include "builtin/builtin_registry.h"
+
+namespace arenarpc::server {
+struct ServerState;
+}
+
+namespace arenarpc::builtin {
+
+void AddConnectionsPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state);
+
+}  // namespace arenarpc::builtin

@@ -1,0 +1,84 @@
+#include "builtin/memory_page.h"
+
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "builtin/page_state.h"
+#include "stats/server_snapshot.h"
+
+namespace arenarpc::builtin {
+namespace {
+
+double BytesPerCall(const MethodStats& m) {
+  return m.arena_calls == 0 ? 0.0
+                            : static_cast<double>(m.arena_bytes) / static_cast<double>(m.arena_calls);
+}
+
+// (name, value) of one method's memory, in the order both formats show them.
+std::vector<std::pair<const char*, uint64_t>> MemoryCounters(const MethodStats& m) {
+  const memory::MemoryStats& s = m.memory;
+  return {{"arena_bytes", m.arena_bytes},
+          {"arena_calls", m.arena_calls},
+          {"acquired", s.acquired},
+          {"released", s.released},
+          {"page_allocations", s.page_allocations},
+          {"page_cache_hits", s.page_cache_hits},
+          {"page_cache_misses", s.page_cache_misses},
+          {"pages_cached", s.pages_cached},
+          {"pages_outstanding", s.pages_outstanding},
+          {"reuses", s.reuses},
+          {"rebuilds", s.rebuilds},
+          {"trims", s.trims},
+          {"objects_pooled", s.objects_pooled},
+          {"retained_bytes_estimate", s.retained_bytes_estimate},
+          {"requests_shaped", s.requests_shaped},
+          {"responses_mirrored", s.responses_mirrored}};
+}
+
+void ServeMemory(server::ServerState& state, const BuiltinRequest& request,
+                 BuiltinReply* reply) {
+  if (RejectUnlessGet(request, reply)) return;
+  const std::vector<MethodStats> methods =
+      stats::SnapshotMethods(state, std::chrono::steady_clock::now());
+  if (WantsJson(request)) {
+    JsonWriter json;
+    json.BeginObject().Key("methods").BeginObject();
+    for (const MethodStats& m : methods) {
+      json.Key(m.full_name);
+      WriteMethodMemoryJson(json, m);
+    }
+    json.EndObject().EndObject();
+    reply->content_type = "application/json";
+    reply->body = json.Take() + "\n";
+    return;
+  }
+  std::string text;
+  for (const MethodStats& m : methods) {
+    text += m.full_name + "\n";
+    text += "  strategy = " + m.memory_mode + "\n";
+    text += "  arena_bytes_per_call = " + FormatDouble(BytesPerCall(m), 1) + "\n";
+    for (const auto& [name, value] : MemoryCounters(m)) {
+      text += std::string("  ") + name + " = " + std::to_string(value) + "\n";
+    }
+  }
+  text += "(strategy counters are the strategy's totals, shared by the methods it serves)\n";
+  reply->body = std::move(text);
+}
+
+}  // namespace
+
+void WriteMethodMemoryJson(JsonWriter& json, const MethodStats& m) {
+  json.BeginObject()
+      .Field("strategy", m.memory_mode)
+      .Field("arena_bytes_per_call", BytesPerCall(m));
+  for (const auto& [name, value] : MemoryCounters(m)) json.Field(name, value);
+  json.EndObject();
+}
+
+void AddMemoryPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state) {
+  registry->Add("/memory", "per-method message memory: strategy, arena bytes per call, pools",
+                BindState(state, ServeMemory));
+}
+
+}  // namespace arenarpc::builtin

@@ -1,0 +1,22 @@
+#pragma once
+// /metrics: the server's metrics in the Prometheus text exposition format 0.0.4, built with
+// prometheus-cpp's core library (families, text serializer) from the same counters as /vars.
+// Names and labels: docs/observability.md.
+
+#include <memory>
+#include <string>
+
+#include "builtin/builtin_registry.h"
+
+namespace arenarpc::server {
+struct ServerState;
+}
+
+namespace arenarpc::builtin {
+
+void AddMetricsPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state);
+
+// The exposition text (what /metrics serves).
+std::string RenderMetrics(server::ServerState& state);
+
+}  // namespace arenarpc::builtin

@@ -1,0 +1,63 @@
+#pragma once
+// Text helpers of the built-in pages: HTML escaping, a small JSON writer, number formatting.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "builtin/builtin_service.h"
+
+namespace arenarpc::builtin {
+
+std::string HtmlEscape(std::string_view text);
+// Fixed-point with `decimals` digits ("12.500").
+std::string FormatDouble(double value, int decimals = 3);
+// True when the request asks for JSON (?format=json).
+bool WantsJson(const BuiltinRequest& request);
+// A GET-only page answers other methods with 405.
+bool RejectUnlessGet(const BuiltinRequest& request, BuiltinReply* reply);
+
+// Writes one JSON value; the caller nests objects and arrays correctly.
+class JsonWriter {
+ public:
+  JsonWriter& BeginObject() { return Open('{'); }
+  JsonWriter& EndObject() { return Close('}'); }
+  JsonWriter& BeginArray() { return Open('['); }
+  JsonWriter& EndArray() { return Close(']'); }
+  JsonWriter& Key(std::string_view key);
+  JsonWriter& String(std::string_view value);
+  JsonWriter& Number(uint64_t value);
+  JsonWriter& Number(int64_t value);
+  JsonWriter& Number(int value) { return Number(static_cast<int64_t>(value)); }
+  JsonWriter& Number(double value);
+  JsonWriter& Bool(bool value);
+  // Key + value in one.
+  template <typename T>
+  JsonWriter& Field(std::string_view key, T value) {
+    Key(key);
+    if constexpr (std::is_convertible_v<T, std::string_view>) {
+      return String(value);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return Bool(value);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return Number(static_cast<double>(value));
+    } else if constexpr (std::is_signed_v<T>) {
+      return Number(static_cast<int64_t>(value));
+    } else {
+      return Number(static_cast<uint64_t>(value));
+    }
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  JsonWriter& Open(char bracket);
+  JsonWriter& Close(char bracket);
+  void BeforeValue();
+  std::string out_;
+  std::vector<bool> first_;  // per open container: nothing written in it yet
+  bool after_key_ = false;
+};
+
+}  // namespace arenarpc::builtin

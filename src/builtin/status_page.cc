@@ -1,0 +1,276 @@
+#include "builtin/status_page.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+
+#include "arenarpc/error_codes.h"
+#include "builtin/memory_page.h"
+#include "builtin/page_format.h"
+#include "builtin/page_state.h"
+#include "stats/process_stats.h"
+#include "stats/server_snapshot.h"
+
+namespace arenarpc::builtin {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using PerSecond = std::array<uint64_t, 60>;
+
+struct MethodView {
+  MethodStats stats;
+  PerSecond calls_per_second{};  // the last 60 whole seconds, oldest first
+};
+
+std::vector<MethodView> ViewMethods(server::ServerState& state, Clock::time_point now) {
+  std::vector<MethodView> out;
+  for (MethodStats& stats : stats::SnapshotMethods(state, now)) {
+    MethodView view;
+    if (const server::MethodEntry* entry = state.registry.FindMethod(stats.full_name)) {
+      view.calls_per_second = entry->window.CountsPerSecond<60>(now);
+    }
+    view.stats = std::move(stats);
+    out.push_back(std::move(view));
+  }
+  return out;
+}
+
+std::string CodeLabel(int code) {
+  return code == 0 ? std::string("other") : std::to_string(code);
+}
+
+// ---- JSON
+
+void WriteWindow(JsonWriter& json, const WindowStats& w) {
+  json.BeginObject()
+      .Field("seconds", w.seconds)
+      .Field("covered_seconds", w.covered_seconds)
+      .Field("calls", w.calls)
+      .Field("errors", w.errors)
+      .Field("qps", w.qps)
+      .Field("p50_us", w.latency_p50_us)
+      .Field("p90_us", w.latency_p90_us)
+      .Field("p99_us", w.latency_p99_us)
+      .Field("p999_us", w.latency_p999_us)
+      .Field("max_us", w.latency_max_us)
+      .Field("mean_us", w.latency_mean_us)
+      .EndObject();
+}
+
+void WriteServer(JsonWriter& json, const ServerStats& s) {
+  json.BeginObject()
+      .Field("connections_open", s.connections_open)
+      .Field("connections_accepted", s.connections_accepted)
+      .Field("connections_closed_idle", s.connections_closed_idle)
+      .Field("connections_closed_read_timeout", s.connections_closed_read_timeout)
+      .Field("connections_rejected", s.connections_rejected)
+      .Field("malformed_frames", s.malformed_frames)
+      .Field("requests", s.requests)
+      .Field("rejected_stopping", s.rejected_stopping)
+      .Field("rejected_limit", s.rejected_limit)
+      .Field("rejected_unknown", s.rejected_unknown)
+      .Field("rejected_overcrowded", s.rejected_overcrowded)
+      .Field("rejected_timed_out", s.rejected_timed_out)
+      .Field("read_pauses", s.read_pauses)
+      .Field("unwritten_held_bytes", s.unwritten_held_bytes)
+      .Field("in_flight", s.in_flight)
+      .Field("queued", s.queued)
+      .Field("concurrency_limit", s.concurrency_limit)
+      .EndObject();
+}
+
+std::string StatusJson(const std::vector<MethodView>& methods, const ServerStats& server,
+                       const stats::ProcessStats& process) {
+  JsonWriter json;
+  json.BeginObject().Key("server");
+  WriteServer(json, server);
+  json.Key("process")
+      .BeginObject()
+      .Field("cpu_usage_us", process.cpu_us())
+      .Field("rss_bytes", process.rss_bytes)
+      .Field("fd_count", process.fd_count)
+      .Field("thread_count", process.thread_count)
+      .EndObject();
+  json.Key("methods").BeginArray();
+  for (const MethodView& view : methods) {
+    const MethodStats& m = view.stats;
+    json.BeginObject()
+        .Field("name", m.full_name)
+        .Field("calls", m.calls)
+        .Field("errors", m.errors)
+        .Field("rejected", m.rejected)
+        .Field("in_flight", m.in_flight)
+        .Field("max_in_flight", m.max_in_flight);
+    json.Key("errors_by_code").BeginObject();
+    for (const ErrorCodeCount& e : m.errors_by_code) json.Field(CodeLabel(e.code), e.count);
+    json.EndObject();
+    json.Key("last_10s");
+    WriteWindow(json, m.last_10s);
+    json.Key("last_60s");
+    WriteWindow(json, m.last_60s);
+    json.Key("since_start")
+        .BeginObject()
+        .Field("calls", m.calls)
+        .Field("p50_us", m.latency_p50_us)
+        .Field("p90_us", m.latency_p90_us)
+        .Field("p99_us", m.latency_p99_us)
+        .Field("p999_us", m.latency_p999_us)
+        .Field("max_us", m.latency_max_us)
+        .Field("mean_us", m.latency_mean_us)
+        .Field("sum_us", m.latency_sum_us)
+        .EndObject();
+    json.Key("calls_per_second_last_60s").BeginArray();
+    for (uint64_t n : view.calls_per_second) json.Number(n);
+    json.EndArray();
+    json.Key("memory");
+    WriteMethodMemoryJson(json, m);
+    json.EndObject();
+  }
+  json.EndArray().EndObject();
+  return json.Take() + "\n";
+}
+
+// ---- HTML
+
+// An inline SVG polyline of the per-second counts, scaled to its own maximum.
+std::string Sparkline(const PerSecond& counts) {
+  constexpr int kWidth = 240, kHeight = 40;
+  const uint64_t top = std::max<uint64_t>(1, *std::max_element(counts.begin(), counts.end()));
+  std::string points;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const double x = static_cast<double>(i) * kWidth / (counts.size() - 1);
+    const double y = kHeight - 2 - static_cast<double>(counts[i]) * (kHeight - 4) / top;
+    points += FormatDouble(x, 1) + "," + FormatDouble(y, 1) + " ";
+  }
+  return "<svg class=\"spark\" width=\"" + std::to_string(kWidth) + "\" height=\"" +
+         std::to_string(kHeight) + "\" viewBox=\"0 0 " + std::to_string(kWidth) + " " +
+         std::to_string(kHeight) +
+         "\"><polyline fill=\"none\" stroke=\"#2a6fdb\" stroke-width=\"1.5\" points=\"" + points +
+         "\"/></svg> <span class=\"note\">calls/s, last 60 s (max " + std::to_string(top) +
+         ")</span>";
+}
+
+void Row(std::string& html, std::string_view name, const std::string& value) {
+  html.append("<tr><th>").append(HtmlEscape(name)).append("</th><td>").append(value).append(
+      "</td></tr>\n");
+}
+
+// qps < 0: not known for this row.
+std::string LatencyRow(std::string_view label, double qps, uint64_t calls, int64_t p50,
+                       int64_t p90, int64_t p99, int64_t p999, int64_t max, double mean) {
+  std::string row = "<tr><th>" + std::string(label) + "</th><td>" +
+                    (qps < 0 ? std::string("-") : FormatDouble(qps, 1)) + "</td><td>" +
+                    std::to_string(calls) + "</td>";
+  for (int64_t v : {p50, p90, p99, p999, max}) row += "<td>" + std::to_string(v) + "</td>";
+  row += "<td>" + FormatDouble(mean, 1) + "</td></tr>\n";
+  return row;
+}
+
+std::string MethodHtml(const MethodView& view) {
+  const MethodStats& m = view.stats;
+  std::string html = "<h2>" + HtmlEscape(m.full_name) + "</h2>\n";
+  html += Sparkline(view.calls_per_second) + "\n";
+  html += "<table class=\"latency\"><tr><th>window</th><th>qps</th><th>calls</th>"
+          "<th>p50 µs</th><th>p90 µs</th><th>p99 µs</th><th>p99.9 µs</th><th>max µs</th>"
+          "<th>mean µs</th></tr>\n";
+  for (const WindowStats* w : {&m.last_10s, &m.last_60s}) {
+    html += LatencyRow("last " + std::to_string(w->seconds) + " s", w->qps, w->calls,
+                       w->latency_p50_us, w->latency_p90_us, w->latency_p99_us,
+                       w->latency_p999_us, w->latency_max_us, w->latency_mean_us);
+  }
+  html += LatencyRow("since start", -1, m.calls, m.latency_p50_us, m.latency_p90_us,
+                     m.latency_p99_us, m.latency_p999_us, m.latency_max_us, m.latency_mean_us);
+  html += "</table>\n<table class=\"counters\">\n";
+  Row(html, "calls", std::to_string(m.calls));
+  Row(html, "errors", std::to_string(m.errors));
+  Row(html, "rejected", std::to_string(m.rejected));
+  std::string by_code;
+  for (const ErrorCodeCount& e : m.errors_by_code) {
+    by_code += (by_code.empty() ? "" : ", ") + CodeLabel(e.code) +
+               (e.code != 0 ? std::string(" ") + HtmlEscape(ErrorCodeName(e.code)) : "") +
+               ": " + std::to_string(e.count);
+  }
+  Row(html, "errors by code", by_code.empty() ? "none" : by_code);
+  Row(html, "in flight (max)",
+      std::to_string(m.in_flight) + " (" + std::to_string(m.max_in_flight) + ")");
+  const memory::MemoryStats& s = m.memory;
+  Row(html, "memory strategy", HtmlEscape(m.memory_mode));
+  Row(html, "arena bytes per call",
+      m.arena_calls == 0 ? "-" : FormatDouble(static_cast<double>(m.arena_bytes) / m.arena_calls, 0));
+  Row(html, "pairs acquired / released",
+      std::to_string(s.acquired) + " / " + std::to_string(s.released));
+  if (m.memory_mode == "paged") {
+    Row(html, "page cache hits / misses",
+        std::to_string(s.page_cache_hits) + " / " + std::to_string(s.page_cache_misses));
+    Row(html, "pages cached / outstanding",
+        std::to_string(s.pages_cached) + " / " + std::to_string(s.pages_outstanding));
+  }
+  if (m.memory_mode == "reuse") {
+    Row(html, "reuses / rebuilds / trims",
+        std::to_string(s.reuses) + " / " + std::to_string(s.rebuilds) + " / " +
+            std::to_string(s.trims));
+    Row(html, "objects pooled", std::to_string(s.objects_pooled));
+    Row(html, "retained bytes (estimate)", std::to_string(s.retained_bytes_estimate));
+  }
+  html += "</table>\n";
+  return html;
+}
+
+std::string StatusHtml(const std::vector<MethodView>& methods, const ServerStats& s,
+                       const stats::ProcessStats& p) {
+  std::string html =
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>arenarpc status</title>\n"
+      "<style>body{font-family:sans-serif;margin:1.5em;color:#222}"
+      "table{border-collapse:collapse;margin:0.5em 0 1em}"
+      "th,td{border:1px solid #ccc;padding:2px 8px;text-align:right}"
+      "th{background:#f2f4f8}.counters th{text-align:left}"
+      "h2{font-size:1.1em;margin-top:1.5em}.note{color:#666;font-size:0.85em}"
+      ".spark{vertical-align:middle;background:#fafbfd;border:1px solid #e2e6ee}</style>\n"
+      "</head><body>\n<h1>arenarpc status</h1>\n<table class=\"counters\">\n";
+  Row(html, "connections open", std::to_string(s.connections_open));
+  Row(html, "connections accepted", std::to_string(s.connections_accepted));
+  Row(html, "requests", std::to_string(s.requests));
+  Row(html, "in flight / queued",
+      std::to_string(s.in_flight) + " / " + std::to_string(s.queued));
+  Row(html, "concurrency limit",
+      s.concurrency_limit == 0 ? "none" : std::to_string(s.concurrency_limit));
+  Row(html, "malformed frames", std::to_string(s.malformed_frames));
+  Row(html, "rejected: stopping / limit / unknown / overcrowded / timed out",
+      std::to_string(s.rejected_stopping) + " / " + std::to_string(s.rejected_limit) + " / " +
+          std::to_string(s.rejected_unknown) + " / " + std::to_string(s.rejected_overcrowded) +
+          " / " + std::to_string(s.rejected_timed_out));
+  Row(html, "unwritten held bytes", std::to_string(s.unwritten_held_bytes));
+  Row(html, "process CPU s / RSS MiB / fds / threads",
+      FormatDouble(static_cast<double>(p.cpu_us()) * 1e-6, 2) + " / " +
+          FormatDouble(static_cast<double>(p.rss_bytes) / (1 << 20), 1) + " / " +
+          std::to_string(p.fd_count) + " / " + std::to_string(p.thread_count));
+  html += "</table>\n";
+  for (const MethodView& view : methods) html += MethodHtml(view);
+  html += "<p class=\"note\">JSON: <code>/status?format=json</code></p>\n</body></html>\n";
+  return html;
+}
+
+void ServeStatus(server::ServerState& state, const BuiltinRequest& request,
+                 BuiltinReply* reply) {
+  if (RejectUnlessGet(request, reply)) return;
+  const auto now = Clock::now();
+  const std::vector<MethodView> methods = ViewMethods(state, now);
+  const ServerStats server = stats::SnapshotServer(state);
+  const stats::ProcessStats process = stats::ReadProcessStats();
+  if (WantsJson(request)) {
+    reply->content_type = "application/json";
+    reply->body = StatusJson(methods, server, process);
+  } else {
+    reply->content_type = "text/html; charset=utf-8";
+    reply->body = StatusHtml(methods, server, process);
+  }
+}
+
+}  // namespace
+
+void AddStatusPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state) {
+  registry->Add("/status", "per-method QPS, errors, latency windows and memory (HTML; ?format=json)",
+                BindState(state, ServeStatus));
+}
+
+}  // namespace arenarpc::builtin

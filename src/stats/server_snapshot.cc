@@ -1,0 +1,99 @@
+#include "stats/server_snapshot.h"
+
+#include <algorithm>
+
+#include "server/method_entry.h"
+#include "server/server_state.h"
+
+namespace arenarpc::stats {
+namespace {
+
+WindowStats ToWindowStats(const WindowSnapshot& w, int seconds) {
+  WindowStats out;
+  out.seconds = seconds;
+  out.covered_seconds = w.seconds;
+  out.calls = w.count;
+  out.errors = w.errors;
+  out.qps = w.qps();
+  out.latency_p50_us = w.Percentile(50);
+  out.latency_p90_us = w.Percentile(90);
+  out.latency_p99_us = w.Percentile(99);
+  out.latency_p999_us = w.Percentile(99.9);
+  out.latency_max_us = w.max_us;
+  out.latency_mean_us = w.mean_us();
+  return out;
+}
+
+}  // namespace
+
+MethodStats SnapshotMethod(const server::MethodEntry& entry,
+                           std::chrono::steady_clock::time_point now) {
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  MethodStats stats;
+  stats.full_name = entry.full_name;
+  stats.memory_mode = entry.memory_mode;
+  stats.calls = entry.calls.load(kRelaxed);
+  stats.errors = entry.errors.load(kRelaxed);
+  stats.rejected = entry.rejected.load(kRelaxed);
+  stats.in_flight = entry.in_flight.load(kRelaxed);
+  stats.max_in_flight = entry.max_in_flight.load(kRelaxed);
+  const LatencyHistogram& latency = entry.latency;
+  stats.latency_p50_us = latency.Percentile(50);
+  stats.latency_p80_us = latency.Percentile(80);
+  stats.latency_p90_us = latency.Percentile(90);
+  stats.latency_p99_us = latency.Percentile(99);
+  stats.latency_p999_us = latency.Percentile(99.9);
+  stats.latency_max_us = latency.Max();
+  stats.latency_mean_us = latency.Mean();
+  stats.latency_sum_us = latency.Sum();
+  stats.queue_p50_us = entry.queue_latency.Percentile(50);
+  stats.queue_p99_us = entry.queue_latency.Percentile(99);
+  stats.queue_max_us = entry.queue_latency.Max();
+  stats.last_10s = ToWindowStats(entry.window.Snapshot(now, 10), 10);
+  stats.last_60s = ToWindowStats(entry.window.Snapshot(now, 60), 60);
+  for (const auto& [code, count] : entry.errors_by_code.NonZero()) {
+    stats.errors_by_code.push_back({code, count});
+  }
+  stats.arena_bytes = entry.arena_bytes.load(kRelaxed);
+  stats.arena_calls = entry.arena_calls.load(kRelaxed);
+  if (entry.binding) stats.memory = entry.binding->strategy->stats();
+  return stats;
+}
+
+std::vector<MethodStats> SnapshotMethods(const server::ServerState& state,
+                                         std::chrono::steady_clock::time_point now) {
+  std::vector<MethodStats> out;
+  for (const auto& entry : state.registry.methods()) out.push_back(SnapshotMethod(*entry, now));
+  std::sort(out.begin(), out.end(),
+            [](const MethodStats& a, const MethodStats& b) { return a.full_name < b.full_name; });
+  return out;
+}
+
+ServerStats SnapshotServer(server::ServerState& state) {
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  const auto& counters = state.counters;
+  ServerStats stats;
+  stats.connections_accepted = counters.connections_accepted.load(kRelaxed);
+  stats.connections_closed_idle = counters.connections_closed_idle.load(kRelaxed);
+  stats.connections_closed_read_timeout = counters.connections_closed_read_timeout.load(kRelaxed);
+  stats.connections_rejected = counters.connections_rejected.load(kRelaxed);
+  stats.malformed_frames = counters.malformed_frames.load(kRelaxed);
+  stats.rejected_timed_out = counters.rejected_timed_out.load(kRelaxed);
+  stats.read_pauses = counters.read_pauses.load(kRelaxed);
+  stats.queued = state.queued.load(kRelaxed);
+  stats.concurrency_limit = state.concurrency_limit();
+  stats.requests = counters.requests.load(kRelaxed);
+  stats.rejected_stopping = counters.rejected_stopping.load(kRelaxed);
+  stats.rejected_limit = counters.rejected_limit.load(kRelaxed);
+  stats.rejected_unknown = counters.rejected_unknown.load(kRelaxed);
+  stats.rejected_overcrowded = counters.rejected_overcrowded.load(kRelaxed);
+  stats.in_flight = state.in_flight.load(kRelaxed);
+  std::lock_guard lock(state.connections_mutex);
+  stats.connections_open = state.connections.size();
+  for (const auto& [id, connection] : state.connections) {
+    stats.unwritten_held_bytes += connection->unwritten_held_bytes();
+  }
+  return stats;
+}
+
+}  // namespace arenarpc::stats

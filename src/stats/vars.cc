@@ -1,0 +1,136 @@
+#include "stats/vars.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "stats/server_snapshot.h"
+
+namespace arenarpc::stats {
+
+void VarList::Add(std::string name, uint64_t value) {
+  vars_.push_back({std::move(name), std::to_string(value)});
+}
+
+void VarList::Add(std::string name, int64_t value) {
+  vars_.push_back({std::move(name), std::to_string(value)});
+}
+
+void VarList::Add(std::string name, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3f", value);
+  vars_.push_back({std::move(name), text});
+}
+
+std::string MethodVarName(std::string_view full_name) {
+  std::string name(full_name);
+  std::replace(name.begin(), name.end(), '.', '_');
+  return name;
+}
+
+void VarList::AddMethod(const MethodStats& m) {
+  const std::string p = "rpc_server_" + MethodVarName(m.full_name) + "_";
+  Add(p + "count", m.calls);
+  Add(p + "error_count", m.errors);
+  Add(p + "rejected_count", m.rejected);
+  for (const ErrorCodeCount& e : m.errors_by_code) {
+    Add(p + "errno_" + (e.code == 0 ? std::string("other") : std::to_string(e.code)) + "_count",
+        e.count);
+  }
+  Add(p + "latency_sum_us", m.latency_sum_us);
+  Add(p + "in_flight", m.in_flight);
+  Add(p + "max_in_flight", m.max_in_flight);
+  // Latency over the last 10 s (the unsuffixed names), 60 s and since start.
+  auto percentiles = [&](const std::string& latency, int64_t p50, int64_t p90, int64_t p99,
+                         int64_t p999, int64_t max) {
+    Add(latency + "p50_us", p50);
+    Add(latency + "p90_us", p90);
+    Add(latency + "p99_us", p99);
+    Add(latency + "p999_us", p999);
+    Add(latency + "max_us", max);
+  };
+  const WindowStats& w10 = m.last_10s;
+  const WindowStats& w60 = m.last_60s;
+  Add(p + "qps", w10.qps);
+  percentiles(p + "latency_", w10.latency_p50_us, w10.latency_p90_us, w10.latency_p99_us,
+              w10.latency_p999_us, w10.latency_max_us);
+  Add(p + "latency_mean_us", w10.latency_mean_us);
+  Add(p + "qps_60s", w60.qps);
+  percentiles(p + "latency_60s_", w60.latency_p50_us, w60.latency_p90_us, w60.latency_p99_us,
+              w60.latency_p999_us, w60.latency_max_us);
+  percentiles(p + "latency_total_", m.latency_p50_us, m.latency_p90_us, m.latency_p99_us,
+              m.latency_p999_us, m.latency_max_us);
+  Add(p + "queue_p99_us", m.queue_p99_us);
+  const std::string mem = p + "memory_";
+  const memory::MemoryStats& s = m.memory;
+  Add(mem + "acquired", s.acquired);
+  Add(mem + "released", s.released);
+  Add(mem + "page_allocations", s.page_allocations);
+  Add(mem + "page_cache_hits", s.page_cache_hits);
+  Add(mem + "page_cache_misses", s.page_cache_misses);
+  Add(mem + "pages_cached", s.pages_cached);
+  Add(mem + "pages_outstanding", s.pages_outstanding);
+  Add(mem + "reuses", s.reuses);
+  Add(mem + "rebuilds", s.rebuilds);
+  Add(mem + "trims", s.trims);
+  Add(mem + "objects_pooled", s.objects_pooled);
+  Add(mem + "retained_bytes_estimate", s.retained_bytes_estimate);
+  Add(mem + "requests_shaped", s.requests_shaped);
+  Add(mem + "responses_mirrored", s.responses_mirrored);
+  Add(mem + "arena_bytes", m.arena_bytes);
+  Add(mem + "arena_calls", m.arena_calls);
+}
+
+void VarList::AddServer(const ServerStats& s) {
+  Add("rpc_server_connection_count", s.connections_open);
+  Add("rpc_server_connections_accepted", s.connections_accepted);
+  Add("rpc_server_connections_closed_idle", s.connections_closed_idle);
+  Add("rpc_server_connections_closed_read_timeout", s.connections_closed_read_timeout);
+  Add("rpc_server_connections_rejected", s.connections_rejected);
+  Add("rpc_server_malformed_frames", s.malformed_frames);
+  Add("rpc_server_requests", s.requests);
+  Add("rpc_server_rejected_stopping", s.rejected_stopping);
+  Add("rpc_server_rejected_limit", s.rejected_limit);
+  Add("rpc_server_rejected_unknown", s.rejected_unknown);
+  Add("rpc_server_rejected_overcrowded", s.rejected_overcrowded);
+  Add("rpc_server_rejected_timed_out", s.rejected_timed_out);
+  Add("rpc_server_read_pauses", s.read_pauses);
+  Add("rpc_server_unwritten_held_bytes", s.unwritten_held_bytes);
+  Add("rpc_server_in_flight", s.in_flight);
+  Add("rpc_server_queued", s.queued);
+  Add("rpc_server_concurrency_limit", static_cast<int64_t>(s.concurrency_limit));
+}
+
+void VarList::AddProcess(const ProcessStats& p) {
+  Add("process_cpu_usage_us", p.cpu_us());
+  Add("process_cpu_user_us", p.cpu_user_us);
+  Add("process_cpu_system_us", p.cpu_system_us);
+  Add("process_rss_bytes", p.rss_bytes);
+  Add("process_fd_count", p.fd_count);
+  Add("process_thread_count", p.thread_count);
+}
+
+std::vector<Var> VarList::Take() {
+  std::sort(vars_.begin(), vars_.end(),
+            [](const Var& a, const Var& b) { return a.name < b.name; });
+  return std::move(vars_);
+}
+
+std::vector<Var> CollectVars(server::ServerState& state,
+                             std::chrono::steady_clock::time_point now) {
+  VarList list;
+  for (const MethodStats& method : SnapshotMethods(state, now)) list.AddMethod(method);
+  list.AddServer(SnapshotServer(state));
+  list.AddProcess(ReadProcessStats());
+  return list.Take();
+}
+
+std::string FormatVars(const std::vector<Var>& vars, std::string_view prefix) {
+  std::string out;
+  for (const Var& var : vars) {
+    if (!var.name.starts_with(prefix)) continue;
+    out.append(var.name).append(" : ").append(var.value).append("\n");
+  }
+  return out;
+}
+
+}  // namespace arenarpc::stats
