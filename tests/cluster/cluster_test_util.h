@@ -52,17 +52,23 @@ class ClusterEcho : public ::example::EchoService {
 class TestServer {
  public:
   bool Start(int port = 0) {
-    server_ = std::make_unique<Server>();
-    if (server_->AddService(&service_, SERVER_DOESNT_OWN_SERVICE) != 0) return false;
     ServerOptions options;
     options.num_threads = 2;
+    return Start(port, options);
+  }
+  bool Start(int port, const ServerOptions& options, bool expect_success = true) {
+    server_ = std::make_unique<Server>();
+    if (server_->AddService(&service_, SERVER_DOESNT_OWN_SERVICE) != 0) return false;
     if (server_->Start("127.0.0.1:" + std::to_string(port), options) != 0) {
-      ADD_FAILURE() << server_->last_error();
+      if (expect_success) ADD_FAILURE() << server_->last_error();
+      last_error_ = server_->last_error();
+      server_.reset();
       return false;
     }
     port_ = server_->listen_port();
     return true;
   }
+  const std::string& last_error() const { return last_error_; }
   void Stop() {
     if (!server_) return;
     server_->Stop();
@@ -77,6 +83,7 @@ class TestServer {
   ClusterEcho service_;
   std::unique_ptr<Server> server_;
   int port_ = 0;
+  std::string last_error_;
 };
 
 struct CallOutcome {
