@@ -3,6 +3,9 @@
 #include <mutex>
 
 #include "arenarpc/channel.h"
+#ifdef ARENARPC_PRESS_WITH_ETCD
+#include "arenarpc/cluster/etcd.h"  // --server etcd://host:port/prefix
+#endif
 #include "arenarpc/controller.h"
 #include "echo/echo.pb.h"
 #include "press/transport.h"
@@ -23,7 +26,11 @@ class BaiduStdTransport final : public Transport {
     channel_options.callback_threads = 0;
     for (int i = 0; i < options.connections; ++i) {
       auto channel = std::make_unique<Channel>();
-      if (channel->Init(options.server, &channel_options) != 0) {
+      const int rc = options.load_balancer.empty()
+                         ? channel->Init(options.server, &channel_options)
+                         : channel->Init(options.server.c_str(), options.load_balancer.c_str(),
+                                         &channel_options);
+      if (rc != 0) {
         *error = "channel to " + options.server + ": " + channel->last_error();
         return false;
       }
@@ -41,6 +48,14 @@ class BaiduStdTransport final : public Transport {
     auto call = std::make_unique<Call>(this, std::move(done));
     Call* raw = call.release();  // owned by the channel until Run(), which takes it back
     channel.CallMethod(method_, &raw->controller, &request, &raw->response, raw);
+  }
+
+  std::map<std::string, uint64_t> ServerAttempts() const override {
+    std::map<std::string, uint64_t> attempts;
+    for (const auto& channel : channels_) {
+      for (const ServerInfo& server : channel->servers()) attempts[server.address] += server.attempts;
+    }
+    return attempts;
   }
 
   void Drain() override {

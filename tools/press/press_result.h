@@ -29,6 +29,7 @@ struct PressResult {
   double mean_request_bytes = 0;        // serialized request size (ring), 0 if unknown
   ProcessUsage server;                  // valid only with --server_pid
   ProcessUsage client;                  // this process, same window
+  std::map<std::string, uint64_t> server_attempts;  // cluster channels: attempts per server (run)
 };
 
 std::string FormatText(const PressResult& result);
