@@ -85,6 +85,10 @@ struct ChannelOptions {
   int64_t naming_refresh_interval_ms = 5000;
   // Which failed attempts are retried; nullptr = DefaultDoRetry. Not owned.
   const RetryPolicy* retry_policy = nullptr;
+  // brpc's enable_circuit_breaker: a server at least half of whose last 20 attempts failed
+  // (error replies, timeouts, broken connections) leaves rotation and is probed like a server
+  // whose connection broke (back after health_check_interval_ms if it accepts connections).
+  bool enable_circuit_breaker = false;
 };
 
 // One server of a channel, as Channel::servers() reports it.
@@ -108,6 +112,7 @@ struct ChannelStats {
   uint64_t backup_requests = 0;    // backup copies sent (cluster channels)
   uint64_t servers_isolated = 0;   // servers taken out of rotation after a connection failure
   uint64_t servers_revived = 0;    // ... and put back after a successful probe
+  uint64_t circuit_breaker_trips = 0;  // servers isolated by the circuit breaker
 };
 
 class Channel : public google::protobuf::RpcChannel {

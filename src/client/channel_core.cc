@@ -23,6 +23,7 @@ ChannelStats ChannelCounters::Snapshot() const noexcept {
   s.backup_requests = backup_requests.load(std::memory_order_relaxed);
   s.servers_isolated = servers_isolated.load(std::memory_order_relaxed);
   s.servers_revived = servers_revived.load(std::memory_order_relaxed);
+  s.circuit_breaker_trips = circuit_breaker_trips.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -168,10 +168,11 @@ int ClientCall::FindAttempt(int64_t correlation_id) const noexcept {
   return -1;
 }
 
-void ClientCall::EndAttempt(int index) noexcept {
+void ClientCall::EndAttempt(int index, AttemptEnd how) noexcept {
   Attempt& attempt = active_[index];
   attempt.server->AttemptEnded(
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - attempt.start).count());
+  if (how != AttemptEnd::kAbandoned) attempt.server->OnAttemptOutcome(how == AttemptEnd::kFailed);
   if (index != active_count_ - 1) std::swap(attempt, active_[active_count_ - 1]);
   active_[--active_count_] = Attempt{};
 }
@@ -221,9 +222,10 @@ void ClientCall::OnReply(int64_t correlation_id, protocol::Frame& frame,
     return;
   }
   last_server_ = active_[index].server;
-  EndAttempt(index);
   const protocol::RpcMeta& meta = frame.meta;
-  if (meta.has_response() && meta.response().error_code() != 0) {
+  const bool error_reply = meta.has_response() && meta.response().error_code() != 0;
+  EndAttempt(index, error_reply ? AttemptEnd::kFailed : AttemptEnd::kOk);
+  if (error_reply) {
     HandleAttemptFailure(lock, meta.response().error_code(), meta.response().error_text(),
                          /*request_sent=*/true, /*server_replied=*/true);
     return;
@@ -237,7 +239,7 @@ void ClientCall::OnAttemptFailed(int64_t correlation_id, int code, const std::st
   std::unique_lock lock(mutex_);
   const int index = completed_ ? -1 : FindAttempt(correlation_id);
   if (index < 0) return;
-  EndAttempt(index);
+  EndAttempt(index, AttemptEnd::kFailed);
   HandleAttemptFailure(lock, code, text, request_sent, /*server_replied=*/false);
 }
 
@@ -313,7 +315,9 @@ void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {
     if (auto connection = active_[active_count_ - 1].connection.lock()) {
       connection->Abandon(active_[active_count_ - 1].correlation_id);
     }
-    EndAttempt(active_count_ - 1);
+    // A timed-out attempt counts against its server; a backup's loser or a canceled one does not.
+    EndAttempt(active_count_ - 1, controller_->ErrorCode() == ERPCTIMEDOUT ? AttemptEnd::kFailed
+                                                                           : AttemptEnd::kAbandoned);
   }
   // Counted before the caller can see the outcome, so stats() read after a call includes it.
   if (controller_->Failed()) core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);

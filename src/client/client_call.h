@@ -87,8 +87,9 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   bool IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup);
   // Index into active_ of the attempt with this id, or -1.
   int FindAttempt(int64_t correlation_id) const noexcept;
-  // Removes active_[index], feeding its latency to the server's statistics.
-  void EndAttempt(int index) noexcept;
+  enum class AttemptEnd { kOk, kFailed, kAbandoned };
+  // Removes active_[index], feeding its latency and outcome to the server's statistics.
+  void EndAttempt(int index, AttemptEnd how) noexcept;
   // An attempt failed (connection, or an error reply when server_replied): retry, wait for the
   // other active attempt, or fail the call. May unlock.
   void HandleAttemptFailure(std::unique_lock<std::mutex>& lock, int code, const std::string& text,

@@ -25,7 +25,21 @@ SubChannel::SubChannel(ChannelCore* core, cluster::ServerNode node, bool health_
 
 SubChannel::~SubChannel() = default;
 
-void SubChannel::OnConnectionFailed() {
+void SubChannel::OnAttemptOutcome(bool failed) noexcept {
+  if (!health_checked_ || !core_->options().enable_circuit_breaker) return;
+  if (failed) window_failures_.fetch_add(1, std::memory_order_relaxed);
+  if (window_attempts_.fetch_add(1, std::memory_order_relaxed) + 1 < kBreakerWindow) return;
+  // One thread closes the window (approximately: outcomes racing with the reset may move to the
+  // next window).
+  const uint32_t attempts = window_attempts_.exchange(0, std::memory_order_relaxed);
+  const uint32_t failures = window_failures_.exchange(0, std::memory_order_relaxed);
+  if (attempts >= kBreakerWindow && failures * 2 >= attempts) {
+    core_->counters().circuit_breaker_trips.fetch_add(1, std::memory_order_relaxed);
+    Isolate();
+  }
+}
+
+void SubChannel::Isolate() {
   if (!health_checked_ || closed() || core_->shutting_down()) return;
   if (!healthy_.exchange(false, std::memory_order_acq_rel)) return;  // already probing
   core_->counters().servers_isolated.fetch_add(1, std::memory_order_relaxed);

@@ -34,7 +34,9 @@ class SubChannel final : public cluster::ServerState,
   ConnectionManager& connections() noexcept { return *connections_; }
 
   // Loop thread of a connection: connecting failed or an open connection broke.
-  void OnConnectionFailed();
+  void OnConnectionFailed() { Isolate(); }
+  // An attempt on this server ended (a call's thread); feeds the circuit breaker.
+  void OnAttemptOutcome(bool failed) noexcept;
   // Removed from the naming list: no more probing; connections close after `grace` (calls in
   // flight on them may still finish).
   void Retire(std::chrono::milliseconds grace);
@@ -48,6 +50,9 @@ class SubChannel final : public cluster::ServerState,
 
  private:
   struct Probe;
+  static constexpr uint32_t kBreakerWindow = 20;
+  // Out of rotation, probed until it accepts a connection (cluster channels only).
+  void Isolate();
   void ScheduleProbe(const std::shared_ptr<Probe>& probe);
   void RunProbe(const std::shared_ptr<Probe>& probe);
 
@@ -57,6 +62,7 @@ class SubChannel final : public cluster::ServerState,
   std::unique_ptr<ConnectionManager> connections_;
   std::atomic<bool> closed_{false};
   std::atomic<uint64_t> selected_{0};
+  std::atomic<uint32_t> window_attempts_{0}, window_failures_{0};
   std::mutex mutex_;
   std::shared_ptr<Probe> probe_;                       // while unhealthy
   std::shared_ptr<asio::steady_timer> retire_timer_;  // while retiring

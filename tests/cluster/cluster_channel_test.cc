@@ -336,5 +336,26 @@ TEST_F(ClusterChannel, RetryPolicyDecidesWhetherAnErrorReplyIsRetriedElsewhere) 
   EXPECT_EQ(channel.stats().retries, static_cast<uint64_t>(reached_failing));
 }
 
+TEST_F(ClusterChannel, CircuitBreakerIsolatesAServerThatFailsItsCalls) {
+  StartServers(2);
+  servers_[0]->service().set_fail(true);
+  const auto failures_in = [&](bool breaker) {
+    Channel channel;
+    ChannelOptions options = ClusterOptions();
+    options.enable_circuit_breaker = breaker;
+    options.health_check_interval_ms = 60000;  // isolated for the rest of the test
+    EXPECT_EQ(channel.Init(ListUrl().c_str(), "rr", &options), 0) << channel.last_error();
+    int failed = 0;
+    for (int i = 0; i < 200; ++i) failed += CallEcho(channel, "cb").error_code != 0;
+    EXPECT_EQ(channel.stats().circuit_breaker_trips, breaker ? 1u : 0u);
+    return failed;
+  };
+  EXPECT_EQ(failures_in(false), 100);
+  // Tripped once half of a window of 20 attempts failed: 20 failures at most, then none.
+  const int with_breaker = failures_in(true);
+  EXPECT_GE(with_breaker, 10);
+  EXPECT_LE(with_breaker, 20);
+}
+
 }  // namespace
 }  // namespace arenarpc::testing
