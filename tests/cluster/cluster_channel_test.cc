@@ -357,5 +357,22 @@ TEST_F(ClusterChannel, CircuitBreakerIsolatesAServerThatFailsItsCalls) {
   EXPECT_LE(with_breaker, 20);
 }
 
+TEST_F(ClusterChannel, ServerRegistrationOptionsAreCheckedByStart) {
+  TestServer server;
+  ServerOptions options;
+  options.registry_url = "zk://127.0.0.1:2181/services";
+  EXPECT_FALSE(server.Start(0, options, /*expect_success=*/false));
+  EXPECT_NE(server.last_error().find("'zk://' is unknown"), std::string::npos)
+      << server.last_error();
+  options.registry_url = "etcd://127.0.0.1:2379/services";
+  options.registry_weight = 0;
+  EXPECT_FALSE(server.Start(0, options, /*expect_success=*/false));
+  EXPECT_NE(server.last_error().find("registry_weight"), std::string::npos) << server.last_error();
+  options.registry_weight = 1;
+  options.registry_tag = "two words";
+  EXPECT_FALSE(server.Start(0, options, /*expect_success=*/false));
+  EXPECT_NE(server.last_error().find("registry_tag"), std::string::npos) << server.last_error();
+}
+
 }  // namespace
 }  // namespace arenarpc::testing
