@@ -282,8 +282,8 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
       impl.registration.reset();
       state.acceptor->Close();
       state.loops->Stop();
+      state.acceptor.reset();  // its timer and socket belong to the loops: gone first
       state.loops.reset();
-      state.acceptor.reset();
       state.workers.reset();
       impl.port = -1;
       return impl.Fail("Start: registry_url: " + error);
