@@ -45,6 +45,8 @@ void ChannelCore::InitSingle(const asio::ip::tcp::endpoint& endpoint) {
 
 bool ChannelCore::InitCluster(std::unique_ptr<ServerPool> pool, std::string* error) {
   pool_ = std::move(pool);
+  needs_request_code_ = pool_->needs_request_code();
+  tracks_load_ = pool_->tracks_load();
   return pool_->Start(error);
 }
 
@@ -52,10 +54,6 @@ std::shared_ptr<SubChannel> ChannelCore::SelectServer(
     uint64_t request_code, std::span<const cluster::ServerState* const> tried) {
   if (single_) return single_;
   return pool_->Select(request_code, tried);
-}
-
-bool ChannelCore::needs_request_code() const noexcept {
-  return pool_ && pool_->needs_request_code();
 }
 
 std::vector<ServerInfo> ChannelCore::Servers() const {

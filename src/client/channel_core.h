@@ -52,7 +52,9 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   // The server of one attempt; nullptr when none is in rotation (cluster only).
   std::shared_ptr<SubChannel> SelectServer(uint64_t request_code,
                                            std::span<const cluster::ServerState* const> tried);
-  bool needs_request_code() const noexcept;
+  bool needs_request_code() const noexcept { return needs_request_code_; }
+  // Attempts keep their server's in-flight count and latency (the balancer reads them).
+  bool tracks_load() const noexcept { return tracks_load_; }
   std::vector<ServerInfo> Servers() const;
   net::EventLoopGroup& loops() noexcept { return *loops_; }
   // Queues an async call's done on the callback threads (options.callback_threads); false when
@@ -73,6 +75,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   ChannelCounters counters_;
   std::atomic<uint32_t> next_slot_{1};
   std::atomic<bool> shutting_down_{false};
+  bool needs_request_code_ = false;  // set by InitCluster
+  bool tracks_load_ = false;
   // Members die in reverse order: servers (sockets and timers of these loops) before loops.
   std::unique_ptr<net::EventLoopGroup> callbacks_;  // null with callback_threads == 0
   std::unique_ptr<net::EventLoopGroup> loops_;

@@ -150,12 +150,14 @@ bool ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup) {
     return false;
   }
   server->CountSelected();
-  server->AttemptStarted();
   Attempt& attempt = active_[active_count_++];
+  if (core_->tracks_load()) {
+    server->AttemptStarted();
+    attempt.start = Clock::now();
+  }
   attempt.correlation_id = correlation_id;
   attempt.server = std::move(server);
   attempt.connection = connection;
-  attempt.start = Clock::now();
   // Submit only posts to the connection's loop: no callback into this call from inside it.
   connection->Submit(shared_from_this(), correlation_id, std::move(frame));
   return true;
@@ -170,8 +172,10 @@ int ClientCall::FindAttempt(int64_t correlation_id) const noexcept {
 
 void ClientCall::EndAttempt(int index, AttemptEnd how) noexcept {
   Attempt& attempt = active_[index];
-  attempt.server->AttemptEnded(
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - attempt.start).count());
+  if (core_->tracks_load()) {
+    attempt.server->AttemptEnded(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - attempt.start).count());
+  }
   if (how != AttemptEnd::kAbandoned) attempt.server->OnAttemptOutcome(how == AttemptEnd::kFailed);
   if (index != active_count_ - 1) std::swap(attempt, active_[active_count_ - 1]);
   active_[--active_count_] = Attempt{};

@@ -42,20 +42,16 @@ void ServerPool::OnServers(cluster::ServerList servers) {
     if (closed_) return;
     std::map<asio::ip::tcp::endpoint, std::shared_ptr<SubChannel>> next;
     for (cluster::ServerNode& node : servers) {
-      auto it = current_.find(node.endpoint);
+      // A server that stays (same address, weight and tag) keeps its SubChannel.
       std::shared_ptr<SubChannel> server;
-      if (it != current_.end() && it->second->node() == node) {
-        server = it->second;
+      if (auto it = current_.find(node.endpoint); it != current_.end() && it->second->node() == node) {
+        server = std::move(it->second);
         current_.erase(it);
       } else {
-        const asio::ip::tcp::endpoint endpoint = node.endpoint;
         server = std::make_shared<SubChannel>(core_, std::move(node), /*health_checked=*/true);
-        next.emplace(endpoint, server);
-        for_balancer.push_back(server);
-        continue;
       }
       next.emplace(server->endpoint(), server);
-      for_balancer.push_back(server);
+      for_balancer.push_back(std::move(server));
     }
     for (auto& [endpoint, server] : current_) removed.push_back(server);
     current_ = std::move(next);

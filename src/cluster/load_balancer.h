@@ -32,6 +32,8 @@ class LoadBalancer {
   virtual ServerPtr Select(const SelectInput& input) = 0;
   // c_murmurhash: calls without Controller::set_request_code() fail (EINVAL).
   virtual bool needs_request_code() const noexcept { return false; }
+  // la: reads ServerState's in-flight count and latency, which calls then maintain.
+  virtual bool tracks_load() const noexcept { return false; }
 };
 
 // nullptr with *error listing the known names if `name` is unknown.

@@ -12,6 +12,7 @@ namespace {
 class LocalityAware final : public LoadBalancer {
  public:
   void Reset(std::vector<ServerPtr> servers) override { servers_.Store(std::move(servers)); }
+  bool tracks_load() const noexcept override { return true; }
   ServerPtr Select(const SelectInput& input) override {
     const auto servers = servers_.Load();
     if (ServerPtr pick = Draw(*servers, input.excluded, /*skip_excluded=*/true)) return pick;
