@@ -1,6 +1,7 @@
 // wrr: round robin over a schedule in which each server appears `weight` times, interleaved
 // (smooth weighted round robin, computed once per server list): over any run of sum(weights)
-// consecutive calls each server gets exactly its weight.
+// consecutive calls each server gets exactly its weight. As with rr, the search past an unusable
+// turn continues from a random place of the schedule.
 #include "cluster/load_balancer.h"
 
 namespace arenarpc::cluster {
@@ -35,10 +36,12 @@ class WeightedRoundRobin final : public LoadBalancer {
     const size_t n = schedule->order.size();
     if (n == 0) return nullptr;
     const size_t start = next_.fetch_add(1, std::memory_order_relaxed) % n;
+    size_t offset = 0;
     return FirstUsable(
-        n,
+        n + 1,
         [&](size_t k) -> const ServerPtr& {
-          return schedule->servers[schedule->order[(start + k) % n]];
+          if (k == 1) offset = n > 1 ? 1 + ThreadRandom() % (n - 1) : 0;
+          return schedule->servers[schedule->order[k == 0 ? start : (start + offset + k - 1) % n]];
         },
         input.excluded);
   }

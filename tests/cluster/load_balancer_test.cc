@@ -134,6 +134,22 @@ TEST(LoadBalancer, SkipsUnhealthyAndExcludedServers) {
   }
 }
 
+TEST(RoundRobin, AnUnhealthyServersTurnsSpreadOverTheOthers) {
+  for (const char* name : {"rr", "wrr"}) {
+    auto servers = MakeServers(4);
+    auto lb = Make(name);
+    lb->Reset(servers);
+    static_cast<TestServerState&>(*servers[1]).set_healthy(false);
+    auto counts = Count(*lb, 4000);
+    EXPECT_EQ(counts.count(servers[1].get()), 0u) << name;
+    // 1000 turns each, plus about a third of the unhealthy server's 1000 (binomial, sd ~15).
+    for (int i : {0, 2, 3}) {
+      EXPECT_GT(counts[servers[i].get()], 1200) << name << " server " << i;
+      EXPECT_LT(counts[servers[i].get()], 1470) << name << " server " << i;
+    }
+  }
+}
+
 TEST(ConsistentHash, SameKeySameServerAndOnlyTheRemovedServersKeysMove) {
   auto servers = MakeServers(5);
   auto lb = Make("c_murmurhash");
