@@ -4,6 +4,7 @@
 
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,7 +42,7 @@ inline bool PortAccepts(int port) {
   return ok;
 }
 
-// A child process; killed (SIGKILL) and reaped when destroyed.
+// A child process; killed (SIGKILL) and reaped when destroyed, or when the test process dies.
 class ChildProcess {
  public:
   ChildProcess() = default;
@@ -54,6 +55,7 @@ class ChildProcess {
     pid_ = ::fork();
     if (pid_ < 0) return false;
     if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a test that crashes takes its children with it
       std::FILE* err = std::fopen(log.c_str(), "a");
       if (err != nullptr) ::dup2(::fileno(err), 2);
       if (stdout_fd >= 0) {
