@@ -17,7 +17,9 @@ install(EXPORT arenarpcTargets NAMESPACE arenarpc:: DESTINATION ${ARENARPC_CMAKE
 # arenarpc::grpc: its own export file, loaded only for find_package(arenarpc COMPONENTS grpc).
 if(ARENARPC_WITH_GRPC)
   install(DIRECTORY include/arenarpc/grpc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/arenarpc)
-  install(TARGETS arenarpc_grpc EXPORT arenarpcGrpcTargets ${lib_destinations})
+  # arenarpc::etcd (etcd:// naming and registration) needs gRPC too: same export set.
+  install(TARGETS arenarpc_grpc arenarpc_etcd arenarpc_etcd_proto EXPORT arenarpcGrpcTargets
+          ${lib_destinations})
   install(EXPORT arenarpcGrpcTargets NAMESPACE arenarpc:: DESTINATION ${ARENARPC_CMAKE_DIR})
 endif()
 

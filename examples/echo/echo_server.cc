@@ -12,6 +12,9 @@
 #include "arenarpc/memory/message_memory.h"
 #include "arenarpc/server.h"
 #include "echo/echo_service.h"
+#ifdef ARENARPC_ECHO_WITH_ETCD
+#include "arenarpc/cluster/etcd.h"  // registry_url etcd://... (docs/cluster.md)
+#endif
 
 namespace {
 
@@ -120,6 +123,13 @@ DEFINE_int32(stop_deadline_ms, arenarpc::ServerOptions{}.stop_deadline_ms,
              "On SIGINT/SIGTERM: how long calls in flight and unsent replies get");
 DEFINE_validator(stop_deadline_ms, &CheckNonNegative);
 
+DEFINE_string(registry_url, "",
+              "Register in a registry while running, e.g. etcd://127.0.0.1:2379/services/echo "
+              "(docs/cluster.md); empty = not registered");
+DEFINE_int32(registry_lease_ttl_s, arenarpc::ServerOptions{}.registry_lease_ttl_s,
+             "Registration lease: a crashed server disappears this long after it died");
+DEFINE_string(advertised_address, "", "ip:port to register (default: the listening address)");
+
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("arenarpc echo server for the memory-mode benchmark");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
@@ -141,6 +151,9 @@ int main(int argc, char** argv) {
   options.idle_timeout_sec = FLAGS_idle_timeout_sec;
   options.read_timeout_ms = FLAGS_read_timeout_ms;
   options.stop_deadline_ms = FLAGS_stop_deadline_ms;
+  options.registry_url = FLAGS_registry_url;
+  options.registry_lease_ttl_s = FLAGS_registry_lease_ttl_s;
+  options.advertised_address = FLAGS_advertised_address;
   options.memory.page_size = FLAGS_page_size;
   options.memory.page_cache_capacity = FLAGS_page_cache_capacity;
   options.memory.thread_cache_pages = FLAGS_thread_cache_pages;

@@ -8,3 +8,7 @@ target_link_libraries(arenarpc_echo_service PUBLIC arenarpc_echo_proto)
 
 add_executable(echo_server ${CMAKE_CURRENT_LIST_DIR}/echo_server.cc)
 target_link_libraries(echo_server PRIVATE arenarpc_echo_service arenarpc_runtime gflags)
+if(ARENARPC_WITH_GRPC)  # --registry_url etcd://...
+  target_link_libraries(echo_server PRIVATE arenarpc_etcd)
+  target_compile_definitions(echo_server PRIVATE ARENARPC_ECHO_WITH_ETCD)
+endif()

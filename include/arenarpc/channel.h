@@ -35,7 +35,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "arenarpc/cluster/retry_policy.h"
 #include "arenarpc/controller.h"
 
 namespace arenarpc {
@@ -71,6 +73,31 @@ struct ChannelOptions {
   bool deliver_timeout_ms = false;
   // brpc's option; only "baidu_std" (or empty) is accepted.
   std::string protocol = "baidu_std";
+
+  // --- cluster channels: Init(naming_url, load_balancer, &options); see docs/cluster.md
+  // A call without a reply after this long sends a copy to another server; the first reply wins,
+  // the other attempt is abandoned and its reply dropped. -1 = off (brpc's backup_request_ms).
+  int64_t backup_request_ms = -1;
+  // A server whose connect failed or whose connection broke is probed (TCP connect) this often
+  // until it accepts; meanwhile calls avoid it.
+  int64_t health_check_interval_ms = 3000;
+  // dns:// re-resolves this often; file:// checks its file this often (at most every 500 ms).
+  int64_t naming_refresh_interval_ms = 5000;
+  // Which failed attempts are retried; nullptr = DefaultDoRetry. Not owned.
+  const RetryPolicy* retry_policy = nullptr;
+  // brpc's enable_circuit_breaker: a server at least half of whose last 20 attempts failed
+  // (error replies, timeouts, broken connections) leaves rotation and is probed like a server
+  // whose connection broke (back after health_check_interval_ms if it accepts connections).
+  bool enable_circuit_breaker = false;
+};
+
+// One server of a channel, as Channel::servers() reports it.
+struct ServerInfo {
+  std::string address;     // "ip:port"
+  int weight = 1;
+  std::string tag;
+  bool healthy = true;     // in rotation (false while being probed)
+  uint64_t attempts = 0;   // attempts sent to it (retries and backup requests included)
 };
 
 // Counters of one channel (monotonic, approximately consistent).
@@ -82,6 +109,10 @@ struct ChannelStats {
   uint64_t dropped_responses = 0;   // replies for unknown / finished / timed-out calls
   uint64_t connections_opened = 0; // successful TCP connects
   uint64_t connections_failed = 0; // connects that failed
+  uint64_t backup_requests = 0;    // backup copies sent (cluster channels)
+  uint64_t servers_isolated = 0;   // servers taken out of rotation after a connection failure
+  uint64_t servers_revived = 0;    // ... and put back after a successful probe
+  uint64_t circuit_breaker_trips = 0;  // servers isolated by the circuit breaker
 };
 
 class Channel : public google::protobuf::RpcChannel {
@@ -95,8 +126,11 @@ class Channel : public google::protobuf::RpcChannel {
   // options == nullptr: defaults. Returns 0, or -1 with last_error() saying why.
   int Init(std::string_view server_address, const ChannelOptions* options);
   // brpc's shapes. Init(host, port, options) == Init("host:port", options). load_balancer:
-  // nullptr or "" = server_address is one server; a naming-service URL with a load balancer
-  // (brpc's cluster client) is not supported yet and fails with last_error() saying so.
+  // nullptr or "" = server_address is one server. Otherwise (a cluster channel, docs/cluster.md)
+  // server_address is a naming-service URL — "list://host:port[ weight],...", "file://path",
+  // "dns://host:port", "etcd://host:port[,host:port]/prefix" — and load_balancer one of "rr",
+  // "random", "wrr", "c_murmurhash", "la". The naming service's first list is fetched here.
+  // A call finding no server in rotation fails with EHOSTDOWN.
   int Init(const char* server_address, int port, const ChannelOptions* options);
   int Init(const char* server_address, const char* load_balancer, const ChannelOptions* options);
   const std::string& last_error() const noexcept { return last_error_; }
@@ -110,10 +144,17 @@ class Channel : public google::protobuf::RpcChannel {
   ChannelStats stats() const noexcept;
   // Replies dropped because no pending call matched them (late after a timeout, duplicate, unknown).
   uint64_t dropped_responses() const noexcept { return stats().dropped_responses; }
-  // "ip:port" the channel resolved to (empty before Init).
+  // "ip:port" the channel resolved to, or a cluster channel's naming URL (empty before Init).
   const std::string& remote_side() const noexcept;
+  // The servers of the channel now (a cluster's current list, sorted by address).
+  std::vector<ServerInfo> servers() const;
 
  private:
+  // Not initialized yet and valid options (defaults for nullptr) -> *effective; else last_error_.
+  bool CheckInit(const ChannelOptions* options, ChannelOptions* effective);
+  int InitCluster(std::string_view naming_url, std::string_view load_balancer,
+                  const ChannelOptions* options);
+
   std::shared_ptr<client::ChannelCore> core_;
   std::string last_error_;
 };

@@ -96,6 +96,11 @@ class Controller : public google::protobuf::RpcController {
   int64_t timeout_ms() const noexcept { return timeout_ms_; }
   void set_max_retry(int n) noexcept { max_retry_ = n; }
   int max_retry() const noexcept { return max_retry_; }
+  // c_murmurhash: the point on the hash ring this call goes to (low 32 bits), e.g.
+  // MurmurHash32(key) from arenarpc/cluster/hash.h; calls with the same code reach the same server.
+  void set_request_code(uint64_t code) noexcept { request_code_ = code, has_request_code_ = true; }
+  bool has_request_code() const noexcept { return has_request_code_; }
+  uint64_t request_code() const noexcept { return request_code_; }
   int64_t latency_us() const noexcept { return latency_us_; }
   int retried_count() const noexcept { return retried_count_; }
   // The id of the call this controller is (or will be) used for; valid before the call starts,
@@ -128,6 +133,8 @@ class Controller : public google::protobuf::RpcController {
   const std::string* local_side_ = nullptr;  // the server connection's (outlives the call)
   int64_t timeout_ms_ = -1;
   int max_retry_ = -1;
+  uint64_t request_code_ = 0;
+  bool has_request_code_ = false;
   int64_t latency_us_ = 0;
   int retried_count_ = 0;
   std::atomic<uint64_t> call_id_{0};  // 0 = not assigned yet

@@ -1,7 +1,8 @@
 #pragma once
 // Error codes of the baidu_std protocol (brpc errno.proto), as they travel on the wire.
 // Handlers may also fail calls with any other non-zero integer (e.g. Linux errno values).
-// Client-side cancellation (StartCancel) uses the system's ECANCELED from <cerrno>, as brpc does.
+// Client-side cancellation (StartCancel) uses the system's ECANCELED from <cerrno>, as brpc does;
+// a cluster channel with no server in rotation fails calls with the system's EHOSTDOWN, as brpc.
 
 namespace arenarpc {
 

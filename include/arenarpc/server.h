@@ -94,6 +94,17 @@ struct ServerOptions {
   // internal_listen_port()), and the main port answers them 403; methods stay on the main port.
   // -1: none.
   int internal_port = -1;
+
+  // --- registration in a registry (docs/cluster.md); needs the arenarpc::etcd component
+  // "etcd://host:port[,host:port]/prefix": Start() puts "<prefix>/<advertised_address>" on a lease
+  // and keeps it alive; Stop() deletes it first. Empty = not registered.
+  std::string registry_url;
+  int registry_lease_ttl_s = 10;       // a crashed server's key expires this long after it died
+  // "ip:port" clients should use; empty = the listening address, with 0.0.0.0 / :: replaced by
+  // the first IPv4 address of an interface that is up and not loopback (else 127.0.0.1).
+  std::string advertised_address;
+  int registry_weight = 1;             // wrr weight published with the address (1..1000)
+  std::string registry_tag;            // optional tag published with the address (no blanks)
 };
 
 class Server {

@@ -11,7 +11,9 @@
 #include "arenarpc/error_codes.h"
 #include "client/channel_core.h"
 #include "client/client_call.h"
-#include "client/connection_manager.h"
+#include "client/server_pool.h"
+#include "cluster/load_balancer.h"
+#include "cluster/naming_service.h"
 #include "net/endpoint.h"
 
 namespace arenarpc {
@@ -48,6 +50,17 @@ std::string ValidateOptions(const ChannelOptions& o) {
   if (o.max_pooled_connections < 0) {
     return "max_pooled_connections=" + std::to_string(o.max_pooled_connections) + " must be >= 0";
   }
+  if (o.backup_request_ms <= 0 && o.backup_request_ms != -1) {
+    return "backup_request_ms=" + std::to_string(o.backup_request_ms) + " must be > 0 or -1 (off)";
+  }
+  if (o.health_check_interval_ms < 1 || o.health_check_interval_ms > 3600000) {
+    return "health_check_interval_ms=" + std::to_string(o.health_check_interval_ms) +
+           " must be in [1, 3600000]";
+  }
+  if (o.naming_refresh_interval_ms < 1 || o.naming_refresh_interval_ms > 3600000) {
+    return "naming_refresh_interval_ms=" + std::to_string(o.naming_refresh_interval_ms) +
+           " must be in [1, 3600000]";
+  }
   return {};
 }
 
@@ -71,16 +84,22 @@ Channel::~Channel() {
   if (core_) core_->Shutdown();
 }
 
-int Channel::Init(std::string_view server_address, const ChannelOptions* options) {
+bool Channel::CheckInit(const ChannelOptions* options, ChannelOptions* effective) {
   if (core_) {
     last_error_ = "Channel is already initialized (to " + core_->remote_side() + ")";
-    return -1;
+    return false;
   }
-  const ChannelOptions effective = options != nullptr ? *options : ChannelOptions{};
-  if (std::string error = ValidateOptions(effective); !error.empty()) {
+  *effective = options != nullptr ? *options : ChannelOptions{};
+  if (std::string error = ValidateOptions(*effective); !error.empty()) {
     last_error_ = "invalid ChannelOptions: " + error;
-    return -1;
+    return false;
   }
+  return true;
+}
+
+int Channel::Init(std::string_view server_address, const ChannelOptions* options) {
+  ChannelOptions effective;
+  if (!CheckInit(options, &effective)) return -1;
   asio::ip::tcp::endpoint endpoint;
   std::string error;
   if (!net::ParseEndpoint(server_address, &endpoint, &error)) {
@@ -92,7 +111,40 @@ int Channel::Init(std::string_view server_address, const ChannelOptions* options
                   "\": a client needs a concrete host and a non-zero port";
     return -1;
   }
-  core_ = std::make_shared<client::ChannelCore>(endpoint, effective);
+  auto core = std::make_shared<client::ChannelCore>(effective, net::EndpointToString(endpoint));
+  core->InitSingle(endpoint);
+  core_ = std::move(core);
+  last_error_.clear();
+  return 0;
+}
+
+int Channel::InitCluster(std::string_view naming_url, std::string_view load_balancer,
+                         const ChannelOptions* options) {
+  ChannelOptions effective;
+  if (!CheckInit(options, &effective)) return -1;
+  std::string error;
+  std::unique_ptr<cluster::LoadBalancer> balancer = cluster::MakeLoadBalancer(load_balancer, &error);
+  if (!balancer) {
+    last_error_ = error;
+    return -1;
+  }
+  cluster::NamingOptions naming_options;
+  naming_options.refresh_interval = std::chrono::milliseconds(effective.naming_refresh_interval_ms);
+  std::unique_ptr<cluster::NamingService> naming =
+      cluster::MakeNamingService(naming_url, naming_options, &error);
+  if (!naming) {
+    last_error_ = error;
+    return -1;
+  }
+  auto core = std::make_shared<client::ChannelCore>(effective, std::string(naming_url));
+  if (!core->InitCluster(
+          std::make_unique<client::ServerPool>(core.get(), std::move(naming), std::move(balancer)),
+          &error)) {
+    core->Shutdown();
+    last_error_ = error;
+    return -1;
+  }
+  core_ = std::move(core);
   last_error_.clear();
   return 0;
 }
@@ -109,22 +161,35 @@ int Channel::Init(const char* server_address, int port, const ChannelOptions* op
 
 int Channel::Init(const char* server_address, const char* load_balancer,
                   const ChannelOptions* options) {
-  if (load_balancer != nullptr && *load_balancer != '\0') {
-    last_error_ = "load balancer \"" + std::string(load_balancer) +
-                  "\" is not supported yet: arenarpc has no cluster client (naming service + "
-                  "load balancing); pass \"\" and one \"host:port\"";
-    return -1;
-  }
   if (server_address == nullptr) {
     last_error_ = "invalid server address: nullptr";
     return -1;
   }
-  return Init(std::string_view(server_address), options);
+  const std::string_view address(server_address);
+  const bool is_url = address.find("://") != std::string_view::npos;
+  if (load_balancer == nullptr || *load_balancer == '\0') {
+    if (is_url) {
+      last_error_ = "naming service URL \"" + std::string(address) +
+                    "\" needs a load balancer (rr, random, wrr, c_murmurhash or la)";
+      return -1;
+    }
+    return Init(address, options);
+  }
+  if (!is_url) {
+    last_error_ = "load balancer \"" + std::string(load_balancer) + "\" needs a naming service URL " +
+                  "(list://, file://, dns:// or etcd://), not \"" + std::string(address) + "\"";
+    return -1;
+  }
+  return InitCluster(address, load_balancer, options);
 }
 
 const std::string& Channel::remote_side() const noexcept {
   static const std::string kEmpty;
   return core_ ? core_->remote_side() : kEmpty;
+}
+
+std::vector<ServerInfo> Channel::servers() const {
+  return core_ ? core_->Servers() : std::vector<ServerInfo>{};
 }
 
 ChannelStats Channel::stats() const noexcept {

@@ -6,6 +6,8 @@
 
 #include "arenarpc/logging.h"
 #include "client/connection_manager.h"
+#include "client/server_pool.h"
+#include "client/sub_channel.h"
 #include "net/endpoint.h"
 
 namespace arenarpc::client {
@@ -19,20 +21,47 @@ ChannelStats ChannelCounters::Snapshot() const noexcept {
   s.dropped_responses = dropped_responses.load(std::memory_order_relaxed);
   s.connections_opened = connections_opened.load(std::memory_order_relaxed);
   s.connections_failed = connections_failed.load(std::memory_order_relaxed);
+  s.backup_requests = backup_requests.load(std::memory_order_relaxed);
+  s.servers_isolated = servers_isolated.load(std::memory_order_relaxed);
+  s.servers_revived = servers_revived.load(std::memory_order_relaxed);
+  s.circuit_breaker_trips = circuit_breaker_trips.load(std::memory_order_relaxed);
   return s;
 }
 
-ChannelCore::ChannelCore(const asio::ip::tcp::endpoint& endpoint, const ChannelOptions& options)
+ChannelCore::ChannelCore(const ChannelOptions& options, std::string remote_side)
     : options_(options),
-      endpoint_(endpoint),
-      remote_side_(net::EndpointToString(endpoint)),
+      remote_side_(std::move(remote_side)),
       callbacks_(options.callback_threads > 0
                      ? std::make_unique<net::EventLoopGroup>(options.callback_threads, "arpc-done")
                      : nullptr),
-      loops_(std::make_unique<net::EventLoopGroup>(options.io_threads, "arpc-client")),
-      connections_(ConnectionManager::Create(options.connection_type, this)) {}
+      loops_(std::make_unique<net::EventLoopGroup>(options.io_threads, "arpc-client")) {}
 
 ChannelCore::~ChannelCore() { Shutdown(); }
+
+void ChannelCore::InitSingle(const asio::ip::tcp::endpoint& endpoint) {
+  cluster::ServerNode node;
+  node.endpoint = endpoint;
+  single_ = std::make_shared<SubChannel>(this, std::move(node), /*health_checked=*/false);
+}
+
+bool ChannelCore::InitCluster(std::unique_ptr<ServerPool> pool, std::string* error) {
+  pool_ = std::move(pool);
+  needs_request_code_ = pool_->needs_request_code();
+  tracks_load_ = pool_->tracks_load();
+  return pool_->Start(error);
+}
+
+std::shared_ptr<SubChannel> ChannelCore::SelectServer(
+    uint64_t request_code, std::span<const cluster::ServerState* const> tried) {
+  if (single_) return single_;
+  return pool_->Select(request_code, tried);
+}
+
+std::vector<ServerInfo> ChannelCore::Servers() const {
+  if (pool_) return pool_->Servers();
+  if (!single_) return {};
+  return {ServerInfo{single_->remote_side(), 1, {}, true, single_->selected()}};
+}
 
 void ChannelCore::Shutdown() {
   if (InRuntimeThread()) {
@@ -43,7 +72,8 @@ void ChannelCore::Shutdown() {
   if (shutting_down_.exchange(true, std::memory_order_acq_rel)) return;
   // Closing fails every pending call (their retries find the manager closed); the loops then
   // drain the queued handlers and their threads end.
-  connections_->CloseAll();
+  if (pool_) pool_->Close();
+  if (single_) single_->Close();
   loops_->Stop();
   // After the I/O threads: the dones they queued (the failed pending calls') still run.
   if (callbacks_) callbacks_->Stop();

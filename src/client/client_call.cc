@@ -4,6 +4,7 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/service.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <limits>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "client/client_connection.h"
 #include "client/connection_manager.h"
 #include "client/controller_access.h"
+#include "client/sub_channel.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 
@@ -86,12 +88,49 @@ void ClientCall::Start() {
       if (!error) self->OnDeadline();
     });
   }
-  IssueAttempt(lock);
+  if (core_->needs_request_code() && !controller_->has_request_code()) {
+    FailLocked(EINVAL, "the load balancer of " + core_->remote_side() +
+                           " hashes Controller::set_request_code(), which this call did not set");
+    CompleteLocked(lock);
+    return;
+  }
+  const int64_t backup_ms = core_->options().backup_request_ms;
+  if (backup_ms > 0 && core_->is_cluster() &&
+      Clock::now() + std::chrono::milliseconds(backup_ms) < deadline_) {
+    backup_timer_ = std::make_unique<asio::steady_timer>(deadline_timer_.get_executor());
+    backup_timer_->expires_after(std::chrono::milliseconds(backup_ms));
+    backup_timer_->async_wait([self = shared_from_this()](const asio::error_code& error) {
+      if (!error) self->OnBackupTimer();
+    });
+  }
+  IssueAttempt(lock, /*backup=*/false);
 }
 
-void ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock) {
-  correlation_id_ = MakeCorrelationId(slot_, attempt_);
-  meta_.set_correlation_id(correlation_id_);
+bool ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup) {
+  std::shared_ptr<SubChannel> server = core_->SelectServer(
+      controller_->request_code(),
+      std::span<const cluster::ServerState* const>(tried_.data(), tried_count_));
+  if (backup) {
+    const bool already_tried =
+        server && std::find(tried_.begin(), tried_.begin() + tried_count_, server.get()) !=
+                      tried_.begin() + tried_count_;
+    if (!server || already_tried) return false;  // no other server to hedge on
+  }
+  if (!server) {
+    if (active_count_ > 0) return false;  // the other attempt may still succeed
+    FailLocked(EHOSTDOWN, core_->shutting_down()
+                              ? "Channel to " + core_->remote_side() + " is shutting down"
+                              : "no server of " + core_->remote_side() + " is in rotation");
+    CompleteLocked(lock);
+    return false;
+  }
+  if (tried_count_ < kMaxTried) {
+    tried_[tried_count_++] = server.get();
+  } else {
+    tried_[attempts_ % kMaxTried] = server.get();
+  }
+  const int64_t correlation_id = MakeCorrelationId(slot_, attempts_++);
+  meta_.set_correlation_id(correlation_id);
   if (core_->options().deliver_timeout_ms && deadline_ != Clock::time_point::max()) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
     meta_.mutable_request()->set_timeout_ms(static_cast<int32_t>(
@@ -102,15 +141,44 @@ void ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock) {
   attachment.AppendShared(attachment_);
   protocol::EncodeFrame(meta_, std::move(payload), std::move(attachment), &frame);
 
-  std::shared_ptr<ClientConnection> connection = core_->connections().Acquire();
-  if (!connection) {
-    FailLocked(EFAILEDSOCKET, "Channel to " + core_->remote_side() + " is shutting down");
+  std::shared_ptr<ClientConnection> connection = server->connections().Acquire();
+  last_server_ = server;
+  if (!connection) {  // the server was just closed (removed from the cluster, or shutdown)
+    if (active_count_ > 0 || backup) return false;
+    FailLocked(EFAILEDSOCKET, "Channel to " + server->remote_side() + " is shutting down");
     CompleteLocked(lock);
-    return;
+    return false;
   }
-  connection_ = connection;
+  server->CountSelected();
+  Attempt& attempt = active_[active_count_++];
+  if (core_->tracks_load()) {
+    server->AttemptStarted();
+    attempt.start = Clock::now();
+  }
+  attempt.correlation_id = correlation_id;
+  attempt.server = std::move(server);
+  attempt.connection = connection;
   // Submit only posts to the connection's loop: no callback into this call from inside it.
-  connection->Submit(shared_from_this(), correlation_id_, std::move(frame));
+  connection->Submit(shared_from_this(), correlation_id, std::move(frame));
+  return true;
+}
+
+int ClientCall::FindAttempt(int64_t correlation_id) const noexcept {
+  for (int i = 0; i < active_count_; ++i) {
+    if (active_[i].correlation_id == correlation_id) return i;
+  }
+  return -1;
+}
+
+void ClientCall::EndAttempt(int index, AttemptEnd how) noexcept {
+  Attempt& attempt = active_[index];
+  if (core_->tracks_load()) {
+    attempt.server->AttemptEnded(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - attempt.start).count());
+  }
+  if (how != AttemptEnd::kAbandoned) attempt.server->OnAttemptOutcome(how == AttemptEnd::kFailed);
+  if (index != active_count_ - 1) std::swap(attempt, active_[active_count_ - 1]);
+  active_[--active_count_] = Attempt{};
 }
 
 void ClientCall::Wait() {
@@ -127,31 +195,43 @@ void ClientCall::Cancel() {
   std::unique_lock lock(mutex_);
   if (completed_) return;
   FailLocked(ECANCELED, "RPC call_id=" + std::to_string(call_id_) + " was canceled");
-  const std::shared_ptr<ClientConnection> connection = connection_.lock();
-  const int64_t correlation_id = correlation_id_;
-  CompleteLocked(lock);  // unlocks
-  if (connection) connection->Abandon(correlation_id);
+  CompleteLocked(lock);  // unlocks; abandons the attempts
 }
 
 void ClientCall::OnDeadline() {
   std::unique_lock lock(mutex_);
   if (completed_) return;
-  FailLocked(ERPCTIMEDOUT,
-             "Reached timeout=" + std::to_string(timeout_ms_) + "ms @" + core_->remote_side());
+  FailLocked(ERPCTIMEDOUT, "Reached timeout=" + std::to_string(timeout_ms_) + "ms @" +
+                               (last_server_ ? last_server_->remote_side() : core_->remote_side()));
   core_->counters().timeouts.fetch_add(1, std::memory_order_relaxed);
-  const std::shared_ptr<ClientConnection> connection = connection_.lock();
-  const int64_t correlation_id = correlation_id_;
-  CompleteLocked(lock);  // unlocks
-  // After the caller was told: forget the attempt so that its reply, if any, is dropped.
-  if (connection) connection->Abandon(correlation_id);
+  // After the caller was told: the attempts are forgotten so that their replies are dropped.
+  CompleteLocked(lock);
+}
+
+void ClientCall::OnBackupTimer() {
+  std::unique_lock lock(mutex_);
+  if (completed_ || active_count_ != 1 || Clock::now() >= deadline_) return;
+  if (IssueAttempt(lock, /*backup=*/true)) {
+    core_->counters().backup_requests.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void ClientCall::OnReply(int64_t correlation_id, protocol::Frame& frame,
                          bool attachment_too_large) {
   std::unique_lock lock(mutex_);
-  if (completed_ || correlation_id != correlation_id_) {
+  const int index = completed_ ? -1 : FindAttempt(correlation_id);
+  if (index < 0) {
     lock.unlock();
     core_->counters().dropped_responses.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  last_server_ = active_[index].server;
+  const protocol::RpcMeta& meta = frame.meta;
+  const bool error_reply = meta.has_response() && meta.response().error_code() != 0;
+  EndAttempt(index, error_reply ? AttemptEnd::kFailed : AttemptEnd::kOk);
+  if (error_reply) {
+    HandleAttemptFailure(lock, meta.response().error_code(), meta.response().error_text(),
+                         /*request_sent=*/true, /*server_replied=*/true);
     return;
   }
   InterpretReplyLocked(frame, attachment_too_large);
@@ -161,15 +241,31 @@ void ClientCall::OnReply(int64_t correlation_id, protocol::Frame& frame,
 void ClientCall::OnAttemptFailed(int64_t correlation_id, int code, const std::string& text,
                                  bool request_sent) {
   std::unique_lock lock(mutex_);
-  if (completed_ || correlation_id != correlation_id_) return;
-  const bool time_left = Clock::now() < deadline_;
-  if (!request_sent && attempt_ < max_retry_ && time_left && !core_->shutting_down()) {
-    ++attempt_;
+  const int index = completed_ ? -1 : FindAttempt(correlation_id);
+  if (index < 0) return;
+  EndAttempt(index, AttemptEnd::kFailed);
+  HandleAttemptFailure(lock, code, text, request_sent, /*server_replied=*/false);
+}
+
+void ClientCall::HandleAttemptFailure(std::unique_lock<std::mutex>& lock, int code,
+                                      const std::string& text, bool request_sent,
+                                      bool server_replied) {
+  RetryContext context;
+  context.error_code = code;
+  context.error_text = text;
+  context.request_sent = request_sent;
+  context.server_replied = server_replied;
+  context.cluster = core_->is_cluster();
+  context.retries_so_far = retries_;
+  const RetryPolicy* policy = core_->options().retry_policy;
+  const bool retry = policy != nullptr ? policy->DoRetry(context) : DefaultDoRetry(context);
+  if (retry && retries_ < max_retry_ && Clock::now() < deadline_ && !core_->shutting_down()) {
+    ++retries_;
     core_->counters().retries.fetch_add(1, std::memory_order_relaxed);
-    IssueAttempt(lock);
-    return;
+    if (IssueAttempt(lock, /*backup=*/false) || completed_) return;
   }
-  FailLocked(code, attempt_ > 0 ? text + " (after " + std::to_string(attempt_) + " retries)" : text);
+  if (active_count_ > 0) return;  // a backup copy is still out: its outcome decides
+  FailLocked(code, retries_ > 0 ? text + " (after " + std::to_string(retries_) + " retries)" : text);
   CompleteLocked(lock);
 }
 
@@ -213,8 +309,20 @@ void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {
   internal::ControllerAccess::set_latency_us(
       *controller_,
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count());
-  internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
-  internal::ControllerAccess::set_retried_count(*controller_, attempt_);
+  internal::ControllerAccess::set_remote_side(
+      *controller_, last_server_ ? last_server_->remote_side() : core_->remote_side());
+  internal::ControllerAccess::set_retried_count(*controller_, retries_);
+  if (backup_timer_) backup_timer_->cancel();
+  // Attempts still out (a backup's loser, or all of them after a timeout or a cancel) are
+  // forgotten by their connections: a reply that still comes is dropped and counted.
+  while (active_count_ > 0) {
+    if (auto connection = active_[active_count_ - 1].connection.lock()) {
+      connection->Abandon(active_[active_count_ - 1].correlation_id);
+    }
+    // A timed-out attempt counts against its server; a backup's loser or a canceled one does not.
+    EndAttempt(active_count_ - 1, controller_->ErrorCode() == ERPCTIMEDOUT ? AttemptEnd::kFailed
+                                                                           : AttemptEnd::kAbandoned);
+  }
   // Counted before the caller can see the outcome, so stats() read after a call includes it.
   if (controller_->Failed()) core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
   if (done_ == nullptr) {
@@ -240,3 +348,13 @@ void ClientCall::RunDone() {
 }
 
 }  // namespace arenarpc::client
+
+namespace arenarpc {
+
+bool DefaultDoRetry(const RetryContext& context) noexcept {
+  if (!context.request_sent) return true;
+  return context.cluster && context.server_replied &&
+         (context.error_code == ELOGOFF || context.error_code == ELIMIT);
+}
+
+}  // namespace arenarpc

@@ -7,9 +7,15 @@
 // completed_ and backs off. So a reply racing with the timeout is either parsed into the response
 // before the caller hears of the failure, or dropped without touching it. The request is read only
 // inside CallMethod (serialized once; retries resend those bytes).
+//
+// Attempts: the first, retries (each on a server this call has not tried yet, when the cluster
+// has one) and at most one backup copy in flight beside the first (backup_request_ms). Each
+// attempt has its own correlation id; the first reply of any active attempt completes the call
+// and the others are abandoned (their replies are dropped and counted).
 
 #include <asio/steady_timer.hpp>
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -19,6 +25,7 @@
 
 #include "arenarpc/buffer_chain.h"
 #include "arenarpc/controller.h"
+#include "cluster/server_state.h"
 #include "protocol/frame_codec.h"
 #include "protocol/rpc_meta.pb.h"
 
@@ -32,6 +39,7 @@ namespace arenarpc::client {
 
 class ChannelCore;
 class ClientConnection;
+class SubChannel;
 
 class ClientCall : public std::enable_shared_from_this<ClientCall> {
  public:
@@ -65,8 +73,29 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
  private:
   using Clock = std::chrono::steady_clock;
 
-  void IssueAttempt(std::unique_lock<std::mutex>& lock);
+  struct Attempt {
+    int64_t correlation_id = 0;
+    std::shared_ptr<SubChannel> server;
+    std::weak_ptr<ClientConnection> connection;
+    Clock::time_point start;
+  };
+  static constexpr int kMaxActive = 2;   // the first attempt (or its retry) + one backup
+  static constexpr int kMaxTried = 4;    // servers remembered to avoid on retries
+
+  // Sends one more attempt to a server picked by the balancer. `backup`: only to a server not
+  // tried yet, and never fails the call. Returns false if no attempt was issued.
+  bool IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup);
+  // Index into active_ of the attempt with this id, or -1.
+  int FindAttempt(int64_t correlation_id) const noexcept;
+  enum class AttemptEnd { kOk, kFailed, kAbandoned };
+  // Removes active_[index], feeding its latency and outcome to the server's statistics.
+  void EndAttempt(int index, AttemptEnd how) noexcept;
+  // An attempt failed (connection, or an error reply when server_replied): retry, wait for the
+  // other active attempt, or fail the call. May unlock.
+  void HandleAttemptFailure(std::unique_lock<std::mutex>& lock, int code, const std::string& text,
+                            bool request_sent, bool server_replied);
   void OnDeadline();
+  void OnBackupTimer();
   // Fails the call's controller; text gets brpc's "[E<code>]" prefix.
   void FailLocked(int code, const std::string& text);
   // Reads a successful or failed reply into controller/response (spec §6.2).
@@ -92,14 +121,19 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   std::condition_variable finished_cv_;
   bool completed_ = false;
   bool finished_ = false;  // done returned (or there was none): Join() returns
-  int attempt_ = 0;
+  int retries_ = 0;     // retries issued
+  int attempts_ = 0;    // attempts issued (correlation ids are slot:attempts_)
   uint32_t slot_ = 0;
-  int64_t correlation_id_ = 0;
-  std::weak_ptr<ClientConnection> connection_;  // the current attempt's
+  std::array<Attempt, kMaxActive> active_;
+  int active_count_ = 0;
+  std::array<const cluster::ServerState*, kMaxTried> tried_{};
+  int tried_count_ = 0;
+  std::shared_ptr<SubChannel> last_server_;  // of the latest attempt: the controller's remote_side
   protocol::RpcMeta meta_;
   net::BufferChain payload_;     // serialized (maybe compressed) request, resent on retries
   net::BufferChain attachment_;  // shares the controller's request attachment
   asio::steady_timer deadline_timer_;
+  std::unique_ptr<asio::steady_timer> backup_timer_;  // cluster channels with backup_request_ms
 };
 
 }  // namespace arenarpc::client

@@ -9,6 +9,7 @@
 #include "client/channel_core.h"
 #include "client/client_call.h"
 #include "client/connection_manager.h"
+#include "client/sub_channel.h"
 
 namespace arenarpc::client {
 
@@ -29,15 +30,19 @@ class ClientConnection::Delegate final : public net::Connection::Delegate {
 };
 
 std::shared_ptr<ClientConnection> ClientConnection::Create(ChannelCore* core,
+                                                           std::shared_ptr<SubChannel> server,
                                                            asio::io_context& loop,
                                                            bool exclusive) {
-  std::shared_ptr<ClientConnection> connection(new ClientConnection(core, loop, exclusive));
+  std::shared_ptr<ClientConnection> connection(
+      new ClientConnection(core, std::move(server), loop, exclusive));
   asio::post(loop, [connection] { connection->StartConnect(); });
   return connection;
 }
 
-ClientConnection::ClientConnection(ChannelCore* core, asio::io_context& loop, bool exclusive)
+ClientConnection::ClientConnection(ChannelCore* core, std::shared_ptr<SubChannel> server,
+                                   asio::io_context& loop, bool exclusive)
     : core_(core),
+      server_(std::move(server)),
       loop_(loop),
       exclusive_(exclusive),
       connecting_socket_(loop),
@@ -58,7 +63,7 @@ void ClientConnection::StartConnect() {
       self->connecting_socket_.close(ignored);  // OnConnected sees operation_aborted
     });
   }
-  connecting_socket_.async_connect(core_->endpoint(),
+  connecting_socket_.async_connect(server_->endpoint(),
                                    [self = shared_from_this()](const asio::error_code& error) {
                                      self->OnConnected(error);
                                    });
@@ -69,7 +74,8 @@ void ClientConnection::OnConnected(const asio::error_code& error) {
   if (closed()) return;  // Close() failed the calls already
   if (error) {
     core_->counters().connections_failed.fetch_add(1, std::memory_order_relaxed);
-    const std::string where = "Fail to connect " + core_->remote_side() + ": ";
+    server_->OnConnectionFailed();  // before the calls retry: they then avoid this server
+    const std::string where = "Fail to connect " + server_->remote_side() + ": ";
     if (connect_timed_out_) {
       FailAll(ETIMEDOUT,
               where + "timeout=" + std::to_string(core_->options().connect_timeout_ms) + "ms", 0);
@@ -103,7 +109,7 @@ void ClientConnection::DoSubmit(std::shared_ptr<ClientCall> call, int64_t correl
                                 net::BufferChain frame) {
   if (closed()) {  // lost a race with a failure: retryable, nothing was sent
     call->OnAttemptFailed(correlation_id, close_code_ != 0 ? close_code_ : EFAILEDSOCKET,
-                          close_text_.empty() ? "Connection to " + core_->remote_side() + " closed"
+                          close_text_.empty() ? "Connection to " + server_->remote_side() + " closed"
                                               : close_text_,
                           false);
     return;
@@ -177,7 +183,7 @@ bool ClientConnection::OnInput(net::BufferChain& input) {
       case protocol::DecodeStatus::kError:
         // Like brpc (spec §7.4): pending calls fail with EINVAL, the connection is closed.
         close_code_ = EINVAL;
-        close_text_ = "Bad response frame from " + core_->remote_side() + ": " + decoder_.error();
+        close_text_ = "Bad response frame from " + server_->remote_side() + ": " + decoder_.error();
         return false;
     }
   }
@@ -194,7 +200,7 @@ void ClientConnection::HandleFrame(protocol::Frame& frame) {
   pending_.erase(it);
   // Back to the pool before the caller hears of the reply, so that its next call finds it.
   if (exclusive_ && pending_.empty() && !closed()) {
-    core_->connections().OnExclusiveCallDone(shared_from_this());
+    server_->connections().OnExclusiveCallDone(shared_from_this());
   }
   call->OnReply(correlation_id, frame, decoder_.attachment_error());
 }
@@ -203,16 +209,19 @@ void ClientConnection::OnSocketClosed(net::Connection& connection) {
   int code = close_code_;
   std::string text = close_text_;
   if (code == 0) {
+    // The peer or the network broke it under calls (an idle connection the server closed is
+    // not a failure: the next connect tells).
+    if (!pending_.empty()) server_->OnConnectionFailed();
     const asio::error_code& error = connection.close_error();
     if (error == asio::error::eof) {
       code = EEOF;
-      text = "Got EOF of " + core_->remote_side();
+      text = "Got EOF of " + server_->remote_side();
     } else if (error && error.category() == asio::system_category()) {
       code = error.value();  // ECONNRESET, EPIPE, ...
-      text = "Connection to " + core_->remote_side() + " broken: " + error.message();
+      text = "Connection to " + server_->remote_side() + " broken: " + error.message();
     } else {
       code = EFAILEDSOCKET;
-      text = "Connection to " + core_->remote_side() + " closed" +
+      text = "Connection to " + server_->remote_side() + " closed" +
              (error ? ": " + error.message() : std::string());
     }
   }
@@ -223,7 +232,7 @@ void ClientConnection::FailAll(int code, const std::string& text, uint64_t bytes
   if (closed_.exchange(true, std::memory_order_acq_rel)) return;
   if (close_code_ == 0) close_code_ = code, close_text_ = text;
   // The manager must stop handing us out before the failed calls retry.
-  core_->connections().OnClosed(this);
+  server_->connections().OnClosed(this);
   std::unordered_map<int64_t, Pending> pending = std::move(pending_);
   pending_.clear();
   waiting_.clear();

@@ -26,13 +26,15 @@ namespace arenarpc::client {
 
 class ChannelCore;
 class ClientCall;
+class SubChannel;
 
 class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
  public:
   // exclusive: at most one call at a time (pooled/short); its timeout closes the connection.
   // Starts connecting at once.
-  static std::shared_ptr<ClientConnection> Create(ChannelCore* core, asio::io_context& loop,
-                                                  bool exclusive);
+  static std::shared_ptr<ClientConnection> Create(ChannelCore* core,
+                                                  std::shared_ptr<SubChannel> server,
+                                                  asio::io_context& loop, bool exclusive);
   ~ClientConnection();
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;
@@ -56,7 +58,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
     bool queued = false;      // handed to net::Connection (else waiting for the connect)
   };
 
-  ClientConnection(ChannelCore* core, asio::io_context& loop, bool exclusive);
+  ClientConnection(ChannelCore* core, std::shared_ptr<SubChannel> server, asio::io_context& loop,
+                   bool exclusive);
   void StartConnect();
   void OnConnected(const asio::error_code& error);
   void DoSubmit(std::shared_ptr<ClientCall> call, int64_t correlation_id, net::BufferChain frame);
@@ -68,6 +71,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   void FailAll(int code, const std::string& text, uint64_t bytes_written);
 
   ChannelCore* const core_;
+  const std::shared_ptr<SubChannel> server_;
   asio::io_context& loop_;
   const bool exclusive_;
   std::atomic<bool> closed_{false};

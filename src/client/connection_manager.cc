@@ -3,11 +3,13 @@
 #include "arenarpc/error_codes.h"
 #include "client/channel_core.h"
 #include "client/client_connection.h"
+#include "client/sub_channel.h"
 
 namespace arenarpc::client {
 
 std::unique_ptr<ConnectionManager> ConnectionManager::Create(std::string_view connection_type,
-                                                             ChannelCore* core) {
+                                                             ChannelCore* core,
+                                                             SubChannel* sub) {
   Kind kind;
   if (connection_type == "single") {
     kind = Kind::kSingle;
@@ -18,14 +20,14 @@ std::unique_ptr<ConnectionManager> ConnectionManager::Create(std::string_view co
   } else {
     return nullptr;
   }
-  return std::unique_ptr<ConnectionManager>(new ConnectionManager(kind, core));
+  return std::unique_ptr<ConnectionManager>(new ConnectionManager(kind, core, sub));
 }
 
 ConnectionManager::~ConnectionManager() = default;
 
 std::shared_ptr<ClientConnection> ConnectionManager::NewConnectionLocked() {
-  auto connection =
-      ClientConnection::Create(core_, core_->loops().Next(), /*exclusive=*/kind_ != Kind::kSingle);
+  auto connection = ClientConnection::Create(core_, sub_->shared_from_this(), core_->loops().Next(),
+                                             /*exclusive=*/kind_ != Kind::kSingle);
   live_.emplace(connection.get(), connection);
   return connection;
 }

@@ -15,13 +15,15 @@ namespace arenarpc::client {
 
 class ChannelCore;
 class ClientConnection;
+class SubChannel;
 
 class ConnectionManager {
  public:
   enum class Kind { kSingle, kPooled, kShort };
   // nullptr for an unknown name.
+  // Connections of the server `sub` (which owns the manager).
   static std::unique_ptr<ConnectionManager> Create(std::string_view connection_type,
-                                                   ChannelCore* core);
+                                                   ChannelCore* core, SubChannel* sub);
   ~ConnectionManager();
 
   Kind kind() const noexcept { return kind_; }
@@ -35,11 +37,13 @@ class ConnectionManager {
   void CloseAll();
 
  private:
-  ConnectionManager(Kind kind, ChannelCore* core) : kind_(kind), core_(core) {}
+  ConnectionManager(Kind kind, ChannelCore* core, SubChannel* sub)
+      : kind_(kind), core_(core), sub_(sub) {}
   std::shared_ptr<ClientConnection> NewConnectionLocked();
 
   const Kind kind_;
   ChannelCore* const core_;
+  SubChannel* const sub_;
   std::mutex mutex_;
   bool closed_ = false;
   std::shared_ptr<ClientConnection> single_;            // kSingle

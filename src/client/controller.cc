@@ -31,6 +31,8 @@ void Controller::Reset() {
   local_side_ = nullptr;
   timeout_ms_ = -1;
   max_retry_ = -1;
+  request_code_ = 0;
+  has_request_code_ = false;
   latency_us_ = 0;
   retried_count_ = 0;
   call_id_.store(0, std::memory_order_relaxed);

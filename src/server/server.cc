@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "builtin/builtin_services.h"
+#include "cluster/server_registration.h"
 #include "net/endpoint.h"
 #include "protocol/http/http_request_decoder.h"
 #include "server/server_access.h"
@@ -37,6 +38,7 @@ class Server::Impl {
   std::condition_variable stopped_cv;
   Phase phase = Phase::kIdle;
   bool joined = false;
+  std::unique_ptr<cluster::ServerRegistration> registration;  // with options.registry_url
 
   int Fail(std::string message) {
     last_error = std::move(message);
@@ -73,6 +75,13 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
                      ? std::string("expected >= 0; 0 = unlimited")
                      : options.max_concurrency.error()) +
                 ")");
+  }
+  if (!options.registry_url.empty()) {
+    if (std::string error = cluster::ValidateRegistrationOptions(
+            options.registry_lease_ttl_s, options.registry_weight, options.registry_tag);
+        !error.empty()) {
+      return Fail(error);
+    }
   }
   if (options.max_queued_requests < 0) {
     return Fail("max_queued_requests=" + std::to_string(options.max_queued_requests) +
@@ -297,6 +306,27 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
     state.workers = std::make_unique<asio::thread_pool>(options.worker_threads);
   }
   impl.port = state.acceptor->port();
+  if (!options.registry_url.empty()) {
+    cluster::RegistrationInfo info;
+    info.address = options.advertised_address.empty()
+                       ? cluster::AdvertisedAddress(endpoint.address().to_string(), impl.port)
+                       : options.advertised_address;
+    info.weight = options.registry_weight;
+    info.tag = options.registry_tag;
+    info.lease_ttl_s = options.registry_lease_ttl_s;
+    std::string error;
+    impl.registration = cluster::MakeServerRegistration(options.registry_url, info, &error);
+    if (!impl.registration || !impl.registration->Start(&error)) {
+      impl.registration.reset();
+      state.acceptor->Close();
+      state.loops->Stop();
+      state.acceptor.reset();  // its timer and socket belong to the loops: gone first
+      state.loops.reset();
+      state.workers.reset();
+      impl.port = -1;
+      return impl.Fail("Start: registry_url: " + error);
+    }
+  }
   state.acceptor->Start();
   if (state.internal_acceptor) {
     impl.internal_port = state.internal_acceptor->port();
@@ -342,6 +372,8 @@ int Server::Stop() {
     return -1;
   }
   if (state.stopping.exchange(true, std::memory_order_acq_rel)) return 0;  // another Stop() runs
+  // Out of the registry first, so that clients stop choosing this server while it drains.
+  if (impl.registration) impl.registration->Stop();
   state.acceptor->Close();
   if (state.internal_acceptor) state.internal_acceptor->Close();
 

@@ -199,9 +199,12 @@ TEST(ChannelInit, BrpcShapes) {
   }
   {
     Channel channel;
-    EXPECT_EQ(channel.Init("list://127.0.0.1:1,127.0.0.1:2", "rr", &options), -1);
-    EXPECT_NE(channel.last_error().find("load balancer \"rr\" is not supported"),
+    EXPECT_EQ(channel.Init("list://127.0.0.1:1,127.0.0.1:2", "no_such_lb", &options), -1);
+    EXPECT_NE(channel.last_error().find("load balancer 'no_such_lb' is unknown"),
               std::string::npos)
+        << channel.last_error();
+    // A naming URL with a known balancer is a cluster channel (tests/cluster).
+    EXPECT_EQ(channel.Init(("list://" + server.address()).c_str(), "rr", &options), 0)
         << channel.last_error();
   }
   {

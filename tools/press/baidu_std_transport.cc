@@ -4,6 +4,9 @@
 #include <mutex>
 
 #include "arenarpc/channel.h"
+#ifdef ARENARPC_PRESS_WITH_ETCD
+#include "arenarpc/cluster/etcd.h"  // --server etcd://host:port/prefix
+#endif
 #include "arenarpc/controller.h"
 #include "echo/echo.pb.h"
 #include "press/transport.h"
@@ -28,7 +31,11 @@ class BaiduStdTransport final : public Transport {
     channel_options.callback_threads = 0;
     for (int i = 0; i < options.connections; ++i) {
       auto channel = std::make_unique<Channel>();
-      if (channel->Init(options.server, &channel_options) != 0) {
+      const int rc = options.load_balancer.empty()
+                         ? channel->Init(options.server, &channel_options)
+                         : channel->Init(options.server.c_str(), options.load_balancer.c_str(),
+                                         &channel_options);
+      if (rc != 0) {
         *error = "channel to " + options.server + ": " + channel->last_error();
         return false;
       }
@@ -56,6 +63,14 @@ class BaiduStdTransport final : public Transport {
     }
     Call* raw = call.release();  // owned by the channel until Run(), which takes it back
     channel.CallMethod(method_, &raw->controller, &request.binary(), response, raw);
+  }
+
+  std::map<std::string, uint64_t> ServerAttempts() const override {
+    std::map<std::string, uint64_t> attempts;
+    for (const auto& channel : channels_) {
+      for (const ServerInfo& server : channel->servers()) attempts[server.address] += server.attempts;
+    }
+    return attempts;
   }
 
   void Drain() override {

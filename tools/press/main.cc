@@ -44,8 +44,12 @@ bool CheckConnectionType(const char* flag, const std::string& v) {
 
 }  // namespace
 
-DEFINE_string(server, "127.0.0.1:8000", "Server address, host:port");
+DEFINE_string(server, "127.0.0.1:8000", "Server address, host:port; with --lb a naming URL");
 DEFINE_validator(server, &CheckServer);
+DEFINE_string(lb, "",
+              "Load balancer (rr, random, wrr, c_murmurhash, la) over the servers of --server "
+              "given as a naming URL (list://a:1,b:2, file://path, dns://host:port, "
+              "etcd://host:port/prefix); the report adds each server's share");
 DEFINE_string(protocol, "baidu_std", "Protocol (a registered transport: baidu_std, grpc if built)");
 DEFINE_double(qps, 0, "Open loop: calls per second, each timed from its scheduled send time");
 DEFINE_validator(qps, &CheckNonNegative);
@@ -112,6 +116,7 @@ int main(int argc, char** argv) {
   options.connection_type = FLAGS_connection_type;
   options.timeout_ms = FLAGS_timeout_ms;
   options.connections = FLAGS_connections;
+  options.lb = FLAGS_lb;
   options.threads = FLAGS_threads;
   options.server_pid = FLAGS_server_pid;
   options.max_inflight = FLAGS_max_inflight;
@@ -156,6 +161,7 @@ int main(int argc, char** argv) {
   }
   arenarpc::press::TransportOptions transport_options;
   transport_options.server = options.server;
+  transport_options.load_balancer = options.lb;
   transport_options.connection_type = options.connection_type;
   transport_options.timeout_ms = options.timeout_ms;
   transport_options.connections = options.connections;
@@ -195,6 +201,7 @@ int main(int argc, char** argv) {
   }
   auto result = driver.Run(options.live ? &std::cerr : nullptr);
   result.distinct_requests = distinct_requests;
+  result.server_attempts = transport->ServerAttempts();
   std::cout << (FLAGS_json ? arenarpc::press::FormatJson(result)
                            : arenarpc::press::FormatText(result))
             << std::flush;

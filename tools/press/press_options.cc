@@ -8,6 +8,8 @@
 namespace arenarpc::press {
 
 std::string ValidateServerAddress(const std::string& host_port) {
+  // list://, file://, dns://, etcd://: checked by Channel::Init (with --lb).
+  if (host_port.find("://") != std::string::npos) return "";
   const size_t colon = host_port.rfind(':');
   if (colon == std::string::npos || colon == 0) {
     return "server address '" + host_port + "' is not host:port";
@@ -31,6 +33,13 @@ std::string ValidatePositive(const char* name, double value, bool allow_zero) {
 
 std::string Validate(const PressOptions& o) {
   if (auto e = ValidateServerAddress(o.server); !e.empty()) return e;
+  if (o.lb.empty() != (o.server.find("://") == std::string::npos)) {
+    return o.lb.empty() ? "--server '" + o.server + "' is a naming URL: give --lb too"
+                        : "--lb needs --server to be a naming URL (list://, file://, dns://, etcd://)";
+  }
+  if (!o.lb.empty() && o.protocol != "baidu_std") {
+    return "--lb works with --protocol baidu_std only";
+  }
   if ((o.qps > 0) == (o.concurrency > 0)) {
     return "give exactly one of --qps (open loop) or --concurrency (closed loop)";
   }

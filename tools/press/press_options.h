@@ -8,7 +8,8 @@
 namespace arenarpc::press {
 
 struct PressOptions {
-  std::string server = "127.0.0.1:8000";   // host:port
+  std::string server = "127.0.0.1:8000";   // host:port, or a naming URL with lb (docs/cluster.md)
+  std::string lb;                          // load balancer of a cluster channel; "" = one server
   std::string protocol = "baidu_std";      // a registered Transport name
   double qps = 0;                          // > 0: open loop at this rate
   int concurrency = 0;                     // > 0: closed loop with this many calls in flight

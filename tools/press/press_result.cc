@@ -182,8 +182,15 @@ std::string FormatText(const PressResult& r) {
   }
   if (r.server_view_read) ServerViewText(s, r.server_view);
   if (r.client.valid) {
-    s << "press itself: cpu " << std::setprecision(3) << r.client.cores << " cores, rss "
-      << std::setprecision(1) << r.client.rss_peak / 1e6 << " MB\n";
+    s << "press itself: cpu " << std::setprecision(3) << r.client.cores << " cores ("
+      << std::setprecision(1) << (calls ? r.client.cpu_seconds * 1e6 / double(calls) : 0)
+      << " us/call), rss " << r.client.rss_peak / 1e6 << " MB\n";
+  }
+  uint64_t attempts = 0;
+  for (const auto& [server, n] : r.server_attempts) attempts += n;
+  for (const auto& [server, n] : r.server_attempts) {
+    s << "server " << server << ": " << n << " attempts (" << std::setprecision(1)
+      << 100.0 * double(n) / double(attempts ? attempts : 1) << "%, whole run)\n";
   }
   return s.str();
 }
@@ -232,6 +239,15 @@ std::string FormatJson(const PressResult& r) {
   if (r.server_view_read) {
     j << ",\"server_vars\":";
     ServerViewJson(j, r.server_view);
+  }
+  if (!r.server_attempts.empty()) {
+    j << ",\"lb\":\"" << JsonEscape(o.lb) << "\",\"server_attempts\":{";
+    bool first_server = true;
+    for (const auto& [server, n] : r.server_attempts) {
+      j << (first_server ? "" : ",") << "\"" << JsonEscape(server) << "\":" << n;
+      first_server = false;
+    }
+    j << "}";
   }
   j << "}\n";
   return j.str();

@@ -36,6 +36,7 @@ struct PressResult {
   bool server_view_read = false;        // --server_vars: /vars was tried (view or note below)
   ServerView server_view;               // the server's own view of the window, from its /vars
   size_t distinct_requests = 0;         // --method: requests in --input (cycled)
+  std::map<std::string, uint64_t> server_attempts;  // cluster channels: attempts per server (run)
 };
 
 std::string FormatText(const PressResult& result);

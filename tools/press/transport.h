@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,7 +20,8 @@
 namespace arenarpc::press {
 
 struct TransportOptions {
-  std::string server;                       // "host:port"
+  std::string server;                       // "host:port", or a naming URL with load_balancer
+  std::string load_balancer;                // "" = one server
   std::string connection_type = "single";   // "single" | "pooled" | "short" (protocol-specific)
   int64_t timeout_ms = 1000;                // per call
   int connections = 1;                      // independent connections/channels, used round-robin
@@ -55,6 +57,8 @@ class Transport {
   virtual void Send(const PressRequest& request, DoneCallback done) = 0;
   // Blocks until every call started has completed (their callbacks have returned).
   virtual void Drain() = 0;
+  // Attempts sent to each server ("ip:port"), for transports that spread calls over a cluster.
+  virtual std::map<std::string, uint64_t> ServerAttempts() const { return {}; }
 };
 
 using TransportFactory = std::function<std::unique_ptr<Transport>()>;

@@ -1,0 +1,135 @@
+#include "client/sub_channel.h"
+
+#include <asio/post.hpp>
+
+#include "client/channel_core.h"
+#include "client/connection_manager.h"
+#include "net/endpoint.h"
+
+namespace arenarpc::client {
+
+struct SubChannel::Probe {
+  explicit Probe(asio::io_context& loop) : loop(loop), timer(loop), socket(loop) {}
+  asio::io_context& loop;
+  asio::steady_timer timer;
+  asio::ip::tcp::socket socket;
+  bool connect_timed_out = false;
+};
+
+SubChannel::SubChannel(ChannelCore* core, cluster::ServerNode node, bool health_checked)
+    : ServerState(std::move(node)),
+      core_(core),
+      remote_side_(net::EndpointToString(endpoint())),
+      health_checked_(health_checked),
+      connections_(ConnectionManager::Create(core->options().connection_type, core, this)) {}
+
+SubChannel::~SubChannel() = default;
+
+void SubChannel::OnAttemptOutcome(bool failed) noexcept {
+  if (!health_checked_ || !core_->options().enable_circuit_breaker) return;
+  if (failed) window_failures_.fetch_add(1, std::memory_order_relaxed);
+  if (window_attempts_.fetch_add(1, std::memory_order_relaxed) + 1 < kBreakerWindow) return;
+  // One thread closes the window (approximately: outcomes racing with the reset may move to the
+  // next window).
+  const uint32_t attempts = window_attempts_.exchange(0, std::memory_order_relaxed);
+  const uint32_t failures = window_failures_.exchange(0, std::memory_order_relaxed);
+  if (attempts >= kBreakerWindow && failures * 2 >= attempts) {
+    core_->counters().circuit_breaker_trips.fetch_add(1, std::memory_order_relaxed);
+    Isolate();
+  }
+}
+
+void SubChannel::Isolate() {
+  if (!health_checked_ || closed() || core_->shutting_down()) return;
+  if (!healthy_.exchange(false, std::memory_order_acq_rel)) return;  // already probing
+  core_->counters().servers_isolated.fetch_add(1, std::memory_order_relaxed);
+  auto probe = std::make_shared<Probe>(core_->loops().Next());
+  {
+    std::lock_guard lock(mutex_);
+    if (closed()) return;
+    probe_ = probe;
+  }
+  asio::post(probe->loop, [self = shared_from_this(), probe] { self->ScheduleProbe(probe); });
+}
+
+void SubChannel::ScheduleProbe(const std::shared_ptr<Probe>& probe) {
+  if (closed()) return;
+  probe->timer.expires_after(std::chrono::milliseconds(core_->options().health_check_interval_ms));
+  probe->timer.async_wait([weak = weak_from_this(), probe](const asio::error_code& error) {
+    auto self = weak.lock();
+    if (!error && self) self->RunProbe(probe);
+  });
+}
+
+void SubChannel::RunProbe(const std::shared_ptr<Probe>& probe) {
+  if (closed()) return;
+  asio::error_code ignored;
+  probe->socket.close(ignored);
+  probe->connect_timed_out = false;
+  const int64_t timeout_ms = core_->options().connect_timeout_ms;
+  if (timeout_ms > 0) {
+    probe->timer.expires_after(std::chrono::milliseconds(timeout_ms));
+    probe->timer.async_wait([probe](const asio::error_code& error) {
+      if (error) return;
+      probe->connect_timed_out = true;
+      asio::error_code ignored;
+      probe->socket.close(ignored);
+    });
+  }
+  probe->socket.async_connect(
+      endpoint(), [weak = weak_from_this(), probe](const asio::error_code& error) {
+        probe->timer.cancel();
+        auto self = weak.lock();
+        if (!self || self->closed()) return;
+        if (error) {
+          self->ScheduleProbe(probe);
+          return;
+        }
+        asio::error_code ignored;
+        probe->socket.close(ignored);
+        {
+          std::lock_guard lock(self->mutex_);
+          if (self->probe_ == probe) self->probe_.reset();
+        }
+        self->core_->counters().servers_revived.fetch_add(1, std::memory_order_relaxed);
+        self->healthy_.store(true, std::memory_order_release);
+      });
+}
+
+void SubChannel::Retire(std::chrono::milliseconds grace) {
+  auto timer = std::make_shared<asio::steady_timer>(core_->loops().Next());
+  {
+    std::lock_guard lock(mutex_);
+    if (closed()) return;
+    retire_timer_ = timer;
+  }
+  asio::post(timer->get_executor(), [self = shared_from_this(), timer, grace] {
+    if (self->closed()) return;
+    timer->expires_after(grace);
+    timer->async_wait([weak = self->weak_from_this()](const asio::error_code& error) {
+      if (auto self = weak.lock(); self && !error) self->Close();
+    });
+  });
+}
+
+void SubChannel::Close() {
+  std::shared_ptr<Probe> probe;
+  std::shared_ptr<asio::steady_timer> retire_timer;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+    probe = std::move(probe_);
+    retire_timer = std::move(retire_timer_);
+  }
+  if (probe) {
+    asio::post(probe->loop, [probe] {
+      probe->timer.cancel();
+      asio::error_code ignored;
+      probe->socket.close(ignored);
+    });
+  }
+  if (retire_timer) asio::post(retire_timer->get_executor(), [retire_timer] { retire_timer->cancel(); });
+  connections_->CloseAll();
+}
+
+}  // namespace arenarpc::client

@@ -1,0 +1,184 @@
+// etcd://host:port[,host:port]/prefix: the servers are the keys under "<prefix>/" (the key's last
+// part is "ip:port"; the value, if not empty, is "ip:port[ weight[ tag]]" and wins). Start()
+// reads them (KV.Range); a background thread then follows changes through Watch.Watch from the
+// next revision. When the watch breaks (etcd down or restarting) the last list stays, the failure
+// is logged (rate-limited) and the thread re-reads and re-watches every 500 ms until etcd answers.
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "cluster/etcd/etcd_client.h"
+#include "cluster/etcd/etcd_components.h"
+#include "cluster/naming_service.h"
+#include "util/rate_limited_log.h"
+
+namespace arenarpc::cluster::etcd {
+namespace {
+
+constexpr auto kRetryInterval = std::chrono::milliseconds(500);
+
+class EtcdNaming final : public NamingService {
+ public:
+  EtcdNaming(EtcdTarget target, const NamingOptions& options)
+      : target_(std::move(target)),
+        range_end_(PrefixRangeEnd(target_.prefix)),
+        first_fetch_timeout_(options.first_fetch_timeout),
+        client_(target_.endpoints) {}
+  ~EtcdNaming() override { Stop(); }
+
+  bool Start(Listener listener, std::string* error) override {
+    listener_ = std::move(listener);
+    if (!Resync(first_fetch_timeout_, error)) return false;
+    thread_ = std::thread([this] { Follow(); });
+    return true;
+  }
+
+  void Stop() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      if (watch_context_) watch_context_->TryCancel();
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  // Reads every key under the prefix; replaces the map and pushes the list.
+  bool Resync(std::chrono::milliseconds timeout, std::string* error) {
+    etcdserverpb::RangeRequest request;
+    request.set_key(target_.prefix);
+    request.set_range_end(range_end_);
+    etcdserverpb::RangeResponse response;
+    const grpc::Status status = client_.kv().Range(ContextWithTimeout(timeout).get(), request,
+                                                   &response);
+    if (!status.ok()) {
+      *error = "etcd " + client_.endpoint() + ": Range " + target_.prefix + " failed: " +
+               status.error_message();
+      client_.Rotate();
+      return false;
+    }
+    servers_.clear();
+    for (const mvccpb::KeyValue& kv : response.kvs()) Apply(kv);
+    revision_ = response.header().revision();
+    Push();
+    return true;
+  }
+
+  void Apply(const mvccpb::KeyValue& kv) {
+    const std::string& key = kv.key();
+    const std::string_view text = kv.value().empty()
+                                      ? std::string_view(key).substr(target_.prefix.size())
+                                      : std::string_view(kv.value());
+    ServerNode node;
+    std::string error;
+    if (!ParseServerNode(text, &node, &error)) {
+      log_.Log("etcd key " + key + " skipped: " + error);
+      servers_.erase(key);
+      return;
+    }
+    servers_[key] = std::move(node);
+  }
+
+  void Push() {
+    ServerList list;
+    for (const auto& [key, node] : servers_) list.push_back(node);
+    Normalize(&list);
+    if (pushed_once_ && list == last_pushed_) return;
+    pushed_once_ = true;
+    last_pushed_ = list;
+    listener_(std::move(list));
+  }
+
+  // One watch stream from revision_ + 1 until it breaks; true if stopping.
+  void WatchOnce() {
+    auto context = std::make_shared<grpc::ClientContext>();
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+      watch_context_ = context;
+    }
+    auto stream = client_.watch().Watch(context.get());
+    etcdserverpb::WatchRequest request;
+    auto* create = request.mutable_create_request();
+    create->set_key(target_.prefix);
+    create->set_range_end(range_end_);
+    create->set_start_revision(revision_ + 1);
+    etcdserverpb::WatchResponse response;
+    if (stream->Write(request)) {
+      while (stream->Read(&response)) {
+        if (response.canceled()) break;  // e.g. revision compacted: resync
+        for (const mvccpb::Event& event : response.events()) {
+          if (event.type() == mvccpb::Event::DELETE) {
+            servers_.erase(event.kv().key());
+          } else {
+            Apply(event.kv());
+          }
+          revision_ = std::max(revision_, event.kv().mod_revision());
+        }
+        if (response.events_size() > 0) Push();
+      }
+    }
+    context->TryCancel();
+    const grpc::Status status = stream->Finish();
+    {
+      std::lock_guard lock(mutex_);
+      watch_context_.reset();
+      if (stopping_) return;
+    }
+    log_.Log("etcd " + client_.endpoint() + ": watch of " + target_.prefix + " ended (" +
+             (response.canceled() ? response.cancel_reason() : status.error_message()) +
+             "); keeping the last list of " + std::to_string(servers_.size()) + " servers");
+    client_.Rotate();
+  }
+
+  bool SleepBeforeRetry() {
+    std::unique_lock lock(mutex_);
+    return !wake_.wait_for(lock, kRetryInterval, [this] { return stopping_; });
+  }
+
+  void Follow() {
+    bool synced = true;  // Start() just read the list
+    for (;;) {
+      if (!synced) {
+        std::string error;
+        if (!Resync(std::chrono::milliseconds(2000), &error)) {
+          log_.Log(error + " (keeping the last list)");
+          if (!SleepBeforeRetry()) return;
+          continue;
+        }
+      }
+      WatchOnce();
+      synced = false;
+      if (!SleepBeforeRetry()) return;
+    }
+  }
+
+  const EtcdTarget target_;
+  const std::string range_end_;
+  const std::chrono::milliseconds first_fetch_timeout_;
+  EtcdClient client_;  // the follow thread's (Start's before it exists)
+  Listener listener_;
+  std::map<std::string, ServerNode> servers_;  // by key
+  int64_t revision_ = 0;
+  bool pushed_once_ = false;
+  ServerList last_pushed_;
+  util::RateLimitedLog log_{1};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::shared_ptr<grpc::ClientContext> watch_context_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<NamingService> MakeEtcdNaming(std::string_view target, const NamingOptions& options,
+                                              std::string* error) {
+  EtcdTarget parsed;
+  if (!ParseEtcdTarget(target, &parsed, error)) return nullptr;
+  return std::make_unique<EtcdNaming>(std::move(parsed), options);
+}
+
+}  // namespace arenarpc::cluster::etcd
