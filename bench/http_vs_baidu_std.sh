@@ -2,8 +2,8 @@
 # HTTP+JSON echo vs baidu_std echo on one server core (docs/http.md, "Benchmark").
 #   bench/http_vs_baidu_std.sh [BUILD_DIR] [SECONDS] [REPEATS] [MODE]
 # Starts examples' echo_server (one I/O thread, pinned to CPU 0) and alternates, REPEATS times,
-# arenarpc_press on baidu_std and bench/http_echo on HTTP+JSON (both pinned to CPU 1, closed
-# loop, 8 calls in flight on one connection, payload_scale 1). Prints each run's QPS and the
+# arenarpc_press on baidu_std and on HTTP+JSON (pinned to CPU 1, closed loop, 8 calls in flight
+# on one connection, payload_scale 1, the same ring of payloads). Prints each run's QPS and the
 # median HTTP/baidu_std ratio.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,9 +13,8 @@ repeats=${3:-3}
 mode=${4:-heap}
 server_bin=$build/examples/echo_server
 press_bin=$build/tools/press/arenarpc_press
-http_bin=$build/bench/http_echo
-for bin in "$server_bin" "$press_bin" "$http_bin"; do
-  [ -x "$bin" ] || { echo "http_vs_baidu_std: $bin is missing (build echo_server arenarpc_press http_echo)" >&2; exit 2; }
+for bin in "$server_bin" "$press_bin"; do
+  [ -x "$bin" ] || { echo "http_vs_baidu_std: $bin is missing (build echo_server arenarpc_press)" >&2; exit 2; }
 done
 log=$(mktemp)
 taskset -c 0 "$server_bin" --address=127.0.0.1:0 --threads=1 --mode="$mode" >"$log" 2>&1 &
@@ -25,14 +24,16 @@ for _ in $(seq 100); do grep -q "listening on" "$log" && break; sleep 0.1; done
 address=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$log")
 [ -n "$address" ] || { echo "http_vs_baidu_std: echo_server did not start:" >&2; cat "$log" >&2; exit 1; }
 
+# QPS of one closed-loop press run over protocol $1.
+qps() {
+  taskset -c 1 "$press_bin" --server="$address" --protocol="$1" --concurrency=8 \
+    --payload_scale=1 --warmup_s=2 --duration_s="$seconds" --server_vars=false --json \
+    2>/dev/null | sed -n 's/.*"achieved_qps":\([0-9.]*\).*/\1/p' | tail -1
+}
 baidu=() http=()
 for r in $(seq "$repeats"); do
-  b=$(taskset -c 1 "$press_bin" --server="$address" --protocol=baidu_std --concurrency=8 \
-        --payload_scale=1 --warmup_s=2 --duration_s="$seconds" --json 2>/dev/null |
-      sed -n 's/.*"achieved_qps":\([0-9.]*\).*/\1/p' | tail -1)
-  h=$(taskset -c 1 "$http_bin" --server="$address" --connections=1 --depth=8 \
-        --payload_scale=1 --warmup_s=2 --duration_s="$seconds" |
-      sed -n 's/.*"qps":\([0-9.]*\).*/\1/p')
+  b=$(qps baidu_std)
+  h=$(qps http)
   echo "run $r: baidu_std ${b} QPS, http_json ${h} QPS, ratio $(python3 -c "print(f'{$h / $b:.2f}')")"
   baidu+=("$b") http+=("$h")
 done
