@@ -105,8 +105,10 @@ TEST_P(RuntimeLoadTest, NeverReadingClientIsHeldToMaxUnwrittenBytes) {
   const ServerStats stats = server_->GetServerStats();
   EXPECT_LT(sent, kMaxSend) << "the server kept reading a connection whose replies pile up";
   EXPECT_GE(stats.read_pauses, 1u);
-  // The bound: max_unwritten_bytes plus the replies of one read's worth of requests.
-  EXPECT_LE(stats.unwritten_held_bytes, options.max_unwritten_bytes + (2u << 20));
+  // The bound (docs/server.md): max_unwritten_bytes plus the replies to the requests read before
+  // reading paused — EOVERCROWDED ones for these tiny requests, ~1.4x their bytes, of at most one
+  // wakeup's reads (2 MiB).
+  EXPECT_LE(stats.unwritten_held_bytes, options.max_unwritten_bytes + (4u << 20));
   if (kResidentSizeIsMeaningful) EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
 
   good->Stop();
