@@ -60,7 +60,7 @@ foreach(pc ${pc_files})
 endforeach()
 
 # Tools: the load generator and the echo servers, when this build has them.
-foreach(tool arenarpc_press echo_server grpc_echo_server)
+foreach(tool arenarpc_press echo_server etcd_echo_server grpc_echo_server)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()
