@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
 #include "echo/echo_service.h"
@@ -269,7 +270,7 @@ TEST_P(HttpTest, BuiltinPages) {
   EXPECT_EQ("OK\n", get->body);
 }
 
-// Real components: /usr/bin/curl calls a method with JSON and reads /health.
+// Real components: /usr/bin/curl calls a method with JSON and reads /health and /status?format=json.
 TEST_P(HttpTest, CurlCallsAMethodWithJson) {
   StartServer();
   ASSERT_EQ(0, access("/usr/bin/curl", X_OK))
@@ -290,6 +291,19 @@ TEST_P(HttpTest, CurlCallsAMethodWithJson) {
                 "'{\"message\":\"from curl\",\"items\":[\"x\"]}' " +
                 base + "/arenarpc.e2e.TestService/Echo"));
   EXPECT_EQ("OK\n", run("/usr/bin/curl -sS --max-time 10 " + base + "/health"));
+  // /status as JSON: the call above is there, counted once.
+  google::protobuf::Struct status;
+  const std::string status_json =
+      run("/usr/bin/curl -sS --max-time 10 '" + base + "/status?format=json'");
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(status_json, &status).ok()) << status_json;
+  double echo_calls = -1;
+  for (const auto& method : status.fields().at("methods").list_value().values()) {
+    const auto& fields = method.struct_value().fields();
+    if (fields.at("name").string_value() == "arenarpc.e2e.TestService.Echo") {
+      echo_calls = fields.at("calls").number_value();
+    }
+  }
+  EXPECT_EQ(1, echo_calls) << status_json;
   EXPECT_EQ("404 1002",
             run("/usr/bin/curl -sS --max-time 10 -o /dev/null -D - -d '{}' " + base +
                 "/TestService/Nope | awk 'NR==1{s=$2} tolower($1)==\"x-bd-error-code:\"{c=$2} "
