@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "util/json_string.h"
+
 namespace arenarpc::builtin {
 
 std::string HtmlEscape(std::string_view text) {
@@ -73,25 +75,7 @@ JsonWriter& JsonWriter::Key(std::string_view key) {
 
 JsonWriter& JsonWriter::String(std::string_view value) {
   BeforeValue();
-  out_ += '"';
-  for (unsigned char c : value) {
-    switch (c) {
-      case '"': out_ += "\\\""; break;
-      case '\\': out_ += "\\\\"; break;
-      case '\n': out_ += "\\n"; break;
-      case '\r': out_ += "\\r"; break;
-      case '\t': out_ += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-          out_ += escaped;
-        } else {
-          out_ += static_cast<char>(c);
-        }
-    }
-  }
-  out_ += '"';
+  util::AppendJsonString(&out_, value);
   return *this;
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "arenarpc/error_codes.h"
+#include "util/json_string.h"
 
 namespace arenarpc::press {
 namespace {
@@ -13,26 +14,7 @@ namespace {
 constexpr std::pair<const char*, double> kPercentiles[] = {
     {"p50", 50}, {"p80", 80}, {"p90", 90}, {"p99", 99}, {"p99.9", 99.9}};
 
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
+using util::JsonEscape;
 
 std::string Mode(const PressOptions& o) {
   std::ostringstream s;

@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "util/json_string.h"
+
 namespace arenarpc::protocol {
 
 namespace {
@@ -198,45 +200,7 @@ class JsonWriter {
     }
   }
 
-  void WriteString(std::string_view text) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    out_ += '"';
-    for (char c : text) {
-      const auto byte = static_cast<unsigned char>(c);
-      switch (c) {
-        case '"':
-          out_ += "\\\"";
-          break;
-        case '\\':
-          out_ += "\\\\";
-          break;
-        case '\n':
-          out_ += "\\n";
-          break;
-        case '\r':
-          out_ += "\\r";
-          break;
-        case '\t':
-          out_ += "\\t";
-          break;
-        case '\b':
-          out_ += "\\b";
-          break;
-        case '\f':
-          out_ += "\\f";
-          break;
-        default:
-          if (byte < 0x20) {
-            out_ += "\\u00";
-            out_ += kHex[byte >> 4];
-            out_ += kHex[byte & 15];
-          } else {
-            out_ += c;
-          }
-      }
-    }
-    out_ += '"';
-  }
+  void WriteString(std::string_view text) { util::AppendJsonString(&out_, text); }
 
   std::string& out_;
   std::vector<std::vector<const FieldDescriptor*>> fields_;  // by depth
