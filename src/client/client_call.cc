@@ -13,7 +13,7 @@
 #include "client/channel_core.h"
 #include "client/client_connection.h"
 #include "client/connection_manager.h"
-#include "client/controller_access.h"
+#include "call/controller_access.h"
 #include "client/sub_channel.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"

@@ -4,7 +4,7 @@
 
 #include "arenarpc/error_codes.h"
 #include "builtin/builtin_service.h"
-#include "client/controller_access.h"
+#include "call/controller_access.h"
 #include "protocol/http/json_message.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"

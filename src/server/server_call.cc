@@ -8,7 +8,7 @@
 #include <exception>
 
 #include "arenarpc/error_codes.h"
-#include "client/controller_access.h"
+#include "call/controller_access.h"
 #include "protocol/payload_bytes.h"
 
 namespace arenarpc::server {

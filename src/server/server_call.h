@@ -13,7 +13,7 @@
 
 #include "arenarpc/controller.h"
 #include "arenarpc/memory/message_memory.h"
-#include "client/cancel_source.h"
+#include "call/cancel_source.h"
 #include "net/connection.h"
 #include "protocol/rpc_meta.pb.h"
 #include "server/cancel_registry.h"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "arenarpc/controller.h"
-#include "client/cancel_source.h"
+#include "call/cancel_source.h"
 
 namespace arenarpc::internal {
 

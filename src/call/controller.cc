@@ -3,8 +3,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-#include "client/call_registry.h"
-#include "client/cancel_source.h"
+#include "call/cancel_source.h"
 
 namespace arenarpc {
 namespace {
@@ -94,14 +93,7 @@ CallId Controller::call_id() {
   return CallId{id};
 }
 
+// arenarpc::StartCancel(CallId) and Join(CallId) find client calls: src/client/call_registry.cc.
 void Controller::StartCancel() { arenarpc::StartCancel(call_id()); }
-
-void Join(CallId id) {
-  if (auto call = client::CallRegistry::Instance().Find(id.value)) call->WaitFinished();
-}
-
-void StartCancel(CallId id) {
-  if (auto call = client::CallRegistry::Instance().Find(id.value)) call->Cancel();
-}
 
 }  // namespace arenarpc
