@@ -11,39 +11,12 @@
 namespace arenarpc::builtin {
 namespace {
 
-struct ConnectionRow {
-  uint64_t id = 0;
-  std::string remote, local, protocol;
-  double age_seconds = 0;
-  uint64_t bytes_written = 0, unwritten_held_bytes = 0;
-};
-
-std::vector<ConnectionRow> ListConnections(server::ServerState& state) {
-  const auto now = net::Connection::Clock::now();
-  std::vector<ConnectionRow> rows;
-  {
-    std::lock_guard lock(state.connections_mutex);
-    for (const auto& [id, connection] : state.connections) {
-      ConnectionRow row;
-      row.id = id;
-      row.remote = connection->remote_side();
-      row.local = connection->local_side();
-      row.protocol = "baidu_std";  // the only protocol the server speaks in this build
-      row.age_seconds = std::chrono::duration<double>(now - connection->created_at()).count();
-      row.bytes_written = connection->bytes_written();
-      row.unwritten_held_bytes = connection->unwritten_held_bytes();
-      rows.push_back(std::move(row));
-    }
-  }
-  std::sort(rows.begin(), rows.end(),
-            [](const ConnectionRow& a, const ConnectionRow& b) { return a.id < b.id; });
-  return rows;
-}
+using ConnectionRow = stats::ConnectionInfo;
 
 void ServeConnections(server::ServerState& state, const BuiltinRequest& request,
                       BuiltinReply* reply) {
   if (RejectUnlessGet(request, reply)) return;
-  const std::vector<ConnectionRow> rows = ListConnections(state);
+  const std::vector<ConnectionRow> rows = state.connections.Snapshot();
   if (WantsJson(request)) {
     JsonWriter json;
     json.BeginObject().Field("count", static_cast<uint64_t>(rows.size()));

@@ -192,6 +192,10 @@ void AddServerMetrics(Families& f, const ServerStats& s) {
   closed.Add({{"reason", "idle"}}).Increment(static_cast<double>(s.connections_closed_idle));
   closed.Add({{"reason", "read_timeout"}})
       .Increment(static_cast<double>(s.connections_closed_read_timeout));
+  closed.Add({{"reason", "first_byte_timeout"}})
+      .Increment(static_cast<double>(s.connections_closed_first_byte_timeout));
+  closed.Add({{"reason", "write_timeout"}})
+      .Increment(static_cast<double>(s.connections_closed_write_timeout));
   closed.Add({{"reason", "max_connections"}})
       .Increment(static_cast<double>(s.connections_rejected));
   f.Counter("arenarpc_server_read_pauses_total", "Times a connection's reading paused")

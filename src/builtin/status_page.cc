@@ -63,6 +63,8 @@ void WriteServer(JsonWriter& json, const ServerStats& s) {
       .Field("connections_accepted", s.connections_accepted)
       .Field("connections_closed_idle", s.connections_closed_idle)
       .Field("connections_closed_read_timeout", s.connections_closed_read_timeout)
+      .Field("connections_closed_first_byte_timeout", s.connections_closed_first_byte_timeout)
+      .Field("connections_closed_write_timeout", s.connections_closed_write_timeout)
       .Field("connections_rejected", s.connections_rejected)
       .Field("malformed_frames", s.malformed_frames)
       .Field("requests", s.requests)

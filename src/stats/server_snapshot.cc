@@ -76,6 +76,9 @@ ServerStats SnapshotServer(server::ServerState& state) {
   stats.connections_accepted = counters.connections_accepted.load(kRelaxed);
   stats.connections_closed_idle = counters.connections_closed_idle.load(kRelaxed);
   stats.connections_closed_read_timeout = counters.connections_closed_read_timeout.load(kRelaxed);
+  stats.connections_closed_first_byte_timeout =
+      counters.connections_closed_first_byte_timeout.load(kRelaxed);
+  stats.connections_closed_write_timeout = counters.connections_closed_write_timeout.load(kRelaxed);
   stats.connections_rejected = counters.connections_rejected.load(kRelaxed);
   stats.malformed_frames = counters.malformed_frames.load(kRelaxed);
   stats.rejected_timed_out = counters.rejected_timed_out.load(kRelaxed);
@@ -88,11 +91,8 @@ ServerStats SnapshotServer(server::ServerState& state) {
   stats.rejected_unknown = counters.rejected_unknown.load(kRelaxed);
   stats.rejected_overcrowded = counters.rejected_overcrowded.load(kRelaxed);
   stats.in_flight = state.in_flight.load(kRelaxed);
-  std::lock_guard lock(state.connections_mutex);
   stats.connections_open = state.connections.size();
-  for (const auto& [id, connection] : state.connections) {
-    stats.unwritten_held_bytes += connection->unwritten_held_bytes();
-  }
+  stats.unwritten_held_bytes = state.connections.UnwrittenHeldBytes();
   return stats;
 }
 

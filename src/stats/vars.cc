@@ -85,6 +85,8 @@ void VarList::AddServer(const ServerStats& s) {
   Add("rpc_server_connections_accepted", s.connections_accepted);
   Add("rpc_server_connections_closed_idle", s.connections_closed_idle);
   Add("rpc_server_connections_closed_read_timeout", s.connections_closed_read_timeout);
+  Add("rpc_server_connections_closed_first_byte_timeout", s.connections_closed_first_byte_timeout);
+  Add("rpc_server_connections_closed_write_timeout", s.connections_closed_write_timeout);
   Add("rpc_server_connections_rejected", s.connections_rejected);
   Add("rpc_server_malformed_frames", s.malformed_frames);
   Add("rpc_server_requests", s.requests);
