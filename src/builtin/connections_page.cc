@@ -6,17 +6,17 @@
 #include <vector>
 
 #include "builtin/page_format.h"
-#include "builtin/page_state.h"
+#include "builtin/page_view.h"
 
 namespace arenarpc::builtin {
 namespace {
 
 using ConnectionRow = stats::ConnectionInfo;
 
-void ServeConnections(server::ServerState& state, const BuiltinRequest& request,
+void ServeConnections(const stats::ServerView& view, const BuiltinRequest& request,
                       BuiltinReply* reply) {
   if (RejectUnlessGet(request, reply)) return;
-  const std::vector<ConnectionRow> rows = state.connections.Snapshot();
+  const std::vector<ConnectionRow> rows = view.Connections();
   if (WantsJson(request)) {
     JsonWriter json;
     json.BeginObject().Field("count", static_cast<uint64_t>(rows.size()));
@@ -56,9 +56,9 @@ void ServeConnections(server::ServerState& state, const BuiltinRequest& request,
 
 }  // namespace
 
-void AddConnectionsPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state) {
+void AddConnectionsPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view) {
   registry->Add("/connections", "open connections (?format=json)",
-                BindState(state, ServeConnections));
+                BindView(view, ServeConnections));
 }
 
 }  // namespace arenarpc::builtin

@@ -19,7 +19,7 @@
 #include "server/server_access.h"
 #include "server/server_connection.h"
 #include "server/server_state.h"
-#include "stats/server_snapshot.h"
+#include "server/server_snapshot.h"
 
 namespace arenarpc {
 
@@ -322,7 +322,7 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
     state.limiter.emplace(limiter);
   }
   if (options.has_builtin_services) {
-    builtin::AddCoreBuiltinServices(&state.builtins, *this);
+    builtin::AddCoreBuiltinServices(&state.builtins, server::MakeServerView(impl.state));
   }
   try {
     state.acceptor = net::Acceptor::Listen(
@@ -496,13 +496,13 @@ void Server::RunUntilAskedToQuit() {
 MethodStats Server::GetMethodStats(std::string_view full_method_name) const {
   const server::MethodEntry* entry = impl_->state->registry.FindMethod(full_method_name);
   if (entry == nullptr) return MethodStats{};
-  return stats::SnapshotMethod(*entry, std::chrono::steady_clock::now());
+  return server::SnapshotMethod(*entry, std::chrono::steady_clock::now());
 }
 
-ServerStats Server::GetServerStats() const { return stats::SnapshotServer(*impl_->state); }
+ServerStats Server::GetServerStats() const { return server::SnapshotServer(*impl_->state); }
 
-std::shared_ptr<server::ServerState> internal::ServerAccess::State(const Server& server) {
-  return server.impl_->state;
+std::shared_ptr<const stats::ServerView> internal::ServerAccess::View(const Server& server) {
+  return server::MakeServerView(server.impl_->state);
 }
 
 std::vector<std::string> Server::ListMethods() const {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "stats/server_snapshot.h"
+#include "stats/server_view.h"
 
 namespace arenarpc::stats {
 
@@ -117,11 +117,10 @@ std::vector<Var> VarList::Take() {
   return std::move(vars_);
 }
 
-std::vector<Var> CollectVars(server::ServerState& state,
-                             std::chrono::steady_clock::time_point now) {
+std::vector<Var> CollectVars(const ServerView& view, std::chrono::steady_clock::time_point now) {
   VarList list;
-  for (const MethodStats& method : SnapshotMethods(state, now)) list.AddMethod(method);
-  list.AddServer(SnapshotServer(state));
+  for (const MethodView& method : view.Methods(now)) list.AddMethod(method.stats);
+  list.AddServer(view.Server());
   list.AddProcess(ReadProcessStats());
   return list.Take();
 }

@@ -1,12 +1,15 @@
-#include "stats/server_snapshot.h"
+#include "server/server_snapshot.h"
 
 #include <algorithm>
 
 #include "server/method_entry.h"
 #include "server/server_state.h"
+#include "stats/server_view.h"
 
-namespace arenarpc::stats {
+namespace arenarpc::server {
 namespace {
+
+using stats::WindowSnapshot;
 
 WindowStats ToWindowStats(const WindowSnapshot& w, int seconds) {
   WindowStats out;
@@ -26,7 +29,7 @@ WindowStats ToWindowStats(const WindowSnapshot& w, int seconds) {
 
 }  // namespace
 
-MethodStats SnapshotMethod(const server::MethodEntry& entry,
+MethodStats SnapshotMethod(const MethodEntry& entry,
                            std::chrono::steady_clock::time_point now) {
   constexpr auto kRelaxed = std::memory_order_relaxed;
   MethodStats stats;
@@ -60,7 +63,7 @@ MethodStats SnapshotMethod(const server::MethodEntry& entry,
   return stats;
 }
 
-std::vector<MethodStats> SnapshotMethods(const server::ServerState& state,
+std::vector<MethodStats> SnapshotMethods(const ServerState& state,
                                          std::chrono::steady_clock::time_point now) {
   std::vector<MethodStats> out;
   for (const auto& entry : state.registry.methods()) out.push_back(SnapshotMethod(*entry, now));
@@ -69,7 +72,7 @@ std::vector<MethodStats> SnapshotMethods(const server::ServerState& state,
   return out;
 }
 
-ServerStats SnapshotServer(server::ServerState& state) {
+ServerStats SnapshotServer(ServerState& state) {
   constexpr auto kRelaxed = std::memory_order_relaxed;
   const auto& counters = state.counters;
   ServerStats stats;
@@ -96,4 +99,49 @@ ServerStats SnapshotServer(server::ServerState& state) {
   return stats;
 }
 
-}  // namespace arenarpc::stats
+namespace {
+
+class StateView final : public stats::ServerView {
+ public:
+  explicit StateView(std::weak_ptr<ServerState> state) : state_(std::move(state)) {}
+  bool available() const override { return !state_.expired(); }
+  ServerStats Server() const override {
+    const auto state = state_.lock();
+    return state ? SnapshotServer(*state) : ServerStats{};
+  }
+  std::vector<stats::MethodView> Methods(Clock::time_point now) const override {
+    std::vector<stats::MethodView> out;
+    const auto state = state_.lock();
+    if (!state) return out;
+    for (const auto& entry : state->registry.methods()) {
+      stats::MethodView view;
+      view.stats = SnapshotMethod(*entry, now);
+      view.calls_per_second = entry->window.CountsPerSecond<60>(now);
+      view.latency = entry->latency;
+      out.push_back(std::move(view));
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+      return a.stats.full_name < b.stats.full_name;
+    });
+    return out;
+  }
+  std::vector<stats::ConnectionInfo> Connections() const override {
+    const auto state = state_.lock();
+    return state ? state->connections.Snapshot() : std::vector<stats::ConnectionInfo>{};
+  }
+  ServerOptions Options() const override {
+    const auto state = state_.lock();
+    return state ? state->options : ServerOptions{};
+  }
+
+ private:
+  std::weak_ptr<ServerState> state_;
+};
+
+}  // namespace
+
+std::shared_ptr<const stats::ServerView> MakeServerView(std::weak_ptr<ServerState> state) {
+  return std::make_shared<StateView>(std::move(state));
+}
+
+}  // namespace arenarpc::server
