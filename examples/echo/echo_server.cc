@@ -109,7 +109,8 @@ DEFINE_validator(max_queued_request_bytes, &CheckPositive);
 DEFINE_uint64(max_unwritten_bytes, arenarpc::ServerOptions{}.max_unwritten_bytes,
               "Memory held by one connection's unsent replies; past it it is not read");
 DEFINE_validator(max_unwritten_bytes, &CheckPositive);
-DEFINE_int32(max_connections, 0, "Open connections; more are closed at once. 0 = unlimited");
+DEFINE_int32(max_connections, arenarpc::ServerOptions{}.max_connections,
+             "Open connections; more are closed at once. 0 = unlimited");
 DEFINE_validator(max_connections, &CheckNonNegative);
 DEFINE_uint64(max_body_size, arenarpc::ServerOptions{}.max_body_size,
               "Largest request frame body, and what a compressed request may inflate to");
@@ -119,6 +120,12 @@ DEFINE_validator(idle_timeout_sec, &CheckTimeout);
 DEFINE_int32(read_timeout_ms, arenarpc::ServerOptions{}.read_timeout_ms,
              "Close a connection whose frame does not complete within this long; -1 = never");
 DEFINE_validator(read_timeout_ms, &CheckTimeout);
+DEFINE_int32(first_byte_timeout_ms, arenarpc::ServerOptions{}.first_byte_timeout_ms,
+             "Close a connection that sends nothing this long after it was accepted; -1 = never");
+DEFINE_validator(first_byte_timeout_ms, &CheckTimeout);
+DEFINE_int32(write_timeout_ms, arenarpc::ServerOptions{}.write_timeout_ms,
+             "Close a connection whose replies find no room in its socket this long; -1 = never");
+DEFINE_validator(write_timeout_ms, &CheckTimeout);
 DEFINE_int32(stop_deadline_ms, arenarpc::ServerOptions{}.stop_deadline_ms,
              "On SIGINT/SIGTERM: how long calls in flight and unsent replies get");
 DEFINE_validator(stop_deadline_ms, &CheckNonNegative);
@@ -150,6 +157,8 @@ int main(int argc, char** argv) {
   options.max_body_size = FLAGS_max_body_size;
   options.idle_timeout_sec = FLAGS_idle_timeout_sec;
   options.read_timeout_ms = FLAGS_read_timeout_ms;
+  options.first_byte_timeout_ms = FLAGS_first_byte_timeout_ms;
+  options.write_timeout_ms = FLAGS_write_timeout_ms;
   options.stop_deadline_ms = FLAGS_stop_deadline_ms;
   options.registry_url = FLAGS_registry_url;
   options.registry_lease_ttl_s = FLAGS_registry_lease_ttl_s;

@@ -64,6 +64,8 @@ struct ServerStats {
   uint64_t connections_open = 0;
   uint64_t connections_closed_idle = 0;  // closed by idle_timeout_sec
   uint64_t connections_closed_read_timeout = 0;  // a frame did not complete within read_timeout_ms
+  uint64_t connections_closed_first_byte_timeout = 0;  // nothing read within first_byte_timeout_ms
+  uint64_t connections_closed_write_timeout = 0;  // replies found no room for write_timeout_ms
   uint64_t connections_rejected = 0;     // accepted past max_connections and closed
   uint64_t malformed_frames = 0;         // framing/meta errors: the connection was closed
   uint64_t requests = 0;                 // request frames decoded

@@ -67,7 +67,7 @@ struct ServerOptions {
   // have started (a pipelining client cannot fill the server's queue on its own).
   int max_queued_requests_per_connection = 256;
   // Open connections; a connection accepted past it is closed at once. 0 = unlimited.
-  int max_connections = 0;
+  int max_connections = 4096;
 
   // --- per-connection memory
   // Memory held by a connection's unsent replies (whole I/O pages). Past it the server stops
@@ -82,6 +82,11 @@ struct ServerOptions {
   // A frame must arrive completely within this long of its first byte, or the connection is
   // closed (slow senders). -1 = never.
   int read_timeout_ms = 30000;
+  // A connection that sends no byte this long after it was accepted is closed. -1 = never.
+  int first_byte_timeout_ms = 10000;
+  // A connection whose unsent replies find no room in its socket this long (the client does not
+  // read) is closed. -1 = never.
+  int write_timeout_ms = 30000;
   int stop_deadline_ms = 5000;         // Stop(): how long calls in flight and unsent replies get
 
   // --- HTTP on the same port (docs/http.md)
@@ -94,6 +99,8 @@ struct ServerOptions {
   // internal_listen_port()), and the main port answers them 403; methods stay on the main port.
   // -1: none.
   int internal_port = -1;
+  // The IP internal_port listens on ("0.0.0.0" / "::" to reach the pages from other hosts).
+  std::string internal_address = "127.0.0.1";
 
   // --- registration in a registry (docs/cluster.md); needs the arenarpc::etcd component
   // "etcd://host:port[,host:port]/prefix": Start() puts "<prefix>/<advertised_address>" on a lease

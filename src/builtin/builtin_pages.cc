@@ -9,13 +9,13 @@
 
 namespace arenarpc::builtin {
 
-void AddObservabilityPages(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state) {
-  AddStatusPage(registry, state);
-  AddVarsPage(registry, state);
-  AddMetricsPage(registry, state);
-  AddConnectionsPage(registry, state);
-  AddMemoryPage(registry, state);
-  AddFlagsPage(registry, state);
+void AddObservabilityPages(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view) {
+  AddStatusPage(registry, view);
+  AddVarsPage(registry, view);
+  AddMetricsPage(registry, view);
+  AddConnectionsPage(registry, view);
+  AddMemoryPage(registry, view);
+  AddFlagsPage(registry, view);
 }
 
 }  // namespace arenarpc::builtin

@@ -6,14 +6,14 @@
 
 #include "builtin/builtin_registry.h"
 
-namespace arenarpc::server {
-struct ServerState;
+namespace arenarpc::stats {
+class ServerView;
 }
 
 namespace arenarpc::builtin {
 
-// Registers every observability page. The pages hold `state` weakly (answer 503 once it is gone),
-// so the registry may live inside the state.
-void AddObservabilityPages(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state);
+// Registers every observability page. The pages read the server through `view` (answering 503
+// once the server is gone), so the registry may live inside the server.
+void AddObservabilityPages(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view);
 
 }  // namespace arenarpc::builtin

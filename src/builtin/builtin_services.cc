@@ -4,15 +4,15 @@
 #include "builtin/health_page.h"
 #include "builtin/index_page.h"
 #include "builtin/version_page.h"
-#include "server/server_access.h"
 
 namespace arenarpc::builtin {
 
-void AddCoreBuiltinServices(BuiltinRegistry* registry, const Server& server) {
+void AddCoreBuiltinServices(BuiltinRegistry* registry,
+                            std::shared_ptr<const stats::ServerView> view) {
   AddIndexPage(registry);
   AddHealthPage(registry);
   AddVersionPage(registry);
-  AddObservabilityPages(registry, internal::ServerAccess::State(server));
+  AddObservabilityPages(registry, std::move(view));
 }
 
 }  // namespace arenarpc::builtin

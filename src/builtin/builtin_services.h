@@ -4,12 +4,15 @@
 
 #include "builtin/builtin_registry.h"
 
-namespace arenarpc {
-class Server;
+#include <memory>
+
+namespace arenarpc::stats {
+class ServerView;
 }
 
 namespace arenarpc::builtin {
 
-void AddCoreBuiltinServices(BuiltinRegistry* registry, const Server& server);
+void AddCoreBuiltinServices(BuiltinRegistry* registry,
+                            std::shared_ptr<const stats::ServerView> view);
 
 }  // namespace arenarpc::builtin

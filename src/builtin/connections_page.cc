@@ -6,44 +6,17 @@
 #include <vector>
 
 #include "builtin/page_format.h"
-#include "builtin/page_state.h"
+#include "builtin/page_view.h"
 
 namespace arenarpc::builtin {
 namespace {
 
-struct ConnectionRow {
-  uint64_t id = 0;
-  std::string remote, local, protocol;
-  double age_seconds = 0;
-  uint64_t bytes_written = 0, unwritten_held_bytes = 0;
-};
+using ConnectionRow = stats::ConnectionInfo;
 
-std::vector<ConnectionRow> ListConnections(server::ServerState& state) {
-  const auto now = net::Connection::Clock::now();
-  std::vector<ConnectionRow> rows;
-  {
-    std::lock_guard lock(state.connections_mutex);
-    for (const auto& [id, connection] : state.connections) {
-      ConnectionRow row;
-      row.id = id;
-      row.remote = connection->remote_side();
-      row.local = connection->local_side();
-      row.protocol = "baidu_std";  // the only protocol the server speaks in this build
-      row.age_seconds = std::chrono::duration<double>(now - connection->created_at()).count();
-      row.bytes_written = connection->bytes_written();
-      row.unwritten_held_bytes = connection->unwritten_held_bytes();
-      rows.push_back(std::move(row));
-    }
-  }
-  std::sort(rows.begin(), rows.end(),
-            [](const ConnectionRow& a, const ConnectionRow& b) { return a.id < b.id; });
-  return rows;
-}
-
-void ServeConnections(server::ServerState& state, const BuiltinRequest& request,
+void ServeConnections(const stats::ServerView& view, const BuiltinRequest& request,
                       BuiltinReply* reply) {
   if (RejectUnlessGet(request, reply)) return;
-  const std::vector<ConnectionRow> rows = ListConnections(state);
+  const std::vector<ConnectionRow> rows = view.Connections();
   if (WantsJson(request)) {
     JsonWriter json;
     json.BeginObject().Field("count", static_cast<uint64_t>(rows.size()));
@@ -83,9 +56,9 @@ void ServeConnections(server::ServerState& state, const BuiltinRequest& request,
 
 }  // namespace
 
-void AddConnectionsPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state) {
+void AddConnectionsPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view) {
   registry->Add("/connections", "open connections (?format=json)",
-                BindState(state, ServeConnections));
+                BindView(view, ServeConnections));
 }
 
 }  // namespace arenarpc::builtin

@@ -1,14 +1,14 @@
 #include "builtin/flags_page.h"
 
 #include "builtin/page_format.h"
-#include "builtin/page_state.h"
+#include "builtin/page_view.h"
 
 namespace arenarpc::builtin {
 namespace {
 
-void ServeFlags(server::ServerState& state, const BuiltinRequest& request, BuiltinReply* reply) {
+void ServeFlags(const stats::ServerView& view, const BuiltinRequest& request, BuiltinReply* reply) {
   if (RejectUnlessGet(request, reply)) return;
-  reply->body = FormatServerOptions(state.options);
+  reply->body = FormatServerOptions(view.Options());
 }
 
 }  // namespace
@@ -53,9 +53,9 @@ std::string FormatServerOptions(const ServerOptions& o) {
   return text;
 }
 
-void AddFlagsPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state) {
+void AddFlagsPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view) {
   registry->Add("/flags", "the server's effective options (read-only)",
-                BindState(state, ServeFlags));
+                BindView(view, ServeFlags));
 }
 
 }  // namespace arenarpc::builtin

@@ -9,13 +9,13 @@
 namespace arenarpc {
 struct ServerOptions;
 }
-namespace arenarpc::server {
-struct ServerState;
+namespace arenarpc::stats {
+class ServerView;
 }
 
 namespace arenarpc::builtin {
 
-void AddFlagsPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state);
+void AddFlagsPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view);
 
 // The lines /flags serves.
 std::string FormatServerOptions(const ServerOptions& options);

@@ -4,8 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "builtin/page_state.h"
-#include "stats/server_snapshot.h"
+#include "builtin/page_view.h"
 
 namespace arenarpc::builtin {
 namespace {
@@ -36,11 +35,13 @@ std::vector<std::pair<const char*, uint64_t>> MemoryCounters(const MethodStats& 
           {"responses_mirrored", s.responses_mirrored}};
 }
 
-void ServeMemory(server::ServerState& state, const BuiltinRequest& request,
+void ServeMemory(const stats::ServerView& view, const BuiltinRequest& request,
                  BuiltinReply* reply) {
   if (RejectUnlessGet(request, reply)) return;
-  const std::vector<MethodStats> methods =
-      stats::SnapshotMethods(state, std::chrono::steady_clock::now());
+  std::vector<MethodStats> methods;
+  for (stats::MethodView& m : view.Methods(std::chrono::steady_clock::now())) {
+    methods.push_back(std::move(m.stats));
+  }
   if (WantsJson(request)) {
     JsonWriter json;
     json.BeginObject().Key("methods").BeginObject();
@@ -76,9 +77,9 @@ void WriteMethodMemoryJson(JsonWriter& json, const MethodStats& m) {
   json.EndObject();
 }
 
-void AddMemoryPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state) {
+void AddMemoryPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view) {
   registry->Add("/memory", "per-method message memory: strategy, arena bytes per call, pools",
-                BindState(state, ServeMemory));
+                BindView(view, ServeMemory));
 }
 
 }  // namespace arenarpc::builtin

@@ -12,13 +12,13 @@
 namespace arenarpc {
 struct MethodStats;
 }
-namespace arenarpc::server {
-struct ServerState;
+namespace arenarpc::stats {
+class ServerView;
 }
 
 namespace arenarpc::builtin {
 
-void AddMemoryPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state);
+void AddMemoryPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view);
 
 // One method's memory as a JSON object (also used by /status).
 void WriteMethodMemoryJson(JsonWriter& json, const MethodStats& method);

@@ -10,9 +10,8 @@
 #include <chrono>
 
 #include "builtin/page_format.h"
-#include "builtin/page_state.h"
+#include "builtin/page_view.h"
 #include "stats/process_stats.h"
-#include "stats/server_snapshot.h"
 
 namespace arenarpc::builtin {
 namespace {
@@ -55,8 +54,8 @@ class Families {
   prometheus::Registry& registry_;
 };
 
-void AddMethodMetrics(Families& f, prometheus::Registry& registry, server::ServerState& state,
-                      const std::vector<MethodStats>& methods) {
+void AddMethodMetrics(Families& f, prometheus::Registry& registry,
+                      const std::vector<stats::MethodView>& views) {
   auto& calls = f.Counter("arenarpc_server_calls_total",
                           "Calls whose handler completed (done->Run()), by method");
   auto& errors = f.Counter("arenarpc_server_errors_total",
@@ -119,7 +118,8 @@ void AddMethodMetrics(Families& f, prometheus::Registry& registry, server::Serve
                                          " (the strategy's total, shared by its methods)"));
   }
 
-  for (const MethodStats& m : methods) {
+  for (const stats::MethodView& view : views) {
+    const MethodStats& m = view.stats;
     const Labels method{{"method", m.full_name}};
     calls.Add(method).Increment(static_cast<double>(m.calls));
     rejected.Add(method).Increment(static_cast<double>(m.rejected));
@@ -128,12 +128,9 @@ void AddMethodMetrics(Families& f, prometheus::Registry& registry, server::Serve
                   {"code", e.code == 0 ? std::string("other") : std::to_string(e.code)}})
           .Increment(static_cast<double>(e.count));
     }
-    const server::MethodEntry* entry = state.registry.FindMethod(m.full_name);
-    if (entry != nullptr) {
-      latency.Add(method, kLatencyBounds)
-          .ObserveMultiple(FoldBuckets(entry->latency),
-                           static_cast<double>(entry->latency.Sum()) * 1e-6);
-    }
+    latency.Add(method, kLatencyBounds)
+        .ObserveMultiple(FoldBuckets(view.latency),
+                         static_cast<double>(view.latency.Sum()) * 1e-6);
     for (const WindowStats* w : {&m.last_10s, &m.last_60s}) {
       const std::string window = std::to_string(w->seconds) + "s";
       qps.Add({{"method", m.full_name}, {"window", window}}).Set(w->qps);
@@ -192,6 +189,10 @@ void AddServerMetrics(Families& f, const ServerStats& s) {
   closed.Add({{"reason", "idle"}}).Increment(static_cast<double>(s.connections_closed_idle));
   closed.Add({{"reason", "read_timeout"}})
       .Increment(static_cast<double>(s.connections_closed_read_timeout));
+  closed.Add({{"reason", "first_byte_timeout"}})
+      .Increment(static_cast<double>(s.connections_closed_first_byte_timeout));
+  closed.Add({{"reason", "write_timeout"}})
+      .Increment(static_cast<double>(s.connections_closed_write_timeout));
   closed.Add({{"reason", "max_connections"}})
       .Increment(static_cast<double>(s.connections_rejected));
   f.Counter("arenarpc_server_read_pauses_total", "Times a connection's reading paused")
@@ -227,29 +228,28 @@ void AddProcessMetrics(Families& f, const stats::ProcessStats& p) {
       .Set(static_cast<double>(p.thread_count));
 }
 
-void ServeMetrics(server::ServerState& state, const BuiltinRequest& request,
+void ServeMetrics(const stats::ServerView& view, const BuiltinRequest& request,
                   BuiltinReply* reply) {
   if (RejectUnlessGet(request, reply)) return;
   reply->content_type = "text/plain; version=0.0.4; charset=utf-8";
-  reply->body = RenderMetrics(state);
+  reply->body = RenderMetrics(view);
 }
 
 }  // namespace
 
-std::string RenderMetrics(server::ServerState& state) {
+std::string RenderMetrics(const stats::ServerView& view) {
   // A registry per scrape: the values are the server's own counters, copied in at this moment.
   prometheus::Registry registry;
   Families families(registry);
-  AddMethodMetrics(families, registry, state,
-                   stats::SnapshotMethods(state, std::chrono::steady_clock::now()));
-  AddServerMetrics(families, stats::SnapshotServer(state));
+  AddMethodMetrics(families, registry, view.Methods(std::chrono::steady_clock::now()));
+  AddServerMetrics(families, view.Server());
   AddProcessMetrics(families, stats::ReadProcessStats());
   return prometheus::TextSerializer().Serialize(registry.Collect());
 }
 
-void AddMetricsPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state) {
+void AddMetricsPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view) {
   registry->Add("/metrics", "metrics in the Prometheus text format",
-                BindState(state, ServeMetrics));
+                BindView(view, ServeMetrics));
 }
 
 }  // namespace arenarpc::builtin

@@ -8,15 +8,15 @@
 
 #include "builtin/builtin_registry.h"
 
-namespace arenarpc::server {
-struct ServerState;
+namespace arenarpc::stats {
+class ServerView;
 }
 
 namespace arenarpc::builtin {
 
-void AddMetricsPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state);
+void AddMetricsPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view);
 
 // The exposition text (what /metrics serves).
-std::string RenderMetrics(server::ServerState& state);
+std::string RenderMetrics(const stats::ServerView& view);
 
 }  // namespace arenarpc::builtin

@@ -7,9 +7,8 @@
 #include "arenarpc/error_codes.h"
 #include "builtin/memory_page.h"
 #include "builtin/page_format.h"
-#include "builtin/page_state.h"
+#include "builtin/page_view.h"
 #include "stats/process_stats.h"
-#include "stats/server_snapshot.h"
 
 namespace arenarpc::builtin {
 namespace {
@@ -17,23 +16,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using PerSecond = std::array<uint64_t, 60>;
 
-struct MethodView {
-  MethodStats stats;
-  PerSecond calls_per_second{};  // the last 60 whole seconds, oldest first
-};
-
-std::vector<MethodView> ViewMethods(server::ServerState& state, Clock::time_point now) {
-  std::vector<MethodView> out;
-  for (MethodStats& stats : stats::SnapshotMethods(state, now)) {
-    MethodView view;
-    if (const server::MethodEntry* entry = state.registry.FindMethod(stats.full_name)) {
-      view.calls_per_second = entry->window.CountsPerSecond<60>(now);
-    }
-    view.stats = std::move(stats);
-    out.push_back(std::move(view));
-  }
-  return out;
-}
+using stats::MethodView;
 
 std::string CodeLabel(int code) {
   return code == 0 ? std::string("other") : std::to_string(code);
@@ -63,6 +46,8 @@ void WriteServer(JsonWriter& json, const ServerStats& s) {
       .Field("connections_accepted", s.connections_accepted)
       .Field("connections_closed_idle", s.connections_closed_idle)
       .Field("connections_closed_read_timeout", s.connections_closed_read_timeout)
+      .Field("connections_closed_first_byte_timeout", s.connections_closed_first_byte_timeout)
+      .Field("connections_closed_write_timeout", s.connections_closed_write_timeout)
       .Field("connections_rejected", s.connections_rejected)
       .Field("malformed_frames", s.malformed_frames)
       .Field("requests", s.requests)
@@ -250,12 +235,12 @@ std::string StatusHtml(const std::vector<MethodView>& methods, const ServerStats
   return html;
 }
 
-void ServeStatus(server::ServerState& state, const BuiltinRequest& request,
+void ServeStatus(const stats::ServerView& view, const BuiltinRequest& request,
                  BuiltinReply* reply) {
   if (RejectUnlessGet(request, reply)) return;
   const auto now = Clock::now();
-  const std::vector<MethodView> methods = ViewMethods(state, now);
-  const ServerStats server = stats::SnapshotServer(state);
+  const std::vector<MethodView> methods = view.Methods(now);
+  const ServerStats server = view.Server();
   const stats::ProcessStats process = stats::ReadProcessStats();
   if (WantsJson(request)) {
     reply->content_type = "application/json";
@@ -268,9 +253,9 @@ void ServeStatus(server::ServerState& state, const BuiltinRequest& request,
 
 }  // namespace
 
-void AddStatusPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state) {
+void AddStatusPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view) {
   registry->Add("/status", "per-method QPS, errors, latency windows and memory (HTML; ?format=json)",
-                BindState(state, ServeStatus));
+                BindView(view, ServeStatus));
 }
 
 }  // namespace arenarpc::builtin

@@ -8,12 +8,12 @@
 
 #include "builtin/builtin_registry.h"
 
-namespace arenarpc::server {
-struct ServerState;
+namespace arenarpc::stats {
+class ServerView;
 }
 
 namespace arenarpc::builtin {
 
-void AddStatusPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state);
+void AddStatusPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view);
 
 }  // namespace arenarpc::builtin

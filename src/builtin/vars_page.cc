@@ -1,13 +1,13 @@
 #include "builtin/vars_page.h"
 
 #include "builtin/page_format.h"
-#include "builtin/page_state.h"
+#include "builtin/page_view.h"
 #include "stats/vars.h"
 
 namespace arenarpc::builtin {
 namespace {
 
-void ServeVars(server::ServerState& state, const BuiltinRequest& request, BuiltinReply* reply) {
+void ServeVars(const stats::ServerView& view, const BuiltinRequest& request, BuiltinReply* reply) {
   if (RejectUnlessGet(request, reply)) return;
   std::string prefix;
   if (const auto it = request.query.find("prefix"); it != request.query.end()) {
@@ -17,16 +17,16 @@ void ServeVars(server::ServerState& state, const BuiltinRequest& request, Builti
   }
   reply->content_type = "text/plain; charset=utf-8";
   reply->body =
-      stats::FormatVars(stats::CollectVars(state, std::chrono::steady_clock::now()), prefix);
+      stats::FormatVars(stats::CollectVars(view, std::chrono::steady_clock::now()), prefix);
 }
 
 }  // namespace
 
-void AddVarsPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state) {
+void AddVarsPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view) {
   registry->Add("/vars", "every counter and gauge (name : value; ?prefix= filters)",
-                BindState(state, ServeVars));
+                BindView(view, ServeVars));
   registry->Add("/vars/", "the vars whose names start with the rest of the path",
-                BindState(state, ServeVars));
+                BindView(view, ServeVars));
 }
 
 }  // namespace arenarpc::builtin

@@ -6,12 +6,12 @@
 
 #include "builtin/builtin_registry.h"
 
-namespace arenarpc::server {
-struct ServerState;
+namespace arenarpc::stats {
+class ServerView;
 }
 
 namespace arenarpc::builtin {
 
-void AddVarsPage(BuiltinRegistry* registry, std::shared_ptr<server::ServerState> state);
+void AddVarsPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view);
 
 }  // namespace arenarpc::builtin

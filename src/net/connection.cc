@@ -74,7 +74,8 @@ void Connection::Start() {
       std::lock_guard lock(self->mutex_);
       if (self->closed()) return;
       self->reading_ = true;
-      if (self->options_.idle_timeout_sec > 0 || self->options_.read_timeout_ms > 0) {
+      if (self->options_.idle_timeout_sec > 0 || self->options_.read_timeout_ms > 0 ||
+          self->options_.first_byte_timeout_ms > 0 || self->options_.write_timeout_ms > 0) {
         self->ArmWatchdog(std::chrono::milliseconds(0));
       }
     }
@@ -97,6 +98,9 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
     return;
   }
   input_.CommitWrite(bytes);  // 0 when resuming: OnInput sees only what was buffered
+  if (bytes > 0 && !read_any_.load(std::memory_order_relaxed)) {
+    read_any_.store(true, std::memory_order_relaxed);
+  }
   // Read and hand over in rounds while bytes keep coming, so that a server busy with handlers
   // still reads (and admits or rejects) requests as fast as they arrive, not one read per call.
   std::unique_ptr<InputTask> run_next;
@@ -118,10 +122,12 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
                    [task = std::move(result.run_next)] { task->Run(); });
       }
     }
-    if (input_.empty() || input_waits) {  // waiting on us is no slow sender
+    const bool partial = (!input_.empty() || result.message_in_progress) && !input_waits;
+    if (!partial) {  // waiting on us is no slow sender
       partial_since_ns_.store(0, std::memory_order_relaxed);
-    } else if (partial_since_ns_.load(std::memory_order_relaxed) == 0) {
-      partial_since_ns_.store(Nanos(now), std::memory_order_relaxed);
+    } else if (result.message_completed ||
+               partial_since_ns_.load(std::memory_order_relaxed) == 0) {
+      partial_since_ns_.store(Nanos(now), std::memory_order_relaxed);  // a new message began
     }
     if (!more || read_error || !keep_open || input_waits || read_now >= kMaxBytesPerWakeup) break;
   }
@@ -263,6 +269,9 @@ void Connection::Flush() {
     const size_t written =
         socket_.write_some(std::span<const asio::const_buffer>(buffers.data(), count), error);
     if (error == asio::error::would_block || error == asio::error::try_again) {
+      if (write_blocked_since_ns_.load(std::memory_order_relaxed) == 0) {
+        write_blocked_since_ns_.store(Nanos(Clock::now()), std::memory_order_relaxed);
+      }
       socket_.async_wait(asio::ip::tcp::socket::wait_write,
                          [self = shared_from_this()](const asio::error_code& wait_error) {
                            if (wait_error) self->CloseNow(CloseReason::kPeer, wait_error);
@@ -274,6 +283,7 @@ void Connection::Flush() {
       CloseNow(CloseReason::kPeer, error);
       continue;  // clears writing_ and ends the flush
     }
+    if (written > 0) write_blocked_since_ns_.store(0, std::memory_order_relaxed);
     writing_.PopFront(written);
     writing_held_.store(writing_.held_bytes(), std::memory_order_relaxed);
     bytes_written_.fetch_add(written, std::memory_order_release);
@@ -326,19 +336,23 @@ void Connection::OnWatchdog() {
   const int64_t now = Nanos(Clock::now());
   int64_t next = INT64_MAX;
   CloseReason expired = CloseReason::kNone;
-  if (options_.idle_timeout_sec > 0) {
-    const int64_t limit = int64_t{options_.idle_timeout_sec} * 1'000'000'000;
-    const int64_t idle_for = now - last_activity_ns_.load(std::memory_order_relaxed);
-    if (idle_for >= limit) expired = CloseReason::kIdleTimeout;
-    next = std::min(next, limit - idle_for);
-  }
-  if (options_.read_timeout_ms > 0) {
-    const int64_t limit = int64_t{options_.read_timeout_ms} * 1'000'000;
-    const int64_t since = partial_since_ns_.load(std::memory_order_relaxed);
-    if (since != 0 && now - since >= limit) expired = CloseReason::kReadTimeout;
-    // A message may start right after this check: look again within half the limit.
-    next = std::min(next, since != 0 ? limit - (now - since) : limit / 2);
-  }
+  // One timeout: `since` is when its clock started (0 = not running: look again within half the
+  // limit, since it may start right after this check).
+  auto check = [&](int64_t limit_ns, int64_t since, CloseReason reason) {
+    if (limit_ns <= 0) return;
+    if (since != 0 && now - since >= limit_ns) expired = reason;
+    next = std::min(next, since != 0 ? limit_ns - (now - since) : limit_ns / 2);
+  };
+  constexpr int64_t kMs = 1'000'000;
+  check(int64_t{options_.idle_timeout_sec} * 1000 * kMs,
+        last_activity_ns_.load(std::memory_order_relaxed), CloseReason::kIdleTimeout);
+  check(int64_t{options_.read_timeout_ms} * kMs, partial_since_ns_.load(std::memory_order_relaxed),
+        CloseReason::kReadTimeout);
+  check(int64_t{options_.first_byte_timeout_ms} * kMs,
+        read_any_.load(std::memory_order_relaxed) ? 0 : Nanos(created_at_),
+        CloseReason::kFirstByteTimeout);
+  check(int64_t{options_.write_timeout_ms} * kMs,
+        write_blocked_since_ns_.load(std::memory_order_relaxed), CloseReason::kWriteTimeout);
   if (expired != CloseReason::kNone) {
     CloseNow(expired);
     return;

@@ -41,6 +41,8 @@ enum class CloseReason {
   kLocal,           // Close() / CloseWhenFlushed() / the Delegate rejected the input
   kIdleTimeout,     // nothing read or written for idle_timeout_sec
   kReadTimeout,     // a started message did not complete within read_timeout_ms
+  kFirstByteTimeout,  // nothing was read within first_byte_timeout_ms of the connection's start
+  kWriteTimeout,    // queued bytes found no room in the socket for write_timeout_ms
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -53,6 +55,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // them when reading resumes, before anything new is read.
     bool input_waits = false;
     std::unique_ptr<InputTask> run_next;  // run after reading was re-armed; may be null
+    // The read timeout runs per message: it restarts when a message completed, and applies while
+    // the input holds bytes or the Delegate took bytes of a message that has not completed.
+    bool message_completed = false;   // at least one message was complete in this input
+    bool message_in_progress = false;  // the Delegate holds part of a message outside `input`
   };
 
   // Protocol callbacks.
@@ -69,8 +75,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   struct Options {
     int idle_timeout_sec = -1;  // close after this long without reading or writing; -1 = never
-    // Close when input is left over (a message started but incomplete) for this long; -1 = never.
+    // Close when one message takes longer than this from its first byte (input left over, or
+    // InputResult::message_in_progress) to its last; -1 = never.
     int read_timeout_ms = -1;
+    // Close when not a byte was read this long after Start(); -1 = never.
+    int first_byte_timeout_ms = -1;
+    // Close when bytes wait to be written and the socket took none of them for this long (the
+    // peer does not read); -1 = never.
+    int write_timeout_ms = -1;
     // Pause reading while unwritten output holds more than this many bytes of memory.
     size_t max_unwritten_bytes = SIZE_MAX;
     std::atomic<uint64_t>* read_pauses = nullptr;  // optional: counts times reading paused
@@ -115,6 +127,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const std::string& remote_side() const noexcept { return remote_side_; }  // "ip:port"
   const std::string& local_side() const noexcept { return local_side_; }    // "ip:port"
   Delegate& delegate() noexcept { return *delegate_; }
+  const Delegate& delegate() const noexcept { return *delegate_; }
   asio::io_context::executor_type executor() noexcept;
 
  private:
@@ -161,6 +174,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<uint64_t> bytes_written_{0};
   std::atomic<int64_t> last_activity_ns_{0};   // steady clock
   std::atomic<int64_t> partial_since_ns_{0};   // 0 = no message started and incomplete
+  std::atomic<int64_t> write_blocked_since_ns_{0};  // 0 = not waiting for the socket's room
+  std::atomic<bool> read_any_{false};               // a byte was read
 };
 
 }  // namespace arenarpc::net

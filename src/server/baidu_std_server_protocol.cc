@@ -15,6 +15,7 @@ BaiduStdServerProtocol::BaiduStdServerProtocol(const ServerState& state)
     : max_body_size_(state.options.max_body_size), decoder_(state.options.max_body_size) {}
 
 std::unique_ptr<ServerProtocol> BaiduStdServerProtocol::Create(ServerState& state,
+                                                               ServerConnection& /*owner*/,
                                                                bool /*internal_port*/) {
   return std::make_unique<BaiduStdServerProtocol>(state);
 }

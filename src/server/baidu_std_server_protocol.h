@@ -10,7 +10,8 @@ namespace arenarpc::server {
 class BaiduStdServerProtocol final : public ServerProtocol {
  public:
   explicit BaiduStdServerProtocol(const ServerState& state);
-  static std::unique_ptr<ServerProtocol> Create(ServerState& state, bool internal_port);
+  static std::unique_ptr<ServerProtocol> Create(ServerState& state, ServerConnection& owner,
+                                                bool internal_port);
 
   std::string_view name() const noexcept override { return "baidu_std"; }
   Step Next(ServerConnection& server, net::Connection& connection, net::BufferChain& input,

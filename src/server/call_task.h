@@ -1,6 +1,8 @@
 #pragma once
-// PendingCall: an admitted request waiting in its connection's backlog for a thread. One that is
-// destroyed without being started (its threads stopped first) still settles its admission.
+// PendingCall: an admitted request waiting in its connection's backlog for a thread — a method
+// call (ServerCall + its request bytes) or other admitted work (AdmittedTask: an HTTP built-in
+// page). One that is destroyed without being started (its connection closed, its threads stopped
+// first) still settles its admission.
 
 #include <memory>
 
@@ -8,19 +10,58 @@
 
 namespace arenarpc::server {
 
+// Work admitted like a call that is not a method call. Admission (ServerState::queued and
+// in_flight) is settled by this base: queued when it starts, in flight when it is destroyed
+// (after Run() queued its reply, or without running).
+class AdmittedTask {
+ public:
+  explicit AdmittedTask(std::shared_ptr<ServerState> state) : state_(std::move(state)) {}
+  virtual ~AdmittedTask() {
+    if (!started_) state_->queued.fetch_sub(1, std::memory_order_relaxed);
+    state_->FinishOne();
+  }
+  AdmittedTask(const AdmittedTask&) = delete;
+  AdmittedTask& operator=(const AdmittedTask&) = delete;
+
+  void Start() {
+    started_ = true;
+    state_->queued.fetch_sub(1, std::memory_order_relaxed);
+    Run();
+  }
+
+ protected:
+  virtual void Run() = 0;
+
+ private:
+  std::shared_ptr<ServerState> state_;
+  bool started_ = false;
+};
+
 struct PendingCall {
   PendingCall() = default;
   PendingCall(std::unique_ptr<ServerCall> c, RequestPayload p)
       : call(std::move(c)), payload(std::move(p)) {}
+  PendingCall(std::unique_ptr<AdmittedTask> t, size_t request_size)
+      : task(std::move(t)) {
+    payload.request_size = request_size;
+  }
   PendingCall(PendingCall&&) noexcept = default;
   PendingCall& operator=(PendingCall&&) noexcept = default;
   ~PendingCall() {
     if (call) ServerCall::Abandon(std::move(call), payload);
   }
-  void Start() { ServerCall::Start(std::move(call), std::move(payload)); }
+  void Start() {
+    if (task) {
+      std::unique_ptr<AdmittedTask> run = std::move(task);
+      run->Start();
+      return;
+    }
+    ServerCall::Start(std::move(call), std::move(payload));
+  }
 
   std::unique_ptr<ServerCall> call;
-  RequestPayload payload;
+  RequestPayload payload;  // request_size only, for a task
+  std::unique_ptr<AdmittedTask> task;
 };
 
 }  // namespace arenarpc::server

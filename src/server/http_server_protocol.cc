@@ -5,6 +5,7 @@
 #include "arenarpc/error_codes.h"
 #include "builtin/builtin_service.h"
 #include "call/controller_access.h"
+#include "protocol/compression.h"
 #include "protocol/http/json_message.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
@@ -35,6 +36,33 @@ bool IsProtoBody(const protocol::HttpRequest& request) {
          (StartsWithNoCase(*type, kProtoType) || StartsWithNoCase(*type, "application/x-protobuf"));
 }
 
+// Content-Encoding of a request body as a baidu_std compress type (protocol/compression.h):
+// none/identity 0, gzip 2, deflate 3 (zlib, RFC 1950, as HTTP names it); anything else -1.
+int RequestCompressType(const protocol::HttpRequest& request) {
+  const std::string* encoding = request.Header("content-encoding");
+  if (encoding == nullptr || encoding->empty()) return 0;
+  if (StartsWithNoCase(*encoding, "identity") && encoding->size() == 8) return 0;
+  if ((StartsWithNoCase(*encoding, "gzip") && encoding->size() == 4) ||
+      (StartsWithNoCase(*encoding, "x-gzip") && encoding->size() == 6)) {
+    return 2;
+  }
+  if (StartsWithNoCase(*encoding, "deflate") && encoding->size() == 7) return 3;
+  return -1;
+}
+
+// Accept-Encoding lists gzip (a q=0 refusal aside).
+bool AcceptsGzip(const protocol::HttpRequest& request) {
+  const std::string* accept = request.Header("accept-encoding");
+  if (accept == nullptr) return false;
+  std::string lower(*accept);
+  for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  const size_t at = lower.find("gzip");
+  if (at == std::string::npos) return false;
+  const size_t end = lower.find(',', at);
+  const std::string_view rest = std::string_view(lower).substr(at, end - at);
+  return rest.find("q=0") == std::string_view::npos || rest.find("q=0.") != std::string_view::npos;
+}
+
 // "/Service/Method" -> its two segments; false for any other shape.
 bool SplitMethodPath(std::string_view path, std::string_view* service, std::string_view* method) {
   if (path.size() < 4 || path[0] != '/') return false;
@@ -60,21 +88,62 @@ std::string WithNewline(std::string_view text) {
 
 }  // namespace
 
-HttpServerProtocol::HttpServerProtocol(ServerState& state, bool internal_port)
+// A built-in page, admitted like a call: it runs on a thread from the connection's backlog.
+class HttpPageTask final : public AdmittedTask {
+ public:
+  HttpPageTask(std::shared_ptr<ServerState> state, std::shared_ptr<net::Connection> connection,
+               HttpServerProtocol* protocol, const builtin::BuiltinHandler* handler,
+               protocol::HttpRequest&& request, int64_t sequence)
+      : AdmittedTask(std::move(state)),
+        connection_(std::move(connection)),
+        protocol_(protocol),
+        handler_(handler),
+        request_(std::move(request)),
+        sequence_(sequence) {}
+
+ protected:
+  void Run() override {
+    builtin::BuiltinRequest page;
+    page.method = std::move(request_.method);
+    page.path = std::move(request_.path);
+    for (auto& [key, value] : protocol::ParseQuery(request_.query)) {
+      page.query.emplace(std::move(key), std::move(value));
+    }
+    page.headers = std::move(request_.headers);
+    page.body = std::move(request_.body);
+    builtin::BuiltinReply reply;
+    (*handler_)(page, &reply);
+    protocol_->SendPage(*connection_, sequence_, std::move(reply), page.method == "HEAD");
+  }
+
+ private:
+  std::shared_ptr<net::Connection> connection_;  // keeps protocol_ alive
+  HttpServerProtocol* protocol_;
+  const builtin::BuiltinHandler* handler_;  // in ServerState::builtins, kept alive by the base
+  protocol::HttpRequest request_;
+  int64_t sequence_;
+};
+
+HttpServerProtocol::HttpServerProtocol(ServerState& state, ServerConnection& owner,
+                                       bool internal_port)
     : state_(state),
       internal_port_(internal_port),
+      decoder_(state.options.max_http_header_size, state.options.max_body_size),
       max_held_(static_cast<size_t>(state.options.max_queued_requests_per_connection)),
-      decoder_(state.options.max_http_header_size, state.options.max_body_size) {}
+      max_held_bytes_(state.options.max_unwritten_bytes),
+      max_body_size_(state.options.max_body_size),
+      owner_(owner) {}
 
-std::unique_ptr<ServerProtocol> HttpServerProtocol::Create(ServerState& state, bool internal_port) {
-  return std::make_unique<HttpServerProtocol>(state, internal_port);
+std::unique_ptr<ServerProtocol> HttpServerProtocol::Create(ServerState& state,
+                                                           ServerConnection& owner,
+                                                           bool internal_port) {
+  return std::make_unique<HttpServerProtocol>(state, owner, internal_port);
 }
 
 ServerProtocol::Step HttpServerProtocol::Next(ServerConnection& server, net::Connection& connection,
                                               net::BufferChain& input,
                                               std::chrono::steady_clock::time_point read_at,
                                               std::unique_ptr<PendingCall>* call) {
-  owner_ = &server;
   if (stopped_) {  // after "Connection: close" or bad input nothing more is read
     input.clear();
     return Step::kNeedMore;
@@ -93,7 +162,10 @@ ServerProtocol::Step HttpServerProtocol::Next(ServerConnection& server, net::Con
       const int64_t sequence = next_sequence_++;
       stopped_ = true;
       input.clear();
-      Register(sequence, /*keep_alive=*/false, 1, /*json=*/false);
+      Exchange settings;
+      settings.keep_alive = false;
+      settings.json = false;
+      Register(sequence, settings);
       Respond(connection, sequence, Head(decoder_.error_status()), WithNewline(decoder_.error()));
       return Step::kMalformedAnswered;
     }
@@ -102,7 +174,13 @@ ServerProtocol::Step HttpServerProtocol::Next(ServerConnection& server, net::Con
   }
   const int64_t sequence = next_sequence_++;
   if (!request.keep_alive) stopped_ = true;
-  Register(sequence, request.keep_alive, request.version_minor, !IsProtoBody(request));
+  Exchange settings;
+  settings.keep_alive = request.keep_alive;
+  settings.version_minor = request.version_minor;
+  settings.json = !IsProtoBody(request);
+  settings.request_compress = RequestCompressType(request);
+  settings.accepts_gzip = AcceptsGzip(request);
+  Register(sequence, settings);
   return Route(server, connection, request, sequence, read_at, call);
 }
 
@@ -131,12 +209,14 @@ ServerProtocol::Step HttpServerProtocol::Route(ServerConnection& server,
       return CallMethod(server, connection, request, sequence, service, method, read_at, call);
     }
   }
-  return ServeBuiltin(connection, request, sequence);
+  return ServeBuiltin(server, connection, request, sequence, call);
 }
 
-ServerProtocol::Step HttpServerProtocol::ServeBuiltin(net::Connection& connection,
-                                                      const protocol::HttpRequest& request,
-                                                      int64_t sequence) {
+ServerProtocol::Step HttpServerProtocol::ServeBuiltin(ServerConnection& server,
+                                                      net::Connection& connection,
+                                                      protocol::HttpRequest& request,
+                                                      int64_t sequence,
+                                                      std::unique_ptr<PendingCall>* call) {
   const ServerOptions& options = state_.options;
   const builtin::BuiltinHandler* handler =
       options.has_builtin_services ? state_.builtins.Find(request.path) : nullptr;
@@ -150,30 +230,30 @@ ServerProtocol::Step HttpServerProtocol::ServeBuiltin(net::Connection& connectio
                 std::to_string(options.internal_port) + "\n");
     return Step::kAnswered;
   }
-  builtin::BuiltinRequest page_request;
-  page_request.method = request.method;
-  page_request.path = request.path;
-  for (auto& [key, value] : protocol::ParseQuery(request.query)) {
-    page_request.query.emplace(std::move(key), std::move(value));
-  }
-  page_request.headers = request.headers;
-  page_request.body = request.body;
-  builtin::BuiltinReply reply;
-  (*handler)(page_request, &reply);
+  if (!server.AdmitTask(connection, sequence)) return Step::kAnswered;
+  const size_t request_size = request.body.size();
+  *call = server.Pending(
+      std::make_unique<HttpPageTask>(state_.shared_from_this(), connection.shared_from_this(),
+                                     this, handler, std::move(request), sequence),
+      request_size);
+  return Step::kCall;
+}
+
+void HttpServerProtocol::SendPage(net::Connection& connection, int64_t sequence,
+                                  builtin::BuiltinReply&& reply, bool head_only) {
   protocol::HttpResponseHead head = Head(reply.status);
-  head.content_type = reply.content_type;
+  head.content_type = std::move(reply.content_type);
   head.headers = std::move(reply.headers);
-  if (request.method == "HEAD") {
-    const Exchange exchange = ExchangeOf(sequence);
-    head.keep_alive = exchange.keep_alive;
-    head.version_minor = exchange.version_minor;
-    net::BufferChain bytes;
-    protocol::EncodeHttpHead(head, reply.body.size(), &bytes);
-    Deliver(connection, sequence, std::move(bytes), /*final=*/true);
-  } else {
+  if (!head_only) {
     Respond(connection, sequence, std::move(head), reply.body);
+    return;
   }
-  return Step::kAnswered;
+  const Exchange exchange = ExchangeOf(sequence);
+  head.keep_alive = exchange.keep_alive;
+  head.version_minor = exchange.version_minor;
+  net::BufferChain bytes;
+  protocol::EncodeHttpHead(head, reply.body.size(), &bytes);
+  Deliver(connection, sequence, std::move(bytes), /*final=*/true);
 }
 
 ServerProtocol::Step HttpServerProtocol::CallMethod(
@@ -186,6 +266,12 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(
   head.key = sequence;
   int32_t timeout_ms = -1;
   std::string invalid_text;
+  if (RequestCompressType(request) < 0) {
+    invalid_text = "Content-Encoding: " + *request.Header("content-encoding") +
+                   " is not supported (gzip, deflate or identity)";
+    head.invalid_code = EREQUEST;
+    head.invalid_text = invalid_text;
+  }
   if (const std::string* value = request.Header("x-bd-timeout-ms")) {
     const auto [end, error] =
         std::from_chars(value->data(), value->data() + value->size(), timeout_ms);
@@ -212,22 +298,46 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(
 }
 
 bool HttpServerProtocol::Saturated() const noexcept {
-  return held_.load(std::memory_order_acquire) >= max_held_;
+  return held_.load(std::memory_order_acquire) >= max_held_ ||
+         held_bytes_.load(std::memory_order_acquire) >= max_held_bytes_;
+}
+
+bool HttpServerProtocol::SaturatedLocked() const {
+  return exchanges_.size() >= max_held_ || held_bytes_.load(std::memory_order_relaxed) >= max_held_bytes_;
 }
 
 bool HttpServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& payload,
                                      protocol::PayloadBytes* bytes, std::string* error_text) {
-  if (!ExchangeOf(call.correlation_id()).json || payload.bytes.empty()) {
-    bytes->Refer(payload.bytes);  // binary, or no body: the empty message
+  const Exchange exchange = ExchangeOf(call.correlation_id());
+  net::BufferChain inflated;
+  const bool compressed = exchange.request_compress > 0 && !payload.bytes.empty();
+  if (compressed) {
+    // Inflating stops past max_body_size: a small body cannot make the server hold more.
+    std::string detail;
+    if (!protocol::Decompress(exchange.request_compress, payload.bytes, &inflated, &detail,
+                              max_body_size_)) {
+      *error_text = std::string("Content-Encoding: ") +
+                    (exchange.request_compress == 2 ? "gzip" : "deflate") +
+                    " body does not inflate within max_body_size=" +
+                    std::to_string(max_body_size_) + ": " + detail;
+      return false;
+    }
+  }
+  const net::BufferChain& body = compressed ? inflated : payload.bytes;
+  if (!exchange.json || body.empty()) {  // binary, or no body: the empty message
+    if (compressed) {
+      bytes->Own(std::move(inflated));
+    } else {
+      bytes->Refer(payload.bytes);
+    }
     return true;
   }
   std::string wire;
   const google::protobuf::Message& prototype = call.method().binding->memory->request_prototype();
   std::string flat;  // only when the body spans more than one block
   const std::string_view json =
-      payload.bytes.span_count() == 1
-          ? std::string_view(payload.bytes.span(0).data(), payload.bytes.span(0).size())
-          : std::string_view(flat = payload.bytes.ToString());
+      body.span_count() == 1 ? std::string_view(body.span(0).data(), body.span(0).size())
+                             : std::string_view(flat = body.ToString());
   if (!protocol::JsonToWire(prototype, json, &wire, error_text)) return false;
   net::BufferChain converted;
   converted.Append(wire);
@@ -257,6 +367,18 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
     if (packed) {
       protocol::HttpResponseHead head = HeadFor(200, exchange);
       head.content_type = exchange.json ? kJsonType : kProtoType;
+      // As brpc: gzip when the handler asked for it and the client accepts it.
+      if (exchange.accepts_gzip && controller.response_compress_type() == COMPRESS_TYPE_GZIP) {
+        net::BufferChain plain, zipped;
+        plain.Append(body);
+        std::string ignored;
+        if (protocol::Compress(2, plain, &zipped, &ignored)) {
+          head.headers.emplace_back("Content-Encoding", "gzip");
+          protocol::EncodeHttpHead(head, zipped.size(), out);
+          out->Append(std::move(zipped));
+          return true;
+        }
+      }
       protocol::EncodeHttpResponse(head, body, out);
       return true;
     }
@@ -301,17 +423,21 @@ HttpServerProtocol::Exchange HttpServerProtocol::ExchangeOf(int64_t sequence) {
     copy.keep_alive = it->second.keep_alive;
     copy.version_minor = it->second.version_minor;
     copy.json = it->second.json;
+    copy.request_compress = it->second.request_compress;
+    copy.accepts_gzip = it->second.accepts_gzip;
   }
   return copy;
 }
 
-void HttpServerProtocol::Register(int64_t sequence, bool keep_alive, int version_minor, bool json) {
+void HttpServerProtocol::Register(int64_t sequence, const Exchange& settings) {
   std::lock_guard lock(mutex_);
   Exchange& exchange = exchanges_[sequence];  // "100 Continue" may have created it
   held_.store(exchanges_.size(), std::memory_order_release);
-  exchange.keep_alive = keep_alive;
-  exchange.version_minor = version_minor;
-  exchange.json = json;
+  exchange.keep_alive = settings.keep_alive;
+  exchange.version_minor = settings.version_minor;
+  exchange.json = settings.json;
+  exchange.request_compress = settings.request_compress;
+  exchange.accepts_gzip = settings.accepts_gzip;
 }
 
 void HttpServerProtocol::Respond(net::Connection& connection, int64_t sequence,
@@ -326,30 +452,49 @@ void HttpServerProtocol::Respond(net::Connection& connection, int64_t sequence,
 
 void HttpServerProtocol::Deliver(net::Connection& connection, int64_t sequence,
                                  net::BufferChain&& bytes, bool final) {
-  bool close = false;
-  bool drained = false;
+  bool drained = false, close = false;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    const bool was_saturated = SaturatedLocked();
+    size_t held_bytes = held_bytes_.load(std::memory_order_relaxed);
     Exchange& exchange = exchanges_[sequence];
+    held_bytes -= exchange.unsent.held_bytes();
     exchange.unsent.Append(std::move(bytes));
+    held_bytes += exchange.unsent.held_bytes();
     exchange.done = exchange.done || final;
-    // Writes under the lock keep the replies in sequence order on the connection.
-    while (!close && !exchanges_.empty() && exchanges_.begin()->first == next_to_write_) {
+    // Replies whose turn came move to ready_, in sequence order; nothing follows a closing one.
+    while (!closing_ && !exchanges_.empty() && exchanges_.begin()->first == next_to_write_) {
       Exchange& next = exchanges_.begin()->second;
-      if (!next.unsent.empty()) connection.Write(std::move(next.unsent));
+      held_bytes -= next.unsent.held_bytes();
+      ready_.Append(std::move(next.unsent));
       next.unsent.clear();
       if (!next.done) break;
-      close = !next.keep_alive;
+      closing_ = !next.keep_alive;
       exchanges_.erase(exchanges_.begin());
       ++next_to_write_;
     }
-    const size_t held = exchanges_.size();
-    drained = held_.load(std::memory_order_relaxed) >= max_held_ && held < max_held_;
-    held_.store(held, std::memory_order_release);
+    held_bytes_.store(held_bytes, std::memory_order_release);
+    held_.store(exchanges_.size(), std::memory_order_release);
+    drained = was_saturated && !SaturatedLocked();
+    const bool writer = !writing_;  // else the thread writing takes ready_ too
+    writing_ = true;
+    while (writer) {
+      if (ready_.empty()) {
+        writing_ = false;
+        close = closing_ && !close_issued_;
+        close_issued_ = close_issued_ || close;
+        break;
+      }
+      net::BufferChain out = std::move(ready_);
+      ready_.clear();
+      lock.unlock();
+      connection.Write(std::move(out));  // may close the connection and deliver on this thread
+      lock.lock();
+    }
   }
-  // Reading paused while this many replies were held: see whether it may resume (outside the
-  // lock: the connection's backlog lock is taken there).
-  if (drained && owner_ != nullptr) owner_->OnRepliesDrained(connection);
+  // Reading paused while replies were held: see whether it may resume, now that they are the
+  // connection's (outside the lock: the connection's backlog lock is taken there).
+  if (drained) owner_.OnRepliesDrained(connection);
   if (close) connection.CloseWhenFlushed();  // may run OnClosed() here: outside the lock
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 
+#include "builtin/builtin_service.h"
 #include "protocol/http/http_request_decoder.h"
 #include "protocol/http/http_response.h"
 #include "server/server_protocol.h"
@@ -18,17 +19,26 @@ namespace arenarpc::server {
 
 class HttpServerProtocol final : public ServerProtocol {
  public:
-  HttpServerProtocol(ServerState& state, bool internal_port);
-  static std::unique_ptr<ServerProtocol> Create(ServerState& state, bool internal_port);
+  HttpServerProtocol(ServerState& state, ServerConnection& owner, bool internal_port);
+  static std::unique_ptr<ServerProtocol> Create(ServerState& state, ServerConnection& owner,
+                                                bool internal_port);
 
   std::string_view name() const noexcept override { return "HTTP"; }
   Step Next(ServerConnection& server, net::Connection& connection, net::BufferChain& input,
             std::chrono::steady_clock::time_point read_at,
             std::unique_ptr<PendingCall>* call) override;
   const std::string& error() const noexcept override { return decoder_.error(); }
-  // Requests whose replies are not written yet reached max_queued_requests_per_connection (a
-  // reply waits for the ones before it: the bound on what a pipelining client makes it hold).
+  bool InRequest() const noexcept override { return decoder_.in_request(); }
+  // Requests whose replies are not written yet reached max_queued_requests_per_connection, or
+  // the replies waiting for their turn hold max_unwritten_bytes (a reply waits for the ones
+  // before it: the bound on what a pipelining client makes it hold).
   bool Saturated() const noexcept override;
+  size_t HeldBytes() const noexcept override {
+    return held_bytes_.load(std::memory_order_acquire);
+  }
+  // A built-in page's reply for `sequence` (the answer to HEAD: its head only).
+  void SendPage(net::Connection& connection, int64_t sequence, builtin::BuiltinReply&& reply,
+                bool head_only);
   bool OpenRequest(ServerCall& call, const RequestPayload& payload, protocol::PayloadBytes* bytes,
                    std::string* error_text) override;
   bool PackReply(ServerCall& call, const google::protobuf::Message& response,
@@ -45,13 +55,18 @@ class HttpServerProtocol final : public ServerProtocol {
     bool keep_alive = true;
     int version_minor = 1;
     bool json = true;  // the body is JSON (else binary protobuf)
+    // Content-Encoding of the request body as a baidu_std compress type: 0 none, 2 gzip,
+    // 3 deflate (zlib); -1 an encoding the server does not decode.
+    int request_compress = 0;
+    bool accepts_gzip = false;  // Accept-Encoding names gzip
   };
 
   Step Route(ServerConnection& server, net::Connection& connection, protocol::HttpRequest& request,
              int64_t sequence, std::chrono::steady_clock::time_point read_at,
              std::unique_ptr<PendingCall>* call);
-  Step ServeBuiltin(net::Connection& connection, const protocol::HttpRequest& request,
-                    int64_t sequence);
+  Step ServeBuiltin(ServerConnection& server, net::Connection& connection,
+                    protocol::HttpRequest& request, int64_t sequence,
+                    std::unique_ptr<PendingCall>* call);
   Step CallMethod(ServerConnection& server, net::Connection& connection,
                   protocol::HttpRequest& request, int64_t sequence, std::string_view service,
                   std::string_view method, std::chrono::steady_clock::time_point read_at,
@@ -61,12 +76,15 @@ class HttpServerProtocol final : public ServerProtocol {
   static protocol::HttpResponseHead ErrorHead(int code, std::string_view text,
                                               const Exchange& exchange);
   Exchange ExchangeOf(int64_t sequence);  // a copy of its settings
-  void Register(int64_t sequence, bool keep_alive, int version_minor, bool json);
+  void Register(int64_t sequence, const Exchange& settings);
   // A complete response (head + body) for `sequence`, in order.
   void Respond(net::Connection& connection, int64_t sequence, protocol::HttpResponseHead head,
                std::string_view body);
   // Bytes for `sequence`; `final`: its response is complete. Writes every reply whose turn came.
+  // Writes outside mutex_ (a write that fails closes the connection, whose cancel callbacks may
+  // finish calls and deliver again): one thread writes at a time, in sequence order.
   void Deliver(net::Connection& connection, int64_t sequence, net::BufferChain&& bytes, bool final);
+  bool SaturatedLocked() const;  // mutex_ held
 
   ServerState& state_;
   const bool internal_port_;
@@ -75,11 +93,18 @@ class HttpServerProtocol final : public ServerProtocol {
   bool stopped_ = false;                  // Next() only: no more requests on this connection
 
   const size_t max_held_;
-  ServerConnection* owner_ = nullptr;  // set by the first Next(); outlives this (owns it)
+  const size_t max_held_bytes_;  // max_unwritten_bytes
+  const size_t max_body_size_;   // what a compressed body may inflate to
+  ServerConnection& owner_;      // outlives this (owns it)
   std::atomic<size_t> held_{0};        // exchanges_.size(), for Saturated()
+  std::atomic<size_t> held_bytes_{0};  // memory of the exchanges' unsent bytes
   std::mutex mutex_;
   int64_t next_to_write_ = 0;
   std::map<int64_t, Exchange> exchanges_;  // not fully written yet, by sequence
+  net::BufferChain ready_;   // bytes whose turn came, for the writing thread
+  bool writing_ = false;     // a thread writes ready_ to the connection
+  bool closing_ = false;     // a reply without keep-alive is complete: nothing follows it
+  bool close_issued_ = false;
 };
 
 }  // namespace arenarpc::server

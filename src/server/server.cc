@@ -19,7 +19,7 @@
 #include "server/server_access.h"
 #include "server/server_connection.h"
 #include "server/server_state.h"
-#include "stats/server_snapshot.h"
+#include "server/server_snapshot.h"
 
 namespace arenarpc {
 
@@ -45,6 +45,34 @@ class Server::Impl {
     return -1;
   }
   int handler_threads = 1;  // threads that run handlers: workers, else the I/O threads
+
+  // What Start() sets up (threads, listening sockets, registration, built-in pages); released in
+  // reverse when Start() returns without Commit().
+  class Startup {
+   public:
+    explicit Startup(Impl& impl) : impl_(impl) {}
+    ~Startup() {
+      if (committed_) return;
+      ServerState& state = *impl_.state;
+      impl_.registration.reset();
+      if (state.acceptor) state.acceptor->Close();
+      if (state.internal_acceptor) state.internal_acceptor->Close();
+      if (state.loops) state.loops->Stop();
+      state.acceptor.reset();  // their timers and sockets belong to the loops: gone first
+      state.internal_acceptor.reset();
+      state.loops.reset();
+      state.workers.reset();
+      state.limiter.reset();
+      state.builtins = builtin::BuiltinRegistry();
+    }
+    Startup(const Startup&) = delete;
+    Startup& operator=(const Startup&) = delete;
+    void Commit() { committed_ = true; }
+
+   private:
+    Impl& impl_;
+    bool committed_ = false;
+  };
   int ValidateOptions(const ServerOptions& options);
   int BindMethods(const ServerOptions& options);
   void OnAccept(asio::ip::tcp::socket socket, bool internal_port);
@@ -106,6 +134,14 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
     return Fail("read_timeout_ms=" + std::to_string(options.read_timeout_ms) +
                 " is invalid (expected -1 = never, or > 0)");
   }
+  for (const auto& [name, value] : {std::pair<const char*, int>{"first_byte_timeout_ms",
+                                                                 options.first_byte_timeout_ms},
+                                    {"write_timeout_ms", options.write_timeout_ms}}) {
+    if (value == 0 || value < -1) {
+      return Fail(std::string(name) + "=" + std::to_string(value) +
+                  " is invalid (expected -1 = never, or > 0)");
+    }
+  }
   if (options.idle_timeout_sec == 0 || options.idle_timeout_sec < -1) {
     return Fail("idle_timeout_sec=" + std::to_string(options.idle_timeout_sec) +
                 " is invalid (expected -1 = never, or > 0)");
@@ -120,6 +156,14 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
   if (options.internal_port < -1 || options.internal_port > 65535) {
     return Fail("internal_port=" + std::to_string(options.internal_port) +
                 " is invalid (expected -1 = none, or 0..65535)");
+  }
+  if (options.internal_port >= 0) {
+    asio::error_code error;
+    asio::ip::make_address(options.internal_address, error);
+    if (error) {
+      return Fail("internal_address=" + Quoted(options.internal_address) +
+                  " is invalid (expected an IP address, e.g. 127.0.0.1): " + error.message());
+    }
   }
   if (options.stop_deadline_ms < 0) {
     return Fail("stop_deadline_ms=" + std::to_string(options.stop_deadline_ms) +
@@ -205,23 +249,25 @@ void Server::Impl::OnAccept(asio::ip::tcp::socket socket, bool internal_port) {
   net::Connection::Options connection_options;
   connection_options.idle_timeout_sec = s.options.idle_timeout_sec;
   connection_options.read_timeout_ms = s.options.read_timeout_ms;
+  connection_options.first_byte_timeout_ms = s.options.first_byte_timeout_ms;
+  connection_options.write_timeout_ms = s.options.write_timeout_ms;
   connection_options.max_unwritten_bytes = s.options.max_unwritten_bytes;
   connection_options.read_pauses = &s.counters.read_pauses;
   auto connection = net::Connection::Create(
       std::move(socket),
       std::make_unique<server::ServerConnection>(&s, handler_threads, internal_port),
       connection_options);
-  {
-    std::lock_guard lock(s.connections_mutex);
-    if (s.closing_connections) return;  // Stop() is closing everything: drop it (closes the fd)
-    const int max_connections = s.options.max_connections;
-    if (max_connections > 0 && s.connections.size() >= static_cast<size_t>(max_connections)) {
+  switch (s.connections.Add(connection, s.options.max_connections)) {
+    case server::ConnectionTable::AddResult::kAdded:
+      break;
+    case server::ConnectionTable::AddResult::kClosing:
+      return;  // Stop() is closing everything: drop it (closes the fd)
+    case server::ConnectionTable::AddResult::kFull:
       s.counters.connections_rejected.fetch_add(1, std::memory_order_relaxed);
       s.malformed_log.Log("closing connection from " + connection->remote_side() +
-                          ": reached max_connections=" + std::to_string(max_connections));
+                          ": reached max_connections=" +
+                          std::to_string(s.options.max_connections));
       return;  // the socket closes with the connection
-    }
-    s.connections.emplace(connection->id(), connection);
   }
   s.counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
   connection->Start();
@@ -261,6 +307,8 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   state.options = options;
   if (impl.BindMethods(options) != 0) return -1;
 
+  // Everything set up from here is released again, in reverse, unless Start() succeeds.
+  Impl::Startup startup(impl);
   const int io_threads = options.num_threads > 0
                              ? options.num_threads
                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -274,7 +322,7 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
     state.limiter.emplace(limiter);
   }
   if (options.has_builtin_services) {
-    builtin::AddCoreBuiltinServices(&state.builtins, *this);
+    builtin::AddCoreBuiltinServices(&state.builtins, server::MakeServerView(impl.state));
   }
   try {
     state.acceptor = net::Acceptor::Listen(
@@ -283,11 +331,10 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
           impl->OnAccept(std::move(socket), /*internal_port=*/false);
         });
   } catch (const std::exception& e) {
-    state.loops.reset();
     return impl.Fail("Start: cannot listen on " + std::string(address) + ": " + e.what());
   }
   if (options.internal_port >= 0) {
-    asio::ip::tcp::endpoint internal(endpoint.address(),
+    asio::ip::tcp::endpoint internal(asio::ip::make_address(options.internal_address),
                                      static_cast<unsigned short>(options.internal_port));
     try {
       state.internal_acceptor = net::Acceptor::Listen(
@@ -295,21 +342,19 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
             impl->OnAccept(std::move(socket), /*internal_port=*/true);
           });
     } catch (const std::exception& e) {
-      state.acceptor->Close();
-      state.acceptor.reset();
-      state.loops.reset();
-      return impl.Fail("Start: cannot listen on internal_port=" +
-                       std::to_string(options.internal_port) + ": " + e.what());
+      return impl.Fail("Start: cannot listen on internal_address:internal_port=" +
+                       options.internal_address + ":" + std::to_string(options.internal_port) +
+                       ": " + e.what());
     }
   }
   if (options.worker_threads > 0) {
     state.workers = std::make_unique<asio::thread_pool>(options.worker_threads);
   }
-  impl.port = state.acceptor->port();
   if (!options.registry_url.empty()) {
     cluster::RegistrationInfo info;
     info.address = options.advertised_address.empty()
-                       ? cluster::AdvertisedAddress(endpoint.address().to_string(), impl.port)
+                       ? cluster::AdvertisedAddress(endpoint.address().to_string(),
+                                                    state.acceptor->port())
                        : options.advertised_address;
     info.weight = options.registry_weight;
     info.tag = options.registry_tag;
@@ -317,16 +362,11 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
     std::string error;
     impl.registration = cluster::MakeServerRegistration(options.registry_url, info, &error);
     if (!impl.registration || !impl.registration->Start(&error)) {
-      impl.registration.reset();
-      state.acceptor->Close();
-      state.loops->Stop();
-      state.acceptor.reset();  // its timer and socket belong to the loops: gone first
-      state.loops.reset();
-      state.workers.reset();
-      impl.port = -1;
       return impl.Fail("Start: registry_url: " + error);
     }
   }
+  startup.Commit();
+  impl.port = state.acceptor->port();
   state.acceptor->Start();
   if (state.internal_acceptor) {
     impl.internal_port = state.internal_acceptor->port();
@@ -366,9 +406,11 @@ int Server::Stop() {
     if (impl.phase != Impl::Phase::kRunning) return 0;
   }
   ServerState& state = *impl.state;
-  if (state.loops->InLoopThread()) {
+  if (state.loops->InLoopThread() ||
+      (state.workers && state.workers->get_executor().running_in_this_thread())) {
     // Waiting here would wait for this very thread; Stop() belongs on a thread of the application.
-    impl.last_error = "Stop: called from an I/O thread of the server (call it from another thread)";
+    impl.last_error =
+        "Stop: called from a thread of the server (a handler); call it from another thread";
     return -1;
   }
   if (state.stopping.exchange(true, std::memory_order_acq_rel)) return 0;  // another Stop() runs
@@ -386,26 +428,14 @@ int Server::Stop() {
       return state.in_flight.load(std::memory_order_acquire) == 0;
     });
   }
-  std::vector<std::shared_ptr<net::Connection>> open;
-  {
-    std::lock_guard lock(state.connections_mutex);
-    state.closing_connections = true;
-    for (const auto& [id, connection] : state.connections) open.push_back(connection);
-  }
+  const std::vector<std::shared_ptr<net::Connection>> open = state.connections.StartClosing();
   // Every reply produced so far is written before its connection closes, until the deadline.
   for (const auto& connection : open) connection->CloseWhenFlushed();
-  {
-    std::unique_lock lock(state.connections_mutex);
-    state.connections_gone.wait_until(lock, deadline, [&] { return state.connections.empty(); });
-  }
+  state.connections.WaitEmpty(deadline);
   for (const auto& connection : open) connection->Close();
-  {
-    // A thread stuck in a handler cannot run the closing of its connections' sockets: bound the
-    // wait (Join() still waits for the threads themselves).
-    std::unique_lock lock(state.connections_mutex);
-    state.connections_gone.wait_for(lock, std::chrono::seconds(1),
-                                    [&] { return state.connections.empty(); });
-  }
+  // A thread stuck in a handler cannot run the closing of its connections' sockets: bound the
+  // wait (Join() still waits for the threads themselves).
+  state.connections.WaitEmpty(std::chrono::steady_clock::now() + std::chrono::seconds(1));
   {
     std::lock_guard lock(impl.mutex);
     impl.phase = Impl::Phase::kStopped;
@@ -422,8 +452,9 @@ int Server::Join() {
   if (impl.joined) return 0;
   impl.joined = true;
   ServerState& state = *impl.state;
-  if (state.loops->InLoopThread()) {
-    impl.last_error = "Join: called from an I/O thread of the server";
+  if (state.loops->InLoopThread() ||
+      (state.workers && state.workers->get_executor().running_in_this_thread())) {
+    impl.last_error = "Join: called from a thread of the server (a handler)";
     return -1;
   }
   state.loops->Stop();
@@ -465,13 +496,13 @@ void Server::RunUntilAskedToQuit() {
 MethodStats Server::GetMethodStats(std::string_view full_method_name) const {
   const server::MethodEntry* entry = impl_->state->registry.FindMethod(full_method_name);
   if (entry == nullptr) return MethodStats{};
-  return stats::SnapshotMethod(*entry, std::chrono::steady_clock::now());
+  return server::SnapshotMethod(*entry, std::chrono::steady_clock::now());
 }
 
-ServerStats Server::GetServerStats() const { return stats::SnapshotServer(*impl_->state); }
+ServerStats Server::GetServerStats() const { return server::SnapshotServer(*impl_->state); }
 
-std::shared_ptr<server::ServerState> internal::ServerAccess::State(const Server& server) {
-  return server.impl_->state;
+std::shared_ptr<const stats::ServerView> internal::ServerAccess::View(const Server& server) {
+  return server::MakeServerView(server.impl_->state);
 }
 
 std::vector<std::string> Server::ListMethods() const {

@@ -1,17 +1,18 @@
 #pragma once
-// The library's own access to a Server's shared state (built-in pages, tests).
+// The library's own access to a Server from outside src/server/ (tests): the view its built-in
+// pages read it through.
 #include <memory>
 
 #include "arenarpc/server.h"
 
-namespace arenarpc::server {
-struct ServerState;
+namespace arenarpc::stats {
+class ServerView;
 }
 
 namespace arenarpc::internal {
 
 struct ServerAccess {
-  static std::shared_ptr<server::ServerState> State(const Server& server);
+  static std::shared_ptr<const stats::ServerView> View(const Server& server);
 };
 
 }  // namespace arenarpc::internal

@@ -41,8 +41,8 @@ bool ServerConnection::Recognize(net::Connection& connection, const net::BufferC
                               ": neither baidu_std (\"PRPC\") nor HTTP (a method token)");
     return false;
   }
-  protocol_ = entry->create(*state_, internal_port_);
-  has_protocol_.store(true, std::memory_order_release);
+  protocol_ = entry->create(*state_, *this, internal_port_);
+  entry_.store(entry, std::memory_order_release);
   return true;
 }
 
@@ -53,7 +53,16 @@ bool ServerConnection::BacklogFull() const {
 }
 
 bool ServerConnection::ProtocolSaturated() const {
-  return has_protocol_.load(std::memory_order_acquire) && protocol_->Saturated();
+  return entry_.load(std::memory_order_acquire) != nullptr && protocol_->Saturated();
+}
+
+std::string_view ServerConnection::protocol_name() const noexcept {
+  const ServerProtocolEntry* entry = entry_.load(std::memory_order_acquire);
+  return entry != nullptr ? entry->name : "unknown";
+}
+
+size_t ServerConnection::held_reply_bytes() const noexcept {
+  return entry_.load(std::memory_order_acquire) != nullptr ? protocol_->HeldBytes() : 0;
 }
 
 void ServerConnection::OnRepliesDrained(net::Connection& connection) {
@@ -91,6 +100,7 @@ net::Connection::InputResult ServerConnection::OnInput(
     std::unique_ptr<PendingCall> call;
     const ServerProtocol::Step step = protocol_->Next(*this, connection, input, read_at, &call);
     if (step == ServerProtocol::Step::kNeedMore) break;
+    result.message_completed = true;
     if (step == ServerProtocol::Step::kMalformed ||
         step == ServerProtocol::Step::kMalformedAnswered) {
       state_->counters.malformed_frames.fetch_add(1, std::memory_order_relaxed);
@@ -106,6 +116,7 @@ net::Connection::InputResult ServerConnection::OnInput(
       full = admitted_bytes > state_->options.max_queued_request_bytes;
     }
   }
+  result.message_in_progress = protocol_->InRequest();
   int start_drainers = 0;
   {
     std::lock_guard lock(backlog_mutex_);
@@ -194,73 +205,110 @@ void ServerConnection::OnClosed(net::Connection& connection) {
                               ": a frame did not complete within read_timeout_ms=" +
                               std::to_string(state_->options.read_timeout_ms));
       break;
+    case net::CloseReason::kFirstByteTimeout:
+      state_->counters.connections_closed_first_byte_timeout.fetch_add(1,
+                                                                       std::memory_order_relaxed);
+      break;
+    case net::CloseReason::kWriteTimeout:
+      state_->counters.connections_closed_write_timeout.fetch_add(1, std::memory_order_relaxed);
+      state_->timeout_log.Log("closing connection from " + connection.remote_side() +
+                              ": its replies found no room in the socket for write_timeout_ms=" +
+                              std::to_string(state_->options.write_timeout_ms));
+      break;
     default:
       break;
   }
-  std::lock_guard lock(state_->connections_mutex);
-  state_->connections.erase(connection.id());
-  if (state_->connections.empty()) state_->connections_gone.notify_all();
+  state_->connections.Remove(connection.id());
+}
+
+void ServerConnection::Reject(net::Connection& connection, int64_t key, int code,
+                              std::string_view text, std::atomic<uint64_t>* counter,
+                              bool admitted) {
+  if (counter != nullptr) counter->fetch_add(1, std::memory_order_relaxed);
+  protocol_->SendError(connection, key, code, text);
+  if (admitted) state_->FinishOne();
+}
+
+bool ServerConnection::AdmitFirst(net::Connection& connection, int64_t key) {
+  ServerState& state = *state_;
+  state.counters.requests.fetch_add(1, std::memory_order_relaxed);
+  if (state.stopping.load(std::memory_order_acquire)) {
+    Reject(connection, key, ELOGOFF, protocol::kServerStoppingText,
+           &state.counters.rejected_stopping, false);
+    return false;
+  }
+  const int max_queued = state.options.max_queued_requests;
+  if (max_queued > 0 && state.queued.load(std::memory_order_relaxed) >= max_queued) {
+    Reject(connection, key, ELIMIT,
+           "Reached server's max_queued_requests=" + std::to_string(max_queued),
+           &state.counters.rejected_limit, false);
+    return false;
+  }
+  if (!state.TryAdmit()) {
+    Reject(connection, key, ELIMIT, protocol::MaxConcurrencyText(state.concurrency_limit()),
+           &state.counters.rejected_limit, false);
+    return false;
+  }
+  return true;
+}
+
+bool ServerConnection::Overcrowded(const net::Connection& connection) const {
+  return connection.unwritten_held_bytes() + protocol_->HeldBytes() >=
+         state_->options.max_unwritten_bytes;
 }
 
 std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
                                                     const CallHead& head,
                                                     net::Connection::Clock::time_point read_at) {
   ServerState& state = *state_;
-  ServerProtocol& wire = *protocol_;
-  state.counters.requests.fetch_add(1, std::memory_order_relaxed);
   const int64_t key = head.key;
-
-  if (state.stopping.load(std::memory_order_acquire)) {
-    state.counters.rejected_stopping.fetch_add(1, std::memory_order_relaxed);
-    wire.SendError(connection, key, ELOGOFF, protocol::kServerStoppingText);
-    return nullptr;
-  }
-  const int max_queued = state.options.max_queued_requests;
-  if (max_queued > 0 && state.queued.load(std::memory_order_relaxed) >= max_queued) {
-    state.counters.rejected_limit.fetch_add(1, std::memory_order_relaxed);
-    wire.SendError(connection, key, ELIMIT,
-                   "Reached server's max_queued_requests=" + std::to_string(max_queued));
-    return nullptr;
-  }
-  if (!state.TryAdmit()) {
-    state.counters.rejected_limit.fetch_add(1, std::memory_order_relaxed);
-    wire.SendError(connection, key, ELIMIT,
-                   protocol::MaxConcurrencyText(state.concurrency_limit()));
-    return nullptr;
-  }
+  if (!AdmitFirst(connection, key)) return nullptr;
   // Admitted: from here every path ends in exactly one FinishOne().
   if (head.invalid_code != 0) {
-    wire.SendError(connection, key, head.invalid_code, head.invalid_text);
-    state.FinishOne();
+    Reject(connection, key, head.invalid_code, head.invalid_text, nullptr, true);
     return nullptr;
   }
   int code = 0;
   std::string text;
   MethodEntry* method = state.registry.Resolve(head.service_name, head.method_name, &code, &text);
   if (method == nullptr) {
-    state.counters.rejected_unknown.fetch_add(1, std::memory_order_relaxed);
-    wire.SendError(connection, key, code, text);
-    state.FinishOne();
+    Reject(connection, key, code, text, &state.counters.rejected_unknown, true);
     return nullptr;
   }
-  if (connection.unwritten_held_bytes() >= state.options.max_unwritten_bytes) {
-    state.counters.rejected_overcrowded.fetch_add(1, std::memory_order_relaxed);
+  if (Overcrowded(connection)) {
     method->CountRejected(EOVERCROWDED);
-    wire.SendError(connection, key, EOVERCROWDED,
-                   "Connection to " + connection.remote_side() + " is overcrowded");
-    state.FinishOne();
+    Reject(connection, key, EOVERCROWDED,
+           "Connection to " + connection.remote_side() + " is overcrowded",
+           &state.counters.rejected_overcrowded, true);
     return nullptr;
   }
   auto call = std::make_unique<ServerCall>(state.shared_from_this(), connection.shared_from_this(),
-                                           &cancels_, &wire, method, key, read_at);
+                                           &cancels_, protocol_.get(), method, key, read_at);
   internal::ControllerAccess::set_remote_side(call->controller(), connection.remote_side());
   return call;
+}
+
+bool ServerConnection::AdmitTask(net::Connection& connection, int64_t key) {
+  if (!AdmitFirst(connection, key)) return false;
+  if (Overcrowded(connection)) {
+    Reject(connection, key, EOVERCROWDED,
+           "Connection to " + connection.remote_side() + " is overcrowded",
+           &state_->counters.rejected_overcrowded, true);
+    return false;
+  }
+  return true;
 }
 
 std::unique_ptr<PendingCall> ServerConnection::Pending(std::unique_ptr<ServerCall> call,
                                                        RequestPayload&& payload) {
   state_->queued.fetch_add(1, std::memory_order_relaxed);
   return std::make_unique<PendingCall>(std::move(call), std::move(payload));
+}
+
+std::unique_ptr<PendingCall> ServerConnection::Pending(std::unique_ptr<AdmittedTask> task,
+                                                       size_t request_size) {
+  state_->queued.fetch_add(1, std::memory_order_relaxed);
+  return std::make_unique<PendingCall>(std::move(task), request_size);
 }
 
 }  // namespace arenarpc::server

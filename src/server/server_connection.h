@@ -50,10 +50,19 @@ class ServerConnection final : public net::Connection::Delegate {
   // answered through the protocol. nullptr = rejected.
   std::unique_ptr<ServerCall> Admit(net::Connection& connection, const CallHead& head,
                                     net::Connection::Clock::time_point read_at);
+  // "baidu_std", "http"; "unknown" until the first bytes are in. Any thread.
+  std::string_view protocol_name() const noexcept;
+  // Replies the protocol holds for their turn (HTTP), bytes of memory. Any thread.
+  size_t held_reply_bytes() const noexcept;
   // The protocol's held replies went below its bound: re-evaluates whether reading may resume.
   void OnRepliesDrained(net::Connection& connection);
+  // Admission of work that is not a method call (an HTTP built-in page): stopping, the queue and
+  // concurrency limits and unsent output as for a call. true: admitted, and the caller hands an
+  // AdmittedTask to Pending() (which settles the admission); false: rejected and answered.
+  bool AdmitTask(net::Connection& connection, int64_t key);
   // An admitted call, with its request bytes, ready for the backlog.
   std::unique_ptr<PendingCall> Pending(std::unique_ptr<ServerCall> call, RequestPayload&& payload);
+  std::unique_ptr<PendingCall> Pending(std::unique_ptr<AdmittedTask> task, size_t request_size);
 
  private:
   class Drainer;
@@ -62,6 +71,14 @@ class ServerConnection final : public net::Connection::Delegate {
   // One drainer's turn: starts the oldest backlog call; queues the drainer again if more wait.
   void DrainOne(net::Connection& connection);
   void PostDrainer(net::Connection& connection);
+  // Admission's first checks (stopping, max_queued_requests, max_concurrency). true: admitted,
+  // one ServerState::FinishOne() owed; false: rejected and answered.
+  bool AdmitFirst(net::Connection& connection, int64_t key);
+  bool Overcrowded(const net::Connection& connection) const;
+  // Answers a rejected request: counts it in `counter` (may be null), sends the error and, if it
+  // was admitted, settles its admission.
+  void Reject(net::Connection& connection, int64_t key, int code, std::string_view text,
+              std::atomic<uint64_t>* counter, bool admitted);
   bool BacklogFull() const;                             // backlog_mutex_ held
   bool ProtocolSaturated() const;
   void UpdateReadBlock(net::Connection& connection);    // backlog_mutex_ held
@@ -70,7 +87,8 @@ class ServerConnection final : public net::Connection::Delegate {
   const int max_drainers_;
   const bool internal_port_;
   std::unique_ptr<ServerProtocol> protocol_;  // set by the first OnInput, then fixed
-  std::atomic<bool> has_protocol_{false};     // protocol_ is set (read by other threads)
+  // protocol_'s entry once protocol_ is set (read by other threads).
+  std::atomic<const ServerProtocolEntry*> entry_{nullptr};
 
   std::mutex backlog_mutex_;
   std::deque<PendingCall> backlog_;

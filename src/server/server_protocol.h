@@ -47,9 +47,14 @@ class ServerProtocol {
                     std::chrono::steady_clock::time_point read_at,
                     std::unique_ptr<PendingCall>* call) = 0;
   virtual const std::string& error() const noexcept = 0;  // after kMalformed*
+  // Bytes of a request that has not completed were taken off the input (Next()'s thread).
+  virtual bool InRequest() const noexcept { return false; }
   // The protocol holds as many replies waiting for their turn as it may (HTTP's in-order replies):
   // decoding and reading pause until ServerConnection::OnRepliesDrained(). Any thread; lock-free.
   virtual bool Saturated() const noexcept { return false; }
+  // Memory held by replies waiting for their turn (not yet handed to the connection); counts in
+  // max_unwritten_bytes with the connection's own unsent bytes. Any thread; lock-free.
+  virtual size_t HeldBytes() const noexcept { return 0; }
 
   // The request bytes of an admitted call, for MessagePair::ParseRequest(). false: *error_text
   // is the EREQUEST text to answer.
@@ -72,8 +77,10 @@ class ServerProtocol {
 struct ServerProtocolEntry {
   std::string_view name;
   protocol::WireProtocol wire;
-  // `internal_port`: the connection came in on ServerOptions::internal_port.
-  std::unique_ptr<ServerProtocol> (*create)(ServerState& state, bool internal_port);
+  // `internal_port`: the connection came in on ServerOptions::internal_port. `owner` outlives
+  // the protocol (it owns it).
+  std::unique_ptr<ServerProtocol> (*create)(ServerState& state, ServerConnection& owner,
+                                            bool internal_port);
 };
 
 // The entry for a recognised protocol, or nullptr.

@@ -21,6 +21,7 @@
 #include "net/connection.h"
 #include "net/event_loop_group.h"
 #include "server/auto_concurrency_limiter.h"
+#include "server/connection_table.h"
 #include "server/service_registry.h"
 #include "util/rate_limited_log.h"
 
@@ -47,14 +48,12 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   std::mutex drain_mutex;
   std::condition_variable drained;  // notified when in_flight drops to 0 while stopping
 
-  std::mutex connections_mutex;
-  std::unordered_map<uint64_t, std::shared_ptr<net::Connection>> connections;
-  bool closing_connections = false;  // guarded by connections_mutex
-  std::condition_variable connections_gone;
+  ConnectionTable connections;
 
   struct Counters {
     std::atomic<uint64_t> connections_accepted{0}, connections_closed_idle{0},
-        connections_closed_read_timeout{0}, connections_rejected{0}, malformed_frames{0},
+        connections_closed_read_timeout{0}, connections_closed_first_byte_timeout{0},
+        connections_closed_write_timeout{0}, connections_rejected{0}, malformed_frames{0},
         requests{0}, rejected_stopping{0}, rejected_limit{0}, rejected_unknown{0},
         rejected_overcrowded{0}, rejected_timed_out{0}, read_pauses{0};
   } counters;

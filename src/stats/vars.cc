@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "stats/server_snapshot.h"
+#include "stats/server_view.h"
 
 namespace arenarpc::stats {
 
@@ -85,6 +85,8 @@ void VarList::AddServer(const ServerStats& s) {
   Add("rpc_server_connections_accepted", s.connections_accepted);
   Add("rpc_server_connections_closed_idle", s.connections_closed_idle);
   Add("rpc_server_connections_closed_read_timeout", s.connections_closed_read_timeout);
+  Add("rpc_server_connections_closed_first_byte_timeout", s.connections_closed_first_byte_timeout);
+  Add("rpc_server_connections_closed_write_timeout", s.connections_closed_write_timeout);
   Add("rpc_server_connections_rejected", s.connections_rejected);
   Add("rpc_server_malformed_frames", s.malformed_frames);
   Add("rpc_server_requests", s.requests);
@@ -115,11 +117,10 @@ std::vector<Var> VarList::Take() {
   return std::move(vars_);
 }
 
-std::vector<Var> CollectVars(server::ServerState& state,
-                             std::chrono::steady_clock::time_point now) {
+std::vector<Var> CollectVars(const ServerView& view, std::chrono::steady_clock::time_point now) {
   VarList list;
-  for (const MethodStats& method : SnapshotMethods(state, now)) list.AddMethod(method);
-  list.AddServer(SnapshotServer(state));
+  for (const MethodView& method : view.Methods(now)) list.AddMethod(method.stats);
+  list.AddServer(view.Server());
   list.AddProcess(ReadProcessStats());
   return list.Take();
 }

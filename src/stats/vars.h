@@ -11,8 +11,8 @@
 #include "arenarpc/method_stats.h"
 #include "stats/process_stats.h"
 
-namespace arenarpc::server {
-struct ServerState;
+namespace arenarpc::stats {
+class ServerView;
 }
 
 namespace arenarpc::stats {
@@ -42,7 +42,7 @@ class VarList {
 std::string MethodVarName(std::string_view full_name);
 
 // Every var of a running server: its methods, its counters and this process.
-std::vector<Var> CollectVars(server::ServerState& state, std::chrono::steady_clock::time_point now);
+std::vector<Var> CollectVars(const ServerView& view, std::chrono::steady_clock::time_point now);
 
 // `name : value` lines of the vars whose name starts with `prefix`.
 std::string FormatVars(const std::vector<Var>& vars, std::string_view prefix);

@@ -17,7 +17,6 @@
 #include "builtin/builtin_registry.h"
 #include "http_get.h"
 #include "server/server_access.h"
-#include "server/server_state.h"
 #include "server_fixture.h"
 
 namespace arenarpc::builtin {
@@ -38,7 +37,7 @@ class PagesTest : public e2e::ServerTest {
     options.max_concurrency = 77;
     options.read_timeout_ms = 4321;
     StartServer(options);
-    AddObservabilityPages(&registry_, internal::ServerAccess::State(*server_));
+    AddObservabilityPages(&registry_, internal::ServerAccess::View(*server_));
   }
 
   BuiltinReply Get(const std::string& path, std::map<std::string, std::string> query = {}) {

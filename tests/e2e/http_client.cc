@@ -28,6 +28,14 @@ HttpClient::~HttpClient() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void HttpClient::Reset() {
+  if (fd_ < 0) return;
+  linger abort{1, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+  ::close(fd_);
+  fd_ = -1;
+}
+
 bool HttpClient::Send(std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);

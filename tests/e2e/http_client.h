@@ -29,6 +29,8 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   bool connected() const { return fd_ >= 0; }
+  // Closes with a reset (SO_LINGER 0): the server's next write to this connection fails.
+  void Reset();
   bool Send(std::string_view bytes);
   // The next response (Content-Length bodies; a 1xx has none, nor the answer to HEAD:
   // has_body = false), or nullopt on EOF/timeout/garbage.

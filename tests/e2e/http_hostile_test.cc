@@ -2,6 +2,11 @@
 // closed and counted, while a good baidu_std client on the same server keeps 0 errors. And the
 // built-in services' options: has_builtin_services=false, internal_port.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -173,13 +178,60 @@ TEST_P(HttpHostileTest, InternalPortServesBuiltinsAndTheMainPortMethods) {
   EXPECT_EQ(404, get(internal, echo));
   // baidu_std stays on the main port too.
   auto channel = MakeChannel();
-  TestService_Stub stub(channel.get());
-  Controller controller;
-  TestRequest request;
-  request.set_message("rpc");
-  TestResponse response;
-  stub.Echo(&controller, &request, &response, nullptr);
-  EXPECT_FALSE(controller.Failed()) << controller.ErrorText();
+  EXPECT_EQ("", CallEcho(channel.get(), "rpc"));
+}
+
+TEST_P(HttpHostileTest, ConnectionsPageShowsEachConnectionsProtocol) {
+  StartServer();
+  auto channel = MakeChannel();
+  ASSERT_EQ("", CallEcho(channel.get(), "rpc"));  // its baidu_std connection stays open
+  HttpClient client(port_);
+  ASSERT_TRUE(client.Send(HttpClient::Request("GET", "/connections?format=json")));
+  std::optional<HttpResponse> page = client.Read();
+  ASSERT_TRUE(page);
+  ASSERT_EQ(200, page->status);
+  EXPECT_NE(std::string::npos, page->body.find(R"("protocol":"baidu_std")")) << page->body;
+  EXPECT_NE(std::string::npos, page->body.find(R"("protocol":"http")")) << page->body;
+}
+
+// True if a TCP connection to ip:port is accepted.
+bool CanConnect(const char* ip, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, ip, &address.sin_addr);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// internal_port has its own address, loopback by default: a main port on 0.0.0.0 does not make
+// the pages public. (Every 127.x.y.z address reaches the loopback interface.)
+TEST(HttpOptionsTest, InternalPortListensOnItsOwnAddress) {
+  TestServiceImpl service;
+  // Starts a server on `address` with internal_port 0 (and `internal_address` unless empty).
+  auto start = [&](Server& server, const char* address, const char* internal_address) {
+    ASSERT_EQ(0, server.AddService(&service, SERVER_DOESNT_OWN_SERVICE));
+    ServerOptions options;
+    options.num_threads = 1;
+    options.internal_port = 0;
+    if (*internal_address != 0) options.internal_address = internal_address;
+    ASSERT_EQ(0, server.Start(address, options)) << server.last_error();
+  };
+  {
+    Server server;
+    start(server, "0.0.0.0:0", "");
+    EXPECT_TRUE(CanConnect("127.0.0.2", server.listen_port()));  // the main port: everywhere
+    EXPECT_TRUE(CanConnect("127.0.0.1", server.internal_listen_port()));
+    EXPECT_FALSE(CanConnect("127.0.0.2", server.internal_listen_port()));
+  }
+  {
+    Server server;
+    start(server, "127.0.0.1:0", "127.0.0.2");
+    EXPECT_TRUE(CanConnect("127.0.0.2", server.internal_listen_port()));
+    EXPECT_FALSE(CanConnect("127.0.0.1", server.internal_listen_port()));
+  }
 }
 
 TEST(HttpOptionsTest, BadHttpOptionsFailStartNamingThem) {
@@ -188,7 +240,12 @@ TEST(HttpOptionsTest, BadHttpOptionsFailStartNamingThem) {
            {[](ServerOptions& o) { o.max_http_header_size = 0; }, "max_http_header_size"},
            {[](ServerOptions& o) { o.max_http_header_size = 1 << 20; }, "max_http_header_size"},
            {[](ServerOptions& o) { o.internal_port = -2; }, "internal_port"},
-           {[](ServerOptions& o) { o.internal_port = 70000; }, "internal_port"}}) {
+           {[](ServerOptions& o) { o.internal_port = 70000; }, "internal_port"},
+           {[](ServerOptions& o) {
+              o.internal_port = 0;
+              o.internal_address = "localhost:1";
+            },
+            "internal_address"}}) {
     Server server;
     ASSERT_EQ(0, server.AddService(&service, SERVER_DOESNT_OWN_SERVICE));
     ServerOptions options;

@@ -2,6 +2,8 @@
 // HTTP/1.0, Expect: 100-continue, errors as status + x-bd-error-* headers, built-in pages and
 // their options, in every memory strategy.
 
+#include <stdlib.h>
+
 #include <atomic>
 #include <cstdio>
 #include <thread>
@@ -13,6 +15,7 @@
 #include "echo/echo_service.h"
 #include "echo/payload_generator.h"
 #include "http_client.h"
+#include "protocol/compression.h"
 #include "server_fixture.h"
 
 namespace arenarpc::e2e {
@@ -308,6 +311,69 @@ TEST_P(HttpTest, CurlCallsAMethodWithJson) {
             run("/usr/bin/curl -sS --max-time 10 -o /dev/null -D - -d '{}' " + base +
                 "/TestService/Nope | awk 'NR==1{s=$2} tolower($1)==\"x-bd-error-code:\"{c=$2} "
                 "END{gsub(/\\r/,\"\",c); printf \"%s %s\", s, c}'"));
+}
+
+// Compressed request bodies (brpc's request_compress_type over HTTP): curl sends a gzip body and
+// asks for a gzip reply; deflate (zlib) bodies; a body that would inflate past max_body_size and
+// an encoding the server does not know are 400.
+TEST_P(HttpTest, CompressedRequestBodiesAndGzipReplies) {
+  ServerOptions options;
+  options.max_body_size = 1u << 20;
+  StartServer(options);
+  ASSERT_EQ(0, access("/usr/bin/curl", X_OK)) << "curl is a test dependency";
+  char dir_template[] = "/tmp/arenarpc_gzip_XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  ASSERT_NE(nullptr, dir);
+  const std::string body_path = std::string(dir) + "/body.json";
+  {
+    FILE* f = std::fopen(body_path.c_str(), "w");
+    ASSERT_NE(nullptr, f);
+    std::fputs(R"({"message":"zipped","items":["a","b"],"response_compress":2})", f);
+    std::fclose(f);
+  }
+  auto run = [](const std::string& command) {
+    std::string output;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) return output;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), pipe)) > 0) output.append(chunk, n);
+    pclose(pipe);
+    return output;
+  };
+  run("/usr/bin/gzip -c " + body_path + " > " + body_path + ".gz");
+  const std::string url =
+      "http://127.0.0.1:" + std::to_string(port_) + "/arenarpc.e2e.TestService/Echo";
+  const std::string expected = R"({"message":"zipped","items":["a","b"],"log_id":"0"})";
+  const std::string curl = "/usr/bin/curl -sS --max-time 10 -H 'Content-Type: application/json' "
+                           "-H 'Content-Encoding: gzip' --data-binary @" + body_path + ".gz ";
+  EXPECT_EQ(expected, run(curl + url));                  // no Accept-Encoding: plain reply
+  EXPECT_EQ(expected, run(curl + "--compressed " + url));  // gzip reply, inflated by curl
+  const std::string headers = run(curl + "--compressed -o /dev/null -D - " + url);
+  EXPECT_NE(std::string::npos, headers.find("Content-Encoding: gzip")) << headers;
+  run("rm -rf " + std::string(dir));
+
+  auto post = [&](int compress_type, std::string_view encoding, std::string_view json) {
+    net::BufferChain plain, packed;
+    plain.Append(json);
+    std::string error;
+    EXPECT_TRUE(protocol::Compress(compress_type, plain, &packed, &error)) << error;
+    return PostJson(kEchoPath, packed.ToString(),
+                    "Content-Encoding: " + std::string(encoding) + "\r\n");
+  };
+  HttpResponse deflated = post(3, "deflate", R"({"message":"deflated"})");
+  EXPECT_EQ(200, deflated.status) << deflated.body;
+  EXPECT_EQ(R"({"message":"deflated","log_id":"0"})", deflated.body);
+  // 8 MiB of JSON whitespace gzip to a few KB: past max_body_size = 1 MiB once inflated.
+  HttpResponse bomb =
+      post(2, "gzip", std::string(8u << 20, ' ') + R"({"message":"bomb"})");
+  EXPECT_EQ(400, bomb.status);
+  EXPECT_NE(std::string::npos, bomb.body.find("does not inflate within max_body_size=1048576"))
+      << bomb.body;
+  HttpResponse unknown =
+      PostJson(kEchoPath, R"({"message":"x"})", "Content-Encoding: br\r\n");
+  EXPECT_EQ(400, unknown.status);
+  EXPECT_NE(std::string::npos, unknown.body.find("Content-Encoding: br is not supported"));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "arenarpc/channel.h"
 #include "arenarpc/controller.h"
 #include "arenarpc/server.h"
+#include "good_client.h"
 #include "raw_client.h"
 #include "test_service.h"
 
@@ -53,6 +54,13 @@ class ServerTest : public ::testing::TestWithParam<const char*> {
     return channel;
   }
 
+  // A good client on a channel of its own (10 s timeout), calling Echo until stopped.
+  std::unique_ptr<GoodClient> StartGoodClient() {
+    ChannelOptions options;
+    options.timeout_ms = 10000;
+    return std::make_unique<GoodClient>(MakeChannel(options));
+  }
+
   // True once `n` calls are admitted and unanswered (e.g. sitting in slow handlers).
   bool WaitForInFlight(int64_t n) {
     for (int i = 0; i < 1000; ++i) {
@@ -79,6 +87,18 @@ class ServerTest : public ::testing::TestWithParam<const char*> {
   std::unique_ptr<Server> server_;
   int port_ = -1;
 };
+
+// One Echo call of `message` over `channel`: "" when it came back, else what went wrong.
+inline std::string CallEcho(google::protobuf::RpcChannel* channel, const std::string& message) {
+  TestService_Stub stub(channel);
+  Controller controller;
+  TestRequest request;
+  request.set_message(message);
+  TestResponse response;
+  stub.Echo(&controller, &request, &response, nullptr);
+  if (controller.Failed()) return controller.ErrorText();
+  return response.message() == message ? "" : "echoed '" + response.message() + "'";
+}
 
 inline std::string ModeName(const ::testing::TestParamInfo<const char*>& info) {
   return info.param;

@@ -89,6 +89,10 @@ void TestServiceImpl::Handle(google::protobuf::RpcController* controller_base,
     });
     return;
   }
+  if (request->reply_on_cancel()) {
+    controller->NotifyOnCancel(done);
+    return;
+  }
   if (request->delay_ms() > 0 || request->async()) {
     executor_.RunAfter(std::chrono::milliseconds(request->delay_ms()), [done] { done->Run(); });
     return;

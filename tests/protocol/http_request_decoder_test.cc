@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -70,20 +71,59 @@ TEST(HttpRequestDecoderTest, PipelinedRequestsComeOutOneAtATimeInOrder) {
   EXPECT_EQ(Status::kNeedMore, decoder.Next(in, &request));
 }
 
-TEST(HttpRequestDecoderTest, ARequestArrivingByteByByteStaysInTheInputUntilComplete) {
+TEST(HttpRequestDecoderTest, ARequestArrivingByteByByteIsTakenOffTheInputAndIsInRequest) {
   HttpRequestDecoder decoder(4096, 4096);
   const std::string bytes = "POST /x/y HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
   net::BufferChain in;
   HttpRequest request;
+  EXPECT_FALSE(decoder.in_request());
   for (size_t i = 0; i + 1 < bytes.size(); ++i) {
     in.Append(bytes.substr(i, 1));
     ASSERT_EQ(Status::kNeedMore, decoder.Next(in, &request)) << "after byte " << i;
-    EXPECT_EQ(i + 1, in.size());  // still buffered: a read timeout sees a request arriving
+    EXPECT_TRUE(in.empty());            // the raw bytes are not held
+    EXPECT_TRUE(decoder.in_request());  // but a read timeout sees a request arriving
   }
   in.Append(bytes.substr(bytes.size() - 1));
   ASSERT_EQ(Status::kRequest, decoder.Next(in, &request));
   EXPECT_EQ("hello", request.body);
   EXPECT_TRUE(in.empty());
+  EXPECT_FALSE(decoder.in_request());
+}
+
+// One body byte per long chunk extension: max_body_size never trips, but the raw bytes of the
+// request are bounded (max_header_size + max_body_size + kRawSlackBytes), and never held.
+TEST(HttpRequestDecoderTest, ChunkExtensionFloodIsBoundedByTheRawRequestLimit) {
+  constexpr size_t kHeader = 1024, kBody = 4096;
+  HttpRequestDecoder decoder(kHeader, kBody);
+  net::BufferChain in = Chain("POST /a/b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+  HttpRequest request;
+  ASSERT_EQ(Status::kNeedMore, decoder.Next(in, &request));
+  const std::string chunk = "1;" + std::string(8 << 10, 'e') + "\r\nX\r\n";
+  size_t fed = 0;
+  Status status = Status::kNeedMore;
+  while (status == Status::kNeedMore && fed < (8u << 20)) {
+    in.Append(chunk);
+    fed += chunk.size();
+    status = decoder.Next(in, &request);
+    ASSERT_LE(in.size(), chunk.size());
+  }
+  ASSERT_EQ(Status::kError, status);
+  EXPECT_EQ(413, decoder.error_status()) << decoder.error();
+  EXPECT_LE(fed, kHeader + kBody + HttpRequestDecoder::kRawSlackBytes + chunk.size());
+}
+
+TEST(HttpRequestDecoderTest, ParseQueryIsLinearInTheNumberOfKeys) {
+  std::string query;
+  constexpr int kKeys = 100000;
+  for (int i = 0; i < kKeys; ++i) query += "k" + std::to_string(i) + "=v&";
+  query += "k0=again";
+  const auto start = std::chrono::steady_clock::now();
+  const auto pairs = ParseQuery(query);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(static_cast<size_t>(kKeys), pairs.size());
+  EXPECT_EQ("v", pairs[0].second);  // a repeated key keeps its first value
+  // Quadratic, 100k distinct keys are 5e9 key comparisons (many seconds); linear, milliseconds.
+  EXPECT_LT(took, std::chrono::seconds(5));
 }
 
 TEST(HttpRequestDecoderTest, Http10WithoutKeepAliveAndConnectionClose) {

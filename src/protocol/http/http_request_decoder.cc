@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_set>
 
 namespace arenarpc::protocol {
 
@@ -214,19 +215,15 @@ HttpRequestDecoder::Status HttpRequestDecoder::Fail(int status, std::string why)
 HttpRequestDecoder::Status HttpRequestDecoder::Next(net::BufferChain& in, HttpRequest* out) {
   if (error_status_ != 0) return Status::kError;
   Parser& p = *parser_;
-  // Feed the bytes not fed yet, span by span, until a request completes or a pause.
-  size_t skip = fed_;
-  for (size_t i = 0; i < in.span_count(); ++i) {
-    std::span<const char> span = in.span(i);
-    if (skip >= span.size()) {
-      skip -= span.size();
-      continue;
-    }
-    const char* data = span.data() + skip;
-    const size_t length = span.size() - skip;
-    skip = 0;
-    const size_t parsed = http_parser_execute(&p.parser, &Parser::Settings(), data, length);
-    fed_ += parsed;
+  const size_t max_request_bytes = max_header_size_ + max_body_size_ + kRawSlackBytes;
+  // Feed the input span by span, cutting off what the parser took, until a request completes or
+  // a pause. The callbacks copied what the request needs.
+  while (!in.empty()) {
+    const std::span<const char> span = in.span(0);
+    const size_t parsed = http_parser_execute(&p.parser, &Parser::Settings(), span.data(),
+                                              span.size());
+    in.PopFront(parsed);
+    request_bytes_ += parsed;
     const auto error = static_cast<http_errno>(p.parser.http_errno);
     if (error == HPE_PAUSED) {
       http_parser_pause(&p.parser, 0);
@@ -235,8 +232,7 @@ HttpRequestDecoder::Status HttpRequestDecoder::Next(net::BufferChain& in, HttpRe
         return Status::kExpectContinue;
       }
       if (p.message_done) {
-        in.PopFront(fed_);
-        fed_ = 0;
+        request_bytes_ = 0;
         *out = std::move(p.request);
         p.Reset();
         return Status::kRequest;
@@ -251,7 +247,13 @@ HttpRequestDecoder::Status HttpRequestDecoder::Next(net::BufferChain& in, HttpRe
       }
       return Fail(400, std::string("malformed HTTP request: ") + http_errno_description(error));
     }
-    if (parsed != length) return Fail(400, "malformed HTTP request");
+    if (parsed != span.size()) return Fail(400, "malformed HTTP request");
+    if (request_bytes_ > max_request_bytes) {
+      return Fail(p.headers_done ? 413 : 431,
+                  "the request's raw bytes (framing and chunk extensions included) exceed "
+                  "max_http_header_size + max_body_size + " +
+                      std::to_string(kRawSlackBytes) + " = " + std::to_string(max_request_bytes));
+    }
   }
   return Status::kNeedMore;
 }
@@ -287,6 +289,7 @@ std::string PercentDecode(std::string_view text, bool plus_is_space) {
 
 std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view query) {
   std::vector<std::pair<std::string, std::string>> pairs;
+  std::unordered_set<std::string> seen;
   while (!query.empty()) {
     const size_t amp = query.find('&');
     const std::string_view item = query.substr(0, amp);
@@ -294,11 +297,10 @@ std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view que
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     std::string key = PercentDecode(item.substr(0, eq), true);
+    if (!seen.insert(key).second) continue;
     std::string value =
         eq == std::string_view::npos ? std::string() : PercentDecode(item.substr(eq + 1), true);
-    const bool seen = std::any_of(pairs.begin(), pairs.end(),
-                                  [&](const auto& pair) { return pair.first == key; });
-    if (!seen) pairs.emplace_back(std::move(key), std::move(value));
+    pairs.emplace_back(std::move(key), std::move(value));
   }
   return pairs;
 }

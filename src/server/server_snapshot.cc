@@ -1,12 +1,15 @@
-#include "stats/server_snapshot.h"
+#include "server/server_snapshot.h"
 
 #include <algorithm>
 
 #include "server/method_entry.h"
 #include "server/server_state.h"
+#include "stats/server_view.h"
 
-namespace arenarpc::stats {
+namespace arenarpc::server {
 namespace {
+
+using stats::WindowSnapshot;
 
 WindowStats ToWindowStats(const WindowSnapshot& w, int seconds) {
   WindowStats out;
@@ -26,7 +29,7 @@ WindowStats ToWindowStats(const WindowSnapshot& w, int seconds) {
 
 }  // namespace
 
-MethodStats SnapshotMethod(const server::MethodEntry& entry,
+MethodStats SnapshotMethod(const MethodEntry& entry,
                            std::chrono::steady_clock::time_point now) {
   constexpr auto kRelaxed = std::memory_order_relaxed;
   MethodStats stats;
@@ -60,7 +63,7 @@ MethodStats SnapshotMethod(const server::MethodEntry& entry,
   return stats;
 }
 
-std::vector<MethodStats> SnapshotMethods(const server::ServerState& state,
+std::vector<MethodStats> SnapshotMethods(const ServerState& state,
                                          std::chrono::steady_clock::time_point now) {
   std::vector<MethodStats> out;
   for (const auto& entry : state.registry.methods()) out.push_back(SnapshotMethod(*entry, now));
@@ -69,13 +72,16 @@ std::vector<MethodStats> SnapshotMethods(const server::ServerState& state,
   return out;
 }
 
-ServerStats SnapshotServer(server::ServerState& state) {
+ServerStats SnapshotServer(ServerState& state) {
   constexpr auto kRelaxed = std::memory_order_relaxed;
   const auto& counters = state.counters;
   ServerStats stats;
   stats.connections_accepted = counters.connections_accepted.load(kRelaxed);
   stats.connections_closed_idle = counters.connections_closed_idle.load(kRelaxed);
   stats.connections_closed_read_timeout = counters.connections_closed_read_timeout.load(kRelaxed);
+  stats.connections_closed_first_byte_timeout =
+      counters.connections_closed_first_byte_timeout.load(kRelaxed);
+  stats.connections_closed_write_timeout = counters.connections_closed_write_timeout.load(kRelaxed);
   stats.connections_rejected = counters.connections_rejected.load(kRelaxed);
   stats.malformed_frames = counters.malformed_frames.load(kRelaxed);
   stats.rejected_timed_out = counters.rejected_timed_out.load(kRelaxed);
@@ -88,12 +94,54 @@ ServerStats SnapshotServer(server::ServerState& state) {
   stats.rejected_unknown = counters.rejected_unknown.load(kRelaxed);
   stats.rejected_overcrowded = counters.rejected_overcrowded.load(kRelaxed);
   stats.in_flight = state.in_flight.load(kRelaxed);
-  std::lock_guard lock(state.connections_mutex);
   stats.connections_open = state.connections.size();
-  for (const auto& [id, connection] : state.connections) {
-    stats.unwritten_held_bytes += connection->unwritten_held_bytes();
-  }
+  stats.unwritten_held_bytes = state.connections.UnwrittenHeldBytes();
   return stats;
 }
 
-}  // namespace arenarpc::stats
+namespace {
+
+class StateView final : public stats::ServerView {
+ public:
+  explicit StateView(std::weak_ptr<ServerState> state) : state_(std::move(state)) {}
+  bool available() const override { return !state_.expired(); }
+  ServerStats Server() const override {
+    const auto state = state_.lock();
+    return state ? SnapshotServer(*state) : ServerStats{};
+  }
+  std::vector<stats::MethodView> Methods(Clock::time_point now) const override {
+    std::vector<stats::MethodView> out;
+    const auto state = state_.lock();
+    if (!state) return out;
+    for (const auto& entry : state->registry.methods()) {
+      stats::MethodView view;
+      view.stats = SnapshotMethod(*entry, now);
+      view.calls_per_second = entry->window.CountsPerSecond<60>(now);
+      view.latency = entry->latency;
+      out.push_back(std::move(view));
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+      return a.stats.full_name < b.stats.full_name;
+    });
+    return out;
+  }
+  std::vector<stats::ConnectionInfo> Connections() const override {
+    const auto state = state_.lock();
+    return state ? state->connections.Snapshot() : std::vector<stats::ConnectionInfo>{};
+  }
+  ServerOptions Options() const override {
+    const auto state = state_.lock();
+    return state ? state->options : ServerOptions{};
+  }
+
+ private:
+  std::weak_ptr<ServerState> state_;
+};
+
+}  // namespace
+
+std::shared_ptr<const stats::ServerView> MakeServerView(std::weak_ptr<ServerState> state) {
+  return std::make_shared<StateView>(std::move(state));
+}
+
+}  // namespace arenarpc::server

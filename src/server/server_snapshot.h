@@ -1,19 +1,22 @@
 #pragma once
 // Snapshots of a running server's counters: what Server::GetMethodStats/GetServerStats return and
-// what the built-in pages show.
+// what the built-in pages see through the ServerView.
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "arenarpc/method_stats.h"
 
+namespace arenarpc::stats {
+class ServerView;
+}
+
 namespace arenarpc::server {
+
 struct MethodEntry;
 struct ServerState;
-}  // namespace arenarpc::server
-
-namespace arenarpc::stats {
 
 MethodStats SnapshotMethod(const server::MethodEntry& method,
                            std::chrono::steady_clock::time_point now);
@@ -22,4 +25,8 @@ std::vector<MethodStats> SnapshotMethods(const server::ServerState& state,
                                          std::chrono::steady_clock::time_point now);
 ServerStats SnapshotServer(server::ServerState& state);
 
-}  // namespace arenarpc::stats
+// The ServerView observers read `state` through; it holds the state weakly (the pages that hold
+// the view live inside it).
+std::shared_ptr<const stats::ServerView> MakeServerView(std::weak_ptr<ServerState> state);
+
+}  // namespace arenarpc::server
