@@ -239,6 +239,8 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
                   e.what());
     }
     entry->memory_mode = mode;
+    entry->request_memory = std::make_unique<memory::RequestMemoryGate>(
+        *binding->memory->request_prototype().GetDescriptor(), options.max_request_memory);
     entry->binding = std::move(binding);
   }
   return 0;
@@ -305,6 +307,7 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
     return impl.Fail("Start: " + endpoint_error);
   }
   state.options = options;
+  state.message_memory.set_limit(options.max_inflight_message_memory);
   if (impl.BindMethods(options) != 0) return -1;
 
   // Everything set up from here is released again, in reverse, unless Start() succeeds.

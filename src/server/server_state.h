@@ -17,6 +17,7 @@
 
 #include "arenarpc/server.h"
 #include "builtin/builtin_registry.h"
+#include "memory/message_memory_budget.h"
 #include "net/acceptor.h"
 #include "net/connection.h"
 #include "net/event_loop_group.h"
@@ -38,6 +39,7 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   std::shared_ptr<net::Acceptor> internal_acceptor;  // options.internal_port >= 0
   builtin::BuiltinRegistry builtins;  // filled before Start() listens, read-only after
   std::optional<AutoConcurrencyLimiter> limiter;  // max_concurrency = "auto"
+  memory::MessageMemoryBudget message_memory;     // max_inflight_message_memory
 
   std::atomic<bool> stopping{false};  // new requests get ELOGOFF
 
