@@ -46,7 +46,6 @@ Fiber::Fiber(size_t stack_size) {
     throw std::bad_alloc();
   }
   stack_bottom_ = static_cast<char*>(mapping_) + page;
-  tsan_fiber_ = sanitizer::CreateTsanFiber();
 }
 
 Fiber::~Fiber() {
@@ -63,9 +62,16 @@ void Fiber::Start(Scheduler* scheduler, Entry entry, void* arg) {
   boost::context::stack_context stack;
   stack.size = stack_size_;
   stack.sp = static_cast<char*>(stack_bottom_) + stack_size_;
+  // A TSan fiber per body: Boost's entry frame never returns (it jumps away), so a reused one
+  // would keep one stale frame per body. Constructing the Boost fiber already runs its entry
+  // frame on the new stack: under that TSan fiber too.
+  tsan_fiber_ = sanitizer::CreateTsanFiber();
+  void* const tsan_caller = sanitizer::CurrentTsanFiber();
+  sanitizer::SwitchTsanFiber(tsan_fiber_);
   context_ = boost::context::fiber(
       std::allocator_arg, OwnStack{stack},
       [this](boost::context::fiber&& caller) { return Main(std::move(caller)); });
+  sanitizer::SwitchTsanFiber(tsan_caller);
 }
 
 void Fiber::Resume() {
@@ -78,6 +84,10 @@ void Fiber::Resume() {
   context_ = std::move(context_).resume();
   sanitizer::FinishSwitch(fake_stack, nullptr, nullptr);
   current_fiber = outer;
+  if (finished_ && tsan_fiber_ != nullptr) {
+    sanitizer::DestroyTsanFiber(tsan_fiber_);
+    tsan_fiber_ = nullptr;
+  }
 }
 
 void Fiber::Suspend(After after, void* arg) {

@@ -54,6 +54,10 @@ namespace {
 
 std::string Quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
+constexpr size_t kMinFiberStackSize = 16u << 10;
+// Finished fibers whose stacks are kept for the next calls (docs/server.md, the memory bound).
+constexpr int kMaxCachedFiberStacks = 512;
+
 }  // namespace
 
 int Server::Impl::ValidateOptions(const ServerOptions& options) {
@@ -120,6 +124,13 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
   if (options.internal_port < -1 || options.internal_port > 65535) {
     return Fail("internal_port=" + std::to_string(options.internal_port) +
                 " is invalid (expected -1 = none, or 0..65535)");
+  }
+  if (options.max_fibers < 1) {
+    return Fail("max_fibers=" + std::to_string(options.max_fibers) + " is invalid (expected >= 1)");
+  }
+  if (options.fiber_stack_size < kMinFiberStackSize) {
+    return Fail("fiber_stack_size=" + std::to_string(options.fiber_stack_size) +
+                " is invalid (expected >= " + std::to_string(kMinFiberStackSize) + ")");
   }
   if (options.stop_deadline_ms < 0) {
     return Fail("stop_deadline_ms=" + std::to_string(options.stop_deadline_ms) +
@@ -305,6 +316,14 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   if (options.worker_threads > 0) {
     state.workers = std::make_unique<asio::thread_pool>(options.worker_threads);
   }
+  fiber::Scheduler::Options fiber_options;
+  fiber_options.stack_size = options.fiber_stack_size;
+  fiber_options.max_fibers = options.max_fibers;
+  fiber_options.cached_stacks = std::min(options.max_fibers, kMaxCachedFiberStacks);
+  state.fibers = std::make_unique<fiber::Scheduler>(
+      state.workers ? asio::any_io_executor(state.workers->get_executor())
+                    : asio::any_io_executor(state.loops->loop(0).get_executor()),
+      fiber_options);
   impl.port = state.acceptor->port();
   if (!options.registry_url.empty()) {
     cluster::RegistrationInfo info;
@@ -322,6 +341,7 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
       state.loops->Stop();
       state.acceptor.reset();  // its timer and socket belong to the loops: gone first
       state.loops.reset();
+      state.fibers.reset();
       state.workers.reset();
       impl.port = -1;
       return impl.Fail("Start: registry_url: " + error);
@@ -426,6 +446,9 @@ int Server::Join() {
     impl.last_error = "Join: called from an I/O thread of the server";
     return -1;
   }
+  // Like a handler that blocks its thread, a fiber still waiting (on a backend without a timeout)
+  // holds Join() up; the threads keep running until it is done.
+  if (state.fibers) state.fibers->WaitIdle();
   state.loops->Stop();
   if (state.workers) state.workers->join();
   return 0;

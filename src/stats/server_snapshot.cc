@@ -80,6 +80,8 @@ ServerStats SnapshotServer(server::ServerState& state) {
   stats.malformed_frames = counters.malformed_frames.load(kRelaxed);
   stats.rejected_timed_out = counters.rejected_timed_out.load(kRelaxed);
   stats.read_pauses = counters.read_pauses.load(kRelaxed);
+  stats.rejected_fiber_limit = counters.rejected_fiber_limit.load(kRelaxed);
+  if (state.fibers) stats.fibers = state.fibers->live();
   stats.queued = state.queued.load(kRelaxed);
   stats.concurrency_limit = state.concurrency_limit();
   stats.requests = counters.requests.load(kRelaxed);

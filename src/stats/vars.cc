@@ -94,6 +94,8 @@ void VarList::AddServer(const ServerStats& s) {
   Add("rpc_server_rejected_overcrowded", s.rejected_overcrowded);
   Add("rpc_server_rejected_timed_out", s.rejected_timed_out);
   Add("rpc_server_read_pauses", s.read_pauses);
+  Add("rpc_server_rejected_fiber_limit", s.rejected_fiber_limit);
+  Add("rpc_server_fibers", s.fibers);
   Add("rpc_server_unwritten_held_bytes", s.unwritten_held_bytes);
   Add("rpc_server_in_flight", s.in_flight);
   Add("rpc_server_queued", s.queued);
