@@ -97,6 +97,13 @@ struct ServerOptions {
   int write_timeout_ms = 30000;
   int stop_deadline_ms = 5000;         // Stop(): how long calls in flight and unsent replies get
 
+  // --- fibers (docs/server.md, "Execution"): every handler runs on a fiber
+  // Fibers alive at once (handlers running or waiting, and fibers they started); a call that
+  // would need one more gets ELIMIT. >= 1.
+  int max_fibers = 4096;
+  // Stack of each fiber (rounded up to pages; a guard page below it is extra). >= 16 KiB.
+  size_t fiber_stack_size = 256u << 10;
+
   // --- HTTP on the same port (docs/http.md)
   // Request line + headers of one HTTP request; larger ones get 431 and the connection closes.
   // 1..81920 (the HTTP parser's own bound). Bodies are bounded by max_body_size.

@@ -241,8 +241,9 @@ void Channel::CallMethod(const google::protobuf::MethodDescriptor* method,
                     done);
     return;
   }
-  if (done == nullptr && core_->loops().InLoopThread()) {
-    // The loop this thread would block is the one that has to complete the call.
+  if (done == nullptr && core_->loops().InLoopThread() && !fiber::InFiber()) {
+    // The loop this thread would block is the one that has to complete the call (a fiber
+    // would only suspend, leaving the thread to its loop).
     core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
     FailBeforeStart(core_.get(), controller, EINVAL,
                     "synchronous call from one of the channel's own I/O threads would "

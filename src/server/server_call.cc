@@ -6,6 +6,8 @@
 #include <google/protobuf/service.h>
 
 #include <exception>
+#include <new>
+#include <string>
 
 #include "arenarpc/error_codes.h"
 #include "call/controller_access.h"
@@ -155,10 +157,34 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     return;  // the half-filled pair goes back to its strategy with the call
   }
   payload.bytes.clear();  // the input pages can go back before the handler runs
+  fiber::Scheduler& fibers = *call->state_->fibers;
+  std::string limit_text;
+  if (!fibers.TryReserve()) {
+    limit_text = "Reached server's max_fibers=" + std::to_string(fibers.options().max_fibers);
+  } else {
+    try {
+      fibers.RunReserved(&ServerCall::RunHandler, &call);
+      return;
+    } catch (const std::bad_alloc&) {  // no stack could be mapped; the handler did not start
+      limit_text = "Fail to map a fiber stack of " +
+                   std::to_string(fibers.options().stack_size) + " bytes";
+    }
+  }
+  ServerState& state = *call->state_;
+  state.counters.rejected_fiber_limit.fetch_add(1, std::memory_order_relaxed);
+  method->CountRejected(ELIMIT);
+  call->protocol_->SendError(*call->connection_, call->correlation_id_, ELIMIT, limit_text);
+  state.FinishOne();
+}
+
+void ServerCall::RunHandler(void* arg) {
+  // Runs before RunReserved() returns, while Execute()'s `call` still exists.
+  ServerCall* done = static_cast<std::unique_ptr<ServerCall>*>(arg)->release();
+  MethodEntry* method = done->method_;
   method->CountStarted();
-  ServerCall* done = call.release();  // owned by the handler until done->Run()
-  done->method_->service->CallMethod(method->descriptor, &done->controller_,
-                                     done->pair_.request(), done->pair_.response(), done);
+  // `done` is owned by the handler until done->Run(), which may come from this fiber.
+  method->service->CallMethod(method->descriptor, &done->controller_, done->pair_.request(),
+                              done->pair_.response(), done);
 }
 
 bool ServerCall::AdmitMessageMemory(memory::SerializedMessage& bytes, int* code,

@@ -66,12 +66,15 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
  private:
   struct RetainedMessages;
   static std::shared_ptr<void> RetainHook(const Controller& controller);
-  // Acquires the pair, parses the request into it and runs the handler. A call that fails here
-  // is answered (EREQUEST / EINTERNAL) and destroyed; otherwise the handler owns it until Run().
+  // Acquires the pair, parses the request into it and runs the handler on a new fiber, on this
+  // thread until the handler returns or first waits. A call that fails here is answered (EREQUEST
+  // / EINTERNAL, ELIMIT past max_fibers) and destroyed; otherwise the handler owns it until Run().
   static void Execute(std::unique_ptr<ServerCall> call, RequestPayload payload);
   // max_request_memory and max_inflight_message_memory for the opened request bytes. false:
   // *code and *error_text say why (EREQUEST, ELIMIT).
   bool AdmitMessageMemory(memory::SerializedMessage& bytes, int* code, std::string* error_text);
+  // The fiber's body: takes `*arg` (a std::unique_ptr<ServerCall>*) and runs the handler.
+  static void RunHandler(void* arg);
   // Leaves the backlog: ServerState::queued.
   void Dequeue();
   // internal::CancelSource

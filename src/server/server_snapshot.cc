@@ -91,6 +91,8 @@ ServerStats SnapshotServer(ServerState& state) {
   stats.message_memory_in_flight = state.message_memory.in_use();
   stats.message_memory_peak = state.message_memory.peak();
   stats.message_memory_trims = state.message_memory.trims();
+  stats.rejected_fiber_limit = counters.rejected_fiber_limit.load(kRelaxed);
+  if (state.fibers) stats.fibers = state.fibers->live();
   stats.queued = state.queued.load(kRelaxed);
   stats.concurrency_limit = state.concurrency_limit();
   stats.requests = counters.requests.load(kRelaxed);

@@ -101,6 +101,8 @@ void VarList::AddServer(const ServerStats& s) {
   Add("rpc_server_message_memory_in_flight", s.message_memory_in_flight);
   Add("rpc_server_message_memory_peak", s.message_memory_peak);
   Add("rpc_server_message_memory_trims", s.message_memory_trims);
+  Add("rpc_server_rejected_fiber_limit", s.rejected_fiber_limit);
+  Add("rpc_server_fibers", s.fibers);
   Add("rpc_server_unwritten_held_bytes", s.unwritten_held_bytes);
   Add("rpc_server_in_flight", s.in_flight);
   Add("rpc_server_queued", s.queued);
