@@ -352,17 +352,15 @@ TEST_F(ClusterChannel, BackupRequestTakesTheOtherServersReply) {
   ASSERT_EQ(channel.Init(ListUrl().c_str(), "rr", &options), 0) << channel.last_error();
   servers_[0]->service().set_delay_ms(500, /*slow_calls=*/1);  // only its first call is slow
   // rr sends the first call to either server: at most two calls reach the slow one.
-  const auto start = std::chrono::steady_clock::now();
   CallOutcome outcome;
   for (int i = 0; i < 2; ++i) {
     outcome = CallEcho(channel, "hedged");
     ASSERT_EQ(outcome.error_code, 0) << outcome.error_text;
     if (channel.stats().backup_requests > 0) break;
   }
-  const auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(channel.stats().backup_requests, 1u);
-  EXPECT_EQ(outcome.server, servers_[1]->address());
-  EXPECT_LT(elapsed, std::chrono::milliseconds(400)) << "the backup's reply did not win";
+  // The order of events, not a stopwatch: the backup's reply completed the call.
+  EXPECT_EQ(outcome.server, servers_[1]->address()) << "the backup's reply did not win";
   // The slow copy's reply arrives later and is dropped.
   EXPECT_TRUE(WaitFor([&] { return channel.stats().dropped_responses >= 1; },
                       std::chrono::seconds(2)));
