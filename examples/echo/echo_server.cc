@@ -109,6 +109,13 @@ DEFINE_validator(max_queued_request_bytes, &CheckPositive);
 DEFINE_uint64(max_unwritten_bytes, arenarpc::ServerOptions{}.max_unwritten_bytes,
               "Memory held by one connection's unsent replies; past it it is not read");
 DEFINE_validator(max_unwritten_bytes, &CheckPositive);
+DEFINE_uint64(max_request_memory, arenarpc::ServerOptions{}.max_request_memory,
+              "What one request may hold once parsed (estimated before parsing); more: EREQUEST. "
+              "0 = no bound");
+DEFINE_uint64(max_inflight_message_memory, arenarpc::ServerOptions{}.max_inflight_message_memory,
+              "What the messages of all calls in flight may hold; past it: ELIMIT. 0 = no bound");
+DEFINE_bool(reuse_arena_responses, arenarpc::memory::ReuseSettings{}.arena_responses,
+            "reuse: make response types with subtrees exact reuse cannot keep on a paged arena");
 DEFINE_int32(max_connections, 0, "Open connections; more are closed at once. 0 = unlimited");
 DEFINE_validator(max_connections, &CheckNonNegative);
 DEFINE_uint64(max_body_size, arenarpc::ServerOptions{}.max_body_size,
@@ -146,6 +153,8 @@ int main(int argc, char** argv) {
   options.max_queued_requests_per_connection = FLAGS_max_queued_requests_per_connection;
   options.max_queued_request_bytes = FLAGS_max_queued_request_bytes;
   options.max_unwritten_bytes = FLAGS_max_unwritten_bytes;
+  options.max_request_memory = FLAGS_max_request_memory;
+  options.max_inflight_message_memory = FLAGS_max_inflight_message_memory;
   options.max_connections = FLAGS_max_connections;
   options.max_body_size = FLAGS_max_body_size;
   options.idle_timeout_sec = FLAGS_idle_timeout_sec;
@@ -162,6 +171,7 @@ int main(int argc, char** argv) {
   options.memory.reuse.max_pool_bytes = FLAGS_reuse_max_pool_bytes;
   options.memory.reuse.mirror_responses = FLAGS_reuse_mirror_responses;
   options.memory.reuse.keep_response_submessages = FLAGS_reuse_keep_response_submessages;
+  options.memory.reuse.arena_responses = FLAGS_reuse_arena_responses;
   options.memory.arena.start_block_size = FLAGS_arena_start_block_size;
   options.memory.arena.max_block_size = FLAGS_arena_max_block_size;
   try {
