@@ -38,6 +38,9 @@ bool CheckMode(const char* flag, const std::string& v) {
   if (v == "heap" || v == "arena" || v == "paged" || v == "reuse") return true;
   return Fail(flag, "must be heap, arena, paged or reuse, got '" + v + "'");
 }
+bool CheckHandler(const char* flag, const std::string& v) {
+  return v == "copy" || v == "scratch";
+}
 bool CheckNonNegative(const char* flag, int32_t v) {
   return v >= 0 || Fail(flag, "must be >= 0, got " + std::to_string(v));
 }
@@ -116,6 +119,9 @@ DEFINE_uint64(max_inflight_message_memory, arenarpc::ServerOptions{}.max_infligh
               "What the messages of all calls in flight may hold; past it: ELIMIT. 0 = no bound");
 DEFINE_bool(reuse_arena_responses, arenarpc::memory::ReuseSettings{}.arena_responses,
             "reuse: make response types with subtrees exact reuse cannot keep on a paged arena");
+DEFINE_string(handler, "copy",
+              "copy: the response's payload is CopyFrom(request's); scratch: built field by field");
+DEFINE_validator(handler, &CheckHandler);
 DEFINE_int32(max_connections, 0, "Open connections; more are closed at once. 0 = unlimited");
 DEFINE_validator(max_connections, &CheckNonNegative);
 DEFINE_uint64(max_body_size, arenarpc::ServerOptions{}.max_body_size,
@@ -181,7 +187,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  arenarpc::example::EchoServiceImpl service;
+  arenarpc::example::EchoServiceImpl service(FLAGS_handler == "scratch");
   arenarpc::Server server;
   if (server.AddService(&service, arenarpc::SERVER_DOESNT_OWN_SERVICE) != 0 ||
       server.Start(FLAGS_address, options) != 0) {
