@@ -38,6 +38,9 @@ bool CheckMode(const char* flag, const std::string& v) {
   if (v == "heap" || v == "arena" || v == "paged" || v == "reuse") return true;
   return Fail(flag, "must be heap, arena, paged or reuse, got '" + v + "'");
 }
+bool CheckHandler(const char* flag, const std::string& v) {
+  return v == "copy" || v == "scratch";
+}
 bool CheckNonNegative(const char* flag, int32_t v) {
   return v >= 0 || Fail(flag, "must be >= 0, got " + std::to_string(v));
 }
@@ -109,6 +112,16 @@ DEFINE_validator(max_queued_request_bytes, &CheckPositive);
 DEFINE_uint64(max_unwritten_bytes, arenarpc::ServerOptions{}.max_unwritten_bytes,
               "Memory held by one connection's unsent replies; past it it is not read");
 DEFINE_validator(max_unwritten_bytes, &CheckPositive);
+DEFINE_uint64(max_request_memory, arenarpc::ServerOptions{}.max_request_memory,
+              "What one request may hold once parsed (estimated before parsing); more: EREQUEST. "
+              "0 = no bound");
+DEFINE_uint64(max_inflight_message_memory, arenarpc::ServerOptions{}.max_inflight_message_memory,
+              "What the messages of all calls in flight may hold; past it: ELIMIT. 0 = no bound");
+DEFINE_bool(reuse_arena_responses, arenarpc::memory::ReuseSettings{}.arena_responses,
+            "reuse: make response types with subtrees exact reuse cannot keep on a paged arena");
+DEFINE_string(handler, "copy",
+              "copy: the response's payload is CopyFrom(request's); scratch: built field by field");
+DEFINE_validator(handler, &CheckHandler);
 DEFINE_int32(max_connections, arenarpc::ServerOptions{}.max_connections,
              "Open connections; more are closed at once. 0 = unlimited");
 DEFINE_validator(max_connections, &CheckNonNegative);
@@ -157,6 +170,8 @@ int main(int argc, char** argv) {
   options.max_queued_requests_per_connection = FLAGS_max_queued_requests_per_connection;
   options.max_queued_request_bytes = FLAGS_max_queued_request_bytes;
   options.max_unwritten_bytes = FLAGS_max_unwritten_bytes;
+  options.max_request_memory = FLAGS_max_request_memory;
+  options.max_inflight_message_memory = FLAGS_max_inflight_message_memory;
   options.max_connections = FLAGS_max_connections;
   options.max_body_size = FLAGS_max_body_size;
   options.idle_timeout_sec = FLAGS_idle_timeout_sec;
@@ -177,6 +192,7 @@ int main(int argc, char** argv) {
   options.memory.reuse.max_pool_bytes = FLAGS_reuse_max_pool_bytes;
   options.memory.reuse.mirror_responses = FLAGS_reuse_mirror_responses;
   options.memory.reuse.keep_response_submessages = FLAGS_reuse_keep_response_submessages;
+  options.memory.reuse.arena_responses = FLAGS_reuse_arena_responses;
   options.memory.arena.start_block_size = FLAGS_arena_start_block_size;
   options.memory.arena.max_block_size = FLAGS_arena_max_block_size;
   try {
@@ -186,7 +202,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  arenarpc::example::EchoServiceImpl service;
+  arenarpc::example::EchoServiceImpl service(FLAGS_handler == "scratch");
   arenarpc::Server server;
   if (server.AddService(&service, arenarpc::SERVER_DOESNT_OWN_SERVICE) != 0 ||
       server.Start(FLAGS_address, options) != 0) {

@@ -8,8 +8,15 @@ namespace arenarpc::example {
 
 class EchoServiceImpl final : public EchoService {
  public:
+  // from_scratch: build the response's payload field by field (add_*(), each string assigned)
+  // instead of one CopyFrom: a handler that makes its own response (bench/compare_modes
+  // --workload scratch). Same bytes either way.
+  explicit EchoServiceImpl(bool from_scratch = false) : from_scratch_(from_scratch) {}
   void Echo(google::protobuf::RpcController* controller, const EchoRequest* request,
             EchoResponse* response, google::protobuf::Closure* done) override;
+
+ private:
+  const bool from_scratch_;
 };
 
 }  // namespace arenarpc::example

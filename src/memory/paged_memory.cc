@@ -8,6 +8,7 @@
 #include "arenarpc/memory/cached_page_allocator.h"
 #include "arenarpc/memory/paged_arena.h"
 #include "memory/call_counters.h"
+#include "memory/page_stats.h"
 #include "memory/strategies.h"
 
 namespace arenarpc::memory {
@@ -58,12 +59,7 @@ class PagedMemory final : public MessageMemory, public std::enable_shared_from_t
   MemoryStats stats() const noexcept override {
     MemoryStats s;
     counters_.FillStats(s);
-    const PageAllocatorStats p = pages_->stats();
-    s.page_allocations = p.allocations;
-    s.page_cache_hits = p.cache_hits;
-    s.page_cache_misses = p.cache_misses;
-    s.pages_cached = p.pages_cached;
-    s.pages_outstanding = p.pages_outstanding;
+    FillPageStats(pages_->stats(), s);
     return s;
   }
 

@@ -231,12 +231,17 @@ TEST_P(GrpcEndToEnd, SyncClientEchoesEveryPayload) {
     EXPECT_EQ(server_calls_, uint64_t{kCalls});
   }
   if (std::get<0>(GetParam()) == "reuse") {
-    EXPECT_GE(memory_->memory_stats().reuses, uint64_t{kCalls - 1});
+    // Only the request is pooled (the response is on a paged arena); a call may arrive before the
+    // previous one's pair is back in the pool, which then makes another object.
+    EXPECT_GE(memory_->memory_stats().reuses, uint64_t{kCalls / 2});
     // Sequential calls: with merge-parse the request's payload sub-message is the pooled one.
     if (merges()) {
       EXPECT_LE(service_->distinct_payload_addresses(), 2u);
       EXPECT_EQ(memory_->memory_stats().requests_shaped, uint64_t{kCalls});
-      EXPECT_EQ(memory_->memory_stats().responses_mirrored, uint64_t{kCalls});
+      // EchoResponse.payload has no `optional`: exact reuse makes the response on a paged arena
+      // (ReuseSettings::arena_responses), so there is no pooled response to mirror.
+      EXPECT_EQ(memory_->memory_stats().responses_mirrored, 0u);
+      EXPECT_GT(memory_->memory_stats().page_allocations, 0u);
     }
   }
 }

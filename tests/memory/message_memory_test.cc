@@ -134,7 +134,11 @@ TEST(MessageMemory, ArenaStrategiesPutMessagesOnTheArena) {
     const bool arena_based = std::string(name) == "arena" || std::string(name) == "paged";
     EXPECT_EQ(pair.arena() != nullptr, arena_based);
     EXPECT_EQ(pair.request()->GetArena(), pair.arena());
-    EXPECT_EQ(pair.response()->GetArena(), pair.arena());
+    if (std::string(name) == "reuse") {  // EchoResponse's payload has no `optional`: an arena
+      EXPECT_NE(pair.response()->GetArena(), nullptr);
+    } else {
+      EXPECT_EQ(pair.response()->GetArena(), pair.arena());
+    }
     EXPECT_EQ(pair.request()->ByteSizeLong(), 0u);
     EXPECT_EQ(pair.request()->GetDescriptor(), EchoRequest::descriptor());
   }

@@ -16,6 +16,14 @@
 namespace arenarpc::memory {
 namespace {
 
+// These tests are about pooled (mirrored) responses: not the paged arena exact reuse gives
+// response types with subtrees it cannot keep.
+MemoryOptions PooledResponses() {
+  MemoryOptions options;
+  options.reuse.arena_responses = false;
+  return options;
+}
+
 using example::EchoRequest;
 using example::EchoResponse;
 using google::protobuf::io::ArrayInputStream;
@@ -167,7 +175,7 @@ TEST(ReuseStrategy, BlockAndPerElementMovesServeTheSameCalls) {
   const auto ring = Ring(10, 8, 23);
   auto serve_ring = [&](bool blocks) {
     cleared_tail::UseBlocksForTesting(blocks);
-    auto memory = MakeMessageMemory("reuse");
+    auto memory = MakeMessageMemory("reuse", PooledResponses());
     auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
     for (int round = 0; round < 3; ++round) {
       for (const std::string& wire : ring) {
@@ -231,7 +239,7 @@ TEST(ResponseMirror, AFittedResponseIsGatheredAtReleaseAndUnusedSparesGo) {
 }
 
 TEST(ResponseMirror, StopsForResponsesThatDoNotFollowTheirRequests) {
-  auto memory = MakeMessageMemory("reuse");
+  auto memory = MakeMessageMemory("reuse", PooledResponses());
   auto method = memory->Bind(Root::default_instance(), Root::default_instance());
   Root small;
   small.add_mids()->add_leaves()->add_value("one");
@@ -261,7 +269,7 @@ TEST(ResponseMirror, LeavesAResponseThatAlreadyHasContentAlone) {
 }
 
 TEST(ResponseMirror, ContentIsAlwaysTheHandlersWhateverTheForecast) {
-  auto memory = MakeMessageMemory("reuse");
+  auto memory = MakeMessageMemory("reuse", PooledResponses());
   auto method = memory->Bind(Root::default_instance(), Root::default_instance());
   for (int call = 0; call < 30; ++call) {
     Root request;

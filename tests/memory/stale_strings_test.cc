@@ -120,7 +120,9 @@ TEST_P(StaleStrings, AnObjectFilledByHandNeverMeetsOne) {
 // One pool per message type: a type that is one method's request and another's response gets a
 // parsed (stale) object back as a response. The response fit scrubs the spares before dealing.
 TEST_P(StaleStrings, AResponseFitScrubsThemFirst) {
-  auto memory = MakeMessageMemory("reuse");
+  MemoryOptions options;
+  options.reuse.arena_responses = false;  // pooled responses, as this test is about
+  auto memory = MakeMessageMemory("reuse", options);
   auto forward = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   auto backward = memory->Bind(EchoResponse::default_instance(), EchoRequest::default_instance());
   const std::vector<EchoRequest> requests = Requests(2, 60);

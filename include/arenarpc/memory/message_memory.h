@@ -59,6 +59,12 @@ struct ReuseSettings {
   // then created by the handler like a heap message's. Declaring the field `optional` (the same
   // bytes on the wire) lets reuse keep it exactly.
   bool keep_response_submessages = false;
+  // With keep_response_submessages off: a response type with subtrees an exact reuse cannot keep
+  // (proto3 singular sub-messages without `optional`, oneof sub-messages, maps, anywhere in its
+  // tree) is made on a paged arena per call instead of pooled, so that the handler builds them as
+  // cheaply as the paged strategy does (requests are still pooled and reused). false: such
+  // responses are pooled, and the handler builds those subtrees on the heap.
+  bool arena_responses = true;
 };
 
 struct PagePoolOptions;  // page_allocator.h

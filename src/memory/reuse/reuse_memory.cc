@@ -1,15 +1,23 @@
 // "reuse": request and response objects come from per-type ReusePools and are cleared in place
-// (keeping their sub-message tree) after the call instead of destroyed.
+// (keeping their sub-message tree) after the call instead of destroyed. A response whose type has
+// subtrees an exact reuse cannot keep (see LosesSubtrees) is made on a paged arena per call
+// instead, so that the handler builds them as cheaply as the paged strategy would.
+#include <google/protobuf/arena.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
+
+#include "arenarpc/memory/cached_page_allocator.h"
+#include "arenarpc/memory/paged_arena.h"
 
 #include "memory/reuse/response_mirror.h"
 #include "memory/reuse/reuse_pool.h"
 #include "memory/call_counters.h"
+#include "memory/page_stats.h"
 #include "memory/strategies.h"
 
 namespace arenarpc::memory {
@@ -17,11 +25,36 @@ namespace {
 
 using google::protobuf::Arena;
 using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
+
+// Whether a response of this type, reused exactly (keep_response_submessages off), has subtrees
+// its handler builds anew on every call: a singular sub-message whose presence is its pointer
+// (proto3 without `optional`, a oneof member) or a map, anywhere in the type's tree.
+bool LosesSubtrees(const Descriptor& root) {
+  std::unordered_set<const Descriptor*> seen{&root};
+  std::vector<const Descriptor*> todo{&root};
+  while (!todo.empty()) {
+    const Descriptor& d = *todo.back();
+    todo.pop_back();
+    for (int i = 0; i < d.field_count(); ++i) {
+      const FieldDescriptor& f = *d.field(i);
+      if (f.cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) continue;
+      if (f.is_map()) return true;
+      const bool has_bit = f.has_optional_keyword() || f.is_required();
+      if (!f.is_repeated() && (!has_bit || f.real_containing_oneof() != nullptr)) return true;
+      if (seen.insert(f.message_type()).second) todo.push_back(f.message_type());
+    }
+  }
+  return false;
+}
 
 class ReuseMemory final : public MessageMemory, public std::enable_shared_from_this<ReuseMemory> {
  public:
-  explicit ReuseMemory(const ReuseSettings& settings) : settings_(settings) {}
+  explicit ReuseMemory(const MemoryOptions& options)
+      : settings_(options.reuse),
+        page_options_{options.page_size, options.page_cache_capacity,
+                      options.thread_cache_pages} {}
 
   class Method final : public MethodMemory {
    public:
@@ -30,7 +63,10 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
           owner_(std::move(owner)),
           requests_(owner_->PoolFor(req)),
           responses_(owner_->PoolFor(resp)) {
-      if (owner_->settings_.mirror_responses) {
+      if (owner_->settings_.arena_responses && !keep_response_tree_ &&
+          LosesSubtrees(*resp.GetDescriptor())) {
+        arenas_ = &owner_->ResponseArenas();
+      } else if (owner_->settings_.mirror_responses) {
         auto mirror = std::make_unique<ResponseMirror>(*req.GetDescriptor(), *resp.GetDescriptor(),
                                                        keep_response_tree_);
         if (mirror->useful()) mirror_ = std::move(mirror);
@@ -40,6 +76,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
 
     MessagePair Acquire() override {
       ReusePool::Entry* request = requests_->Take();
+      if (arenas_ != nullptr) return AcquireWithArenaResponse(request);
       ReusePool::Entry* response;
       try {
         response = responses_->Take();
@@ -56,6 +93,12 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
    protected:
     void Release(Message*, Message*, Arena*, void* cookie) noexcept override {
       auto* request = static_cast<ReusePool::Entry*>(cookie);
+      if (Arena* arena = std::exchange(request->response_arena, nullptr)) {
+        requests_->Give(request);
+        arenas_->Destroy(arena);  // the response with it
+        owner_->counters_.OnRelease();
+        return;
+      }
       ReusePool::Entry* response = request->partner;
       if (mirror_ != nullptr) CheckForecast(*request, *response);
       const ResponseMirror* fitted_by = response->fitted ? mirror_.get() : nullptr;
@@ -87,6 +130,23 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     }
 
    private:
+    MessagePair AcquireWithArenaResponse(ReusePool::Entry* request) {
+      Arena* arena = nullptr;
+      Message* response;
+      try {
+        arena = arenas_->Create();
+        response = response_prototype().New(arena);
+      } catch (...) {
+        arenas_->Destroy(arena);
+        requests_->Give(request);
+        throw;
+      }
+      request->partner = nullptr;
+      request->response_arena = arena;
+      owner_->counters_.OnAcquire();
+      return MakePair(request->message.get(), response, nullptr, request);
+    }
+
     // Mirroring pays when responses have about their request's shape; size is the cheap witness
     // (the request's wire size from shaping, the response's from its serialization). A method
     // whose responses mostly stray beyond 4x either way stops being mirrored.
@@ -107,6 +167,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     std::shared_ptr<ReusePool> requests_;
     std::shared_ptr<ReusePool> responses_;
     std::unique_ptr<ResponseMirror> mirror_;  // null: not asked for, or no shared fields
+    PagedArenaFactory* arenas_ = nullptr;      // set: responses are made on a paged arena
     std::atomic<bool> mirroring_{false};
     std::atomic<uint64_t> follows_{0}, strays_{0};
   };
@@ -121,6 +182,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     s.responses_mirrored = mirrored_.load(std::memory_order_relaxed);
     s.requests_shaped = shaped_.load(std::memory_order_relaxed);
     std::lock_guard lock(mu_);
+    if (arena_pages_) FillPageStats(arena_pages_->stats(), s);  // responses on paged arenas
     for (const auto& [descriptor, pool] : pools_) {
       const ReusePoolStats p = pool->stats();
       s.reuses += p.reuses;
@@ -130,6 +192,17 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       s.retained_bytes_estimate += p.retained_bytes_estimate;
     }
     return s;
+  }
+
+  // The paged arenas of responses, made when a method first needs them (a factory takes one of
+  // PagedArenaFactory::kMaxFactories slots).
+  PagedArenaFactory& ResponseArenas() {
+    std::lock_guard lock(mu_);
+    if (!arena_factory_) {
+      arena_pages_ = std::make_shared<CachedPageAllocator>(page_options_);
+      arena_factory_ = std::make_unique<PagedArenaFactory>(arena_pages_);
+    }
+    return *arena_factory_;
   }
 
   // One pool per message type, shared by every method that uses the type.
@@ -142,7 +215,10 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
 
  private:
   const ReuseSettings settings_;
+  const PagePoolOptions page_options_;
   mutable std::mutex mu_;
+  std::shared_ptr<CachedPageAllocator> arena_pages_;
+  std::unique_ptr<PagedArenaFactory> arena_factory_;
   std::unordered_map<const Descriptor*, std::shared_ptr<ReusePool>> pools_;
   CallCounters counters_;
   std::atomic<uint64_t> mirrored_{0}, shaped_{0};
@@ -151,7 +227,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
 }  // namespace
 
 std::shared_ptr<MessageMemory> MakeReuseMemory(const MemoryOptions& options) {
-  return std::make_shared<ReuseMemory>(options.reuse);
+  return std::make_shared<ReuseMemory>(options);
 }
 
 }  // namespace arenarpc::memory

@@ -69,6 +69,7 @@ class ReusePool {
     bool shaped_whole = false;  // this use's Shape() scanned all the bytes: `absent` is complete
     Entry* partner = nullptr;  // the reuse strategy links a request entry to its response entry
     bool fitted = false;       // a response the reuse strategy's mirror fitted this use
+    google::protobuf::Arena* response_arena = nullptr;  // the reuse strategy's arena response
   };
 
   // Throws std::invalid_argument for invalid settings.
