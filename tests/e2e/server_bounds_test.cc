@@ -170,17 +170,25 @@ TEST_P(ServerBoundsTest, HeldHttpRepliesCountInMaxUnwrittenBytes) {
   StartServer(options);
   HttpClient client(port_);
   ASSERT_TRUE(client.Send(HttpClient::Request("POST", "/arenarpc.e2e.TestService/Echo",
-                                              R"({"message":"slow","delay_ms":1500})")));
+                                              R"({"message":"slow","delay_ms":3000})")));
   ASSERT_TRUE(WaitForInFlight(1));
   constexpr int kLarge = 40;
+  auto produced_now = [&] { return server_->GetMethodStats("arenarpc.e2e.TestService.Echo").calls; };
+  // One request at a time while replies are produced; once one is not (reading paused), the rest.
+  bool paused = false;
   for (int i = 0; i < kLarge; ++i) {
     ASSERT_TRUE(client.Send(HttpClient::Request(
         "POST", "/arenarpc.e2e.TestService/Echo", R"({"message":"x","response_bytes":100000})")));
-    std::this_thread::sleep_for(milliseconds(10));
+    for (int wait = 0; !paused && produced_now() < static_cast<uint64_t>(i + 1); ++wait) {
+      paused = wait == 100;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
   }
-  const uint64_t produced = server_->GetMethodStats("arenarpc.e2e.TestService.Echo").calls;
-  // 512 KiB hold 5 of them; one more may be on its way per thread when reading pauses.
-  EXPECT_LE(produced, 5u + 1 + 2) << "replies held for their turn are not bounded in bytes";
+  std::this_thread::sleep_for(milliseconds(100));
+  const uint64_t produced = produced_now();
+  EXPECT_TRUE(paused);
+  // 512 KiB hold 5 of them (13 I/O pages each); reading pauses before the next is decoded.
+  EXPECT_LE(produced, 6u) << "replies held for their turn are not bounded in bytes";
   std::optional<HttpResponse> first = client.Read();
   ASSERT_TRUE(first);
   EXPECT_NE(std::string::npos, first->body.find("slow"));
