@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the protocol layer's (baidu_std frames, HTTP requests) and the reuse strategy's request-shaping libFuzzer targets with clang (ASan + UBSan) and runs each for a
 # bounded time, starting from a seed corpus the build generates (the spec's example frames and
-# payloads in every codec). Fails on any crash, leak, timeout, OOM or sanitizer report.
+# payloads in every codec) and the committed regression corpus (fuzz/corpus/<target>/). Fails on any crash, leak, timeout, OOM or sanitizer report.
 #   scripts/fuzz.sh [SECONDS]   total fuzzing time, split between the targets (default 60)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,6 +32,11 @@ corpus="$dir/corpus"
 "$dir/fuzz_make_seeds" "$corpus/fuzz_frame_decoder" "$corpus/fuzz_payload" "$corpus/fuzz_shape"
 mkdir -p "$corpus/fuzz_http_request_decoder"
 cp "$root"/fuzz/http_seeds/* "$corpus/fuzz_http_request_decoder/"
+# The committed regression corpus (replayed by ctest: fuzz_<target>_corpus) seeds every run too.
+for t in "${targets[@]}"; do
+  mkdir -p "$corpus/$t"
+  cp "$root/fuzz/corpus/$t"/* "$corpus/$t/"
+done
 mkdir -p "$dir/artifacts"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}

@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential g++ cmake ninja-build pkg-config git
   libprotobuf-dev libprotoc-dev protobuf-compiler
   libgrpc++-dev protobuf-compiler-grpc
-  libasio-dev libgflags-dev libsnappy-dev zlib1g-dev
+  libasio-dev libboost-context-dev libgflags-dev libsnappy-dev zlib1g-dev
   libgoogle-perftools-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev

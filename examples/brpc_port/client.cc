@@ -14,8 +14,11 @@
 DEFINE_string(attachment, "", "Carry this along with requests");
 DEFINE_string(protocol, "baidu_std", "Protocol type (arenarpc speaks baidu_std only)");
 DEFINE_string(connection_type, "", "Connection type: single, pooled or short (empty = single)");
-DEFINE_string(server, "0.0.0.0:8000", "IP address of the server");
-DEFINE_string(load_balancer, "", "The algorithm for load balancing (must stay empty for now)");
+// brpc's default is 0.0.0.0:8000; Channel::Init rejects 0.0.0.0 (not an address to connect to).
+DEFINE_string(server, "127.0.0.1:8000", "IP address of the server");
+DEFINE_string(load_balancer, "",
+              "The algorithm for load balancing (rr, random, wrr, c_murmurhash, la; --server is "
+              "then a naming URL such as list://a:1,b:2); empty = one server");
 DEFINE_int32(timeout_ms, 100, "RPC timeout in milliseconds");
 DEFINE_int32(max_retry, 3, "Max retries (not including the first RPC)");
 DEFINE_int32(count, 3, "Synchronous calls to make, then one asynchronous call");

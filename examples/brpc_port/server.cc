@@ -1,7 +1,8 @@
 // A brpc-style echo server, written as brpc's example/echo_c++ server is, ported to arenarpc.
-// What changed from the brpc version: the includes (arenarpc/... for brpc/...), the namespace
-// (arenarpc:: for brpc::), and logging (std::printf for butil's LOG, which arenarpc does not
-// ship). Everything else — ClosureGuard, SetFailed(code, fmt, ...), attachments with append(),
+// What changed from the brpc version: the includes (arenarpc/... for brpc/..., and
+// arenarpc/log_macros.h for butil/logging.h) and the namespace (arenarpc:: for brpc::); LOG(INFO)
+// is enabled with SetMinLogLevel (arenarpc logs from WARNING by default). Everything else —
+// ClosureGuard, LOG(INFO) <<, SetFailed(code, fmt, ...), attachments with append(),
 // ServerOptions, Start(port, &options), RunUntilAskedToQuit() — is brpc's shape.
 // Prints "EchoServer is serving on port N" once it listens (--port=0 picks a free port).
 #include <gflags/gflags.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "arenarpc/log_macros.h"
 #include "arenarpc/server.h"
 #include "echo.pb.h"
 
@@ -31,10 +33,10 @@ class EchoServiceImpl : public EchoService {
                       static_cast<long long>(cntl->log_id()));
       return;
     }
-    std::printf("request[log_id=%lld] from %s to %s: %s (attached=%s)\n",
-                static_cast<long long>(cntl->log_id()), cntl->remote_side().c_str(),
-                cntl->local_side().c_str(), request->message().c_str(),
-                cntl->request_attachment().to_string().c_str());
+    LOG(INFO) << "Received request[log_id=" << cntl->log_id() << "] from "
+              << cntl->remote_side() << " to " << cntl->local_side() << ": "
+              << request->message() << " (attached=" << cntl->request_attachment().to_string()
+              << ")";
     response->set_message(request->message());
     if (FLAGS_echo_attachment) {
       // Shares the request's bytes, as butil::IOBuf::append(const IOBuf&) does.
@@ -47,19 +49,20 @@ class EchoServiceImpl : public EchoService {
 
 int main(int argc, char* argv[]) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
+  arenarpc::SetMinLogLevel(arenarpc::LogLevel::kInfo);
 
   arenarpc::Server server;
   example::EchoServiceImpl echo_service_impl;
   // The server does not own the service: it lives on main's stack and outlives the server.
   if (server.AddService(&echo_service_impl, arenarpc::SERVER_DOESNT_OWN_SERVICE) != 0) {
-    std::fprintf(stderr, "Fail to add service: %s\n", server.last_error().c_str());
+    LOG(ERROR) << "Fail to add service: " << server.last_error();
     return -1;
   }
   arenarpc::ServerOptions options;
   options.idle_timeout_sec = FLAGS_idle_timeout_s;
   options.max_concurrency = FLAGS_max_concurrency;
   if (server.Start(FLAGS_port, &options) != 0) {
-    std::fprintf(stderr, "Fail to start EchoServer: %s\n", server.last_error().c_str());
+    LOG(ERROR) << "Fail to start EchoServer: " << server.last_error();
     return -1;
   }
   std::printf("EchoServer is serving on port %d\n", server.listen_port());

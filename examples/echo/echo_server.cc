@@ -129,6 +129,10 @@ DEFINE_validator(write_timeout_ms, &CheckTimeout);
 DEFINE_int32(stop_deadline_ms, arenarpc::ServerOptions{}.stop_deadline_ms,
              "On SIGINT/SIGTERM: how long calls in flight and unsent replies get");
 DEFINE_validator(stop_deadline_ms, &CheckNonNegative);
+DEFINE_int32(max_fibers, arenarpc::ServerOptions{}.max_fibers,
+             "Fibers alive at once (handlers running or waiting); past it calls get ELIMIT");
+DEFINE_uint64(fiber_stack_size, arenarpc::ServerOptions{}.fiber_stack_size,
+              "Stack of each handler's fiber, bytes (>= 16384)");
 
 DEFINE_string(registry_url, "",
               "Register in a registry while running, e.g. etcd://127.0.0.1:2379/services/echo "
@@ -160,6 +164,8 @@ int main(int argc, char** argv) {
   options.first_byte_timeout_ms = FLAGS_first_byte_timeout_ms;
   options.write_timeout_ms = FLAGS_write_timeout_ms;
   options.stop_deadline_ms = FLAGS_stop_deadline_ms;
+  options.max_fibers = FLAGS_max_fibers;
+  options.fiber_stack_size = FLAGS_fiber_stack_size;
   options.registry_url = FLAGS_registry_url;
   options.registry_lease_ttl_s = FLAGS_registry_lease_ttl_s;
   options.advertised_address = FLAGS_advertised_address;

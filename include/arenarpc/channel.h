@@ -73,14 +73,33 @@ struct ChannelOptions {
   bool deliver_timeout_ms = false;
   // brpc's option; only "baidu_std" (or empty) is accepted.
   std::string protocol = "baidu_std";
+  // Bytes of requests queued on one connection and not yet accepted by the kernel; a call that
+  // would queue more fails with EOVERCROWDED (brpc's socket_max_unwritten_bytes). One request
+  // larger than this still goes when nothing else waits.
+  size_t max_unwritten_bytes = 64u << 20;
+  // A reply frame that started arriving must be complete within this long, and queued requests
+  // must see the kernel accept some of their bytes within this long; else the connection is
+  // closed as stuck (its calls fail, unsent ones retry) and replaced. -1 = never.
+  int64_t read_timeout_ms = 10000;
+  int64_t write_timeout_ms = 10000;
+  // A connection on which this many calls in a row timed out with no reply read in between is
+  // closed as stuck and replaced (calls that time out together count once). 0 = never.
+  int max_consecutive_timeouts = 3;
+  // A compressed reply inflating to more than this fails (EREQUEST) without inflating further.
+  size_t max_decompressed_size = 64u << 20;
 
   // --- cluster channels: Init(naming_url, load_balancer, &options); see docs/cluster.md
   // A call without a reply after this long sends a copy to another server; the first reply wins,
   // the other attempt is abandoned and its reply dropped. -1 = off (brpc's backup_request_ms).
   int64_t backup_request_ms = -1;
-  // A server whose connect failed or whose connection broke is probed (TCP connect) this often
-  // until it accepts; meanwhile calls avoid it.
+  // A server whose connect failed, whose connection broke or was closed as stuck is probed this
+  // often until the probe succeeds; meanwhile calls avoid it. Once back, it gets new connections.
   int64_t health_check_interval_ms = 3000;
+  // brpc's health_check_path: empty = a probe succeeds when a TCP connect does; "/health" (any
+  // path) = the probe also sends `GET <path> HTTP/1.1` and needs a 200 reply within
+  // health_check_timeout_ms, so a server that accepts but does not answer stays out.
+  std::string health_check_path;
+  int64_t health_check_timeout_ms = 500;
   // dns:// re-resolves this often; file:// checks its file this often (at most every 500 ms).
   int64_t naming_refresh_interval_ms = 5000;
   // Which failed attempts are retried; nullptr = DefaultDoRetry. Not owned.
@@ -113,6 +132,8 @@ struct ChannelStats {
   uint64_t servers_isolated = 0;   // servers taken out of rotation after a connection failure
   uint64_t servers_revived = 0;    // ... and put back after a successful probe
   uint64_t circuit_breaker_trips = 0;  // servers isolated by the circuit breaker
+  uint64_t stuck_connections = 0;  // connections closed as stuck (read/write_timeout_ms,
+                                   // max_consecutive_timeouts)
 };
 
 class Channel : public google::protobuf::RpcChannel {

@@ -23,7 +23,7 @@
 namespace arenarpc {
 
 namespace internal {
-struct ControllerAccess;  // the runtime's setters (src/client/controller_access.h)
+struct ControllerAccess;  // the runtime's setters (src/call/controller_access.h)
 class CancelSource;
 }  // namespace internal
 

@@ -11,6 +11,7 @@ enum ErrorCode : int {
   ENOMETHOD = 1002,
   EREQUEST = 1003,
   ERPCAUTH = 1004,
+  ETOOMANYFAILS = 1005,  // a ParallelChannel call: fail_limit sub-calls failed
   ERPCTIMEDOUT = 1008,
   EFAILEDSOCKET = 1009,
   EOVERCROWDED = 1011,

@@ -74,10 +74,17 @@ struct ServerStats {
   uint64_t rejected_unknown = 0;         // ENOSERVICE / ENOMETHOD
   uint64_t rejected_overcrowded = 0;     // EOVERCROWDED
   uint64_t rejected_timed_out = 0;       // ERPCTIMEDOUT: the client's deadline passed while queued
+  uint64_t rejected_fiber_limit = 0;     // ELIMIT: max_fibers were alive
   uint64_t read_pauses = 0;              // times a connection's reading paused (backpressure)
+  uint64_t rejected_request_memory = 0;  // EREQUEST: over max_request_memory once parsed
+  uint64_t rejected_message_memory = 0;  // ELIMIT: over max_inflight_message_memory
+  uint64_t message_memory_in_flight = 0;  // estimated message memory of the calls in flight
+  uint64_t message_memory_peak = 0;       // ... its highest value
+  uint64_t message_memory_trims = 0;      // times freed heap was given back after a spike
   uint64_t unwritten_held_bytes = 0;     // memory held by unsent replies, all connections
   int64_t in_flight = 0;                 // calls admitted and not yet answered
   int64_t queued = 0;                    // ... of which waiting for a thread
+  int64_t fibers = 0;                    // fibers alive (handlers running or waiting)
   int concurrency_limit = 0;             // current max_concurrency (the adaptive one's too); 0 = none
 };
 

@@ -77,6 +77,14 @@ struct ServerOptions {
   // reading that connection until half have started.
   size_t max_queued_request_bytes = 64u << 20;
 
+  // --- message memory (docs/server.md, "Message memory")
+  // What one request may hold once parsed, estimated from a scan of its bytes before parsing;
+  // past it the call gets EREQUEST (HTTP 413). 0 = no bound.
+  size_t max_request_memory = 256u << 20;
+  // What the messages of all calls in flight may hold together (each call charged its estimate,
+  // learned per method); a call that would pass it gets ELIMIT at once. 0 = no bound.
+  size_t max_inflight_message_memory = 1u << 30;
+
   // --- timeouts
   int idle_timeout_sec = -1;           // close connections idle this long; -1 = never
   // A frame must arrive completely within this long of its first byte, or the connection is
@@ -88,6 +96,13 @@ struct ServerOptions {
   // read) is closed. -1 = never.
   int write_timeout_ms = 30000;
   int stop_deadline_ms = 5000;         // Stop(): how long calls in flight and unsent replies get
+
+  // --- fibers (docs/server.md, "Execution"): every handler runs on a fiber
+  // Fibers alive at once (handlers running or waiting, and fibers they started); a call that
+  // would need one more gets ELIMIT. >= 1.
+  int max_fibers = 4096;
+  // Stack of each fiber (rounded up to pages; a guard page below it is extra). >= 16 KiB.
+  size_t fiber_stack_size = 256u << 10;
 
   // --- HTTP on the same port (docs/http.md)
   // Request line + headers of one HTTP request; larger ones get 431 and the connection closes.

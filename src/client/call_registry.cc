@@ -28,3 +28,15 @@ std::shared_ptr<ClientCall> CallRegistry::Find(uint64_t id) {
 }
 
 }  // namespace arenarpc::client
+
+namespace arenarpc {
+
+void Join(CallId id) {
+  if (auto call = client::CallRegistry::Instance().Find(id.value)) call->WaitFinished();
+}
+
+void StartCancel(CallId id) {
+  if (auto call = client::CallRegistry::Instance().Find(id.value)) call->Cancel();
+}
+
+}  // namespace arenarpc

@@ -61,6 +61,28 @@ std::string ValidateOptions(const ChannelOptions& o) {
     return "naming_refresh_interval_ms=" + std::to_string(o.naming_refresh_interval_ms) +
            " must be in [1, 3600000]";
   }
+  if (o.max_unwritten_bytes == 0) return "max_unwritten_bytes=0 must be >= 1";
+  if (o.read_timeout_ms <= 0 && o.read_timeout_ms != -1) {
+    return "read_timeout_ms=" + std::to_string(o.read_timeout_ms) + " must be > 0 or -1 (never)";
+  }
+  if (o.write_timeout_ms <= 0 && o.write_timeout_ms != -1) {
+    return "write_timeout_ms=" + std::to_string(o.write_timeout_ms) + " must be > 0 or -1 (never)";
+  }
+  if (o.max_consecutive_timeouts < 0) {
+    return "max_consecutive_timeouts=" + std::to_string(o.max_consecutive_timeouts) +
+           " must be >= 0 (0 = never)";
+  }
+  if (o.max_decompressed_size == 0) return "max_decompressed_size=0 must be >= 1";
+  if (!o.health_check_path.empty() &&
+      (o.health_check_path.front() != '/' ||
+       o.health_check_path.find_first_of(" \r\n") != std::string::npos)) {
+    return "health_check_path=\"" + o.health_check_path +
+           "\" must start with '/' and contain no blank or line break";
+  }
+  if (o.health_check_timeout_ms < 1 || o.health_check_timeout_ms > 3600000) {
+    return "health_check_timeout_ms=" + std::to_string(o.health_check_timeout_ms) +
+           " must be in [1, 3600000]";
+  }
   return {};
 }
 
@@ -219,8 +241,9 @@ void Channel::CallMethod(const google::protobuf::MethodDescriptor* method,
                     done);
     return;
   }
-  if (done == nullptr && core_->loops().InLoopThread()) {
-    // The loop this thread would block is the one that has to complete the call.
+  if (done == nullptr && core_->loops().InLoopThread() && !fiber::InFiber()) {
+    // The loop this thread would block is the one that has to complete the call (a fiber
+    // would only suspend, leaving the thread to its loop).
     core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
     FailBeforeStart(core_.get(), controller, EINVAL,
                     "synchronous call from one of the channel's own I/O threads would "

@@ -25,6 +25,7 @@ ChannelStats ChannelCounters::Snapshot() const noexcept {
   s.servers_isolated = servers_isolated.load(std::memory_order_relaxed);
   s.servers_revived = servers_revived.load(std::memory_order_relaxed);
   s.circuit_breaker_trips = circuit_breaker_trips.load(std::memory_order_relaxed);
+  s.stuck_connections = stuck_connections.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -26,7 +26,7 @@ class SubChannel;
 struct ChannelCounters {
   std::atomic<uint64_t> calls{0}, failed_calls{0}, timeouts{0}, retries{0}, dropped_responses{0},
       connections_opened{0}, connections_failed{0}, backup_requests{0}, servers_isolated{0},
-      servers_revived{0}, circuit_breaker_trips{0};
+      servers_revived{0}, circuit_breaker_trips{0}, stuck_connections{0};
   ChannelStats Snapshot() const noexcept;
 };
 

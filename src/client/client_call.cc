@@ -13,7 +13,7 @@
 #include "client/channel_core.h"
 #include "client/client_connection.h"
 #include "client/connection_manager.h"
-#include "client/controller_access.h"
+#include "call/controller_access.h"
 #include "client/sub_channel.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
@@ -291,7 +291,8 @@ void ClientCall::InterpretReplyLocked(protocol::Frame& frame, bool attachment_to
   // message's arena and its allocated repeated elements.
   response_->Clear();
   std::string detail;
-  if (!protocol::MergePayload(meta, frame.payload, frame.attachment, response_, &detail)) {
+  if (!protocol::MergePayload(meta, frame.payload, frame.attachment, response_, &detail,
+                             core_->options().max_decompressed_size)) {
     FailLocked(EREQUEST, protocol::ParseFailureText("response", *response_, meta,
                                                     frame.payload.size() + frame.attachment.size()));
     return;
@@ -315,13 +316,13 @@ void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {
   if (backup_timer_) backup_timer_->cancel();
   // Attempts still out (a backup's loser, or all of them after a timeout or a cancel) are
   // forgotten by their connections: a reply that still comes is dropped and counted.
+  const bool timed_out = controller_->ErrorCode() == ERPCTIMEDOUT;
   while (active_count_ > 0) {
     if (auto connection = active_[active_count_ - 1].connection.lock()) {
-      connection->Abandon(active_[active_count_ - 1].correlation_id);
+      connection->Abandon(active_[active_count_ - 1].correlation_id, timed_out);
     }
     // A timed-out attempt counts against its server; a backup's loser or a canceled one does not.
-    EndAttempt(active_count_ - 1, controller_->ErrorCode() == ERPCTIMEDOUT ? AttemptEnd::kFailed
-                                                                           : AttemptEnd::kAbandoned);
+    EndAttempt(active_count_ - 1, timed_out ? AttemptEnd::kFailed : AttemptEnd::kAbandoned);
   }
   // Counted before the caller can see the outcome, so stats() read after a call includes it.
   if (controller_->Failed()) core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
@@ -352,7 +353,8 @@ void ClientCall::RunDone() {
 namespace arenarpc {
 
 bool DefaultDoRetry(const RetryContext& context) noexcept {
-  if (!context.request_sent) return true;
+  // A full connection (EOVERCROWDED) is only worth another try on another server.
+  if (!context.request_sent) return context.error_code != EOVERCROWDED || context.cluster;
   return context.cluster && context.server_replied &&
          (context.error_code == ELOGOFF || context.error_code == ELIMIT);
 }

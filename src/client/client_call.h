@@ -25,6 +25,7 @@
 
 #include "arenarpc/buffer_chain.h"
 #include "arenarpc/controller.h"
+#include "arenarpc/fiber.h"
 #include "cluster/server_state.h"
 #include "protocol/frame_codec.h"
 #include "protocol/rpc_meta.pb.h"
@@ -55,9 +56,9 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   bool Prepare(const google::protobuf::Message& request);
   // Arms the deadline and sends the first attempt.
   void Start();
-  // Synchronous calls: blocks until the call completed.
+  // Synchronous calls: waits until the call completed (a fiber suspends, a thread blocks).
   void Wait();
-  // Join(): blocks until the call completed and its done (if any) returned.
+  // Join(): waits until the call completed and its done (if any) returned.
   void WaitFinished();
   // StartCancel(): fails the call with ECANCELED unless it already completed. Any thread.
   void Cancel();
@@ -118,7 +119,8 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   int max_retry_ = 0;
 
   std::mutex mutex_;
-  std::condition_variable finished_cv_;
+  // Synchronous calls and Join() wait on it: a waiting fiber suspends, a plain thread blocks.
+  fiber::ConditionVariable finished_cv_;
   bool completed_ = false;
   bool finished_ = false;  // done returned (or there was none): Join() returns
   int retries_ = 0;     // retries issued

@@ -2,6 +2,7 @@
 
 #include <asio/post.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
 
@@ -47,7 +48,8 @@ ClientConnection::ClientConnection(ChannelCore* core, std::shared_ptr<SubChannel
       exclusive_(exclusive),
       connecting_socket_(loop),
       connect_timer_(loop),
-      decoder_(core->options().max_body_size) {}
+      decoder_(core->options().max_body_size),
+      watchdog_(loop) {}
 
 ClientConnection::~ClientConnection() = default;
 
@@ -89,12 +91,8 @@ void ClientConnection::OnConnected(const asio::error_code& error) {
   connection_ = net::Connection::Create(std::move(connecting_socket_),
                                         std::make_unique<Delegate>(shared_from_this()), {});
   connection_->Start();
-  std::vector<std::pair<int64_t, net::BufferChain>> waiting = std::move(waiting_);
-  waiting_.clear();
-  for (auto& [correlation_id, frame] : waiting) {
-    if (closed()) break;  // a write failed and failed every call already
-    WriteFrame(correlation_id, std::move(frame));
-  }
+  DrainWaiting();
+  if (!closed()) ArmWatchdog(!waiting_.empty());
 }
 
 void ClientConnection::Submit(std::shared_ptr<ClientCall> call, int64_t correlation_id,
@@ -114,17 +112,116 @@ void ClientConnection::DoSubmit(std::shared_ptr<ClientCall> call, int64_t correl
                           false);
     return;
   }
+  const uint64_t unsent = UnsentBytes();
+  const size_t max_unwritten = core_->options().max_unwritten_bytes;
+  if (unsent > 0 && unsent + frame.size() > max_unwritten) {
+    call->OnAttemptFailed(correlation_id, EOVERCROWDED,
+                          "Unsent requests to " + server_->remote_side() + " reached " +
+                              std::to_string(unsent) + " bytes (max_unwritten_bytes=" +
+                              std::to_string(max_unwritten) + ")",
+                          false);
+    return;
+  }
   auto [it, inserted] = pending_.try_emplace(correlation_id);
   if (!inserted) {  // needs 2^32 calls between two attempts still in flight
     call->OnAttemptFailed(correlation_id, EINTERNAL, "correlation_id collision", false);
     return;
   }
   it->second.call = std::move(call);
-  if (!connection_) {
+  it->second.sequence = ++submitted_;
+  if (!connection_ || !waiting_.empty() || unsent - waiting_bytes_ > kHandOffWindow) {
+    waiting_bytes_ += frame.size();
     waiting_.emplace_back(correlation_id, std::move(frame));
+    if (connection_) ArmWatchdog(/*fast=*/true);
     return;
   }
   WriteFrame(correlation_id, std::move(frame));
+  if (!watchdog_armed_ && !closed()) ArmWatchdog(/*fast=*/false);
+}
+
+uint64_t ClientConnection::UnsentBytes() const noexcept {
+  return waiting_bytes_ + (connection_ ? queued_bytes_ - connection_->bytes_written() : 0);
+}
+
+void ClientConnection::DrainWaiting() {
+  while (!waiting_.empty() && !closed()) {
+    auto& [correlation_id, frame] = waiting_.front();
+    const bool abandoned = !pending_.contains(correlation_id);
+    if (!abandoned && queued_bytes_ - connection_->bytes_written() > kHandOffWindow) return;
+    const int64_t id = correlation_id;
+    net::BufferChain bytes = std::move(frame);
+    waiting_bytes_ -= bytes.size();
+    waiting_.pop_front();
+    if (!abandoned) WriteFrame(id, std::move(bytes));  // may close (and clear waiting_)
+  }
+}
+
+void ClientConnection::ArmWatchdog(bool fast) {
+  const ChannelOptions& options = core_->options();
+  // A quarter of the shortest timeout (at most 1 s); 1 ms while requests wait for the window.
+  int64_t period_ms = 1000;
+  for (int64_t timeout_ms : {options.read_timeout_ms, options.write_timeout_ms}) {
+    if (timeout_ms > 0) period_ms = std::min(period_ms, std::max<int64_t>(timeout_ms / 4, 1));
+  }
+  if (fast) {
+    period_ms = 1;
+  } else if (options.read_timeout_ms <= 0 && options.write_timeout_ms <= 0) {
+    return;  // nothing to watch
+  }
+  const auto at = Clock::now() + std::chrono::milliseconds(period_ms);
+  if (watchdog_armed_ && watchdog_.expiry() <= at) return;
+  watchdog_armed_ = true;
+  watchdog_.expires_at(at);  // cancels a later wait (its handler sees operation_aborted)
+  watchdog_.async_wait([self = shared_from_this()](const asio::error_code& error) {
+    if (error) return;
+    self->watchdog_armed_ = false;
+    self->OnWatchdog();
+  });
+}
+
+void ClientConnection::OnWatchdog() {
+  if (closed() || !connection_) return;
+  DrainWaiting();
+  if (closed()) return;
+  const ChannelOptions& options = core_->options();
+  const Clock::time_point now = Clock::now();
+  if (options.read_timeout_ms > 0 && partial_since_ != Clock::time_point{} &&
+      now - partial_since_ > std::chrono::milliseconds(options.read_timeout_ms)) {
+    CloseStuck("a reply frame stayed incomplete for more than read_timeout_ms=" +
+               std::to_string(options.read_timeout_ms));
+    return;
+  }
+  const uint64_t written = connection_->bytes_written();
+  const bool unsent = UnsentBytes() > 0;
+  if (!unsent) {
+    write_progress_at_ = {};
+  } else if (write_progress_at_ == Clock::time_point{} || written != last_written_) {
+    write_progress_at_ = now;
+  } else if (options.write_timeout_ms > 0 &&
+             now - write_progress_at_ > std::chrono::milliseconds(options.write_timeout_ms)) {
+    CloseStuck("the server accepted no byte of its requests for more than write_timeout_ms=" +
+               std::to_string(options.write_timeout_ms));
+    return;
+  }
+  last_written_ = written;
+  if (!waiting_.empty()) {
+    ArmWatchdog(/*fast=*/true);
+  } else if (unsent || !pending_.empty() || partial_since_ != Clock::time_point{}) {
+    ArmWatchdog(/*fast=*/false);
+  }
+}
+
+void ClientConnection::CloseStuck(const std::string& why) {
+  if (closed()) return;
+  core_->counters().stuck_connections.fetch_add(1, std::memory_order_relaxed);
+  server_->OnConnectionFailed();  // before the calls retry: they then avoid this server
+  close_code_ = EFAILEDSOCKET;
+  close_text_ = "Connection to " + server_->remote_side() + " closed as stuck: " + why;
+  if (connection_) {
+    connection_->Close();  // OnSocketClosed fails the calls
+  } else {
+    FailAll(close_code_, close_text_, 0);
+  }
 }
 
 void ClientConnection::WriteFrame(int64_t correlation_id, net::BufferChain frame) {
@@ -139,9 +236,23 @@ void ClientConnection::WriteFrame(int64_t correlation_id, net::BufferChain frame
   connection->Write(std::move(frame));
 }
 
-void ClientConnection::Abandon(int64_t correlation_id) {
-  asio::post(loop_, [self = shared_from_this(), correlation_id] {
-    if (self->pending_.erase(correlation_id) == 0) return;
+void ClientConnection::Abandon(int64_t correlation_id, bool timed_out) {
+  asio::post(loop_, [self = shared_from_this(), correlation_id, timed_out] {
+    // An unsent request stays in waiting_ until DrainWaiting() drops it.
+    auto it = self->pending_.find(correlation_id);
+    if (it == self->pending_.end()) return;
+    const uint64_t sequence = it->second.sequence;
+    self->pending_.erase(it);
+    const int max_timeouts = self->core_->options().max_consecutive_timeouts;
+    if (!self->exclusive_ && timed_out && self->connection_ && !self->closed() && max_timeouts > 0 &&
+        sequence > self->last_counted_timeout_) {
+      self->last_counted_timeout_ = self->submitted_;
+      if (++self->timeouts_in_a_row_ >= max_timeouts) {
+        self->CloseStuck(std::to_string(self->timeouts_in_a_row_) +
+                         " calls in a row timed out with no reply read in between");
+        return;
+      }
+    }
     if (self->exclusive_ && !self->closed()) {
       self->close_code_ = EFAILEDSOCKET;
       self->close_text_ = "Connection closed after its call timed out";
@@ -171,12 +282,21 @@ void ClientConnection::Close(int code, std::string text) {
 }
 
 bool ClientConnection::OnInput(net::BufferChain& input) {
+  bool got_frame = false;
   for (;;) {
     protocol::Frame frame;
     switch (decoder_.Next(input, &frame)) {
       case protocol::DecodeStatus::kNeedMore:
+        if (input.empty()) {
+          partial_since_ = {};
+        } else if (got_frame || partial_since_ == Clock::time_point{}) {
+          partial_since_ = Clock::now();  // read_timeout_ms counts per frame
+          if (!watchdog_armed_) ArmWatchdog(/*fast=*/false);
+        }
         return true;
       case protocol::DecodeStatus::kFrame:
+        got_frame = true;
+        timeouts_in_a_row_ = 0;
         HandleFrame(frame);
         if (closed()) return true;  // the frame's call closed us (exclusive) — stop reading
         break;
@@ -236,6 +356,9 @@ void ClientConnection::FailAll(int code, const std::string& text, uint64_t bytes
   std::unordered_map<int64_t, Pending> pending = std::move(pending_);
   pending_.clear();
   waiting_.clear();
+  waiting_bytes_ = 0;
+  watchdog_.cancel();
+  watchdog_armed_ = false;
   for (auto& [correlation_id, entry] : pending) {
     const bool sent = entry.queued && entry.end_offset <= bytes_written;
     entry.call->OnAttemptFailed(correlation_id, code, text, sent);

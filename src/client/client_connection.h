@@ -6,12 +6,21 @@
 // A request counts as sent once the kernel accepted its last byte (net::Connection::
 // bytes_written()). When the connection breaks, unsent calls get a retryable failure, sent calls
 // fail for good: a request that may have run is never sent twice.
+//
+// Bounds: requests wait in this connection's own queue while the socket has more than
+// kHandOffWindow unwritten, so a request whose call timed out or was cancelled meanwhile is dropped
+// unsent; unsent bytes (queue + socket) are capped by max_unwritten_bytes (EOVERCROWDED). A
+// watchdog closes the connection as stuck when a reply frame stays incomplete for read_timeout_ms,
+// queued bytes do not move for write_timeout_ms, or max_consecutive_timeouts calls in a row time
+// out with nothing read in between.
 
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -41,9 +50,10 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
   // Any thread: queue one attempt's frame. Never calls back into `call` before returning.
   void Submit(std::shared_ptr<ClientCall> call, int64_t correlation_id, net::BufferChain frame);
-  // Any thread: the call with this id ended without a reply (timeout). Forgets it; an exclusive
+  // Any thread: the call with this id ended without a reply (timed_out: its deadline passed; else
+  // cancelled or a backup's loser). Forgets it, and drops its request if still unsent; an exclusive
   // connection is closed instead (its late reply must not be read as the next call's).
-  void Abandon(int64_t correlation_id);
+  void Abandon(int64_t correlation_id, bool timed_out);
   // Any thread: close; pending calls fail with `code`/`text`. Idempotent.
   void Close(int code, std::string text);
 
@@ -51,11 +61,16 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   bool exclusive() const noexcept { return exclusive_; }
 
  private:
+  // Requests are handed to the socket while it holds at most this much unwritten.
+  static constexpr uint64_t kHandOffWindow = 256u << 10;
+
   class Delegate;
+  using Clock = std::chrono::steady_clock;
   struct Pending {
     std::shared_ptr<ClientCall> call;
     uint64_t end_offset = 0;  // position of the frame's last byte in the written stream
     bool queued = false;      // handed to net::Connection (else waiting for the connect)
+    uint64_t sequence = 0;    // submit order on this connection
   };
 
   ClientConnection(ChannelCore* core, std::shared_ptr<SubChannel> server, asio::io_context& loop,
@@ -64,6 +79,17 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   void OnConnected(const asio::error_code& error);
   void DoSubmit(std::shared_ptr<ClientCall> call, int64_t correlation_id, net::BufferChain frame);
   void WriteFrame(int64_t correlation_id, net::BufferChain frame);
+  // Hands queued requests to the socket while its window allows; skips abandoned ones.
+  void DrainWaiting();
+  // Bytes of requests not yet accepted by the kernel (queued here or in the socket).
+  uint64_t UnsentBytes() const noexcept;
+  // Checks the connection at a quarter of the shortest of read/write_timeout_ms (at most 1 s), or in
+  // 1 ms when `fast` (requests wait for the socket's window).
+  void ArmWatchdog(bool fast);
+  void OnWatchdog();
+  // Closes the connection as stuck: pending calls fail (EFAILEDSOCKET; unsent ones may retry) and a
+  // cluster's server leaves rotation until its health check passes.
+  void CloseStuck(const std::string& why);
   bool OnInput(net::BufferChain& input);
   void HandleFrame(protocol::Frame& frame);
   void OnSocketClosed(net::Connection& connection);
@@ -82,8 +108,20 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   std::shared_ptr<net::Connection> connection_;
   protocol::FrameDecoder decoder_;
   std::unordered_map<int64_t, Pending> pending_;
-  std::vector<std::pair<int64_t, net::BufferChain>> waiting_;  // frames queued while connecting
+  // Frames not handed to the socket yet (connecting, or its window is full), in call order.
+  std::deque<std::pair<int64_t, net::BufferChain>> waiting_;
+  uint64_t waiting_bytes_ = 0;
   uint64_t queued_bytes_ = 0;  // bytes handed to connection_->Write() so far
+  asio::steady_timer watchdog_;
+  bool watchdog_armed_ = false;
+  Clock::time_point partial_since_{};   // an incomplete reply frame is buffered since; {} = none
+  uint64_t last_written_ = 0;           // bytes_written() at the watchdog's last look
+  Clock::time_point write_progress_at_{};  // when unsent bytes last moved; {} = none unsent
+  // Timeouts in a row with nothing read in between. Calls in flight together that time out
+  // together count once: only a call submitted after the last counted timeout counts.
+  int timeouts_in_a_row_ = 0;
+  uint64_t submitted_ = 0;             // calls submitted so far
+  uint64_t last_counted_timeout_ = 0;  // submitted_ when the last timeout was counted
   int close_code_ = 0;         // set when we close on purpose (framing error, Close())
   std::string close_text_;
 };

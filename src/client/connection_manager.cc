@@ -72,19 +72,24 @@ void ConnectionManager::OnClosed(ClientConnection* connection) {
 }
 
 void ConnectionManager::CloseAll() {
-  std::vector<std::shared_ptr<ClientConnection>> to_close;
   {
     std::lock_guard lock(mutex_);
     closed_ = true;
+  }
+  CloseOpen(EFAILEDSOCKET, "Channel to the server is being destroyed");
+}
+
+void ConnectionManager::CloseOpen(int code, const std::string& text) {
+  std::vector<std::shared_ptr<ClientConnection>> to_close;
+  {
+    std::lock_guard lock(mutex_);
     for (auto& [raw, weak] : live_) {
       if (auto connection = weak.lock()) to_close.push_back(std::move(connection));
     }
     single_.reset();
     idle_.clear();
   }
-  for (auto& connection : to_close) {
-    connection->Close(EFAILEDSOCKET, "Channel to the server is being destroyed");
-  }
+  for (auto& connection : to_close) connection->Close(code, text);
 }
 
 }  // namespace arenarpc::client

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -35,6 +36,9 @@ class ConnectionManager {
   void OnClosed(ClientConnection* connection);
   // Closes every connection (their pending calls fail); new Acquire()s return nullptr.
   void CloseAll();
+  // Closes the connections open now (their pending calls fail with code/text); later Acquire()s
+  // open new ones.
+  void CloseOpen(int code, const std::string& text);
 
  private:
   ConnectionManager(Kind kind, ChannelCore* core, SubChannel* sub)

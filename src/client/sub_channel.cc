@@ -1,6 +1,12 @@
 #include "client/sub_channel.h"
 
 #include <asio/post.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+
+#include <array>
+
+#include "arenarpc/error_codes.h"
 
 #include "client/channel_core.h"
 #include "client/connection_manager.h"
@@ -14,6 +20,9 @@ struct SubChannel::Probe {
   asio::steady_timer timer;
   asio::ip::tcp::socket socket;
   bool connect_timed_out = false;
+  std::string request;   // the HTTP probe's
+  std::string reply;     // what was read of the reply so far
+  std::array<char, 512> buffer;
 };
 
 SubChannel::SubChannel(ChannelCore* core, cluster::ServerNode node, bool health_checked)
@@ -85,15 +94,73 @@ void SubChannel::RunProbe(const std::shared_ptr<Probe>& probe) {
           self->ScheduleProbe(probe);
           return;
         }
-        asio::error_code ignored;
-        probe->socket.close(ignored);
-        {
-          std::lock_guard lock(self->mutex_);
-          if (self->probe_ == probe) self->probe_.reset();
+        if (self->core_->options().health_check_path.empty()) {
+          self->Revive(probe);
+        } else {
+          self->ProbeHttp(probe);
         }
-        self->core_->counters().servers_revived.fetch_add(1, std::memory_order_relaxed);
-        self->healthy_.store(true, std::memory_order_release);
       });
+}
+
+void SubChannel::ProbeHttp(const std::shared_ptr<Probe>& probe) {
+  const ChannelOptions& options = core_->options();
+  probe->timer.expires_after(std::chrono::milliseconds(options.health_check_timeout_ms));
+  probe->timer.async_wait([probe](const asio::error_code& error) {
+    if (error) return;
+    asio::error_code ignored;
+    probe->socket.close(ignored);  // the pending write or read fails: the probe failed
+  });
+  probe->request = "GET " + options.health_check_path + " HTTP/1.1\r\nHost: " + remote_side_ +
+                   "\r\nConnection: close\r\n\r\n";
+  probe->reply.clear();
+  asio::async_write(
+      probe->socket, asio::buffer(probe->request),
+      [weak = weak_from_this(), probe](const asio::error_code& error, size_t) {
+        auto self = weak.lock();
+        if (!self || self->closed()) return;
+        if (error) {
+          self->ScheduleProbe(probe);
+          return;
+        }
+        self->ReadProbeStatus(probe);
+      });
+}
+
+void SubChannel::ReadProbeStatus(const std::shared_ptr<Probe>& probe) {
+  probe->socket.async_read_some(
+      asio::buffer(probe->buffer),
+      [weak = weak_from_this(), probe](const asio::error_code& error, size_t n) {
+        auto self = weak.lock();
+        if (!self || self->closed()) return;
+        if (!error) probe->reply.append(probe->buffer.data(), n);
+        const size_t eol = probe->reply.find("\r\n");
+        if (eol == std::string::npos && !error && probe->reply.size() < 4096) {
+          self->ReadProbeStatus(probe);
+          return;
+        }
+        // Only "HTTP/1.x 200" passes.
+        const std::string_view line = std::string_view(probe->reply).substr(0, eol);
+        if (line.size() >= 12 && line.starts_with("HTTP/1.") && line.substr(8, 4) == " 200") {
+          self->Revive(probe);
+        } else {
+          self->ScheduleProbe(probe);
+        }
+      });
+}
+
+void SubChannel::Revive(const std::shared_ptr<Probe>& probe) {
+  probe->timer.cancel();
+  asio::error_code ignored;
+  probe->socket.close(ignored);
+  {
+    std::lock_guard lock(mutex_);
+    if (probe_ == probe) probe_.reset();
+  }
+  // Connections from before the isolation may be the stuck ones: calls get fresh ones.
+  connections_->CloseOpen(EFAILEDSOCKET, "Connection to " + remote_side_ +
+                                             " replaced: the server was out of rotation");
+  core_->counters().servers_revived.fetch_add(1, std::memory_order_relaxed);
+  healthy_.store(true, std::memory_order_release);
 }
 
 void SubChannel::Retire(std::chrono::milliseconds grace) {

@@ -1,8 +1,10 @@
 #pragma once
 // SubChannel: one server of a channel — its address, its connections (a ConnectionManager) and,
-// in a cluster channel, its health: a server whose connect fails or whose connection breaks leaves
-// the rotation and is probed (a plain TCP connect) every health_check_interval_ms until it
-// accepts again. A single-server channel has exactly one, never taken out of rotation.
+// in a cluster channel, its health: a server whose connect fails, whose connection breaks or is
+// closed as stuck leaves the rotation and is probed every health_check_interval_ms — a TCP
+// connect, plus `GET health_check_path` answered with 200 within health_check_timeout_ms when
+// that option is set — until a probe passes; then its old connections are closed so that calls
+// get fresh ones. A single-server channel has exactly one, never taken out of rotation.
 
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
@@ -55,6 +57,10 @@ class SubChannel final : public cluster::ServerState,
   void Isolate();
   void ScheduleProbe(const std::shared_ptr<Probe>& probe);
   void RunProbe(const std::shared_ptr<Probe>& probe);
+  // After the probe connected: GET health_check_path, then read the status line.
+  void ProbeHttp(const std::shared_ptr<Probe>& probe);
+  void ReadProbeStatus(const std::shared_ptr<Probe>& probe);
+  void Revive(const std::shared_ptr<Probe>& probe);
 
   ChannelCore* const core_;
   const std::string remote_side_;

@@ -161,7 +161,8 @@ bool Inflate(int compress_type, const net::BufferChain& in, net::BufferChain* ou
       stream_end = false;
     }
     std::span<char> space = out->PrepareWrite(64);
-    const size_t room = std::min<size_t>(space.size(), UINT_MAX);
+    // Never more than one byte past the cap: that byte tells an overflow from an exact fit.
+    const size_t room = std::min<size_t>({space.size(), UINT_MAX, max_output - produced + 1});
     z.next_out = reinterpret_cast<Bytef*>(space.data());
     z.avail_out = static_cast<uInt>(room);
     const int rc = inflate(&z, Z_NO_FLUSH);

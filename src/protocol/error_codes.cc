@@ -8,6 +8,7 @@ const char* ErrorCodeName(int code) noexcept {
     case ENOMETHOD: return "ENOMETHOD";
     case EREQUEST: return "EREQUEST";
     case ERPCAUTH: return "ERPCAUTH";
+    case ETOOMANYFAILS: return "ETOOMANYFAILS";
     case ERPCTIMEDOUT: return "ERPCTIMEDOUT";
     case EFAILEDSOCKET: return "EFAILEDSOCKET";
     case EOVERCROWDED: return "EOVERCROWDED";

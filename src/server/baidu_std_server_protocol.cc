@@ -1,7 +1,7 @@
 #include "server/baidu_std_server_protocol.h"
 
 #include "arenarpc/error_codes.h"
-#include "client/controller_access.h"
+#include "call/controller_access.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"

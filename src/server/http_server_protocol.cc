@@ -4,7 +4,7 @@
 
 #include "arenarpc/error_codes.h"
 #include "builtin/builtin_service.h"
-#include "client/controller_access.h"
+#include "call/controller_access.h"
 #include "protocol/compression.h"
 #include "protocol/http/json_message.h"
 #include "protocol/meta_builder.h"
@@ -338,6 +338,12 @@ bool HttpServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& pay
   const std::string_view json =
       body.span_count() == 1 ? std::string_view(body.span(0).data(), body.span(0).size())
                              : std::string_view(flat = body.ToString());
+  if (auto verdict = call.method().request_memory->AdmitJson(json);
+      verdict.verdict != memory::RequestMemoryGate::Verdict::kAdmitted) {
+    call.MarkRequestTooLarge();
+    *error_text = std::move(verdict.text);
+    return false;
+  }
   if (!protocol::JsonToWire(prototype, json, &wire, error_text)) return false;
   net::BufferChain converted;
   converted.Append(wire);
@@ -396,6 +402,13 @@ void HttpServerProtocol::SendReply(net::Connection& connection, int64_t key,
 void HttpServerProtocol::SendError(net::Connection& connection, int64_t key, int code,
                                    std::string_view text) {
   Respond(connection, key, ErrorHead(code, text, ExchangeOf(key)), WithNewline(text));
+}
+
+void HttpServerProtocol::SendRequestTooLarge(net::Connection& connection, int64_t key,
+                                             std::string_view text) {
+  protocol::HttpResponseHead head = ErrorHead(EREQUEST, text, ExchangeOf(key));
+  head.status = 413;
+  Respond(connection, key, std::move(head), WithNewline(text));
 }
 
 protocol::HttpResponseHead HttpServerProtocol::HeadFor(int status, const Exchange& exchange) {

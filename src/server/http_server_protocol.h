@@ -46,6 +46,8 @@ class HttpServerProtocol final : public ServerProtocol {
   void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) override;
   void SendError(net::Connection& connection, int64_t key, int code,
                  std::string_view text) override;
+  void SendRequestTooLarge(net::Connection& connection, int64_t key,
+                           std::string_view text) override;
 
  private:
   // One request's place in the reply order, and what its reply depends on.

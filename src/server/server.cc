@@ -61,6 +61,7 @@ class Server::Impl {
       state.acceptor.reset();  // their timers and sockets belong to the loops: gone first
       state.internal_acceptor.reset();
       state.loops.reset();
+      state.fibers.reset();
       state.workers.reset();
       state.builtins = builtin::BuiltinRegistry();
     }
@@ -80,6 +81,10 @@ class Server::Impl {
 namespace {
 
 std::string Quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+constexpr size_t kMinFiberStackSize = 16u << 10;
+// Finished fibers whose stacks are kept for the next calls (docs/server.md, the memory bound).
+constexpr int kMaxCachedFiberStacks = 512;
 
 }  // namespace
 
@@ -164,6 +169,13 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
                   " is invalid (expected an IP address, e.g. 127.0.0.1): " + error.message());
     }
   }
+  if (options.max_fibers < 1) {
+    return Fail("max_fibers=" + std::to_string(options.max_fibers) + " is invalid (expected >= 1)");
+  }
+  if (options.fiber_stack_size < kMinFiberStackSize) {
+    return Fail("fiber_stack_size=" + std::to_string(options.fiber_stack_size) +
+                " is invalid (expected >= " + std::to_string(kMinFiberStackSize) + ")");
+  }
   if (options.stop_deadline_ms < 0) {
     return Fail("stop_deadline_ms=" + std::to_string(options.stop_deadline_ms) +
                 " is invalid (expected >= 0)");
@@ -238,6 +250,8 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
                   e.what());
     }
     entry->memory_mode = mode;
+    entry->request_memory = std::make_unique<memory::RequestMemoryGate>(
+        *binding->memory->request_prototype().GetDescriptor(), options.max_request_memory);
     entry->binding = std::move(binding);
   }
   return 0;
@@ -304,6 +318,7 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
     return impl.Fail("Start: " + endpoint_error);
   }
   state.options = options;
+  state.message_memory.set_limit(options.max_inflight_message_memory);
   if (impl.BindMethods(options) != 0) return -1;
 
   // Everything set up from here is released again, in reverse, unless Start() succeeds.
@@ -346,6 +361,14 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   if (options.worker_threads > 0) {
     state.workers = std::make_unique<asio::thread_pool>(options.worker_threads);
   }
+  fiber::Scheduler::Options fiber_options;
+  fiber_options.stack_size = options.fiber_stack_size;
+  fiber_options.max_fibers = options.max_fibers;
+  fiber_options.cached_stacks = std::min(options.max_fibers, kMaxCachedFiberStacks);
+  state.fibers = std::make_unique<fiber::Scheduler>(
+      state.workers ? asio::any_io_executor(state.workers->get_executor())
+                    : asio::any_io_executor(state.loops->loop(0).get_executor()),
+      fiber_options);
   if (!options.registry_url.empty()) {
     cluster::RegistrationInfo info;
     info.address = options.advertised_address.empty()
@@ -448,6 +471,9 @@ int Server::Join() {
     impl.last_error = "Join: called from a thread of the server (a handler)";
     return -1;
   }
+  // Like a handler that blocks its thread, a fiber still waiting (on a backend without a timeout)
+  // holds Join() up; the threads keep running until it is done.
+  if (state.fibers) state.fibers->WaitIdle();
   state.loops->Stop();
   if (state.workers) state.workers->join();
   return 0;

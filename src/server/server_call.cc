@@ -6,9 +6,11 @@
 #include <google/protobuf/service.h>
 
 #include <exception>
+#include <new>
+#include <string>
 
 #include "arenarpc/error_codes.h"
-#include "client/controller_access.h"
+#include "call/controller_access.h"
 #include "protocol/payload_bytes.h"
 
 namespace arenarpc::server {
@@ -134,24 +136,75 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     return;
   }
   std::string error_text;
+  int error_code = EREQUEST;
   {  // an inflated (or converted) copy of the request goes before the handler runs
     protocol::PayloadBytes bytes;
     if (call->protocol_->OpenRequest(*call, payload, &bytes, &error_text) &&
+        call->AdmitMessageMemory(bytes, &error_code, &error_text) &&
         call->pair_.ParseRequest(bytes) != memory::ParseResult::kOk) {
       error_text = call->protocol_->ParseFailureText(*call, payload);
     }
   }
   if (!error_text.empty()) {
-    method->CountRejected(EREQUEST);
-    call->protocol_->SendError(*call->connection_, call->correlation_id_, EREQUEST, error_text);
+    method->CountRejected(error_code);
+    if (call->too_large_) {
+      call->protocol_->SendRequestTooLarge(*call->connection_, call->correlation_id_, error_text);
+    } else {
+      call->protocol_->SendError(*call->connection_, call->correlation_id_, error_code,
+                                 error_text);
+    }
     call->state_->admission.Finish();
     return;  // the half-filled pair goes back to its strategy with the call
   }
   payload.bytes.clear();  // the input pages can go back before the handler runs
+  fiber::Scheduler& fibers = *call->state_->fibers;
+  std::string limit_text;
+  if (!fibers.TryReserve()) {
+    limit_text = "Reached server's max_fibers=" + std::to_string(fibers.options().max_fibers);
+  } else {
+    try {
+      fibers.RunReserved(&ServerCall::RunHandler, &call);
+      return;
+    } catch (const std::bad_alloc&) {  // no stack could be mapped; the handler did not start
+      limit_text = "Fail to map a fiber stack of " +
+                   std::to_string(fibers.options().stack_size) + " bytes";
+    }
+  }
+  ServerState& state = *call->state_;
+  state.counters.rejected_fiber_limit.fetch_add(1, std::memory_order_relaxed);
+  method->CountRejected(ELIMIT);
+  call->protocol_->SendError(*call->connection_, call->correlation_id_, ELIMIT, limit_text);
+  state.admission.Finish();
+}
+
+void ServerCall::RunHandler(void* arg) {
+  // Runs before RunReserved() returns, while Execute()'s `call` still exists.
+  ServerCall* done = static_cast<std::unique_ptr<ServerCall>*>(arg)->release();
+  MethodEntry* method = done->method_;
   method->CountStarted();
-  ServerCall* done = call.release();  // owned by the handler until done->Run()
-  done->method_->service->CallMethod(method->descriptor, &done->controller_,
-                                     done->pair_.request(), done->pair_.response(), done);
+  // `done` is owned by the handler until done->Run(), which may come from this fiber.
+  method->service->CallMethod(method->descriptor, &done->controller_, done->pair_.request(),
+                              done->pair_.response(), done);
+}
+
+bool ServerCall::AdmitMessageMemory(memory::SerializedMessage& bytes, int* code,
+                                    std::string* error_text) {
+  request_wire_size_ = bytes.size();
+  memory::RequestMemoryGate::Decision decision =
+      method_->request_memory->Admit(bytes, state_->message_memory, &memory_charge_);
+  switch (decision.verdict) {
+    case memory::RequestMemoryGate::Verdict::kAdmitted:
+      return true;
+    case memory::RequestMemoryGate::Verdict::kTooLarge:
+      too_large_ = true;
+      *code = EREQUEST;
+      break;
+    case memory::RequestMemoryGate::Verdict::kOverBudget:
+      *code = ELIMIT;
+      break;
+  }
+  *error_text = std::move(decision.text);
+  return false;
 }
 
 void ServerCall::Run() {
@@ -165,6 +218,7 @@ void ServerCall::Run() {
     method_->arena_bytes.fetch_add(arena->SpaceAllocated(), std::memory_order_relaxed);
     method_->arena_calls.fetch_add(1, std::memory_order_relaxed);
   }
+  method_->request_memory->Observe(pair, request_wire_size_);
   // Counted before the reply leaves, so a client that has its reply also sees its call counted.
   const auto now = std::chrono::steady_clock::now();
   state_->admission.OnCallEnd(now, started_, ok);

@@ -13,7 +13,7 @@
 
 #include "arenarpc/controller.h"
 #include "arenarpc/memory/message_memory.h"
-#include "client/cancel_source.h"
+#include "call/cancel_source.h"
 #include "net/connection.h"
 #include "protocol/rpc_meta.pb.h"
 #include "server/cancel_registry.h"
@@ -49,6 +49,9 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   const net::Connection& connection() const noexcept { return *connection_; }
   // The request being parsed (before the handler runs).
   const google::protobuf::Message& request() const noexcept { return *pair_.request(); }
+  // The protocol found the request too large for max_request_memory before opening it (a JSON
+  // body): the EREQUEST it answers is sent as such (HTTP 413).
+  void MarkRequestTooLarge() noexcept { too_large_ = true; }
 
   // On a thread, after its time in the connection's backlog: records the time queued, answers
   // ERPCTIMEDOUT without running anything when the client's deadline (its timeout_ms) has
@@ -63,9 +66,15 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
  private:
   struct RetainedMessages;
   static std::shared_ptr<void> RetainHook(const Controller& controller);
-  // Acquires the pair, parses the request into it and runs the handler. A call that fails here
-  // is answered (EREQUEST / EINTERNAL) and destroyed; otherwise the handler owns it until Run().
+  // Acquires the pair, parses the request into it and runs the handler on a new fiber, on this
+  // thread until the handler returns or first waits. A call that fails here is answered (EREQUEST
+  // / EINTERNAL, ELIMIT past max_fibers) and destroyed; otherwise the handler owns it until Run().
   static void Execute(std::unique_ptr<ServerCall> call, RequestPayload payload);
+  // max_request_memory and max_inflight_message_memory for the opened request bytes. false:
+  // *code and *error_text say why (EREQUEST, ELIMIT).
+  bool AdmitMessageMemory(memory::SerializedMessage& bytes, int* code, std::string* error_text);
+  // The fiber's body: takes `*arg` (a std::unique_ptr<ServerCall>*) and runs the handler.
+  static void RunHandler(void* arg);
   // Leaves the backlog: ServerState::queued.
   void Dequeue();
   // internal::CancelSource
@@ -84,6 +93,10 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   const std::chrono::steady_clock::time_point start_;  // request read off the socket
   std::chrono::steady_clock::time_point started_;       // taken off the queue by a thread
   Controller controller_;
+  // Given back after the pair below is released (members are destroyed bottom-up).
+  memory::MessageMemoryBudget::Charge memory_charge_;
+  uint64_t request_wire_size_ = 0;  // the opened request's bytes, for RequestMemoryGate::Observe
+  bool too_large_ = false;
   memory::MessagePair pair_;                   // moved into retained_ by RetainMessages()
   std::shared_ptr<RetainedMessages> retained_;
   // Set up by the first NotifyOnCancel() (guarded by cancel_mutex_).

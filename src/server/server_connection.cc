@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "arenarpc/error_codes.h"
-#include "client/controller_access.h"
+#include "call/controller_access.h"
 #include "protocol/meta_builder.h"
 #include "protocol/wire_protocol.h"
 #include "server/server_call.h"

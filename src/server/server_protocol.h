@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "arenarpc/buffer_chain.h"
+#include "arenarpc/error_codes.h"
 #include "net/connection.h"
 #include "protocol/payload_bytes.h"
 #include "protocol/wire_protocol.h"
@@ -71,6 +72,11 @@ class ServerProtocol {
   virtual void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) = 0;
   virtual void SendError(net::Connection& connection, int64_t key, int code,
                          std::string_view text) = 0;
+  // EREQUEST for a request that would hold more than max_request_memory once parsed (HTTP: 413).
+  virtual void SendRequestTooLarge(net::Connection& connection, int64_t key,
+                                   std::string_view text) {
+    SendError(connection, key, EREQUEST, text);
+  }
 };
 
 // One row of the table of protocols a server speaks.

@@ -86,6 +86,13 @@ ServerStats SnapshotServer(ServerState& state) {
   stats.malformed_frames = counters.malformed_frames.load(kRelaxed);
   stats.rejected_timed_out = counters.rejected_timed_out.load(kRelaxed);
   stats.read_pauses = counters.read_pauses.load(kRelaxed);
+  stats.rejected_request_memory = state.message_memory.rejected_too_large.load(kRelaxed);
+  stats.rejected_message_memory = state.message_memory.rejected_in_flight.load(kRelaxed);
+  stats.message_memory_in_flight = state.message_memory.in_use();
+  stats.message_memory_peak = state.message_memory.peak();
+  stats.message_memory_trims = state.message_memory.trims();
+  stats.rejected_fiber_limit = counters.rejected_fiber_limit.load(kRelaxed);
+  if (state.fibers) stats.fibers = state.fibers->live();
   stats.queued = state.admission.queued();
   stats.concurrency_limit = state.admission.limit();
   stats.requests = counters.requests.load(kRelaxed);

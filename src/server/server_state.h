@@ -20,6 +20,8 @@
 
 #include "arenarpc/server.h"
 #include "builtin/builtin_registry.h"
+#include "memory/message_memory_budget.h"
+#include "fiber/scheduler.h"
 #include "net/acceptor.h"
 #include "net/connection.h"
 #include "net/event_loop_group.h"
@@ -37,9 +39,12 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
 
   std::unique_ptr<net::EventLoopGroup> loops;  // one io_context shared by all I/O threads
   std::unique_ptr<asio::thread_pool> workers;  // only with options.worker_threads > 0
+  // Runs every handler on a fiber, on the handler threads (workers, else the I/O threads).
+  std::unique_ptr<fiber::Scheduler> fibers;
   std::shared_ptr<net::Acceptor> acceptor;
   std::shared_ptr<net::Acceptor> internal_acceptor;  // options.internal_port >= 0
   builtin::BuiltinRegistry builtins;  // filled before Start() listens, read-only after
+  memory::MessageMemoryBudget message_memory;     // max_inflight_message_memory
 
   Admission admission;
   ConnectionTable connections;
@@ -49,7 +54,7 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
         connections_closed_read_timeout{0}, connections_closed_first_byte_timeout{0},
         connections_closed_write_timeout{0}, connections_rejected{0}, malformed_frames{0},
         requests{0}, rejected_stopping{0}, rejected_limit{0}, rejected_unknown{0},
-        rejected_overcrowded{0}, rejected_timed_out{0}, read_pauses{0};
+        rejected_overcrowded{0}, rejected_timed_out{0}, read_pauses{0}, rejected_fiber_limit{0};
   } counters;
   util::RateLimitedLog malformed_log;
   util::RateLimitedLog timeout_log;

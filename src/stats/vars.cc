@@ -96,6 +96,13 @@ void VarList::AddServer(const ServerStats& s) {
   Add("rpc_server_rejected_overcrowded", s.rejected_overcrowded);
   Add("rpc_server_rejected_timed_out", s.rejected_timed_out);
   Add("rpc_server_read_pauses", s.read_pauses);
+  Add("rpc_server_rejected_request_memory", s.rejected_request_memory);
+  Add("rpc_server_rejected_message_memory", s.rejected_message_memory);
+  Add("rpc_server_message_memory_in_flight", s.message_memory_in_flight);
+  Add("rpc_server_message_memory_peak", s.message_memory_peak);
+  Add("rpc_server_message_memory_trims", s.message_memory_trims);
+  Add("rpc_server_rejected_fiber_limit", s.rejected_fiber_limit);
+  Add("rpc_server_fibers", s.fibers);
   Add("rpc_server_unwritten_held_bytes", s.unwritten_held_bytes);
   Add("rpc_server_in_flight", s.in_flight);
   Add("rpc_server_queued", s.queued);

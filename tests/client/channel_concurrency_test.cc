@@ -99,14 +99,19 @@ TEST(ChannelConcurrency, RepliesRacingTimeoutsCompleteEachCallOnce) {
   FakeServer server([&](const std::shared_ptr<FakeConnection>& connection, FakeRequest&& r) {
     std::lock_guard lock(repliers_mutex);
     repliers.emplace_back([connection, r = std::move(r), s = seed.fetch_add(1)] {
-      std::this_thread::sleep_for(std::chrono::microseconds(5000 + (s * 7919) % 10000));
+      // A quarter at once (must succeed), a quarter long after the timeout (must time out), the
+      // rest within 10 ms either side of it (the race).
+      const auto delay = s % 4 == 0   ? std::chrono::microseconds(0)
+                         : s % 4 == 1 ? std::chrono::microseconds(250000)
+                                      : std::chrono::microseconds(40000 + (s * 7919) % 20000);
+      std::this_thread::sleep_for(delay);
       EchoRequest request;
       if (DecodeRequest(r, &request)) connection->Reply(r, EchoOf(request));
     });
   });
   Channel channel;
   ChannelOptions options = TestOptions();
-  options.timeout_ms = 10;  // replies come after 5..15 ms
+  options.timeout_ms = 50;  // replies come at once, after 40..60 ms, or after 250 ms
   options.io_threads = 2;
   ASSERT_EQ(channel.Init(server.address(), &options), 0);
   EchoService_Stub stub(&channel);
@@ -155,6 +160,9 @@ TEST(ChannelConcurrency, RepliesRacingTimeoutsCompleteEachCallOnce) {
   }
   ASSERT_TRUE(all_completed) << completed.load() << " of " << kCalls << " calls completed";
   EXPECT_EQ(succeeded.load() + timed_out.load(), kCalls);
+  // Both outcomes happened: the immediate replies cannot all time out, the late ones cannot win.
+  EXPECT_GT(succeeded.load(), 0);
+  EXPECT_GE(timed_out.load(), kCalls / 4);
   // Every reply either completed its call or was dropped and counted — never both.
   const uint64_t received = static_cast<uint64_t>(server.requests_received());
   EXPECT_TRUE(FakeServer::WaitFor([&] {

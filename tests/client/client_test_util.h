@@ -48,6 +48,19 @@ inline FakeServer::Handler EchoHandler() {
   };
 }
 
+// Connection 0 (the first the client opens) gets `first`; every later one echoes: a server whose
+// first connection misbehaves, so a test can check that the client replaced it.
+inline FakeServer::Handler EchoAfterFirstConnection(FakeServer::Handler first) {
+  return [first = std::move(first)](const std::shared_ptr<FakeConnection>& connection,
+                                    FakeRequest&& request) {
+    if (connection->index() == 0) {
+      first(connection, std::move(request));
+    } else {
+      EchoHandler()(connection, std::move(request));
+    }
+  };
+}
+
 // Requests are parked here; the test decides when (and whether) to answer.
 struct Parked {
   std::mutex mutex;

@@ -174,7 +174,6 @@ void FakeServer::ReadLoop(std::shared_ptr<FakeConnection> connection) {
     std::lock_guard lock(connection->write_mutex_);
     connection->reader_thread_ = std::this_thread::get_id();
   }
-  const bool read = !options_.read_requests || options_.read_requests(connection->index());
   std::string buffer;
   char chunk[64 * 1024];
   for (;;) {
@@ -185,7 +184,7 @@ void FakeServer::ReadLoop(std::shared_ptr<FakeConnection> connection) {
       fd = connection->fd_;
     }
     if (fd < 0 || stopping_) break;
-    if (!read) {
+    if (options_.read_requests && !options_.read_requests(connection->index())) {
       if (connection->closed_) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       continue;

@@ -72,8 +72,9 @@ class FakeServer {
  public:
   using Handler = std::function<void(const std::shared_ptr<FakeConnection>&, FakeRequest&&)>;
   struct Options {
-    // Returns false for connections (by accept index) that must not be read at all: their data
-    // piles up in the kernel. Null: read every connection.
+    // Returns false for connections (by accept index) that must not be read now: their data
+    // piles up in the kernel. Asked again every few milliseconds, so reading may start later.
+    // Null: read every connection.
     std::function<bool(int connection_index)> read_requests;
   };
   explicit FakeServer(Handler handler) : FakeServer(std::move(handler), Options()) {}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "arenarpc/cluster/hash.h"
+#include "../client/client_test_util.h"
 #include "cluster_test_util.h"
 
 namespace arenarpc::testing {
@@ -197,6 +198,76 @@ TEST_F(ClusterChannel, ARestartedServerIsBackInRotationAfterItsProbe) {
   EXPECT_EQ(counts[servers_[1]->address()], 10);
 }
 
+TEST_F(ClusterChannel, AnHttpHealthCheckBringsARestartedServerBack) {
+  StartServers(2);
+  Channel channel;
+  ChannelOptions options = ClusterOptions();
+  options.health_check_path = "/health";  // the server's built-in page answers 200
+  ASSERT_EQ(channel.Init(ListUrl().c_str(), "rr", &options), 0) << channel.last_error();
+  const int port = servers_[0]->port();
+  servers_[0]->Stop();
+  EXPECT_EQ(Spread(channel, 10)[servers_[1]->address()], 10);
+  ASSERT_TRUE(servers_[0]->Start(port));
+  ASSERT_TRUE(WaitFor([&] { return channel.stats().servers_revived >= 1; }, std::chrono::seconds(3)));
+  EXPECT_EQ(Spread(channel, 20)[servers_[0]->address()], 10);
+}
+
+// A server that accepts connections and reads nothing: its calls time out, its connection is
+// closed as stuck, and only a health check that needs an answer keeps it out of rotation.
+TEST_F(ClusterChannel, AStuckServerStaysOutOfRotationWithAnHttpHealthCheck) {
+  StartServers(1);
+  FakeServer stuck([](const std::shared_ptr<FakeConnection>&, FakeRequest&&) {},
+                   FakeServer::Options{[](int) { return false; }});
+  const std::string url = "list://" + stuck.address() + "," + servers_[0]->address();
+  const auto run = [&](const std::string& health_check_path) {
+    Channel channel;
+    ChannelOptions options = ClusterOptions();
+    options.timeout_ms = 100;
+    options.max_consecutive_timeouts = 2;
+    options.health_check_path = health_check_path;
+    options.health_check_timeout_ms = 100;
+    EXPECT_EQ(channel.Init(url.c_str(), "rr", &options), 0) << channel.last_error();
+    int timeouts = 0;
+    for (int i = 0; i < 6; ++i) timeouts += CallEcho(channel, "s").error_code == ERPCTIMEDOUT;
+    EXPECT_EQ(timeouts, 2);  // then the stuck connection is closed and the server isolated
+    EXPECT_EQ(channel.stats().stuck_connections, 1u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // several probe periods
+    int failed = 0;
+    for (int i = 0; i < 20; ++i) failed += CallEcho(channel, "s").error_code != 0;
+    return failed;
+  };
+  EXPECT_EQ(run("/health"), 0);
+  // A TCP-connect probe lets it back in: its calls time out again.
+  EXPECT_GT(run(""), 0);
+}
+
+// The circuit breaker isolates a server whose only connection never answers; the TCP probe
+// passes (the server accepts) and the server comes back on a new connection, not the stuck one.
+TEST_F(ClusterChannel, ARevivedServerGetsAFreshConnection) {
+  // Connection 1 is the probe's; the channel's next one is 2.
+  FakeServer server(EchoAfterFirstConnection([](const auto&, FakeRequest&&) {}));
+  Channel channel;
+  ChannelOptions options = ClusterOptions();
+  options.timeout_ms = 200;
+  options.enable_circuit_breaker = true;
+  options.max_consecutive_timeouts = 0;  // only the breaker decides here
+  const std::string url = "list://" + server.address();
+  ASSERT_EQ(channel.Init(url.c_str(), "rr", &options), 0) << channel.last_error();
+  std::vector<std::unique_ptr<Controller>> controllers(20);
+  std::vector<example::EchoResponse> responses(20);
+  example::EchoRequest request = Request("r");
+  CountingDone done;
+  for (int i = 0; i < 20; ++i) {
+    controllers[i] = std::make_unique<Controller>();
+    example::EchoService_Stub(&channel).Echo(controllers[i].get(), &request, &responses[i], &done);
+  }
+  ASSERT_TRUE(done.WaitForRuns(20));
+  EXPECT_EQ(channel.stats().circuit_breaker_trips, 1u);
+  ASSERT_TRUE(WaitFor([&] { return channel.stats().servers_revived >= 1; }, std::chrono::seconds(3)));
+  const CallOutcome outcome = CallEcho(channel, "fresh");
+  EXPECT_EQ(outcome.error_code, 0) << outcome.error_text;
+}
+
 TEST_F(ClusterChannel, EmptyListFailsCallsWithEHOSTDOWN) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("arenarpc_empty_" + std::to_string(::getpid()));
@@ -281,17 +352,15 @@ TEST_F(ClusterChannel, BackupRequestTakesTheOtherServersReply) {
   ASSERT_EQ(channel.Init(ListUrl().c_str(), "rr", &options), 0) << channel.last_error();
   servers_[0]->service().set_delay_ms(500, /*slow_calls=*/1);  // only its first call is slow
   // rr sends the first call to either server: at most two calls reach the slow one.
-  const auto start = std::chrono::steady_clock::now();
   CallOutcome outcome;
   for (int i = 0; i < 2; ++i) {
     outcome = CallEcho(channel, "hedged");
     ASSERT_EQ(outcome.error_code, 0) << outcome.error_text;
     if (channel.stats().backup_requests > 0) break;
   }
-  const auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(channel.stats().backup_requests, 1u);
-  EXPECT_EQ(outcome.server, servers_[1]->address());
-  EXPECT_LT(elapsed, std::chrono::milliseconds(400)) << "the backup's reply did not win";
+  // The order of events, not a stopwatch: the backup's reply completed the call.
+  EXPECT_EQ(outcome.server, servers_[1]->address()) << "the backup's reply did not win";
   // The slow copy's reply arrives later and is dropped.
   EXPECT_TRUE(WaitFor([&] { return channel.stats().dropped_responses >= 1; },
                       std::chrono::seconds(2)));

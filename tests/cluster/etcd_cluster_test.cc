@@ -1,17 +1,98 @@
 // etcd:// end to end against a real etcd (/usr/bin/etcd on loopback ports, temporary data dir):
 // servers register themselves, a cluster channel follows additions and removals, a SIGKILLed
-// server process disappears after its lease TTL, an etcd restart does not break calls.
+// server process disappears after its lease TTL, an etcd restart does not break calls, an etcd
+// endpoint that silently blackholes (behind a loopback TCP proxy) is left for the next one, and a
+// list nobody can confirm any more is reported as stale.
 #include <fcntl.h>
+#include <poll.h>
 
+#include <algorithm>
 #include <map>
+#include <mutex>
+#include <vector>
 
 #include "arenarpc/cluster/etcd.h"
+#include "arenarpc/logging.h"
 #include "cluster/etcd/etcd_client.h"
 #include "cluster_test_util.h"
 #include "etcd_process.h"
 
 namespace arenarpc::testing {
 namespace {
+
+// A loopback TCP proxy to one port that can start blackholing: from then on it forwards nothing in
+// either direction and never closes, like a host that vanished without a reset.
+class BlackholeProxy {
+ public:
+  explicit BlackholeProxy(int upstream_port) : upstream_port_(upstream_port) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    ::listen(listen_fd_, 64);
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    accept_thread_ = std::thread([this] { AcceptLoop(); });
+  }
+  ~BlackholeProxy() {
+    stopping_ = true;
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    accept_thread_.join();
+    std::lock_guard lock(mutex_);
+    for (std::thread& t : pumps_) t.join();
+    ::close(listen_fd_);
+  }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  void Blackhole() { blackhole_ = true; }
+
+ private:
+  void AcceptLoop() {
+    for (;;) {
+      const int client = ::accept(listen_fd_, nullptr, nullptr);
+      if (client < 0) return;
+      std::lock_guard lock(mutex_);
+      pumps_.emplace_back([this, client] { Pump(client); });
+    }
+  }
+  void Pump(int client) {
+    const int upstream = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<uint16_t>(upstream_port_));
+    bool open = ::connect(upstream, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    char buffer[16 * 1024];
+    while (!stopping_) {
+      if (blackhole_ || !open) {  // read nothing, write nothing, close nothing
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      pollfd fds[2] = {{client, POLLIN, 0}, {upstream, POLLIN, 0}};
+      if (::poll(fds, 2, 20) <= 0) continue;
+      for (int i = 0; i < 2 && open; ++i) {
+        if (fds[i].revents == 0) continue;
+        const ssize_t n = ::recv(fds[i].fd, buffer, sizeof buffer, 0);
+        if (n <= 0 || blackhole_) {
+          open = n > 0;
+          break;
+        }
+        if (::send(fds[1 - i].fd, buffer, static_cast<size_t>(n), MSG_NOSIGNAL) != n) open = false;
+      }
+    }
+    ::close(client);
+    ::close(upstream);
+  }
+
+  const int upstream_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stopping_{false}, blackhole_{false};
+  std::mutex mutex_;
+  std::vector<std::thread> pumps_;
+  std::thread accept_thread_;
+};
 
 class EtcdCluster : public ::testing::Test {
  protected:
@@ -61,6 +142,21 @@ class EtcdCluster : public ::testing::Test {
     return server;
   }
   static bool HasServers(Channel& channel, size_t n) { return channel.servers().size() == n; }
+  // Puts "<prefix>/<address>" straight into etcd.
+  void PutServer(const std::string& address) {
+    cluster::etcd::EtcdClient client({etcd_->endpoint()});
+    etcdserverpb::PutRequest put;
+    put.set_key(prefix_ + "/" + address);
+    etcdserverpb::PutResponse response;
+    ASSERT_TRUE(client.kv()
+                    .Put(cluster::etcd::ContextWithTimeout(std::chrono::milliseconds(2000)).get(),
+                         put, &response)
+                    .ok());
+  }
+  int EtcdPort() const {
+    const std::string endpoint = etcd_->endpoint();
+    return std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
+  }
 
   static EtcdProcess* etcd_;
   std::string prefix_;
@@ -175,6 +271,59 @@ TEST_F(EtcdCluster, EtcdRestartDoesNotBreakCallsToKnownServers) {
     CallOutcome outcome = CallEcho(channel, "after");
     ASSERT_EQ(outcome.error_code, 0) << outcome.error_text;
   }
+}
+
+// The watch on a blackholed endpoint hears no progress notification for 3 s (asked every 1 s) and
+// is cancelled; the channel re-reads the prefix on the next endpoint (Range, up to 2 s), so a
+// change made meanwhile shows within 3 + 1 + 0.5 + 2 s.
+TEST_F(EtcdCluster, ABlackholedEndpointIsLeftForTheNextOne) {
+  BlackholeProxy proxy(EtcdPort());
+  PutServer("127.0.0.1:1001");
+  Channel channel;
+  ChannelOptions options = ClusterOptions();
+  const std::string url = "etcd://" + proxy.endpoint() + "," + etcd_->endpoint() + prefix_;
+  ASSERT_EQ(channel.Init(url.c_str(), "rr", &options), 0) << channel.last_error();
+  ASSERT_TRUE(HasServers(channel, 1));
+  proxy.Blackhole();
+  const auto start = std::chrono::steady_clock::now();
+  PutServer("127.0.0.1:1002");
+  ASSERT_TRUE(WaitFor([&] { return HasServers(channel, 2); }, std::chrono::seconds(12)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(6500 + 1000));
+}
+
+// With one endpoint, blackholed: the list is kept and a warning says it is stale once it has not
+// been confirmed for 5 s (checked every second).
+TEST_F(EtcdCluster, AListNobodyConfirmsIsReportedStale) {
+  BlackholeProxy proxy(EtcdPort());
+  PutServer("127.0.0.1:1001");
+  std::mutex mutex;
+  std::vector<std::string> warnings;
+  SetLogSink([&](LogLevel, std::string_view message) {
+    std::lock_guard lock(mutex);
+    warnings.emplace_back(message);
+  });
+  const auto stale_warnings = [&] {
+    std::lock_guard lock(mutex);
+    return std::count_if(warnings.begin(), warnings.end(), [](const std::string& w) {
+      return w.find("server list is stale") != std::string::npos;
+    });
+  };
+  {
+    Channel channel;
+    ChannelOptions options = ClusterOptions();
+    const std::string url = "etcd://" + proxy.endpoint() + prefix_;
+    ASSERT_EQ(channel.Init(url.c_str(), "rr", &options), 0) << channel.last_error();
+    // Longer than 5 s: only the progress notifications keep an unchanged list confirmed.
+    std::this_thread::sleep_for(std::chrono::milliseconds(6000));
+    EXPECT_EQ(stale_warnings(), 0);
+    proxy.Blackhole();
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(WaitFor([&] { return stale_warnings() > 0; }, std::chrono::seconds(12)));
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_LT(took, std::chrono::milliseconds(5000 + 1000 + 1000));
+    EXPECT_TRUE(HasServers(channel, 1)) << "the last good list is kept";
+  }
+  SetLogSink(nullptr);
 }
 
 }  // namespace

@@ -27,6 +27,11 @@ void DelayedExecutor::Drain() {
   changed_.wait(lock, [&] { return tasks_.empty() && running_ == 0; });
 }
 
+size_t DelayedExecutor::unfinished() {
+  std::lock_guard lock(mutex_);
+  return tasks_.size() + static_cast<size_t>(running_);
+}
+
 void DelayedExecutor::Loop() {
   std::unique_lock lock(mutex_);
   while (true) {

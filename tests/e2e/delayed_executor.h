@@ -18,6 +18,7 @@ class DelayedExecutor {
   ~DelayedExecutor();  // runs what is due, drops nothing: waits for every queued task
   void RunAfter(std::chrono::milliseconds delay, std::function<void()> task);
   void Drain();        // blocks until every task queued so far has run
+  size_t unfinished();  // tasks queued or running
 
  private:
   struct Task {

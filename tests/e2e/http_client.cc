@@ -96,16 +96,23 @@ std::optional<HttpResponse> HttpClient::Read(std::chrono::milliseconds timeout, 
   return response;
 }
 
-bool HttpClient::WaitClosed(std::chrono::milliseconds timeout) {
+::testing::AssertionResult HttpClient::WaitClosed(std::chrono::milliseconds timeout) {
+  auto unexpected = [](std::string_view bytes) {
+    return ::testing::AssertionFailure()
+           << bytes.size() << " bytes arrived instead of the close: "
+           << ::testing::PrintToString(std::string(bytes.substr(0, 64)));
+  };
+  if (!buffer_.empty()) return unexpected(buffer_);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     pollfd poll_fd{fd_, POLLIN, 0};
     if (::poll(&poll_fd, 1, 50) <= 0) continue;
     char chunk[16384];
     const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
-    if (n <= 0) return true;
+    if (n <= 0) return ::testing::AssertionSuccess();
+    return unexpected(std::string_view(chunk, static_cast<size_t>(n)));
   }
-  return false;
+  return ::testing::AssertionFailure() << "still open after " << timeout.count() << " ms";
 }
 
 std::string HttpClient::Request(std::string_view method, std::string_view path,

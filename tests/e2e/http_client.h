@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include <gtest/gtest.h>
+
 namespace arenarpc::e2e {
 
 struct HttpResponse {
@@ -36,9 +38,10 @@ class HttpClient {
   // has_body = false), or nullopt on EOF/timeout/garbage.
   std::optional<HttpResponse> Read(std::chrono::milliseconds timeout = std::chrono::seconds(10),
                                    bool has_body = true);
-  // True if the server closed the connection (EOF or reset) within `timeout`, after discarding
-  // anything still unread.
-  bool WaitClosed(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Succeeds if the server closes the connection (EOF or reset) within `timeout` without one more
+  // byte: anything unread from before, or arriving before the close, fails it.
+  ::testing::AssertionResult WaitClosed(
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
   // One request with the usual headers.
   static std::string Request(std::string_view method, std::string_view path,

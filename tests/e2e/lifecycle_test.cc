@@ -59,7 +59,7 @@ TEST_P(LifecycleTest, StopFinishesCallsInFlightAndRefusesNewOnes) {
   EXPECT_TRUE(client.WaitForClose());
   EXPECT_EQ(0, server_->Join());
   RawClient refused(port_);
-  EXPECT_FALSE(refused.connected() && !refused.WaitForClose(std::chrono::seconds(2)));
+  if (refused.connected()) EXPECT_TRUE(refused.WaitForClose(std::chrono::seconds(2)));
   ExpectAllPairsReleased();
 }
 
@@ -68,14 +68,14 @@ TEST_P(LifecycleTest, StopDeadlineCutsSlowCallsShortSafely) {
   options.stop_deadline_ms = 50;
   StartServer(options);
   RawClient client(port_);
-  TestRequest slow = Request("very slow", 600);
+  TestRequest slow = Request("very slow", 1000);
   RawRequest raw = RequestFor(&slow);
   client.Send(raw);
   ASSERT_TRUE(WaitForInFlight(1));
-  const auto begin = std::chrono::steady_clock::now();
   EXPECT_EQ(0, server_->Stop());
   EXPECT_EQ(0, server_->Join());
-  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::milliseconds(550));
+  // Join() returned while the handler still held the call: its completion has not run yet.
+  EXPECT_EQ(1u, service_->executor().unfinished());
   EXPECT_TRUE(client.WaitForClose());  // closed without the slow reply
   // The handler completes later, after Join(): its reply is dropped, its pair released.
   service_->executor().Drain();
@@ -124,7 +124,7 @@ TEST_P(LifecycleTest, MaxBodySizeClosesOnlyThatConnection) {
   RawRequest raw_big = RequestFor(&big);
   bad.Send(raw_big);
   EXPECT_TRUE(bad.WaitForClose());
-  EXPECT_EQ(1u, server_->GetServerStats().malformed_frames);
+  EXPECT_EQ(1u, StatSoon(&ServerStats::malformed_frames, 1));
 
   // body_size == max_body_size is allowed (the limit is inclusive).
   RawClient edge(port_);
@@ -139,7 +139,7 @@ TEST_P(LifecycleTest, MaxBodySizeClosesOnlyThatConnection) {
   fits.set_message(fits.message() + "f");  // one byte over
   edge.Send(raw_fits);
   EXPECT_TRUE(edge.WaitForClose());
-  EXPECT_EQ(2u, server_->GetServerStats().malformed_frames);
+  EXPECT_EQ(2u, StatSoon(&ServerStats::malformed_frames, 2));
 
   EXPECT_EQ(0, good.Call(raw_small).error_code);  // the other connection was never disturbed
 }
@@ -155,10 +155,7 @@ TEST_P(LifecycleTest, IdleConnectionsAreClosed) {
   const auto begin = std::chrono::steady_clock::now();
   EXPECT_TRUE(client.WaitForClose(std::chrono::seconds(5)));
   EXPECT_GE(std::chrono::steady_clock::now() - begin, std::chrono::milliseconds(700));
-  for (int i = 0; i < 100 && server_->GetServerStats().connections_closed_idle == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(1u, server_->GetServerStats().connections_closed_idle);
+  EXPECT_EQ(1u, StatSoon(&ServerStats::connections_closed_idle, 1));
 }
 
 TEST_P(LifecycleTest, RunUntilAskedToQuitReturnsAfterStop) {

@@ -113,6 +113,27 @@ bool RawClient::Read(RawReply* reply, std::chrono::milliseconds timeout) {
   }
 }
 
+bool RawClient::ReadFrameBytes(std::string* frame, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto buffered = [&](size_t n) {
+    while (input_.size() < n) {
+      if (eof_ || !ReadMore(deadline)) return false;
+    }
+    return true;
+  };
+  if (!buffered(12)) return false;
+  unsigned char header[12];
+  input_.CopyTo(header, sizeof(header));
+  if (std::string_view(reinterpret_cast<const char*>(header), 4) != "PRPC") return false;
+  const size_t body_size = (size_t{header[4]} << 24) | (size_t{header[5]} << 16) |
+                           (size_t{header[6]} << 8) | size_t{header[7]};
+  if (!buffered(12 + body_size)) return false;
+  frame->resize(12 + body_size);
+  input_.CopyTo(frame->data(), frame->size());
+  input_.PopFront(frame->size());
+  return true;
+}
+
 RawReply RawClient::Call(const RawRequest& request) {
   const int64_t correlation_id = Send(request);
   RawReply reply;
@@ -125,13 +146,19 @@ RawReply RawClient::Call(const RawRequest& request) {
   return reply;
 }
 
-bool RawClient::WaitForClose(std::chrono::milliseconds timeout) {
+::testing::AssertionResult RawClient::WaitForClose(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!eof_) {
-    if (!ReadMore(deadline) && !eof_) return false;
-    input_.clear();
+  while (!eof_ && input_.empty()) {
+    if (!ReadMore(deadline) && !eof_) {
+      return ::testing::AssertionFailure() << "still open after " << timeout.count() << " ms";
+    }
   }
-  return true;
+  if (!input_.empty()) {
+    return ::testing::AssertionFailure()
+           << input_.size() << " bytes arrived instead of the close: "
+           << ::testing::PrintToString(input_.ToString().substr(0, 64));
+  }
+  return ::testing::AssertionSuccess();
 }
 
 void RawClient::Close() {

@@ -63,10 +63,16 @@ class RawClient {
   int64_t Send(const RawRequest& request);
   // Next reply frame; false on timeout, EOF or a framing error.
   bool Read(RawReply* reply, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Next frame exactly as on the wire (12-byte header, meta, payload, attachment); false on
+  // timeout, EOF or a header that is not baidu_std's.
+  bool ReadFrameBytes(std::string* frame,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // Send + Read; the reply must carry the request's correlation id.
   RawReply Call(const RawRequest& request);
-  // True if the server closes the connection within `timeout` (any bytes before are discarded).
-  bool WaitForClose(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Succeeds if the server closes the connection within `timeout` without sending one more byte
+  // (nothing unread from before, nothing arriving): a reply before the close fails it.
+  ::testing::AssertionResult WaitForClose(
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
   void Close();
 
  private:

@@ -97,7 +97,8 @@ TEST_P(RuntimeLoadTest, SlowSendersAreClosedAfterTheReadTimeout) {
   }
   EXPECT_EQ(kSenders, closed_count);
   EXPECT_GE(Clock::now() - start, milliseconds(300));
-  EXPECT_EQ(static_cast<uint64_t>(kSenders), server_->GetServerStats().connections_closed_read_timeout);
+  EXPECT_EQ(static_cast<uint64_t>(kSenders),
+            StatSoon(&ServerStats::connections_closed_read_timeout, kSenders));
   good->Stop();
   EXPECT_EQ(0, good->failures()) << good->last_error();
 }
@@ -166,7 +167,14 @@ TEST_P(RuntimeLoadTest, StopWritesAReplyThatIsStillBeingSent) {
   ASSERT_EQ(1u, server_->GetMethodStats("arenarpc.e2e.TestService.Echo").calls);
   std::atomic<int> stop_result{-2};
   std::thread stopper([&] { stop_result.store(server_->Stop()); });
-  std::this_thread::sleep_for(milliseconds(100));  // Stop() has begun before we read a byte
+  // Stop() has begun before we read a byte: it closes the listener first, so wait until a new
+  // connection is refused.
+  bool refused = false;
+  for (const auto until = Clock::now() + std::chrono::seconds(10); !refused && Clock::now() < until;) {
+    refused = !RawClient(port_).connected();
+    if (!refused) std::this_thread::sleep_for(milliseconds(2));
+  }
+  EXPECT_TRUE(refused) << "Stop() did not close the listener";
   RawReply reply;
   ASSERT_TRUE(client.Read(&reply, std::chrono::seconds(30)));
   EXPECT_EQ(0, reply.error_code) << reply.error_text;
@@ -184,18 +192,31 @@ TEST_P(RuntimeLoadTest, CompressedRequestInflatingPastMaxBodySizeIsRejected) {
   StartServer(options);
   auto good = StartGoodClient();
 
-  TestRequest bomb;
-  bomb.set_message(std::string(32u << 20, 'a'));  // gzip shrinks it ~1000x
-  net::BufferChain plain, compressed;
-  plain.Append(bomb.SerializeAsString());
-  std::string error;
-  ASSERT_TRUE(protocol::Compress(2, plain, &compressed, &error)) << error;
-  ASSERT_LT(compressed.size(), options.max_body_size);
-  RawRequest raw;
-  raw.raw_payload = compressed.ToString();
-  raw.compress_type = 2;
+  // gzip of a request whose serialized size is `plain_size` (a ~1000x shrink).
+  auto gzipped = [](size_t plain_size) {
+    TestRequest request;
+    request.set_message(std::string(plain_size - 8, 'a'));  // tag + 4..5 byte length prefix
+    while (request.ByteSizeLong() < plain_size) request.mutable_message()->push_back('a');
+    while (request.ByteSizeLong() > plain_size) request.mutable_message()->pop_back();
+    EXPECT_EQ(plain_size, request.ByteSizeLong());
+    net::BufferChain plain, compressed;
+    plain.Append(request.SerializeAsString());
+    std::string error;
+    EXPECT_TRUE(protocol::Compress(2, plain, &compressed, &error)) << error;
+    RawRequest raw;
+    raw.raw_payload = compressed.ToString();
+    raw.compress_type = 2;
+    return raw;
+  };
   RawClient client(port_);
-  RawReply reply = client.Call(raw);
+  // The cap is max_body_size, inclusive (decompression_bound_test shows inflation stops there).
+  RawReply fits = client.Call(gzipped(options.max_body_size));
+  EXPECT_EQ(0, fits.error_code) << fits.error_text;
+  RawReply over = client.Call(gzipped(options.max_body_size + 1));
+  EXPECT_EQ(EREQUEST, over.error_code) << over.error_text;
+  const RawRequest bomb = gzipped(32u << 20);
+  ASSERT_LT(bomb.raw_payload->size(), options.max_body_size);
+  RawReply reply = client.Call(bomb);
   EXPECT_EQ(EREQUEST, reply.error_code) << reply.error_text;
   EXPECT_NE(std::string::npos, reply.error_text.find("CompressType=gzip")) << reply.error_text;
   // The connection stays usable.
@@ -244,7 +265,7 @@ TEST_P(RuntimeLoadTest, ConnectionsPastMaxConnectionsAreClosed) {
   EXPECT_EQ(0, second.Call(RequestFor(&request)).error_code);
   RawClient third(port_);  // the kernel accepts it; the server closes it
   EXPECT_TRUE(third.WaitForClose());
-  EXPECT_EQ(1u, server_->GetServerStats().connections_rejected);
+  EXPECT_EQ(1u, StatSoon(&ServerStats::connections_rejected, 1));
   EXPECT_EQ(0, first.Call(RequestFor(&request)).error_code);
   first.Close();
   for (int i = 0; i < 500 && server_->GetServerStats().connections_open > 1; ++i) {

@@ -1,5 +1,6 @@
-// /status rendered by a real headless Chromium (/usr/bin/chromium, Debian's `chromium`): the
-// screenshot must show a page (not a blank or error render) of the requested size. With
+// /status rendered by a real headless Chromium (/usr/bin/chromium, Debian's `chromium`): the DOM
+// it renders (--dump-dom) must name the methods served and hold the call and error counts the test
+// made, and the screenshot must show a page (not a blank render) of the requested size. With
 // ARENARPC_UPDATE_DOCS_IMG=1 in the environment it is also saved as docs/img/status.png.
 // Chromium loads the page from the server's own port. Off with cmake -DARENARPC_BROWSER_TESTS=OFF.
 
@@ -78,6 +79,22 @@ bool Screenshot(const std::filesystem::path& dir, const std::string& url,
   return std::system(command.c_str()) == 0 && std::filesystem::exists(png);
 }
 
+// Runs Chromium on `url` and returns the DOM it rendered; empty if it failed.
+std::string DumpDom(const std::filesystem::path& dir, const std::string& url) {
+  const auto out = dir / "dom.html";
+  const std::string command =
+      "timeout 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --no-first-run "
+      "--disable-extensions --user-data-dir='" + (dir / "profile").string() + "' --dump-dom '" +
+      url + "' > '" + out.string() + "' 2> '" + (dir / "chromium.log").string() + "'";
+  if (std::system(command.c_str()) != 0) return {};
+  std::ifstream in(out);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 using StatusScreenshotTest = e2e::ServerTest;
 
 TEST_P(StatusScreenshotTest, ChromiumRendersTheStatusPage) {
@@ -88,6 +105,7 @@ TEST_P(StatusScreenshotTest, ChromiumRendersTheStatusPage) {
   auto channel = MakeChannel();
   TestService_Stub stub(channel.get());
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  uint64_t calls = 0, failed_2001 = 0, failed_1003 = 0;
   for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
     Controller controller;
     TestRequest request;
@@ -95,13 +113,36 @@ TEST_P(StatusScreenshotTest, ChromiumRendersTheStatusPage) {
     if (i % 17 == 0) request.set_fail_code(i % 34 == 0 ? 2001 : 1003);
     TestResponse response;
     stub.Echo(&controller, &request, &response, nullptr);
+    ++calls;
+    if (controller.Failed()) ++(controller.ErrorCode() == 2001 ? failed_2001 : failed_1003);
     std::this_thread::sleep_for(std::chrono::milliseconds(i % 100 < 50 ? 5 : 15));
   }
+  ASSERT_GT(failed_2001, 0u);
+  ASSERT_GT(failed_1003, 0u);
+  // The server counts a call after its reply is out: wait until it has counted them all.
+  const std::string echo = "arenarpc.e2e.TestService.Echo";
+  for (int i = 0; i < 500 && server_->GetMethodStats(echo).calls < calls; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(calls, server_->GetMethodStats(echo).calls);
 
   const auto dir = std::filesystem::temp_directory_path() /
                    ("arenarpc_chromium_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  const std::string dom =
+      DumpDom(dir, "http://127.0.0.1:" + std::to_string(port_) + "/status");
+  ASSERT_FALSE(dom.empty()) << "chromium --dump-dom failed";
+  EXPECT_TRUE(Contains(dom, "<h2>" + echo + "</h2>")) << dom;
+  EXPECT_TRUE(Contains(dom, "<h2>arenarpc.e2e.TestService.Echo2</h2>")) << dom;  // no calls yet
+  EXPECT_TRUE(Contains(dom, "<tr><th>calls</th><td>" + std::to_string(calls) + "</td></tr>"))
+      << "calls " << calls << "\n" << dom;
+  EXPECT_TRUE(Contains(dom, "<tr><th>errors</th><td>" +
+                                std::to_string(failed_2001 + failed_1003) + "</td></tr>"))
+      << dom;
+  EXPECT_TRUE(Contains(dom, "1003 EREQUEST: " + std::to_string(failed_1003))) << dom;
+  EXPECT_TRUE(Contains(dom, "2001 EINTERNAL: " + std::to_string(failed_2001))) << dom;
+
   const auto status_png = dir / "status.png", blank_png = dir / "blank.png";
   ASSERT_TRUE(Screenshot(dir, "http://127.0.0.1:" + std::to_string(port_) + "/status",
                          status_png));

@@ -3,7 +3,11 @@
 // Nothing in it is memory-specific: it only writes the reply the way application code does.
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
+
+#include <google/protobuf/descriptor.h>
 
 #include "wire_messages.pb.h"
 
@@ -25,8 +29,19 @@ enum Action : uint32_t {
 
 void Answer(const WireRequest& request, WireReply* reply);
 
+// `bytes` (a serialized `type`) with the entries of every map field sorted; every other byte keeps
+// its place. Protobuf writes a map in its hash order, which is seeded per map object (address and
+// time stamp counter), so two runs of the same code disagree on it. Same length as `bytes`; empty
+// if `bytes` is not well-formed.
+std::string SortMapEntries(std::string_view bytes, const google::protobuf::Descriptor& type);
+
+// How many map fields in `bytes` (a serialized `type`) hold more than one entry.
+int MultiEntryMaps(std::string_view bytes, const google::protobuf::Descriptor& type);
+
 // `count` requests, big ones first, then mixed sizes and presence (some with a present but empty
-// node), so a pooled object meets requests and replies smaller than what it kept. Deterministic.
+// node), so a pooled object meets requests and replies smaller than what it kept. Maps hold up to
+// four entries, oneofs switch cases and some nodes carry fields the schema does not know.
+// Deterministic.
 std::vector<WireRequest> RequestSequence(int count);
 
 }  // namespace arenarpc::wire

@@ -1,5 +1,6 @@
 // baidu_std runtime: the same handler and request sequence in every memory strategy (by name and
-// as a strategy object) gives replies whose bytes equal heap's, call by call.
+// as a strategy object) gives reply frames whose bytes, read off the socket, equal heap's, call by
+// call: meta, payload and attachment.
 #include <google/protobuf/message.h>
 #include <google/protobuf/stubs/callback.h>
 #include <gtest/gtest.h>
@@ -13,6 +14,8 @@
 #include "arenarpc/controller.h"
 #include "arenarpc/memory/message_memory.h"
 #include "arenarpc/server.h"
+#include "protocol/rpc_meta.pb.h"
+#include "raw_client.h"
 #include "wire_handler.h"
 #include "wire_service.pb.h"
 
@@ -23,44 +26,118 @@ constexpr int kCalls = 300;  // enough for pooled objects to meet many smaller r
 
 class WireServiceImpl final : public WireService {
  public:
-  void Call(google::protobuf::RpcController*, const WireRequest* request, WireReply* reply,
-            google::protobuf::Closure* done) override {
+  void Call(google::protobuf::RpcController* controller, const WireRequest* request,
+            WireReply* reply, google::protobuf::Closure* done) override {
     Answer(*request, reply);
+    auto* cntl = static_cast<Controller*>(controller);
+    if (!cntl->request_attachment().empty()) {  // the attachment goes back, with a suffix
+      cntl->response_attachment().Append(cntl->request_attachment().ToString() + "|back");
+    }
     done->Run();
   }
 };
 
-// Serves `requests` one by one with `options` and returns each reply's bytes.
-std::vector<std::string> Replies(ServerOptions options, const std::vector<WireRequest>& requests) {
+// One reply frame as it crossed the socket, cut into its three parts.
+struct ReplyFrame {
+  std::string meta, payload, attachment;
+};
+
+ReplyFrame Cut(const std::string& frame) {
+  ReplyFrame cut;
+  if (frame.size() < 12) {
+    ADD_FAILURE() << "short frame";
+    return cut;
+  }
+  auto be32 = [&](size_t at) {
+    return (uint32_t{static_cast<unsigned char>(frame[at])} << 24) |
+           (uint32_t{static_cast<unsigned char>(frame[at + 1])} << 16) |
+           (uint32_t{static_cast<unsigned char>(frame[at + 2])} << 8) |
+           uint32_t{static_cast<unsigned char>(frame[at + 3])};
+  };
+  const size_t meta_size = be32(8);
+  cut.meta = frame.substr(12, meta_size);
+  protocol::RpcMeta meta;
+  EXPECT_TRUE(meta.ParseFromString(cut.meta));
+  const size_t attachment_size = static_cast<size_t>(meta.attachment_size());
+  const std::string rest = frame.substr(12 + meta_size);
+  EXPECT_LE(attachment_size, rest.size());
+  cut.payload = rest.substr(0, rest.size() - attachment_size);
+  cut.attachment = rest.substr(rest.size() - attachment_size);
+  return cut;
+}
+
+std::string AttachmentFor(size_t i) {
+  return i % 3 == 0 ? std::string() : std::string(i % 50, static_cast<char>('a' + i % 26));
+}
+
+// Serves `requests` one by one with `options` on one connection and returns each reply frame as
+// read from the socket.
+std::vector<ReplyFrame> Replies(ServerOptions options, const std::vector<WireRequest>& requests) {
   WireServiceImpl service;
   Server server;
   EXPECT_EQ(0, server.AddService(&service, SERVER_DOESNT_OWN_SERVICE)) << server.last_error();
   options.num_threads = 1;
   EXPECT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
-  Channel channel;
-  ChannelOptions channel_options;
-  channel_options.timeout_ms = 10000;
-  EXPECT_EQ(0, channel.Init("127.0.0.1:" + std::to_string(server.listen_port()), &channel_options))
-      << channel.last_error();
-  WireService_Stub stub(&channel);
-  std::vector<std::string> replies;
-  for (const WireRequest& request : requests) {
-    Controller controller;
-    WireReply reply;
-    stub.Call(&controller, &request, &reply, nullptr);
-    EXPECT_FALSE(controller.Failed()) << controller.ErrorText();
-    replies.push_back(reply.SerializeAsString());  // canonical: field order, presence kept
+  e2e::RawClient client(server.listen_port());
+  EXPECT_TRUE(client.connected());
+  std::vector<ReplyFrame> replies;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    e2e::RawRequest raw = e2e::RequestFor(&requests[i]);
+    raw.service = "arenarpc.wire.WireService";
+    raw.method = "Call";
+    raw.attachment = AttachmentFor(i);
+    client.Send(raw);
+    std::string frame;
+    if (!client.ReadFrameBytes(&frame)) {
+      ADD_FAILURE() << "no reply frame to request " << i;
+      break;
+    }
+    replies.push_back(Cut(frame));
   }
+  client.Close();
   server.Stop();
   server.Join();
   return replies;
 }
 
-void ExpectSameBytes(const std::vector<std::string>& expected, const std::vector<std::string>& got,
+// Heap's frames, checked once for what they must cover: every reply succeeded, attachments came
+// back, maps with several entries and unknown fields are among the payloads.
+void CheckCoverage(const std::vector<ReplyFrame>& heap, size_t requests) {
+  ASSERT_EQ(requests, heap.size());
+  int multi_entry_maps = 0, unknown_fields = 0, attachments = 0;
+  for (size_t i = 0; i < heap.size(); ++i) {
+    protocol::RpcMeta meta;
+    ASSERT_TRUE(meta.ParseFromString(heap[i].meta));
+    ASSERT_EQ(0, meta.response().error_code()) << meta.response().error_text();
+    EXPECT_EQ(AttachmentFor(i).empty() ? "" : AttachmentFor(i) + "|back", heap[i].attachment);
+    attachments += !heap[i].attachment.empty();
+    multi_entry_maps += MultiEntryMaps(heap[i].payload, *WireReply::descriptor());
+    WireReply reply;
+    ASSERT_TRUE(reply.ParseFromString(heap[i].payload));
+    unknown_fields += reply.node().GetReflection()->GetUnknownFields(reply.node()).field_count();
+  }
+  EXPECT_GT(multi_entry_maps, 10);
+  EXPECT_GT(unknown_fields, 10);
+  EXPECT_GT(attachments, 10);
+}
+
+// Meta and attachment byte for byte; the payload byte for byte up to the order of map entries
+// (see SortMapEntries), and byte for byte outright when no map holds two entries.
+void ExpectSameBytes(const std::vector<ReplyFrame>& expected, const std::vector<ReplyFrame>& got,
                      const std::string& what) {
   ASSERT_EQ(expected.size(), got.size()) << what;
   for (size_t i = 0; i < expected.size(); ++i) {
-    ASSERT_EQ(expected[i], got[i]) << what << ": reply " << i << " differs from heap's";
+    ASSERT_EQ(expected[i].meta, got[i].meta) << what << ": reply " << i << "'s meta";
+    ASSERT_EQ(expected[i].attachment, got[i].attachment) << what << ": reply " << i;
+    ASSERT_EQ(expected[i].payload.size(), got[i].payload.size()) << what << ": reply " << i;
+    if (MultiEntryMaps(expected[i].payload, *WireReply::descriptor()) == 0) {
+      ASSERT_EQ(expected[i].payload, got[i].payload) << what << ": reply " << i;
+    } else {
+      const std::string sorted = SortMapEntries(expected[i].payload, *WireReply::descriptor());
+      ASSERT_FALSE(sorted.empty());
+      ASSERT_EQ(sorted, SortMapEntries(got[i].payload, *WireReply::descriptor()))
+          << what << ": reply " << i;
+    }
   }
 }
 
@@ -68,7 +145,8 @@ TEST(WireIdentity, EveryStrategyRepliesWithHeapsBytes) {
   const std::vector<WireRequest> requests = RequestSequence(kCalls);
   ServerOptions heap;
   heap.memory_mode = "heap";
-  const std::vector<std::string> expected = Replies(heap, requests);
+  const std::vector<ReplyFrame> expected = Replies(heap, requests);
+  CheckCoverage(expected, requests.size());
   for (const char* mode : {"arena", "paged", "reuse"}) {
     ServerOptions options;
     options.memory_mode = mode;
@@ -76,10 +154,28 @@ TEST(WireIdentity, EveryStrategyRepliesWithHeapsBytes) {
   }
 }
 
+TEST(WireIdentity, SortMapEntriesOnlyReordersMapEntries) {
+  WireReply reply;
+  (*reply.mutable_node()->mutable_counts())["a"] = 1;
+  (*reply.mutable_node()->mutable_counts())["b"] = 2;
+  reply.mutable_node()->set_one_text("t");
+  const std::string bytes = reply.SerializeAsString();
+  EXPECT_EQ(1, MultiEntryMaps(bytes, *WireReply::descriptor()));
+  const std::string sorted = SortMapEntries(bytes, *WireReply::descriptor());
+  EXPECT_EQ(bytes.size(), sorted.size());
+  WireReply back;
+  ASSERT_TRUE(back.ParseFromString(sorted));
+  EXPECT_EQ(reply.DebugString(), back.DebugString());
+  WireReply other = reply;  // a different value is not hidden by the sorting
+  (*other.mutable_node()->mutable_counts())["b"] = 3;
+  EXPECT_NE(sorted, SortMapEntries(other.SerializeAsString(), *WireReply::descriptor()));
+  EXPECT_TRUE(SortMapEntries("\xff", *WireReply::descriptor()).empty());  // not well-formed
+}
+
 TEST(WireIdentity, StrategyObjectsServeLikeTheirNames) {
   const std::vector<WireRequest> requests = RequestSequence(kCalls / 3);
   ServerOptions heap;
-  const std::vector<std::string> expected = Replies(heap, requests);
+  const std::vector<ReplyFrame> expected = Replies(heap, requests);
   auto reuse = memory::MakeMessageMemory("reuse");
   ServerOptions server_wide;
   server_wide.memory_strategy = reuse;
@@ -152,7 +248,7 @@ class CountingMemory final : public memory::MessageMemory {
 
 TEST(WireIdentity, AUsersOwnStrategyPlugsIntoTheServer) {
   const std::vector<WireRequest> requests = RequestSequence(kCalls / 3);
-  const std::vector<std::string> expected = Replies(ServerOptions(), requests);
+  const std::vector<ReplyFrame> expected = Replies(ServerOptions(), requests);
   auto mine = std::make_shared<CountingMemory>();
   ServerOptions options;
   options.method_memory_strategy["arenarpc.wire.WireService.Call"] = mine;

@@ -23,9 +23,10 @@ class RetryPolicy {
   virtual bool DoRetry(const RetryContext& context) const = 0;
 };
 
-// What a channel without a policy does (at-most-once): retry a request that was not sent; in a
-// cluster channel also one a server refused before running it (ELOGOFF: the server is stopping;
-// ELIMIT: over its concurrency limit), since another server can take it.
+// What a channel without a policy does (at-most-once): retry a request that was not sent (but
+// EOVERCROWDED, a connection's full queue, only in a cluster channel); in a cluster channel also
+// one a server refused before running it (ELOGOFF: the server is stopping; ELIMIT: over its
+// concurrency limit), since another server can take it.
 bool DefaultDoRetry(const RetryContext& context) noexcept;
 
 }  // namespace arenarpc

@@ -70,6 +70,11 @@ void EtcdClient::Connect() {
   // same etcd in this process (a server registering and a channel watching), whose backoff state
   // would otherwise be shared.
   arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // HTTP/2 pings while calls are open, so a connection to a vanished host fails by itself (etcd
+  // refuses pings more often than every 5 s: --grpc-keepalive-min-time).
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  arguments.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   channel_ = grpc::CreateCustomChannel(endpoints_[index_], grpc::InsecureChannelCredentials(),
                                        arguments);
   kv_ = etcdserverpb::KV::NewStub(channel_);

@@ -2,7 +2,14 @@
 // part is "ip:port"; the value, if not empty, is "ip:port[ weight[ tag]]" and wins). Start()
 // reads them (KV.Range); a background thread then follows changes through Watch.Watch from the
 // next revision. When the watch breaks (etcd down or restarting) the last list stays, the failure
-// is logged (rate-limited) and the thread re-reads and re-watches every 500 ms until etcd answers.
+// is logged (rate-limited) and the thread re-reads and re-watches every 500 ms until etcd answers,
+// moving to the next endpoint after each failure.
+//
+// A host that vanishes silently (no RST: a dead machine, a blackholing network) does not break a
+// stream, so a second thread asks etcd for a progress notification every kProgressInterval and
+// cancels a watch that heard nothing for kWatchDeadline; it also warns while the list has not been
+// confirmed by etcd (a Range, an event or a progress notification) for kStaleAfter.
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -17,6 +24,10 @@ namespace arenarpc::cluster::etcd {
 namespace {
 
 constexpr auto kRetryInterval = std::chrono::milliseconds(500);
+constexpr auto kProgressInterval = std::chrono::milliseconds(1000);
+constexpr auto kWatchDeadline = std::chrono::milliseconds(3000);
+constexpr auto kStaleAfter = std::chrono::milliseconds(5000);
+using Clock = std::chrono::steady_clock;
 
 class EtcdNaming final : public NamingService {
  public:
@@ -31,6 +42,7 @@ class EtcdNaming final : public NamingService {
     listener_ = std::move(listener);
     if (!Resync(first_fetch_timeout_, error)) return false;
     thread_ = std::thread([this] { Follow(); });
+    monitor_ = std::thread([this] { Monitor(); });
     return true;
   }
 
@@ -42,6 +54,7 @@ class EtcdNaming final : public NamingService {
     }
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
+    if (monitor_.joinable()) monitor_.join();
   }
 
  private:
@@ -62,8 +75,14 @@ class EtcdNaming final : public NamingService {
     servers_.clear();
     for (const mvccpb::KeyValue& kv : response.kvs()) Apply(kv);
     revision_ = response.header().revision();
+    Confirmed();
     Push();
     return true;
+  }
+
+  // etcd just told us the list is current.
+  void Confirmed() {
+    confirmed_at_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   }
 
   void Apply(const mvccpb::KeyValue& kv) {
@@ -94,6 +113,7 @@ class EtcdNaming final : public NamingService {
   // One watch stream from revision_ + 1 until it breaks; true if stopping.
   void WatchOnce() {
     auto context = std::make_shared<grpc::ClientContext>();
+    heard_at_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
     {
       std::lock_guard lock(mutex_);
       if (stopping_) return;
@@ -105,10 +125,19 @@ class EtcdNaming final : public NamingService {
     create->set_key(target_.prefix);
     create->set_range_end(range_end_);
     create->set_start_revision(revision_ + 1);
+    create->set_progress_notify(true);
     etcdserverpb::WatchResponse response;
-    if (stream->Write(request)) {
+    // The monitor's deadline covers this Write too (it cancels the context).
+    const bool created = stream->Write(request);
+    if (created) {
+      std::lock_guard lock(stream_mutex_);
+      stream_ = stream.get();  // the monitor may write progress requests now
+    }
+    if (created) {
       while (stream->Read(&response)) {
+        heard_at_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
         if (response.canceled()) break;  // e.g. revision compacted: resync
+        Confirmed();  // an event or a progress notification: nothing newer is missing
         for (const mvccpb::Event& event : response.events()) {
           if (event.type() == mvccpb::Event::DELETE) {
             servers_.erase(event.kv().key());
@@ -121,16 +150,69 @@ class EtcdNaming final : public NamingService {
       }
     }
     context->TryCancel();
+    {
+      std::lock_guard lock(stream_mutex_);  // waits for a progress request being written
+      stream_ = nullptr;
+    }
     const grpc::Status status = stream->Finish();
     {
       std::lock_guard lock(mutex_);
       watch_context_.reset();
       if (stopping_) return;
     }
+    const bool silent = watch_silent_.exchange(false);
     log_.Log("etcd " + client_.endpoint() + ": watch of " + target_.prefix + " ended (" +
-             (response.canceled() ? response.cancel_reason() : status.error_message()) +
+             (silent              ? "no answer for " + std::to_string(kWatchDeadline.count()) + " ms"
+              : response.canceled() ? response.cancel_reason()
+                                    : status.error_message()) +
              "); keeping the last list of " + std::to_string(servers_.size()) + " servers");
     client_.Rotate();
+  }
+
+  // Every kProgressInterval: a progress request on the open watch, the watch's deadline, the
+  // stale-list warning.
+  void Monitor() {
+    etcdserverpb::WatchRequest progress;
+    progress.mutable_progress_request();
+    Clock::time_point warned_at{};
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        if (wake_.wait_for(lock, kProgressInterval, [this] { return stopping_; })) return;
+      }
+      const Clock::time_point now = Clock::now();
+      const auto since = [now](const std::atomic<int64_t>& at_ns) {
+        return now - Clock::time_point(Clock::duration(at_ns.load(std::memory_order_relaxed)));
+      };
+      bool silent = false;
+      {
+        std::lock_guard lock(mutex_);
+        if (watch_context_ && since(heard_at_ns_) > kWatchDeadline) {
+          silent = true;
+          watch_silent_ = true;
+          watch_context_->TryCancel();  // the pending Write() or Read() returns false
+        }
+      }
+      if (!silent) {
+        std::lock_guard lock(stream_mutex_);
+        if (stream_ != nullptr) stream_->Write(progress);
+      }
+      const auto stale = since(confirmed_at_ns_);
+      if (stale > kStaleAfter && now - warned_at >= kStaleAfter) {
+        warned_at = now;
+        Log(LogLevel::kWarning,
+            "etcd://" + Endpoints() + target_.prefix + ": server list is stale: not confirmed by " +
+                "etcd for " +
+                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(stale).count()) +
+                " ms; keeping the last list");
+      }
+    }
+  }
+
+  std::string Endpoints() const {
+    std::string all;
+    for (const std::string& endpoint : target_.endpoints) all += (all.empty() ? "" : ",") + endpoint;
+    return all;
   }
 
   bool SleepBeforeRetry() {
@@ -169,7 +251,14 @@ class EtcdNaming final : public NamingService {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::shared_ptr<grpc::ClientContext> watch_context_;
+  // The open watch stream, for the monitor's progress requests (Follow() reads it meanwhile).
+  std::mutex stream_mutex_;
+  grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>* stream_ =
+      nullptr;
+  std::atomic<int64_t> heard_at_ns_{0}, confirmed_at_ns_{0};  // steady clock
+  std::atomic<bool> watch_silent_{false};  // the monitor cancelled the watch
   std::thread thread_;
+  std::thread monitor_;
 };
 
 }  // namespace

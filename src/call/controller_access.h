@@ -1,0 +1,34 @@
+#pragma once
+// ControllerAccess: what only the runtime sets on a Controller (latency, retries, remote side,
+// the server call's hooks). Not installed: users cannot reach these setters.
+
+#include <memory>
+#include <string>
+
+#include "arenarpc/controller.h"
+#include "call/cancel_source.h"
+
+namespace arenarpc::internal {
+
+struct ControllerAccess {
+  using RetainHook = Controller::RetainHook;
+
+  static void set_latency_us(Controller& c, int64_t us) noexcept { c.latency_us_ = us; }
+  static void set_retried_count(Controller& c, int n) noexcept { c.retried_count_ = n; }
+  static void set_remote_side(Controller& c, std::string side) { c.remote_side_ = std::move(side); }
+  // `side` must outlive the controller (a server call's connection does).
+  static void set_local_side(Controller& c, const std::string* side) noexcept {
+    c.local_side_ = side;
+  }
+  static void set_deadline_hint_ms(Controller& c, int32_t ms) noexcept { c.deadline_hint_ms_ = ms; }
+  static void set_retain_hook(Controller& c, RetainHook hook, void* state) noexcept {
+    c.retain_hook_ = hook, c.retain_state_ = state;
+  }
+  static void* retain_state(const Controller& c) noexcept { return c.retain_state_; }
+  // Server calls: IsCanceled()/NotifyOnCancel() ask `source` (which outlives the controller).
+  static void set_cancel_source(Controller& c, CancelSource* source) noexcept {
+    c.cancel_source_ = source;
+  }
+};
+
+}  // namespace arenarpc::internal
