@@ -17,15 +17,15 @@ class AdmittedTask {
  public:
   explicit AdmittedTask(std::shared_ptr<ServerState> state) : state_(std::move(state)) {}
   virtual ~AdmittedTask() {
-    if (!started_) state_->queued.fetch_sub(1, std::memory_order_relaxed);
-    state_->FinishOne();
+    if (!started_) state_->admission.Dequeued();
+    state_->admission.Finish();
   }
   AdmittedTask(const AdmittedTask&) = delete;
   AdmittedTask& operator=(const AdmittedTask&) = delete;
 
   void Start() {
     started_ = true;
-    state_->queued.fetch_sub(1, std::memory_order_relaxed);
+    state_->admission.Dequeued();
     Run();
   }
 

@@ -63,7 +63,6 @@ class Server::Impl {
       state.loops.reset();
       state.fibers.reset();
       state.workers.reset();
-      state.limiter.reset();
       state.builtins = builtin::BuiltinRegistry();
     }
     Startup(const Startup&) = delete;
@@ -330,12 +329,9 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   state.loops =
       std::make_unique<net::EventLoopGroup>(io_threads, "arenarpc-io", net::LoopSharing::kShared);
   impl.handler_threads = options.worker_threads > 0 ? options.worker_threads : io_threads;
-  if (options.max_concurrency.is_auto()) {
-    server::AutoConcurrencyLimiter::Options limiter;
-    // One call may wait while every handler thread works.
-    limiter.min_limit = impl.handler_threads;
-    state.limiter.emplace(limiter);
-  }
+  // The adaptive limit's floor: one call may wait while every handler thread works.
+  state.admission.Configure(options.max_concurrency, options.max_queued_requests,
+                            impl.handler_threads);
   if (options.has_builtin_services) {
     builtin::AddCoreBuiltinServices(&state.builtins, server::MakeServerView(impl.state));
   }
@@ -436,7 +432,7 @@ int Server::Stop() {
         "Stop: called from a thread of the server (a handler); call it from another thread";
     return -1;
   }
-  if (state.stopping.exchange(true, std::memory_order_acq_rel)) return 0;  // another Stop() runs
+  if (!state.admission.StartStopping()) return 0;  // another Stop() runs
   // Out of the registry first, so that clients stop choosing this server while it drains.
   if (impl.registration) impl.registration->Stop();
   state.acceptor->Close();
@@ -445,12 +441,7 @@ int Server::Stop() {
   // Calls in flight may finish until the deadline; new requests already get ELOGOFF.
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(state.options.stop_deadline_ms);
-  {
-    std::unique_lock lock(state.drain_mutex);
-    state.drained.wait_until(lock, deadline, [&] {
-      return state.in_flight.load(std::memory_order_acquire) == 0;
-    });
-  }
+  state.admission.WaitIdle(deadline);
   const std::vector<std::shared_ptr<net::Connection>> open = state.connections.StartClosing();
   // Every reply produced so far is written before its connection closes, until the deadline.
   for (const auto& connection : open) connection->CloseWhenFlushed();

@@ -94,11 +94,11 @@ std::shared_ptr<void> ServerCall::RetainHook(const Controller& controller) {
   return call->retained_;
 }
 
-void ServerCall::Dequeue() { state_->queued.fetch_sub(1, std::memory_order_relaxed); }
+void ServerCall::Dequeue() { state_->admission.Dequeued(); }
 
 void ServerCall::Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload) {
   call->Dequeue();
-  call->state_->FinishOne();
+  call->state_->admission.Finish();
 }
 
 void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload) {
@@ -117,7 +117,7 @@ void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload)
                                "The request waited " + std::to_string(queued_us / 1000) +
                                    "ms for a thread, past its timeout_ms=" +
                                    std::to_string(timeout_ms));
-    state.FinishOne();
+    state.admission.Finish();
     return;
   }
   Execute(std::move(call), std::move(payload));
@@ -132,7 +132,7 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     call->protocol_->SendError(*call->connection_, call->correlation_id_, EINTERNAL,
                                "Fail to create the messages of " + method->full_name + ": " +
                                    e.what());
-    call->state_->FinishOne();
+    call->state_->admission.Finish();
     return;
   }
   std::string error_text;
@@ -153,7 +153,7 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
       call->protocol_->SendError(*call->connection_, call->correlation_id_, error_code,
                                  error_text);
     }
-    call->state_->FinishOne();
+    call->state_->admission.Finish();
     return;  // the half-filled pair goes back to its strategy with the call
   }
   payload.bytes.clear();  // the input pages can go back before the handler runs
@@ -174,7 +174,7 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
   state.counters.rejected_fiber_limit.fetch_add(1, std::memory_order_relaxed);
   method->CountRejected(ELIMIT);
   call->protocol_->SendError(*call->connection_, call->correlation_id_, ELIMIT, limit_text);
-  state.FinishOne();
+  state.admission.Finish();
 }
 
 void ServerCall::RunHandler(void* arg) {
@@ -221,11 +221,7 @@ void ServerCall::Run() {
   method_->request_memory->Observe(pair, request_wire_size_);
   // Counted before the reply leaves, so a client that has its reply also sees its call counted.
   const auto now = std::chrono::steady_clock::now();
-  if (state_->limiter) {
-    using std::chrono::duration_cast, std::chrono::microseconds;
-    state_->limiter->OnCallEnd(duration_cast<microseconds>(now.time_since_epoch()).count(),
-                               duration_cast<microseconds>(now - started_).count(), ok);
-  }
+  state_->admission.OnCallEnd(now, started_, ok);
   method_->CountEnded(
       now, std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count(),
       ok ? 0 : (controller_.Failed() ? controller_.ErrorCode() : ERESPONSE));
@@ -235,7 +231,7 @@ void ServerCall::Run() {
     protocol_->SendReply(*connection_, correlation_id_, std::move(frame));
   }
   // After the write was queued: Stop() closes connections once nothing is in flight.
-  state_->FinishOne();
+  state_->admission.Finish();
   // `self` goes out of scope: the pair is released now, unless RetainMessages() handles remain.
 }
 

@@ -226,30 +226,31 @@ void ServerConnection::Reject(net::Connection& connection, int64_t key, int code
                               bool admitted) {
   if (counter != nullptr) counter->fetch_add(1, std::memory_order_relaxed);
   protocol_->SendError(connection, key, code, text);
-  if (admitted) state_->FinishOne();
+  if (admitted) state_->admission.Finish();
 }
 
 bool ServerConnection::AdmitFirst(net::Connection& connection, int64_t key) {
   ServerState& state = *state_;
   state.counters.requests.fetch_add(1, std::memory_order_relaxed);
-  if (state.stopping.load(std::memory_order_acquire)) {
-    Reject(connection, key, ELOGOFF, protocol::kServerStoppingText,
-           &state.counters.rejected_stopping, false);
-    return false;
+  switch (state.admission.TryAdmit()) {
+    case Admission::Verdict::kAdmitted:
+      return true;
+    case Admission::Verdict::kStopping:
+      Reject(connection, key, ELOGOFF, protocol::kServerStoppingText,
+             &state.counters.rejected_stopping, false);
+      return false;
+    case Admission::Verdict::kQueueFull:
+      Reject(connection, key, ELIMIT,
+             "Reached server's max_queued_requests=" +
+                 std::to_string(state.admission.max_queued_requests()),
+             &state.counters.rejected_limit, false);
+      return false;
+    case Admission::Verdict::kOverLimit:
+      Reject(connection, key, ELIMIT, protocol::MaxConcurrencyText(state.admission.limit()),
+             &state.counters.rejected_limit, false);
+      return false;
   }
-  const int max_queued = state.options.max_queued_requests;
-  if (max_queued > 0 && state.queued.load(std::memory_order_relaxed) >= max_queued) {
-    Reject(connection, key, ELIMIT,
-           "Reached server's max_queued_requests=" + std::to_string(max_queued),
-           &state.counters.rejected_limit, false);
-    return false;
-  }
-  if (!state.TryAdmit()) {
-    Reject(connection, key, ELIMIT, protocol::MaxConcurrencyText(state.concurrency_limit()),
-           &state.counters.rejected_limit, false);
-    return false;
-  }
-  return true;
+  return false;
 }
 
 bool ServerConnection::Overcrowded(const net::Connection& connection) const {
@@ -263,7 +264,7 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
   ServerState& state = *state_;
   const int64_t key = head.key;
   if (!AdmitFirst(connection, key)) return nullptr;
-  // Admitted: from here every path ends in exactly one FinishOne().
+  // Admitted: from here every path ends in exactly one admission.Finish().
   if (head.invalid_code != 0) {
     Reject(connection, key, head.invalid_code, head.invalid_text, nullptr, true);
     return nullptr;
@@ -301,13 +302,13 @@ bool ServerConnection::AdmitTask(net::Connection& connection, int64_t key) {
 
 std::unique_ptr<PendingCall> ServerConnection::Pending(std::unique_ptr<ServerCall> call,
                                                        RequestPayload&& payload) {
-  state_->queued.fetch_add(1, std::memory_order_relaxed);
+  state_->admission.Queued();
   return std::make_unique<PendingCall>(std::move(call), std::move(payload));
 }
 
 std::unique_ptr<PendingCall> ServerConnection::Pending(std::unique_ptr<AdmittedTask> task,
                                                        size_t request_size) {
-  state_->queued.fetch_add(1, std::memory_order_relaxed);
+  state_->admission.Queued();
   return std::make_unique<PendingCall>(std::move(task), request_size);
 }
 

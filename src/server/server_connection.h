@@ -72,7 +72,7 @@ class ServerConnection final : public net::Connection::Delegate {
   void DrainOne(net::Connection& connection);
   void PostDrainer(net::Connection& connection);
   // Admission's first checks (stopping, max_queued_requests, max_concurrency). true: admitted,
-  // one ServerState::FinishOne() owed; false: rejected and answered.
+  // one Admission::Finish() owed; false: rejected and answered.
   bool AdmitFirst(net::Connection& connection, int64_t key);
   bool Overcrowded(const net::Connection& connection) const;
   // Answers a rejected request: counts it in `counter` (may be null), sends the error and, if it

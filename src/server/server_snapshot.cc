@@ -93,14 +93,14 @@ ServerStats SnapshotServer(ServerState& state) {
   stats.message_memory_trims = state.message_memory.trims();
   stats.rejected_fiber_limit = counters.rejected_fiber_limit.load(kRelaxed);
   if (state.fibers) stats.fibers = state.fibers->live();
-  stats.queued = state.queued.load(kRelaxed);
-  stats.concurrency_limit = state.concurrency_limit();
+  stats.queued = state.admission.queued();
+  stats.concurrency_limit = state.admission.limit();
   stats.requests = counters.requests.load(kRelaxed);
   stats.rejected_stopping = counters.rejected_stopping.load(kRelaxed);
   stats.rejected_limit = counters.rejected_limit.load(kRelaxed);
   stats.rejected_unknown = counters.rejected_unknown.load(kRelaxed);
   stats.rejected_overcrowded = counters.rejected_overcrowded.load(kRelaxed);
-  stats.in_flight = state.in_flight.load(kRelaxed);
+  stats.in_flight = state.admission.in_flight();
   stats.connections_open = state.connections.size();
   stats.unwritten_held_bytes = state.connections.UnwrittenHeldBytes();
   return stats;

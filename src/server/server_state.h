@@ -1,6 +1,9 @@
 #pragma once
-// ServerState: everything a running server shares with its connections and calls. Held by
-// shared_ptr so that a call finishing after Stop() (a late done->Run()) still finds it alive.
+// ServerState: everything a running server shares with its connections and calls, visible only
+// to src/server/ (observers read it through stats::ServerView, server_snapshot.h). Its parts with
+// rules of their own are classes: Admission (admission.h), ConnectionTable (connection_table.h).
+// Held by shared_ptr so that a call finishing after Stop() (a late done->Run()) still finds it
+// alive.
 
 #include <asio/thread_pool.hpp>
 
@@ -22,7 +25,7 @@
 #include "net/acceptor.h"
 #include "net/connection.h"
 #include "net/event_loop_group.h"
-#include "server/auto_concurrency_limiter.h"
+#include "server/admission.h"
 #include "server/connection_table.h"
 #include "server/service_registry.h"
 #include "util/rate_limited_log.h"
@@ -41,18 +44,9 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   std::shared_ptr<net::Acceptor> acceptor;
   std::shared_ptr<net::Acceptor> internal_acceptor;  // options.internal_port >= 0
   builtin::BuiltinRegistry builtins;  // filled before Start() listens, read-only after
-  std::optional<AutoConcurrencyLimiter> limiter;  // max_concurrency = "auto"
   memory::MessageMemoryBudget message_memory;     // max_inflight_message_memory
 
-  std::atomic<bool> stopping{false};  // new requests get ELOGOFF
-
-  // Calls admitted (counted against max_concurrency) whose reply has not been queued yet.
-  std::atomic<int64_t> in_flight{0};
-  // ... of which dispatched to a thread and not started yet (bounded by max_queued_requests).
-  std::atomic<int64_t> queued{0};
-  std::mutex drain_mutex;
-  std::condition_variable drained;  // notified when in_flight drops to 0 while stopping
-
+  Admission admission;
   ConnectionTable connections;
 
   struct Counters {
@@ -64,31 +58,6 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   } counters;
   util::RateLimitedLog malformed_log;
   util::RateLimitedLog timeout_log;
-
-  // The limit in force now; 0 = unlimited.
-  int concurrency_limit() const {
-    if (limiter) return limiter->limit();
-    return options.max_concurrency.fixed_limit();
-  }
-
-  // Admission for max_concurrency. false = over the limit (nothing counted).
-  bool TryAdmit() {
-    const int64_t now = in_flight.fetch_add(1, std::memory_order_acq_rel) + 1;
-    const int limit = concurrency_limit();
-    if (limit > 0 && now > limit) {
-      FinishOne();
-      return false;
-    }
-    return true;
-  }
-  // A call admitted by TryAdmit() has queued its reply (or was dropped).
-  void FinishOne() {
-    if (in_flight.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
-        stopping.load(std::memory_order_acquire)) {
-      std::lock_guard lock(drain_mutex);
-      drained.notify_all();
-    }
-  }
 };
 
 }  // namespace arenarpc::server

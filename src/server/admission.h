@@ -1,0 +1,97 @@
+#pragma once
+// Admission: the server-wide half of admitting a request (the connection's half — its backlog and
+// unsent output — is ServerConnection's). Every admitted unit (a call, an HTTP page) passes
+// TryAdmit() when it is decoded — stopping → ELOGOFF, max_queued_requests and max_concurrency →
+// ELIMIT — and ends in exactly one Finish() once its reply is queued (or it is dropped); Stop()
+// waits for the count to reach 0.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+
+#include "arenarpc/max_concurrency.h"
+#include "server/auto_concurrency_limiter.h"
+
+namespace arenarpc::server {
+
+class Admission {
+ public:
+  enum class Verdict { kAdmitted, kStopping, kQueueFull, kOverLimit };
+
+  // At Start(), before any request. `min_auto_limit`: the adaptive limit's floor.
+  void Configure(const MaxConcurrency& max_concurrency, int max_queued_requests,
+                 int min_auto_limit) {
+    fixed_limit_ = max_concurrency.fixed_limit();
+    max_queued_ = max_queued_requests;
+    if (max_concurrency.is_auto()) {
+      AutoConcurrencyLimiter::Options options;
+      options.min_limit = min_auto_limit;
+      limiter_.emplace(options);
+    } else {
+      limiter_.reset();
+    }
+  }
+
+  // kAdmitted: counted in flight; one Finish() is owed.
+  Verdict TryAdmit() {
+    if (stopping_.load(std::memory_order_acquire)) return Verdict::kStopping;
+    if (max_queued_ > 0 && queued_.load(std::memory_order_relaxed) >= max_queued_) {
+      return Verdict::kQueueFull;
+    }
+    const int64_t now = in_flight_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    const int limit = this->limit();
+    if (limit > 0 && now > limit) {
+      Finish();
+      return Verdict::kOverLimit;
+    }
+    return Verdict::kAdmitted;
+  }
+  // An admitted unit's reply was queued (or it was dropped).
+  void Finish() {
+    if (in_flight_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+        stopping_.load(std::memory_order_acquire)) {
+      std::lock_guard lock(idle_mutex_);
+      idle_.notify_all();
+    }
+  }
+  // An admitted unit waits for a thread / was taken by one (max_queued_requests).
+  void Queued() { queued_.fetch_add(1, std::memory_order_relaxed); }
+  void Dequeued() { queued_.fetch_sub(1, std::memory_order_relaxed); }
+  // A call ended (the adaptive limit learns from it); `ok`: it succeeded.
+  void OnCallEnd(std::chrono::steady_clock::time_point now,
+                 std::chrono::steady_clock::time_point started, bool ok) {
+    if (!limiter_) return;
+    using std::chrono::duration_cast, std::chrono::microseconds;
+    limiter_->OnCallEnd(duration_cast<microseconds>(now.time_since_epoch()).count(),
+                        duration_cast<microseconds>(now - started).count(), ok);
+  }
+
+  // From now on TryAdmit() answers kStopping. false: it already did.
+  bool StartStopping() { return !stopping_.exchange(true, std::memory_order_acq_rel); }
+  // Waits until nothing admitted is in flight, or `deadline`.
+  void WaitIdle(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(idle_mutex_);
+    idle_.wait_until(lock, deadline,
+                     [&] { return in_flight_.load(std::memory_order_acquire) == 0; });
+  }
+
+  int limit() const { return limiter_ ? limiter_->limit() : fixed_limit_; }  // 0 = unlimited
+  int max_queued_requests() const { return max_queued_; }
+  int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+  int64_t queued() const { return queued_.load(std::memory_order_relaxed); }
+
+ private:
+  int fixed_limit_ = 0;
+  int max_queued_ = 0;
+  std::optional<AutoConcurrencyLimiter> limiter_;  // max_concurrency = "auto"
+  std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> in_flight_{0};  // admitted, reply not queued yet
+  std::atomic<int64_t> queued_{0};     // ... of which waiting for a thread
+  std::mutex idle_mutex_;
+  std::condition_variable idle_;  // in_flight_ reached 0 while stopping
+};
+
+}  // namespace arenarpc::server
