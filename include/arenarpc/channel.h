@@ -45,6 +45,10 @@ namespace arenarpc {
 namespace client {
 class ChannelCore;
 }
+namespace cluster {
+class NamingService;
+}
+class PartitionChannel;
 
 struct ChannelOptions {
   // Deadline of the whole call including retries; -1 = none. A Controller may override it.
@@ -175,6 +179,11 @@ class Channel : public google::protobuf::RpcChannel {
   bool CheckInit(const ChannelOptions* options, ChannelOptions* effective);
   int InitCluster(std::string_view naming_url, std::string_view load_balancer,
                   const ChannelOptions* options);
+  // A cluster channel over a naming service built elsewhere (a PartitionChannel's partition);
+  // `name` is what remote_side() reports.
+  int InitWithNaming(std::unique_ptr<cluster::NamingService> naming, std::string name,
+                     std::string_view load_balancer, const ChannelOptions* options);
+  friend class PartitionChannel;
 
   std::shared_ptr<client::ChannelCore> core_;
   std::string last_error_;

@@ -145,8 +145,7 @@ int Channel::InitCluster(std::string_view naming_url, std::string_view load_bala
   ChannelOptions effective;
   if (!CheckInit(options, &effective)) return -1;
   std::string error;
-  std::unique_ptr<cluster::LoadBalancer> balancer = cluster::MakeLoadBalancer(load_balancer, &error);
-  if (!balancer) {
+  if (!cluster::MakeLoadBalancer(load_balancer, &error)) {  // before any naming-service error
     last_error_ = error;
     return -1;
   }
@@ -158,7 +157,20 @@ int Channel::InitCluster(std::string_view naming_url, std::string_view load_bala
     last_error_ = error;
     return -1;
   }
-  auto core = std::make_shared<client::ChannelCore>(effective, std::string(naming_url));
+  return InitWithNaming(std::move(naming), std::string(naming_url), load_balancer, options);
+}
+
+int Channel::InitWithNaming(std::unique_ptr<cluster::NamingService> naming, std::string name,
+                            std::string_view load_balancer, const ChannelOptions* options) {
+  ChannelOptions effective;
+  if (!CheckInit(options, &effective)) return -1;
+  std::string error;
+  std::unique_ptr<cluster::LoadBalancer> balancer = cluster::MakeLoadBalancer(load_balancer, &error);
+  if (!balancer) {
+    last_error_ = error;
+    return -1;
+  }
+  auto core = std::make_shared<client::ChannelCore>(effective, std::move(name));
   if (!core->InitCluster(
           std::make_unique<client::ServerPool>(core.get(), std::move(naming), std::move(balancer)),
           &error)) {

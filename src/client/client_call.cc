@@ -307,9 +307,9 @@ void ClientCall::InterpretReplyLocked(protocol::Frame& frame, bool attachment_to
 void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {
   completed_ = true;
   deadline_timer_.cancel();
+  const Clock::time_point now = Clock::now();
   internal::ControllerAccess::set_latency_us(
-      *controller_,
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count());
+      *controller_, std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count());
   internal::ControllerAccess::set_remote_side(
       *controller_, last_server_ ? last_server_->remote_side() : core_->remote_side());
   internal::ControllerAccess::set_retried_count(*controller_, retries_);
@@ -319,7 +319,7 @@ void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {
   const bool timed_out = controller_->ErrorCode() == ERPCTIMEDOUT;
   while (active_count_ > 0) {
     if (auto connection = active_[active_count_ - 1].connection.lock()) {
-      connection->Abandon(active_[active_count_ - 1].correlation_id, timed_out);
+      connection->Abandon(active_[active_count_ - 1].correlation_id, timed_out, start_, now);
     }
     // A timed-out attempt counts against its server; a backup's loser or a canceled one does not.
     EndAttempt(active_count_ - 1, timed_out ? AttemptEnd::kFailed : AttemptEnd::kAbandoned);

@@ -128,7 +128,6 @@ void ClientConnection::DoSubmit(std::shared_ptr<ClientCall> call, int64_t correl
     return;
   }
   it->second.call = std::move(call);
-  it->second.sequence = ++submitted_;
   if (!connection_ || !waiting_.empty() || unsent - waiting_bytes_ > kHandOffWindow) {
     waiting_bytes_ += frame.size();
     waiting_.emplace_back(correlation_id, std::move(frame));
@@ -236,22 +235,18 @@ void ClientConnection::WriteFrame(int64_t correlation_id, net::BufferChain frame
   connection->Write(std::move(frame));
 }
 
-void ClientConnection::Abandon(int64_t correlation_id, bool timed_out) {
-  asio::post(loop_, [self = shared_from_this(), correlation_id, timed_out] {
+void ClientConnection::Abandon(int64_t correlation_id, bool timed_out, Clock::time_point call_start,
+                               Clock::time_point ended) {
+  // Counted here, on the caller's side of the timeout, so that the manager stops handing this
+  // connection out before the caller can start its next call.
+  const bool stuck = timed_out && !exclusive_ && CountTimeout(call_start, ended);
+  asio::post(loop_, [self = shared_from_this(), correlation_id, stuck] {
     // An unsent request stays in waiting_ until DrainWaiting() drops it.
-    auto it = self->pending_.find(correlation_id);
-    if (it == self->pending_.end()) return;
-    const uint64_t sequence = it->second.sequence;
-    self->pending_.erase(it);
-    const int max_timeouts = self->core_->options().max_consecutive_timeouts;
-    if (!self->exclusive_ && timed_out && self->connection_ && !self->closed() && max_timeouts > 0 &&
-        sequence > self->last_counted_timeout_) {
-      self->last_counted_timeout_ = self->submitted_;
-      if (++self->timeouts_in_a_row_ >= max_timeouts) {
-        self->CloseStuck(std::to_string(self->timeouts_in_a_row_) +
-                         " calls in a row timed out with no reply read in between");
-        return;
-      }
+    if (self->pending_.erase(correlation_id) == 0 && !stuck) return;
+    if (stuck) {
+      self->CloseStuck(std::to_string(self->core_->options().max_consecutive_timeouts) +
+                       " calls in a row timed out with no reply read in between");
+      return;
     }
     if (self->exclusive_ && !self->closed()) {
       self->close_code_ = EFAILEDSOCKET;
@@ -263,6 +258,20 @@ void ClientConnection::Abandon(int64_t correlation_id, bool timed_out) {
       }
     }
   });
+}
+
+bool ClientConnection::CountTimeout(Clock::time_point call_start, Clock::time_point ended) {
+  const int max_timeouts = core_->options().max_consecutive_timeouts;
+  if (max_timeouts <= 0 || closed()) return false;
+  int64_t last = last_counted_timeout_ns_.load(std::memory_order_acquire);
+  // Calls that started before the last counted timeout happened time out "together" with it.
+  if (call_start.time_since_epoch().count() <= last) return false;
+  if (!last_counted_timeout_ns_.compare_exchange_strong(last, ended.time_since_epoch().count(),
+                                                        std::memory_order_acq_rel)) {
+    return false;  // another call's timeout was counted just now: the same event
+  }
+  if (timeouts_in_a_row_.fetch_add(1, std::memory_order_acq_rel) + 1 < max_timeouts) return false;
+  return !retiring_.exchange(true, std::memory_order_acq_rel);  // one close
 }
 
 void ClientConnection::Close(int code, std::string text) {
@@ -296,7 +305,9 @@ bool ClientConnection::OnInput(net::BufferChain& input) {
         return true;
       case protocol::DecodeStatus::kFrame:
         got_frame = true;
-        timeouts_in_a_row_ = 0;
+        if (timeouts_in_a_row_.load(std::memory_order_relaxed) != 0) {
+          timeouts_in_a_row_.store(0, std::memory_order_relaxed);
+        }
         HandleFrame(frame);
         if (closed()) return true;  // the frame's call closed us (exclusive) — stop reading
         break;

@@ -50,14 +50,19 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
   // Any thread: queue one attempt's frame. Never calls back into `call` before returning.
   void Submit(std::shared_ptr<ClientCall> call, int64_t correlation_id, net::BufferChain frame);
-  // Any thread: the call with this id ended without a reply (timed_out: its deadline passed; else
-  // cancelled or a backup's loser). Forgets it, and drops its request if still unsent; an exclusive
-  // connection is closed instead (its late reply must not be read as the next call's).
-  void Abandon(int64_t correlation_id, bool timed_out);
+  // Any thread: the call with this id (started at `call_start`) ended without a reply at `ended`
+  // (timed_out: its deadline passed; else cancelled or a backup's loser). Forgets it, and drops its
+  // request if still unsent; an exclusive connection is closed instead (its late reply must not
+  // be read as the next call's).
+  void Abandon(int64_t correlation_id, bool timed_out,
+               std::chrono::steady_clock::time_point call_start,
+               std::chrono::steady_clock::time_point ended);
   // Any thread: close; pending calls fail with `code`/`text`. Idempotent.
   void Close(int code, std::string text);
 
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+  // Being closed as stuck: hand it out no more (the close itself follows on its loop).
+  bool retiring() const noexcept { return retiring_.load(std::memory_order_acquire); }
   bool exclusive() const noexcept { return exclusive_; }
 
  private:
@@ -70,7 +75,6 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
     std::shared_ptr<ClientCall> call;
     uint64_t end_offset = 0;  // position of the frame's last byte in the written stream
     bool queued = false;      // handed to net::Connection (else waiting for the connect)
-    uint64_t sequence = 0;    // submit order on this connection
   };
 
   ClientConnection(ChannelCore* core, std::shared_ptr<SubChannel> server, asio::io_context& loop,
@@ -117,11 +121,15 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   Clock::time_point partial_since_{};   // an incomplete reply frame is buffered since; {} = none
   uint64_t last_written_ = 0;           // bytes_written() at the watchdog's last look
   Clock::time_point write_progress_at_{};  // when unsent bytes last moved; {} = none unsent
-  // Timeouts in a row with nothing read in between. Calls in flight together that time out
-  // together count once: only a call submitted after the last counted timeout counts.
-  int timeouts_in_a_row_ = 0;
-  uint64_t submitted_ = 0;             // calls submitted so far
-  uint64_t last_counted_timeout_ = 0;  // submitted_ when the last timeout was counted
+  // Any thread: counts one timed-out call (started at call_start, timed out at `ended`); true
+  // when it makes max_consecutive_timeouts in a row (the caller then closes the connection).
+  bool CountTimeout(Clock::time_point call_start, Clock::time_point ended);
+  // Timeouts in a row with nothing read in between (reset by OnInput). Calls in flight together
+  // that time out together count once: only a call started after the last counted timeout
+  // happened counts.
+  std::atomic<int> timeouts_in_a_row_{0};
+  std::atomic<int64_t> last_counted_timeout_ns_{0};  // steady clock
+  std::atomic<bool> retiring_{false};
   int close_code_ = 0;         // set when we close on purpose (framing error, Close())
   std::string close_text_;
 };

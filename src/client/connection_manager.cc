@@ -37,7 +37,7 @@ std::shared_ptr<ClientConnection> ConnectionManager::Acquire() {
   if (closed_) return nullptr;
   switch (kind_) {
     case Kind::kSingle:
-      if (!single_ || single_->closed()) single_ = NewConnectionLocked();
+      if (!single_ || single_->closed() || single_->retiring()) single_ = NewConnectionLocked();
       return single_;
     case Kind::kPooled:
       while (!idle_.empty()) {

@@ -151,7 +151,7 @@ TEST(ChannelBounds, AConnectionWhoseCallsKeepTimingOutIsReplaced) {
   FakeServer server(EchoAfterFirstConnection([](const auto&, FakeRequest&&) {}));
   Channel channel;
   ChannelOptions options = TestOptions();
-  options.timeout_ms = 100;
+  options.timeout_ms = 500;  // ThreadSanitizer builds: a good call takes well under this
   options.max_consecutive_timeouts = 3;
   ASSERT_EQ(channel.Init(server.address(), &options), 0);
   EchoRequest request = Request("x");
@@ -163,6 +163,11 @@ TEST(ChannelBounds, AConnectionWhoseCallsKeepTimingOutIsReplaced) {
     EchoService_Stub(&channel).Echo(&cntl, &request, &response, nullptr);
     if (cntl.ErrorCode() == ERPCTIMEDOUT) ++timeouts;
     ok = !cntl.Failed();
+    if (!ok && i >= 3) {
+      ADD_FAILURE() << "call " << i << ": " << cntl.ErrorText() << " stuck="
+                    << channel.stats().stuck_connections << " accepted=" << server.connections_accepted()
+                    << " retried=" << cntl.retried_count();
+    }
   }
   EXPECT_TRUE(ok);
   EXPECT_EQ(timeouts, 3);
@@ -208,7 +213,7 @@ TEST(ChannelBounds, ARequestTheServerNeverReadsIsRetriedOnANewConnectionAfterWri
   Channel channel;
   ChannelOptions options = TestOptions();
   options.timeout_ms = 10000;
-  options.write_timeout_ms = 200;
+  options.write_timeout_ms = 1000;
   ASSERT_EQ(channel.Init(server.address(), &options), 0);
   Controller cntl;
   cntl.request_attachment().Append(std::string(KernelBufferBound() + (4u << 20), 'w'));

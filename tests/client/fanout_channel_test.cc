@@ -1,12 +1,14 @@
-// ParallelChannel and SelectiveChannel over Channels to FakeServers that answer, fail or never
+// ParallelChannel, PartitionChannel and SelectiveChannel over Channels to FakeServers that answer, fail or never
 // answer: merging in sub-channel order, fail_limit, timeouts, skipped and bad sub-calls, retries
 // across sub-channels only for requests that did not run.
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "arenarpc/error_codes.h"
 #include "arenarpc/parallel_channel.h"
+#include "arenarpc/partition_channel.h"
 #include "arenarpc/selective_channel.h"
 #include "client_test_util.h"
 
@@ -221,6 +223,61 @@ TEST_F(Fanout, SelectiveDoesNotResendARequestThatMayHaveRun) {
   Call(&channel, &second, &response);
   EXPECT_FALSE(second.Failed()) << second.ErrorText();
   EXPECT_EQ(servers_[1]->requests_received(), 1);
+}
+
+// Tags "index/kinds".
+class SlashParser : public PartitionParser {
+ public:
+  bool ParseFromTag(const std::string& tag, Partition* out) override {
+    return std::sscanf(tag.c_str(), "%d/%d", &out->index, &out->num_partition_kinds) == 2;
+  }
+};
+
+TEST_F(Fanout, PartitionChannelCallsOneServerOfEveryPartitionByTag) {
+  servers_.push_back(std::make_unique<FakeServer>(EchoHandler()));
+  servers_.push_back(std::make_unique<FakeServer>(EchoHandler()));
+  // servers 0 and 3: partition 0 of 2; server 4: partition 1 of 2; server 1: another kind count.
+  const std::string url = "list://" + servers_[0]->address() + " 1 0/2," + servers_[3]->address() +
+                          " 1 0/2," + servers_[4]->address() + " 1 1/2," +
+                          servers_[1]->address() + " 1 0/3";
+  PartitionChannel channel;
+  PartitionChannelOptions options;
+  options.call_mapper = new SuffixMapper;
+  options.response_merger = new ConcatMerger;
+  ASSERT_EQ(channel.Init(2, new SlashParser, url.c_str(), "rr", &options), 0)
+      << channel.last_error();
+  ASSERT_EQ(channel.partition_count(), 2);
+  EXPECT_EQ(channel.servers(0).size(), 2u);
+  ASSERT_EQ(channel.servers(1).size(), 1u);
+  EXPECT_EQ(channel.servers(1)[0].address, servers_[4]->address());
+  for (int i = 0; i < 4; ++i) {
+    EchoResponse response;
+    Controller cntl;
+    Call(&channel, &cntl, &response);
+    ASSERT_FALSE(cntl.Failed()) << cntl.ErrorText();
+    EXPECT_EQ(response.message(), "m#0m#1");
+  }
+  EXPECT_EQ(servers_[0]->requests_received(), 2);  // rr inside partition 0
+  EXPECT_EQ(servers_[3]->requests_received(), 2);
+  EXPECT_EQ(servers_[4]->requests_received(), 4);
+  EXPECT_EQ(servers_[1]->requests_received(), 0);
+}
+
+TEST_F(Fanout, PartitionChannelWithAnEmptyPartitionFailsItsSubCall) {
+  const std::string url = "list://" + servers_[0]->address() + " 1 0/2";
+  PartitionChannel tolerant, strict;
+  PartitionChannelOptions options;
+  ASSERT_EQ(tolerant.Init(2, new SlashParser, url.c_str(), "rr", &options), 0);
+  options.fail_limit = 1;
+  ASSERT_EQ(strict.Init(2, new SlashParser, url.c_str(), "rr", &options), 0);
+  EchoResponse response;
+  Controller ok, failed;
+  Call(&tolerant, &ok, &response);
+  EXPECT_FALSE(ok.Failed()) << ok.ErrorText();
+  EXPECT_EQ(response.message(), "m");
+  Call(&strict, &failed, &response);
+  EXPECT_EQ(failed.ErrorCode(), ETOOMANYFAILS) << failed.ErrorText();
+  EXPECT_NE(failed.ErrorText().find("[C1][E112]"), std::string::npos) << failed.ErrorText();
 }
 
 }  // namespace
