@@ -4,11 +4,11 @@
 
 #include <google/protobuf/service.h>
 
-#include <condition_variable>
 #include <mutex>
 #include <string>
 
 #include "arenarpc/controller.h"
+#include "arenarpc/fiber.h"
 
 namespace arenarpc::client {
 
@@ -23,7 +23,7 @@ inline void FailFanoutCall(google::protobuf::RpcController* controller, int code
   if (done != nullptr) done->Run();
 }
 
-// Released once; Wait() returns after that.
+// Released once; Wait() returns after that. On a fiber Wait() suspends it, not its thread.
 class CompletionLatch {
  public:
   void Release() {
@@ -38,7 +38,7 @@ class CompletionLatch {
 
  private:
   std::mutex mutex_;
-  std::condition_variable cv_;
+  fiber::ConditionVariable cv_;
   bool released_ = false;
 };
 
