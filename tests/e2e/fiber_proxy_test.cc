@@ -2,11 +2,11 @@
 // shape), nested proxies, a handler that blocks its thread for real, cancellation and deadline of
 // a suspended call, the max_fibers limit and Stop() while fibers wait.
 //
-// The proxy's bound: N calls through a backend that answers after 20 ms wait on the backend
-// together — at least N/4 (64 calls) or N/10 (1,000 calls: the first ones may be answered before
-// the last are read, more so in sanitizer builds) at once, where a server holding a thread per
-// waiting call reaches num_threads = 2 — and finish within 5 s (such a server needs N/2 x 20 ms:
-// 10 s for 1,000).
+// The proxy's bound: N calls through a backend that answers after 20 ms (200 ms in sanitizer
+// builds) wait on the backend together — at least N/4 (64 calls) or N/10 (1,000 calls: the first
+// ones may be answered before the last are read) at once, where a server holding a thread per
+// waiting call reaches num_threads = 2 — and finish within 5 s (such a server needs
+// N/2 x 20 ms: 10 s for 1,000).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -30,6 +30,15 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+
+// The backend's delay: 20 ms; sanitizer builds read and start a burst of calls ~10x slower, so
+// there the backend waits 200 ms to keep the calls' waits overlapping as they do in release.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+    defined(ARENARPC_SANITIZE_THREAD)
+constexpr int kBackendDelayMs = 200;
+#else
+constexpr int kBackendDelayMs = 20;
+#endif
 
 // Forwards Echo to a backend with a synchronous call. items[0] picks a variation:
 //   "block": blocks its own thread for block_ms (no backend call);
@@ -158,7 +167,7 @@ void ExpectProxied(int n, const std::vector<std::unique_ptr<CallResult>>& calls)
 TEST_F(FiberProxyTest, SixtyFourProxiedCallsWaitOnTheBackendTogether) {
   StartFront();  // default options: one thread per CPU
   const auto start = Clock::now();
-  auto calls = CallConcurrently(Address(*front_), 64, /*delay_ms=*/20);
+  auto calls = CallConcurrently(Address(*front_), 64, kBackendDelayMs);
   const auto wall = Clock::now() - start;
   ExpectProxied(64, calls);
   EXPECT_GE(proxy_->peak_waiting(), 16);
@@ -169,7 +178,7 @@ TEST_F(FiberProxyTest, SixtyFourProxiedCallsWaitOnTheBackendTogether) {
 TEST_F(FiberProxyTest, AThousandProxiedCallsWaitOnTheBackendTogether) {
   StartFront();
   const auto start = Clock::now();
-  auto calls = CallConcurrently(Address(*front_), 1000, /*delay_ms=*/20);
+  auto calls = CallConcurrently(Address(*front_), 1000, kBackendDelayMs);
   const auto wall = Clock::now() - start;
   ExpectProxied(1000, calls);
   EXPECT_GE(proxy_->peak_waiting(), 100);
@@ -184,7 +193,7 @@ TEST_F(FiberProxyTest, NestedSynchronousCallsThroughTwoProxies) {
   auto b = StartServer(&middle, one_thread);
   ProxyService outer(Address(*b));
   auto a = StartServer(&outer, one_thread);
-  auto calls = CallConcurrently(Address(*a), 64, /*delay_ms=*/20);
+  auto calls = CallConcurrently(Address(*a), 64, kBackendDelayMs);
   for (int i = 0; i < 64; ++i) {
     const CallResult& call = *calls[static_cast<size_t>(i)];
     EXPECT_FALSE(call.controller.Failed()) << call.controller.ErrorText();
@@ -210,7 +219,7 @@ TEST_F(FiberProxyTest, AHandlerBlockingItsThreadLeavesTheOtherThreadToTheFibers)
   stub.Echo(&blocking.controller, &blocking.request, &blocking.response, DoNothing());
   // While one thread sleeps for real, 64 proxied calls complete on the other one.
   const auto start = Clock::now();
-  auto calls = CallConcurrently(Address(*front_), 64, /*delay_ms=*/20);
+  auto calls = CallConcurrently(Address(*front_), 64, kBackendDelayMs);
   const auto proxied_wall = Clock::now() - start;
   ExpectProxied(64, calls);
   EXPECT_LT(proxied_wall, 2000ms);  // before the blocked handler could have let go
