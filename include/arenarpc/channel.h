@@ -7,7 +7,8 @@
 //   if (channel.Init("localhost:8000", &options) != 0) { ...channel.last_error()... }
 //   example::EchoService_Stub stub(&channel);
 //   arenarpc::Controller cntl;
-//   stub.Echo(&cntl, &request, &response, nullptr);   // done == nullptr: blocks until done
+//   stub.Echo(&cntl, &request, &response, nullptr);   // done == nullptr: waits until done
+//   (a plain thread blocks; a server handler — on a fiber — suspends, freeing its thread)
 //   if (cntl.Failed()) { ...cntl.ErrorCode(), cntl.ErrorText()... }
 //
 // Asynchronous calls pass a done closure (e.g. arenarpc::NewCallback(...)): it runs once, on one

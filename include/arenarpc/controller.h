@@ -144,7 +144,7 @@ class Controller : public google::protobuf::RpcController {
   internal::CancelSource* cancel_source_ = nullptr;  // server calls only
 };
 
-// Client: blocks until the call `id` has completed and its done (if any) has returned. Returns at
+// Client: waits (a fiber suspends, a thread blocks) until the call `id` has completed and its done (if any) has returned. Returns at
 // once for a call that already completed, or whose CallMethod has not been entered yet.
 void Join(CallId id);
 // Client: fails the call `id` with ECANCELED (its done runs once, as for any other failure);

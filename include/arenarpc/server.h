@@ -11,7 +11,8 @@
 //   server.RunUntilAskedToQuit();
 //
 // Handlers have brpc's shape: void Echo(RpcController* cntl, const Req* request, Resp* response,
-// Closure* done). `cntl` is an arenarpc::Controller. done->Run() may be called on any thread, now
+// Closure* done), and run on fibers (arenarpc/fiber.h): a synchronous call to a backend suspends
+// the handler, not its thread. `cntl` is an arenarpc::Controller. done->Run() may be called on any thread, now
 // or later; it sends the reply. Before calling it, a handler may take
 // static_cast<Controller*>(cntl)->RetainMessages() to keep request/response alive for background
 // work after the reply was sent (two-phase completion); they return to their strategy when the

@@ -5,7 +5,6 @@
 
 #include <exception>
 #include <new>
-#include <utility>
 
 #include "fiber/sanitizer_switch.h"
 
@@ -26,12 +25,6 @@ Fiber* CurrentFiber() noexcept {
   asm volatile("" ::: "memory");
   return current_fiber;
 }
-
-struct Fiber::OwnStack {
-  boost::context::stack_context context;
-  boost::context::stack_context allocate() const noexcept { return context; }
-  void deallocate(boost::context::stack_context&) const noexcept {}  // the Fiber keeps it
-};
 
 Fiber::Fiber(size_t stack_size) {
   const size_t page = PageSize();
@@ -59,19 +52,10 @@ void Fiber::Start(Scheduler* scheduler, Entry entry, void* arg) {
   arg_ = arg;
   finished_ = false;
   sanitizer::UnpoisonStack(stack_bottom_, stack_size_);
-  boost::context::stack_context stack;
-  stack.size = stack_size_;
-  stack.sp = static_cast<char*>(stack_bottom_) + stack_size_;
-  // A TSan fiber per body: Boost's entry frame never returns (it jumps away), so a reused one
-  // would keep one stale frame per body. Constructing the Boost fiber already runs its entry
-  // frame on the new stack: under that TSan fiber too.
+  // A TSan fiber per body: Main's frames never return, a reused one would keep them.
   tsan_fiber_ = sanitizer::CreateTsanFiber();
-  void* const tsan_caller = sanitizer::CurrentTsanFiber();
-  sanitizer::SwitchTsanFiber(tsan_fiber_);
-  context_ = boost::context::fiber(
-      std::allocator_arg, OwnStack{stack},
-      [this](boost::context::fiber&& caller) { return Main(std::move(caller)); });
-  sanitizer::SwitchTsanFiber(tsan_caller);
+  context_ = boost::context::detail::make_fcontext(static_cast<char*>(stack_bottom_) + stack_size_,
+                                                    stack_size_, &Fiber::Main);
 }
 
 void Fiber::Resume() {
@@ -81,7 +65,8 @@ void Fiber::Resume() {
   sanitizer::StartSwitch(&fake_stack, stack_bottom_, stack_size_);
   tsan_caller_ = sanitizer::CurrentTsanFiber();
   sanitizer::SwitchTsanFiber(tsan_fiber_);
-  context_ = std::move(context_).resume();
+  // Main receives `this` on the first jump; later jumps land in Suspend().
+  context_ = boost::context::detail::jump_fcontext(context_, this).fctx;
   sanitizer::FinishSwitch(fake_stack, nullptr, nullptr);
   current_fiber = outer;
   if (finished_ && tsan_fiber_ != nullptr) {
@@ -95,26 +80,26 @@ void Fiber::Suspend(After after, void* arg) {
   after_arg_ = arg;
   sanitizer::StartSwitch(&asan_fake_stack_, caller_stack_bottom_, caller_stack_size_);
   sanitizer::SwitchTsanFiber(tsan_caller_);
-  caller_ = std::move(caller_).resume();
+  caller_ = boost::context::detail::jump_fcontext(caller_, nullptr).fctx;
   sanitizer::FinishSwitch(asan_fake_stack_, &caller_stack_bottom_, &caller_stack_size_);
 }
 
-boost::context::fiber Fiber::Main(boost::context::fiber&& caller) {
-  caller_ = std::move(caller);
-  sanitizer::FinishSwitch(nullptr, &caller_stack_bottom_, &caller_stack_size_);
+void Fiber::Main(boost::context::detail::transfer_t from) {
+  auto* self = static_cast<Fiber*>(from.data);
+  self->caller_ = from.fctx;
+  sanitizer::FinishSwitch(nullptr, &self->caller_stack_bottom_, &self->caller_stack_size_);
   try {
-    entry_(arg_);
-  } catch (const boost::context::detail::forced_unwind&) {
-    throw;  // Boost.Context unwinding a fiber destroyed while suspended
+    self->entry_(self->arg_);
+    self->DestroyLocals();
   } catch (...) {
     // As an exception escaping a handler on a plain thread would: nothing above can take it.
     std::terminate();
   }
-  DestroyLocals();
-  finished_ = true;
-  sanitizer::StartSwitch(nullptr, caller_stack_bottom_, caller_stack_size_);  // leaving for good
-  sanitizer::SwitchTsanFiber(tsan_caller_);
-  return std::move(caller_);
+  self->finished_ = true;
+  sanitizer::StartSwitch(nullptr, self->caller_stack_bottom_, self->caller_stack_size_);
+  sanitizer::SwitchTsanFiber(self->tsan_caller_);
+  boost::context::detail::jump_fcontext(self->caller_, nullptr);  // never comes back
+  std::terminate();
 }
 
 void Fiber::DestroyLocals() {

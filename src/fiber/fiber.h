@@ -1,6 +1,6 @@
 #pragma once
-// Fiber: one user-space thread of execution on its own stack (Boost.Context's fiber), switched to
-// and from by a dispatcher (Scheduler::RunSlice on whatever thread runs it). A Fiber object owns
+// Fiber: one user-space thread of execution on its own stack, switched to and from (Boost.Context's
+// make_fcontext / jump_fcontext, the primitives under boost::context::fiber) by a dispatcher (Scheduler::RunSlice on whatever thread runs it). A Fiber object owns
 // its stack for life (mmap'ed, with a PROT_NONE guard page below it) and is reused for one body
 // after another (the Scheduler pools them).
 //
@@ -9,7 +9,7 @@
 // off its stack — the point where a waiter may publish itself as parked, so that whoever wakes it
 // never resumes a fiber that is still running.
 
-#include <boost/context/fiber.hpp>
+#include <boost/context/detail/fcontext.hpp>
 
 #include <cstddef>
 #include <vector>
@@ -52,8 +52,11 @@ class Fiber {
   std::vector<Local>& locals() noexcept { return locals_; }
 
  private:
-  struct OwnStack;  // Boost.Context stack allocator handing out this fiber's stack
-  boost::context::fiber Main(boost::context::fiber&& caller);
+  using Context = boost::context::detail::fcontext_t;
+  // The fiber's first frame. Never returns: the last switch leaves the stack for good, so every
+  // switch (the last one too) happens between two jump_fcontext calls — what TSan's per-fiber
+  // shadow call stacks need to stay balanced.
+  [[noreturn]] static void Main(boost::context::detail::transfer_t from);
   void DestroyLocals();
 
   void* mapping_ = nullptr;   // guard page + stack
@@ -67,8 +70,8 @@ class Fiber {
   bool finished_ = false;
   After after_ = nullptr;
   void* after_arg_ = nullptr;
-  boost::context::fiber context_;  // this fiber, while it does not run
-  boost::context::fiber caller_;   // the dispatcher, while this fiber runs
+  Context context_ = nullptr;  // this fiber, while it does not run
+  Context caller_ = nullptr;   // the dispatcher, while this fiber runs
   std::vector<Local> locals_;
 
   // Sanitizer bookkeeping (unused without ASan/TSan).
