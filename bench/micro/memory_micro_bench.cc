@@ -25,7 +25,9 @@ DEFINE_int32(threads, 2, "worker threads (T)");
 DEFINE_int32(tasks, 40, "tasks per thread per round (N)");
 DEFINE_int32(rounds, 3, "interleaved rounds; the median is reported");
 DEFINE_int32(payload_scale, 11, "workload payload_scale (11 gives ~177 KB per message)");
-DEFINE_string(strategies, "heap,arena,paged,reuse", "comma-separated MessageMemory strategies");
+DEFINE_string(strategies, "heap,arena,paged,reuse",
+              "comma-separated MessageMemory strategies; reuse+keep: reuse with "
+              "ReuseSettings::keep_response_submessages");
 DEFINE_string(scenarios, "build,echo", "comma-separated: build (build-fill-destroy), echo (parse-copy-serialize)");
 DEFINE_string(allocator, "", "label for the malloc in use (default: guessed from LD_PRELOAD)");
 DEFINE_bool(callgrind, false, "instrument only the measured tasks (valgrind --instr-atstart=no)");
@@ -145,7 +147,13 @@ int Main() {
     std::map<std::string, Run> runs;
     for (const auto& name : strategies) {
       Run& run = runs[name];
-      run.memory = memory::MakeMessageMemory(name);
+      if (name == "reuse+keep") {
+        memory::MemoryOptions options;
+        options.reuse.keep_response_submessages = true;
+        run.memory = memory::MakeMessageMemory("reuse", options);
+      } else {
+        run.memory = memory::MakeMessageMemory(name);
+      }
       run.method = run.memory->Bind(example::EchoRequest::default_instance(),
                                     example::EchoResponse::default_instance());
       RunTasks(scenario, *run.method, requests, FLAGS_warmup_tasks, 1 << 20, false);

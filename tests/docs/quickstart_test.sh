@@ -16,6 +16,7 @@ trap cleanup EXIT
 start() {
   local name=$1
   shift
+  : >"$work/$name.out"  # exists before the first read below (the background job opens it later)
   "$@" >"$work/$name.out" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 400); do

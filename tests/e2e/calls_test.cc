@@ -310,6 +310,7 @@ TEST_P(CallsTest, ClientTimeoutDropsTheLateReplyAndServerStillReleases) {
   ExpectAllPairsReleased();
   // The connection is still good for the next call.
   Controller next;
+  next.set_timeout_ms(10000);  // answered: the channel's 50 ms is too short on a loaded machine
   TestRequest quick = MakeRequest("quick");
   stub.Echo(&next, &quick, &response, nullptr);
   EXPECT_FALSE(next.Failed()) << next.ErrorText();

