@@ -16,7 +16,7 @@
 namespace arenarpc::e2e {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(ARENARPC_SANITIZE_THREAD)
 constexpr bool kMeasuresRss = false;  // sanitizers' shadow memory and quarantine hold memory
 #else
 constexpr bool kMeasuresRss = true;

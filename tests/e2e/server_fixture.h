@@ -21,7 +21,7 @@ namespace arenarpc::e2e {
 inline const char* const kAllModes[] = {"heap", "arena", "paged", "reuse"};
 
 // Sanitizer builds run everything several times slower: scale the loads down there.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(ARENARPC_SANITIZE_THREAD)
 inline constexpr int kLoadScale = 1;
 #else
 inline constexpr int kLoadScale = 4;
