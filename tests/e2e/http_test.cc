@@ -23,6 +23,18 @@ namespace {
 
 constexpr std::string_view kEchoPath = "/arenarpc.e2e.TestService/Echo";
 
+// Runs a shell command (curl, gzip) and returns what it printed on stdout.
+std::string RunCommand(const std::string& command) {
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return output;
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof(chunk), pipe)) > 0) output.append(chunk, n);
+  pclose(pipe);
+  return output;
+}
+
 class HttpTest : public ServerTest {
  protected:
   HttpResponse Call(std::string_view request) {
@@ -278,26 +290,16 @@ TEST_P(HttpTest, CurlCallsAMethodWithJson) {
   StartServer();
   ASSERT_EQ(0, access("/usr/bin/curl", X_OK))
       << "curl is a test dependency (scripts/install_deps.sh)";
-  auto run = [](const std::string& command) {
-    std::string output;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return output;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), pipe)) > 0) output.append(chunk, n);
-    pclose(pipe);
-    return output;
-  };
   const std::string base = "http://127.0.0.1:" + std::to_string(port_);
   EXPECT_EQ(R"({"message":"from curl","items":["x"],"log_id":"0"})",
-            run("/usr/bin/curl -sS --max-time 10 -H 'Content-Type: application/json' -d "
+            RunCommand("/usr/bin/curl -sS --max-time 10 -H 'Content-Type: application/json' -d "
                 "'{\"message\":\"from curl\",\"items\":[\"x\"]}' " +
                 base + "/arenarpc.e2e.TestService/Echo"));
-  EXPECT_EQ("OK\n", run("/usr/bin/curl -sS --max-time 10 " + base + "/health"));
+  EXPECT_EQ("OK\n", RunCommand("/usr/bin/curl -sS --max-time 10 " + base + "/health"));
   // /status as JSON: the call above is there, counted once.
   google::protobuf::Struct status;
   const std::string status_json =
-      run("/usr/bin/curl -sS --max-time 10 '" + base + "/status?format=json'");
+      RunCommand("/usr/bin/curl -sS --max-time 10 '" + base + "/status?format=json'");
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(status_json, &status).ok()) << status_json;
   double echo_calls = -1;
   for (const auto& method : status.fields().at("methods").list_value().values()) {
@@ -308,7 +310,7 @@ TEST_P(HttpTest, CurlCallsAMethodWithJson) {
   }
   EXPECT_EQ(1, echo_calls) << status_json;
   EXPECT_EQ("404 1002",
-            run("/usr/bin/curl -sS --max-time 10 -o /dev/null -D - -d '{}' " + base +
+            RunCommand("/usr/bin/curl -sS --max-time 10 -o /dev/null -D - -d '{}' " + base +
                 "/TestService/Nope | awk 'NR==1{s=$2} tolower($1)==\"x-bd-error-code:\"{c=$2} "
                 "END{gsub(/\\r/,\"\",c); printf \"%s %s\", s, c}'"));
 }
@@ -331,27 +333,17 @@ TEST_P(HttpTest, CompressedRequestBodiesAndGzipReplies) {
     std::fputs(R"({"message":"zipped","items":["a","b"],"response_compress":2})", f);
     std::fclose(f);
   }
-  auto run = [](const std::string& command) {
-    std::string output;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return output;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), pipe)) > 0) output.append(chunk, n);
-    pclose(pipe);
-    return output;
-  };
-  run("/usr/bin/gzip -c " + body_path + " > " + body_path + ".gz");
+  RunCommand("/usr/bin/gzip -c " + body_path + " > " + body_path + ".gz");
   const std::string url =
       "http://127.0.0.1:" + std::to_string(port_) + "/arenarpc.e2e.TestService/Echo";
   const std::string expected = R"({"message":"zipped","items":["a","b"],"log_id":"0"})";
   const std::string curl = "/usr/bin/curl -sS --max-time 10 -H 'Content-Type: application/json' "
                            "-H 'Content-Encoding: gzip' --data-binary @" + body_path + ".gz ";
-  EXPECT_EQ(expected, run(curl + url));                  // no Accept-Encoding: plain reply
-  EXPECT_EQ(expected, run(curl + "--compressed " + url));  // gzip reply, inflated by curl
-  const std::string headers = run(curl + "--compressed -o /dev/null -D - " + url);
+  EXPECT_EQ(expected, RunCommand(curl + url));                  // no Accept-Encoding: plain reply
+  EXPECT_EQ(expected, RunCommand(curl + "--compressed " + url));  // gzip reply, inflated by curl
+  const std::string headers = RunCommand(curl + "--compressed -o /dev/null -D - " + url);
   EXPECT_NE(std::string::npos, headers.find("Content-Encoding: gzip")) << headers;
-  run("rm -rf " + std::string(dir));
+  RunCommand("rm -rf " + std::string(dir));
 
   auto post = [&](int compress_type, std::string_view encoding, std::string_view json) {
     net::BufferChain plain, packed;
