@@ -35,8 +35,8 @@ bool CheckAddress(const char* flag, const std::string& v) {
   return true;
 }
 bool CheckMode(const char* flag, const std::string& v) {
-  if (v == "heap" || v == "arena" || v == "paged" || v == "reuse") return true;
-  return Fail(flag, "must be heap, arena, paged or reuse, got '" + v + "'");
+  if (v == "heap" || v == "arena" || v == "paged" || v == "reuse" || v == "auto") return true;
+  return Fail(flag, "must be heap, arena, paged, reuse or auto, got '" + v + "'");
 }
 bool CheckHandler(const char* flag, const std::string& v) {
   return v == "copy" || v == "scratch";
@@ -67,7 +67,7 @@ DEFINE_int32(threads, 0, "I/O threads (handlers run on them unless --worker_thre
 DEFINE_validator(threads, &CheckNonNegative);
 DEFINE_int32(worker_threads, 0, "> 0: run handlers on a separate pool of this many threads");
 DEFINE_validator(worker_threads, &CheckNonNegative);
-DEFINE_string(mode, "heap", "Message memory: heap | arena | paged | reuse");
+DEFINE_string(mode, "heap", "Message memory: heap | arena | paged | reuse | auto");
 DEFINE_validator(mode, &CheckMode);
 DEFINE_uint64(page_size, 4096, "paged: bytes per page of the page pool");
 DEFINE_validator(page_size, &CheckPositive);
@@ -154,6 +154,42 @@ DEFINE_int32(registry_lease_ttl_s, arenarpc::ServerOptions{}.registry_lease_ttl_
              "Registration lease: a crashed server disappears this long after it died");
 DEFINE_string(advertised_address, "", "ip:port to register (default: the listening address)");
 
+void PrintMethodStats(const arenarpc::MethodStats& stats) {
+  std::fprintf(stderr,
+               "echo_server stopped: %s: %llu calls, %llu errors, %llu rejected, latency "
+               "p50/p99/max %lld/%lld/%lld us, queued p99 %lld us (mode %s)\n",
+               stats.full_name.c_str(), static_cast<unsigned long long>(stats.calls),
+               static_cast<unsigned long long>(stats.errors),
+               static_cast<unsigned long long>(stats.rejected),
+               static_cast<long long>(stats.latency_p50_us),
+               static_cast<long long>(stats.latency_p99_us),
+               static_cast<long long>(stats.latency_max_us),
+               static_cast<long long>(stats.queue_p99_us), stats.memory_mode.c_str());
+  if (const auto& choice = stats.memory_choice) {
+    std::fprintf(stderr, "auto: serving with %s after %llu trials, %llu switches; %s\n",
+                 choice->chosen.c_str(), static_cast<unsigned long long>(choice->trials),
+                 static_cast<unsigned long long>(choice->switches), choice->reason.c_str());
+  }
+  for (const auto& advice : stats.presence_advice) {
+    std::fprintf(stderr,
+                 "advice: %s holds %.1f%% of a response; declare it `%s` (the same wire bytes) "
+                 "so that reuse keeps its subtree\n",
+                 advice.field.c_str(), 100 * advice.share, advice.suggested.c_str());
+  }
+  if (stats.memory.objects_pooled != 0 || stats.memory.reuses != 0) {
+    const auto& m = stats.memory;
+    std::fprintf(stderr,
+                 "reuse: %llu objects pooled, ~%llu KB retained, %llu reuses, %llu trims, "
+                 "%llu rebuilds, %llu requests shaped, %llu responses mirrored\n",
+                 static_cast<unsigned long long>(m.objects_pooled),
+                 static_cast<unsigned long long>(m.retained_bytes_estimate / 1024),
+                 static_cast<unsigned long long>(m.reuses), static_cast<unsigned long long>(m.trims),
+                 static_cast<unsigned long long>(m.rebuilds),
+                 static_cast<unsigned long long>(m.requests_shaped),
+                 static_cast<unsigned long long>(m.responses_mirrored));
+  }
+}
+
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("arenarpc echo server for the memory-mode benchmark");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
@@ -203,8 +239,10 @@ int main(int argc, char** argv) {
   }
 
   arenarpc::example::EchoServiceImpl service(FLAGS_handler == "scratch");
+  arenarpc::example::OptionalEchoServiceImpl optional_service;  // --workload optional
   arenarpc::Server server;
   if (server.AddService(&service, arenarpc::SERVER_DOESNT_OWN_SERVICE) != 0 ||
+      server.AddService(&optional_service, arenarpc::SERVER_DOESNT_OWN_SERVICE) != 0 ||
       server.Start(FLAGS_address, options) != 0) {
     std::fprintf(stderr, "echo_server: cannot start on %s: %s\n", FLAGS_address.c_str(),
                  server.last_error().c_str());
@@ -227,28 +265,10 @@ int main(int argc, char** argv) {
                static_cast<unsigned long long>(server_stats.rejected_timed_out),
                static_cast<unsigned long long>(server_stats.read_pauses),
                server_stats.concurrency_limit);
-  const auto stats = server.GetMethodStats("arenarpc.example.EchoService.Echo");
-  std::fprintf(stderr,
-               "echo_server stopped: %llu calls, %llu errors, %llu rejected, latency p50/p99/max "
-               "%lld/%lld/%lld us, queued p99 %lld us (mode %s)\n",
-               static_cast<unsigned long long>(stats.calls),
-               static_cast<unsigned long long>(stats.errors),
-               static_cast<unsigned long long>(stats.rejected),
-               static_cast<long long>(stats.latency_p50_us),
-               static_cast<long long>(stats.latency_p99_us),
-               static_cast<long long>(stats.latency_max_us),
-               static_cast<long long>(stats.queue_p99_us), stats.memory_mode.c_str());
-  if (stats.memory_mode == "reuse") {
-    const auto& m = stats.memory;
-    std::fprintf(stderr,
-                 "reuse: %llu objects pooled, ~%llu KB retained, %llu reuses, %llu trims, "
-                 "%llu rebuilds, %llu requests shaped, %llu responses mirrored\n",
-                 static_cast<unsigned long long>(m.objects_pooled),
-                 static_cast<unsigned long long>(m.retained_bytes_estimate / 1024),
-                 static_cast<unsigned long long>(m.reuses), static_cast<unsigned long long>(m.trims),
-                 static_cast<unsigned long long>(m.rebuilds),
-                 static_cast<unsigned long long>(m.requests_shaped),
-                 static_cast<unsigned long long>(m.responses_mirrored));
+  for (const char* method :
+       {"arenarpc.example.EchoService.Echo", "arenarpc.example.OptionalEchoService.Echo"}) {
+    const auto stats = server.GetMethodStats(method);
+    if (stats.calls + stats.rejected != 0) PrintMethodStats(stats);
   }
   return 0;
 }

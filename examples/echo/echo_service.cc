@@ -24,4 +24,12 @@ void EchoServiceImpl::Echo(google::protobuf::RpcController* /*controller*/,
   done->Run();
 }
 
+void OptionalEchoServiceImpl::Echo(google::protobuf::RpcController* /*controller*/,
+                                   const OptionalEchoRequest* request,
+                                   OptionalEchoResponse* response,
+                                   google::protobuf::Closure* done) {
+  if (request->has_payload()) response->mutable_payload()->CopyFrom(request->payload());
+  done->Run();
+}
+
 }  // namespace arenarpc::example

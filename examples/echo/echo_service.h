@@ -19,4 +19,11 @@ class EchoServiceImpl final : public EchoService {
   const bool from_scratch_;
 };
 
+// The copy handler on the `optional` schema: the response's payload is a CopyFrom of the request's.
+class OptionalEchoServiceImpl final : public OptionalEchoService {
+ public:
+  void Echo(google::protobuf::RpcController* controller, const OptionalEchoRequest* request,
+            OptionalEchoResponse* response, google::protobuf::Closure* done) override;
+};
+
 }  // namespace arenarpc::example

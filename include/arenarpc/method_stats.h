@@ -2,6 +2,7 @@
 // Per-method and server-wide counters of an arenarpc::Server (snapshots; see Server::GetMethodStats).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,11 @@ struct MethodStats {
   // Counters of the strategy serving this method. The strategy (one per mode per server) is shared
   // by every method configured with the same mode, so these are that strategy's totals.
   memory::MemoryStats memory;
+  // memory_mode "auto": the candidate serving the method now, and the figures it was chosen by.
+  std::optional<memory::MemoryChoice> memory_choice;
+  // Response fields whose declaration keeps the exact reuse strategy from keeping their subtree
+  // (proto3 singular sub-messages without `optional`), largest share of a response first.
+  std::vector<memory::PresenceAdvice> presence_advice;
 };
 
 // Server-wide counters since Start().

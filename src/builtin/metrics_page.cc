@@ -54,6 +54,32 @@ class Families {
   prometheus::Registry& registry_;
 };
 
+// memory_mode "auto": which candidate serves the method, and the figures it was chosen by.
+void AddChoiceMetrics(Families& f, const std::string& method, const memory::MemoryChoice& c) {
+  auto& chosen = f.Gauge("arenarpc_memory_auto_chosen",
+                         "1 for the strategy memory_mode \"auto\" serves the method with, else 0");
+  auto& cpu = f.Gauge("arenarpc_memory_auto_cpu_seconds_per_call",
+                      "Median thread CPU per call of each candidate in the method's last trial");
+  auto& held = f.Gauge("arenarpc_memory_auto_held_bytes_per_call",
+                       "Mean bytes a call's messages held at release in the last trial");
+  for (const auto& candidate : c.candidates) {
+    const Labels labels{{"method", method}, {"strategy", candidate.name}};
+    chosen.Add(labels).Set(candidate.name == c.chosen ? 1 : 0);
+    cpu.Add(labels).Set(static_cast<double>(candidate.cpu_ns) * 1e-9);
+    held.Add(labels).Set(static_cast<double>(candidate.held_bytes));
+  }
+  f.Counter("arenarpc_memory_auto_trials_total", "Trials memory_mode \"auto\" finished")
+      .Add({{"method", method}})
+      .Increment(static_cast<double>(c.trials));
+  f.Counter("arenarpc_memory_auto_switches_total",
+            "Trials that moved the method to another strategy")
+      .Add({{"method", method}})
+      .Increment(static_cast<double>(c.switches));
+  f.Gauge("arenarpc_memory_auto_decided_timestamp_seconds", "When the last trial ended")
+      .Add({{"method", method}})
+      .Set(static_cast<double>(c.decided_unix_ms) * 1e-3);
+}
+
 void AddMethodMetrics(Families& f, prometheus::Registry& registry,
                       const std::vector<stats::MethodView>& views) {
   auto& calls = f.Counter("arenarpc_server_calls_total",
@@ -157,6 +183,7 @@ void AddMethodMetrics(Families& f, prometheus::Registry& registry,
     for (size_t i = 0; i < std::size(kGauges); ++i) {
       memory_gauges[i]->Add(memory_labels).Set(static_cast<double>(m.memory.*kGauges[i].field));
     }
+    if (m.memory_choice) AddChoiceMetrics(f, m.full_name, *m.memory_choice);
   }
 }
 

@@ -180,6 +180,19 @@ std::string MethodHtml(const MethodView& view) {
       std::to_string(m.in_flight) + " (" + std::to_string(m.max_in_flight) + ")");
   const memory::MemoryStats& s = m.memory;
   Row(html, "memory strategy", HtmlEscape(m.memory_mode));
+  if (const auto& c = m.memory_choice) {
+    std::string figures;
+    for (const auto& candidate : c->candidates) {
+      figures += (figures.empty() ? "" : ", ") + HtmlEscape(candidate.name) + " " +
+                 FormatDouble(candidate.cpu_ns / 1000.0, 2) + " us";
+    }
+    Row(html, "auto: serving with",
+        HtmlEscape(c->chosen) + (c->in_trial ? " (trial running)" : "") + "; " +
+            std::to_string(c->trials) + " trials, " + std::to_string(c->switches) +
+            " switches");
+    Row(html, "auto: CPU per call (last trial)", figures);
+    Row(html, "auto: last decision", HtmlEscape(c->reason));
+  }
   Row(html, "arena bytes per call",
       m.arena_calls == 0 ? "-" : FormatDouble(static_cast<double>(m.arena_bytes) / m.arena_calls, 0));
   Row(html, "pairs acquired / released",

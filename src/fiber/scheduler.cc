@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "util/thread_slice.h"
+
 namespace arenarpc::fiber {
 
 Scheduler::Scheduler(asio::any_io_executor executor, Options options)
@@ -85,6 +87,7 @@ void Scheduler::Schedule(Fiber* fiber) {
 
 void Scheduler::RunSlice(Fiber* fiber) {
   fiber->Resume();
+  util::EndThreadSlice();
   if (fiber->finished()) {
     Release(std::unique_ptr<Fiber>(fiber));
   } else {

@@ -67,11 +67,12 @@ ServiceMemory::ServiceMemory(std::shared_ptr<memory::MessageMemory> strategy)
 
 bool ServiceMemory::IsValidMode(std::string_view mode, std::string* error) {
   if (IsDefaultMode(mode) || mode == "heap" || mode == "arena" || mode == "paged" ||
-      mode == "paged_arena" || mode == "reuse") {
+      mode == "paged_arena" || mode == "reuse" || mode == "auto") {
     return true;
   }
   if (error != nullptr) {
-    *error = "unknown memory mode " + Quoted(mode) + " (valid: default, heap, arena, paged, reuse)";
+    *error = "unknown memory mode " + Quoted(mode) +
+             " (valid: default, heap, arena, paged, reuse, auto)";
   }
   return false;
 }

@@ -13,8 +13,9 @@ std::shared_ptr<MessageMemory> MakeMessageMemory(std::string_view name,
   if (name == "arena") return MakeArenaMemory(options);
   if (name == "paged" || name == "paged_arena") return MakePagedMemory(options);
   if (name == "reuse") return MakeReuseMemory(options);
+  if (name == "auto") return MakeAutoMemory(options);
   throw std::invalid_argument("unknown message memory strategy '" + std::string(name) +
-                              "' (valid: heap, arena, paged, reuse)");
+                              "' (valid: heap, arena, paged, reuse, auto)");
 }
 
 }  // namespace arenarpc::memory

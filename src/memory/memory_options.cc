@@ -32,6 +32,31 @@ void ValidateReuseSettings(const ReuseSettings& s) {
   if (s.sample_every == 0) throw std::invalid_argument("reuse sample_every must be >= 1");
 }
 
+void ValidateAutoSettings(const AutoSettings& s) {
+  if (s.candidates.empty()) throw std::invalid_argument("auto candidates must not be empty");
+  for (size_t i = 0; i < s.candidates.size(); ++i) {
+    const std::string& name = s.candidates[i];
+    if (name != "heap" && name != "arena" && name != "paged" && name != "reuse") {
+      throw std::invalid_argument("auto candidate '" + name +
+                                  "' is not a strategy (valid: heap, arena, paged, reuse)");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (s.candidates[j] == name) {
+        throw std::invalid_argument("auto candidate '" + name + "' is listed twice");
+      }
+    }
+  }
+  if (s.trial_calls == 0) throw std::invalid_argument("auto trial_calls must be >= 1");
+  if (s.trial_block == 0) throw std::invalid_argument("auto trial_block must be >= 1");
+  if (s.sample_every == 0) throw std::invalid_argument("auto sample_every must be >= 1");
+  if (s.recheck_calls == 0) throw std::invalid_argument("auto recheck_calls must be >= 1");
+  if (s.recheck_seconds == 0) throw std::invalid_argument("auto recheck_seconds must be >= 1");
+  if (!(s.shape_change > 1)) throw std::invalid_argument("auto shape_change must be > 1");
+  if (!(s.switch_margin >= 0 && s.switch_margin < 1)) {
+    throw std::invalid_argument("auto switch_margin must be in [0, 1)");
+  }
+}
+
 ArenaSettings DefaultArenaSettings() {
   std::lock_guard lock(g_defaults_mu);
   return g_defaults;
@@ -46,6 +71,7 @@ void SetDefaultArenaSettings(const ArenaSettings& settings) {
 void ValidateMemoryOptions(const MemoryOptions& options) {
   ValidateArenaSettings(options.arena);
   ValidateReuseSettings(options.reuse);
+  ValidateAutoSettings(options.automatic);
   ValidatePagePoolOptions(
       PagePoolOptions{options.page_size, options.page_cache_capacity, options.thread_cache_pages});
 }

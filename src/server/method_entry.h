@@ -9,6 +9,7 @@
 
 #include "arenarpc/latency_histogram.h"
 #include "arenarpc/memory/message_memory.h"
+#include "memory/presence_advisor.h"
 #include "memory/request_memory_gate.h"
 #include "stats/error_counts.h"
 #include "stats/window_histogram.h"
@@ -38,6 +39,7 @@ struct MethodEntry {
   std::string memory_mode;                 // set by Server::Start
   std::shared_ptr<MethodBinding> binding;  // set by Server::Start
   std::unique_ptr<memory::RequestMemoryGate> request_memory;  // set by Server::Start
+  std::unique_ptr<memory::PresenceAdvisor> presence;          // set by Server::Start
 
   std::atomic<uint64_t> calls{0}, errors{0}, rejected{0};
   std::atomic<int64_t> in_flight{0};

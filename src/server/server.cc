@@ -252,6 +252,8 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
     entry->memory_mode = mode;
     entry->request_memory = std::make_unique<memory::RequestMemoryGate>(
         *binding->memory->request_prototype().GetDescriptor(), options.max_request_memory);
+    entry->presence = std::make_unique<memory::PresenceAdvisor>(
+        *binding->memory->response_prototype().GetDescriptor());
     entry->binding = std::move(binding);
   }
   return 0;

@@ -219,6 +219,7 @@ void ServerCall::Run() {
     method_->arena_calls.fetch_add(1, std::memory_order_relaxed);
   }
   method_->request_memory->Observe(pair, request_wire_size_);
+  if (ok) method_->presence->Observe(*pair.response());
   // Counted before the reply leaves, so a client that has its reply also sees its call counted.
   const auto now = std::chrono::steady_clock::now();
   state_->admission.OnCallEnd(now, started_, ok);

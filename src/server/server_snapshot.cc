@@ -59,7 +59,11 @@ MethodStats SnapshotMethod(const MethodEntry& entry,
   }
   stats.arena_bytes = entry.arena_bytes.load(kRelaxed);
   stats.arena_calls = entry.arena_calls.load(kRelaxed);
-  if (entry.binding) stats.memory = entry.binding->strategy->stats();
+  if (entry.binding) {
+    stats.memory = entry.binding->strategy->stats();
+    stats.memory_choice = entry.binding->memory->Choice();
+  }
+  if (entry.presence) stats.presence_advice = entry.presence->Report();
   return stats;
 }
 

@@ -193,17 +193,17 @@ TEST(ServiceMemory, BadModesAreReportedNotFatal) {
   EXPECT_TRUE(ServiceMemory::IsValidMode("reuse", &error));
   EXPECT_TRUE(ServiceMemory::IsValidMode("default", &error));
   EXPECT_FALSE(ServiceMemory::IsValidMode("resue", &error));
-  EXPECT_EQ(error, "unknown memory mode 'resue' (valid: default, heap, arena, paged, reuse)");
+  EXPECT_EQ(error, "unknown memory mode 'resue' (valid: default, heap, arena, paged, reuse, auto)");
   EXPECT_EQ(ErrorOf([] { ServiceMemory memory("resue"); }),
             "arenarpc::grpc: unknown memory mode 'resue' (valid: default, heap, arena, paged, "
-            "reuse)");
+            "reuse, auto)");
   ServiceMemory memory("default");
   example::GrpcEchoServiceImpl service;
   EXPECT_EQ(ErrorOf([&] {
               memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo, "arenas");
             }),
             "arenarpc::grpc: unknown memory mode 'arenas' (valid: default, heap, arena, paged, "
-            "reuse)");
+            "reuse, auto)");
 }
 
 }  // namespace

@@ -121,7 +121,7 @@ TEST(GrpcWireIdentity, EveryStrategyAndPathRepliesWithDefaultsBytes) {
     multi_entry_maps += MultiEntryMaps(reply, *WireReply::descriptor());
   }
   EXPECT_GT(multi_entry_maps, 10);
-  for (const char* mode : {"heap", "arena", "paged", "reuse"}) {
+  for (const char* mode : {"heap", "arena", "paged", "reuse", "auto"}) {
     for (const char* path : {"serve", "allocator"}) {
       const std::vector<std::string> got = Replies(mode, path, requests);
       ExpectSameBytes(expected, got, std::string(mode) + " " + path);

@@ -147,11 +147,36 @@ TEST(WireIdentity, EveryStrategyRepliesWithHeapsBytes) {
   heap.memory_mode = "heap";
   const std::vector<ReplyFrame> expected = Replies(heap, requests);
   CheckCoverage(expected, requests.size());
-  for (const char* mode : {"arena", "paged", "reuse"}) {
+  for (const char* mode : {"arena", "paged", "reuse", "auto"}) {
     ServerOptions options;
     options.memory_mode = mode;
     ExpectSameBytes(expected, Replies(options, requests), mode);
   }
+}
+
+// "auto" with trials so short that the method moves between strategies all along the sequence:
+// whichever strategy serves a call, and whatever an earlier one left in the pools, the bytes are
+// heap's.
+TEST(WireIdentity, AutoRepliesWithHeapsBytesWhileItSwitches) {
+  const std::vector<WireRequest> requests = RequestSequence(kCalls);
+  ServerOptions heap;
+  const std::vector<ReplyFrame> expected = Replies(heap, requests);
+  memory::MemoryOptions memory_options;
+  memory_options.automatic.warmup_calls = 1;
+  memory_options.automatic.trial_calls = 2;
+  memory_options.automatic.trial_block = 1;
+  memory_options.automatic.sample_every = 1;
+  memory_options.automatic.recheck_calls = 5;
+  memory_options.automatic.switch_margin = 0;
+  auto automatic = memory::MakeMessageMemory("auto", memory_options);
+  ServerOptions options;
+  options.memory_strategy = automatic;
+  ExpectSameBytes(expected, Replies(options, requests), "auto, switching");
+  const memory::MemoryStats stats = automatic->stats();
+  EXPECT_EQ(stats.acquired, requests.size());
+  EXPECT_EQ(stats.released, requests.size());
+  EXPECT_GT(stats.reuses, 0u);           // reuse served some calls
+  EXPECT_GT(stats.page_allocations, 0u);  // and paged others
 }
 
 TEST(WireIdentity, SortMapEntriesOnlyReordersMapEntries) {

@@ -19,7 +19,7 @@ class BaiduStdTransport final : public Transport {
   bool Init(const TransportOptions& options, std::string* error) override {
     method_ = options.method != nullptr
                   ? options.method
-                  : example::EchoService::descriptor()->FindMethodByName("Echo");
+                  : EchoMethod(options);
     echo_ = options.method == nullptr;
     response_prototype_ = options.response_prototype;
     ChannelOptions channel_options;

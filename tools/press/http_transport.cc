@@ -109,7 +109,7 @@ class HttpTransport final : public Transport {
     }
     const google::protobuf::MethodDescriptor* method =
         options.method != nullptr ? options.method
-                                  : example::EchoService::descriptor()->FindMethodByName("Echo");
+                                  : EchoMethod(options);
     head_ = "POST /" + method->service()->full_name() + "/" + method->name() +
             " HTTP/1.1\r\nHost: " + host_header +
             "\r\nContent-Type: application/json\r\nContent-Length: ";

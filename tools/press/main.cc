@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "echo/echo.pb.h"
 #include "press/dynamic_method.h"
 #include "press/json_requests.h"
 #include "press/load_driver.h"
@@ -83,6 +84,9 @@ DEFINE_bool(live, true, "Print a progress line on stderr each second");
 DEFINE_string(proto, "", "A user's method instead of the echo workload: the .proto declaring it");
 DEFINE_string(proto_path, "", "Import directories of --proto, ':'-separated (its own directory is "
               "searched last)");
+DEFINE_string(echo_service, "EchoService",
+              "The echo workload's service: EchoService, or OptionalEchoService (the same bytes "
+              "to the schema that declares the payload `optional`)");
 DEFINE_string(method, "", "The method to press, pkg.Service.Method (needs --proto and --input)");
 DEFINE_string(input, "", "Requests in JSON: one object per line, one object, or an array; "
               "cycled in order");
@@ -126,6 +130,7 @@ int main(int argc, char** argv) {
   options.proto = FLAGS_proto;
   options.proto_path = FLAGS_proto_path;
   options.method = FLAGS_method;
+  options.echo_service = FLAGS_echo_service;
   options.input = FLAGS_input;
   options.check_response = FLAGS_check_response;
   options.server_vars = FLAGS_server_vars;
@@ -166,6 +171,12 @@ int main(int argc, char** argv) {
   transport_options.timeout_ms = options.timeout_ms;
   transport_options.connections = options.connections;
   transport_options.io_threads = options.threads;
+  const google::protobuf::ServiceDescriptor* echo_service =
+      options.echo_service == "OptionalEchoService"
+          ? arenarpc::example::OptionalEchoService::descriptor()
+          : arenarpc::example::EchoService::descriptor();
+  transport_options.echo_method = echo_service->FindMethodByName("Echo");
+  const std::string echo_method = transport_options.echo_method->full_name();
   if (user_method) {
     transport_options.method = &user_method->method();
     if (options.check_response) {
@@ -194,8 +205,7 @@ int main(int argc, char** argv) {
   }
   std::optional<press::ServerVarsProbe> vars;
   if (options.server_vars) {
-    vars.emplace(options.server, user_method ? user_method->method().full_name()
-                                             : "arenarpc.example.EchoService.Echo");
+    vars.emplace(options.server, user_method ? user_method->method().full_name() : echo_method);
     driver.SetWindowHooks([&] { vars->AtWindowStart(); },
                           [&](press::PressResult& result) { vars->AtWindowEnd(result); });
   }

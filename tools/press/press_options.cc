@@ -64,6 +64,13 @@ std::string Validate(const PressOptions& o) {
            " is missing: a user's method needs all of --proto, --method and --input";
   }
   if (!any_user && !o.proto_path.empty()) return "--proto_path needs --proto";
+  if (o.echo_service != "EchoService" && o.echo_service != "OptionalEchoService") {
+    return "--echo_service must be EchoService or OptionalEchoService, got '" + o.echo_service +
+           "'";
+  }
+  if (o.echo_service != "EchoService" && (any_user || o.protocol == "grpc")) {
+    return "--echo_service applies to the echo workload over baidu_std or http";
+  }
   if (!any_user && o.check_response) {
     return "--check_response needs --method (the echo workload is checked by --verify)";
   }

@@ -30,6 +30,9 @@ struct PressOptions {
   std::string proto;                       // --proto: the .proto file declaring the method
   std::string proto_path;                  // --proto_path: import directories, ':'-separated
   std::string method;                      // --method: pkg.Service.Method
+  // The echo workload's service: "EchoService", or "OptionalEchoService" (the same bytes to the
+  // schema whose payload is declared `optional`).
+  std::string echo_service = "EchoService";
   std::string input;                       // --input: requests in JSON (lines, object or array)
   bool check_response = false;             // --check_response: parse responses into the output type
   bool server_vars = true;                 // --server_vars: read the server's /vars over HTTP

@@ -26,8 +26,11 @@ struct TransportOptions {
   int64_t timeout_ms = 1000;                // per call
   int connections = 1;                      // independent connections/channels, used round-robin
   int io_threads = 1;                       // threads that run completion callbacks
-  // The method called; nullptr = the echo workload (arenarpc.example.EchoService.Echo).
+  // The method called; nullptr = the echo workload, sent to echo_method.
   const google::protobuf::MethodDescriptor* method = nullptr;
+  // The echo workload's method (arenarpc.example.EchoService.Echo, or the OptionalEchoService's:
+  // the same bytes either way); nullptr = EchoService.Echo.
+  const google::protobuf::MethodDescriptor* echo_method = nullptr;
   // --check_response: parse each response into this type (the method's output type) and hand it
   // to the check as CallResult::response_message; nullptr = responses are not parsed.
   const google::protobuf::Message* response_prototype = nullptr;
@@ -60,6 +63,9 @@ class Transport {
   // Attempts sent to each server ("ip:port"), for transports that spread calls over a cluster.
   virtual std::map<std::string, uint64_t> ServerAttempts() const { return {}; }
 };
+
+// The method an echo-workload call goes to (transport_registry.cc).
+const google::protobuf::MethodDescriptor* EchoMethod(const TransportOptions& options);
 
 using TransportFactory = std::function<std::unique_ptr<Transport>()>;
 

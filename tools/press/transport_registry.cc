@@ -2,6 +2,7 @@
 #include <map>
 #include <mutex>
 
+#include "echo/echo.pb.h"
 #include "press/transport.h"
 
 namespace arenarpc::press {
@@ -18,6 +19,12 @@ Registry& GetRegistry() {
 }
 
 }  // namespace
+
+const google::protobuf::MethodDescriptor* EchoMethod(const TransportOptions& options) {
+  return options.echo_method != nullptr
+             ? options.echo_method
+             : example::EchoService::descriptor()->FindMethodByName("Echo");
+}
 
 bool RegisterTransport(std::string name, TransportFactory factory) {
   Registry& r = GetRegistry();

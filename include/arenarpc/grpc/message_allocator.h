@@ -155,7 +155,7 @@ class MessageAllocator final : public ::grpc::MessageAllocator<Request, Response
 // True for "default" (gRPC's own allocation); otherwise the name must be a strategy.
 inline bool IsDefaultMode(std::string_view mode) noexcept { return mode == "default"; }
 
-// Builds a strategy by name: "heap", "arena", "paged" or "reuse"; throws std::invalid_argument
+// Builds a strategy by name: "heap", "arena", "paged", "reuse" or "auto"; throws std::invalid_argument
 // for anything else (including "default", which has no allocator: pass nullptr to gRPC).
 std::shared_ptr<memory::MessageMemory> MakeStrategy(std::string_view mode,
                                                     const memory::MemoryOptions& options);

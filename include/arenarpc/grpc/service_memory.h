@@ -12,8 +12,8 @@
 // reply's bytes are the same in every mode whatever the handler does. The method is named by its
 // full protobuf name and checked against the linked descriptors.
 //
-// Modes: "heap", "arena", "paged", "reuse", or "default" (gRPC's own allocation: Serve() checks the
-// binding and leaves gRPC's handler in place). Each mode's strategy is created once per
+// Modes: "heap", "arena", "paged", "reuse", "auto", or "default" (gRPC's own allocation: Serve()
+// checks the binding and leaves gRPC's handler in place). Each mode's strategy is created once per
 // ServiceMemory and shared by the methods served in it.
 //
 // Errors: the constructor, Serve() and allocator() throw std::invalid_argument with a message
@@ -69,7 +69,7 @@ class ServiceMemory {
   ServiceMemory(const ServiceMemory&) = delete;
   ServiceMemory& operator=(const ServiceMemory&) = delete;
 
-  // True for "default", "heap", "arena", "paged" and "reuse"; otherwise false with *error set.
+  // True for "default", "heap", "arena", "paged", "reuse" and "auto"; otherwise false with *error set.
   static bool IsValidMode(std::string_view mode, std::string* error = nullptr);
 
   const std::string& mode() const noexcept { return mode_; }

@@ -1,7 +1,7 @@
 #pragma once
 // MessageMemory: how a call's request and response messages are created and released.
 //
-//   MessageMemory (a strategy: heap | arena | paged | reuse; thread-safe, shared)
+//   MessageMemory (a strategy: heap | arena | paged | reuse | auto; thread-safe, shared)
 //     -> Bind(request prototype, response prototype) -> MethodMemory (per method, thread-safe)
 //          -> Acquire() -> MessagePair (one call's request + response; RAII, move-only)
 //
@@ -18,9 +18,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "arenarpc/memory/serialized_message.h"
 
@@ -67,11 +69,63 @@ struct ReuseSettings {
   bool arena_responses = true;
 };
 
+// The "auto" strategy: per method, it runs trials on live calls (the candidates take turns in
+// blocks of trial_block calls), charges each call the thread CPU time from Acquire() to Release() (parse, handler,
+// serialize, release; a call is measured only if it ran on one thread without suspending), and
+// serves the method with the cheapest candidate (median CPU per call). It runs a new trial after
+// recheck_calls calls or recheck_seconds, and when the method's request size moves by
+// shape_change times. Every candidate is exact, so a switch never changes what goes on the wire.
+struct AutoSettings {
+  // The first one serves a method until its first trial ends, and whenever no call can be
+  // measured (handlers that finish their calls on another thread).
+  std::vector<std::string> candidates = {"paged", "reuse", "arena", "heap"};
+  uint32_t warmup_calls = 16;  // first calls of each candidate in a trial, not counted
+  uint32_t trial_calls = 48;   // counted calls per candidate in a trial
+  // Consecutive calls a candidate serves before the next takes its turn: a strategy's own warm
+  // state (reuse's pooled trees, paged's cached pages) stays in the CPU caches as it would if it
+  // served alone, while the machine's load changes alike for every candidate.
+  uint32_t trial_block = 8;
+  uint32_t sample_every = 64;  // between trials: the chosen candidate is measured once in N calls
+  uint64_t recheck_calls = 200000;
+  uint32_t recheck_seconds = 300;
+  double shape_change = 2.0;    // > 1
+  double switch_margin = 0.05;  // a trial moves the method only to a candidate this much cheaper
+};
+
+// What "auto" decided for one method (MethodMemory::Choice()).
+struct MemoryChoice {
+  struct Candidate {
+    std::string name;
+    uint64_t samples = 0;       // calls counted in the last trial
+    uint64_t cpu_ns = 0;        // median thread CPU per call in the last trial
+    uint64_t held_bytes = 0;    // mean bytes the call's messages held at release (last trial)
+  };
+  std::string chosen;
+  std::vector<Candidate> candidates;  // in AutoSettings::candidates order
+  uint64_t trials = 0;                // finished trials
+  uint64_t switches = 0;              // trials that moved the method to another candidate
+  bool in_trial = false;
+  int64_t decided_unix_ms = 0;        // when the last trial ended (0: none yet)
+  uint64_t chosen_cpu_ns = 0;         // the chosen candidate's CPU per call since (moving mean)
+  std::string reason;                 // why the last trial started and what it found
+};
+
+// A response field whose declaration keeps the exact reuse strategy from keeping its subtree
+// between calls (a proto3 singular sub-message without `optional`): the server's presence advisor
+// lists them with the share of a response's memory they hold (/memory, MethodStats).
+struct PresenceAdvice {
+  std::string field;         // "pkg.Type.field"
+  std::string declared;      // as the .proto declares it now: "ComplexPayload payload = 2;"
+  std::string suggested;     // the same bytes on the wire: "optional ComplexPayload payload = 2;"
+  double share = 0;          // of the sampled responses' bytes (SpaceUsedLong) under this field
+};
+
 struct PagePoolOptions;  // page_allocator.h
 
 struct MemoryOptions {
   ArenaSettings arena = DefaultArenaSettings();
   ReuseSettings reuse;
+  AutoSettings automatic;
   // Page pool for the "paged" strategy (and the reuse strategy's scratch arena).
   size_t page_size = 4096;
   size_t page_cache_capacity = 4096;  // pages
@@ -134,6 +188,8 @@ class MethodMemory {
  public:
   virtual ~MethodMemory() = default;
   virtual MessagePair Acquire() = 0;
+  // The "auto" strategy's current decision for this method; empty for the fixed strategies.
+  virtual std::optional<MemoryChoice> Choice() const { return std::nullopt; }
   const google::protobuf::Message& request_prototype() const { return *request_prototype_; }
   const google::protobuf::Message& response_prototype() const { return *response_prototype_; }
 
@@ -161,7 +217,7 @@ class MethodMemory {
 class MessageMemory {
  public:
   virtual ~MessageMemory() = default;
-  // "heap", "arena", "paged" or "reuse".
+  // "heap", "arena", "paged", "reuse" or "auto".
   virtual std::string_view name() const noexcept = 0;
   // Binds a method's request/response types. The prototypes must outlive the result.
   virtual std::unique_ptr<MethodMemory> Bind(
@@ -170,7 +226,7 @@ class MessageMemory {
   virtual MemoryStats stats() const noexcept = 0;
 };
 
-// Creates a strategy by name ("heap", "arena", "paged", "reuse"). Throws std::invalid_argument
+// Creates a strategy by name ("heap", "arena", "paged", "reuse", "auto"). Throws std::invalid_argument
 // with a message for an unknown name (listing the valid ones) or invalid options.
 std::shared_ptr<MessageMemory> MakeMessageMemory(std::string_view name,
                                                  const MemoryOptions& options = {});
@@ -178,5 +234,6 @@ std::shared_ptr<MessageMemory> MakeMessageMemory(std::string_view name,
 void ValidateMemoryOptions(const MemoryOptions& options);
 void ValidateArenaSettings(const ArenaSettings& settings);  // start > 0, max >= start
 void ValidateReuseSettings(const ReuseSettings& settings);  // every bound >= 1
+void ValidateAutoSettings(const AutoSettings& settings);    // known candidates, bounds >= 1
 
 }  // namespace arenarpc::memory

@@ -1,0 +1,79 @@
+#pragma once
+// AutoChooser: the decision half of the "auto" strategy, for one method. It says which candidate
+// serves the next call and whether to measure it, takes the measurements, and runs the trials
+// (AutoSettings). It knows nothing of messages or clocks: the strategy feeds it CPU times, held
+// bytes, request sizes and the time, so its logic is testable with made-up figures.
+//
+// Between trials Next() costs a thread-local random draw and two relaxed loads; everything else
+// (Record(), trials) takes a mutex, and runs only on measured calls.
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "arenarpc/memory/message_memory.h"
+
+namespace arenarpc::memory {
+
+class AutoChooser {
+ public:
+  struct Pick {
+    uint32_t candidate;
+    bool measure;
+  };
+  struct Measurement {
+    uint64_t cpu_ns = 0;
+    uint64_t held_bytes = 0;
+    uint64_t request_bytes = 0;
+  };
+
+  // `names` are the candidates, in preference order (the first serves until a trial decides).
+  AutoChooser(std::vector<std::string> names, const AutoSettings& settings);
+
+  Pick Next() noexcept;
+  // A measured call finished; `now_ms` is the wall clock (for recheck_seconds and the report).
+  void Record(uint32_t candidate, const Measurement& m, int64_t now_ms);
+  // A call picked for measurement could not be measured (it suspended or changed threads). Counts
+  // toward the end of a trial, so that a trial ends even if no call can be measured.
+  void Unmeasured(int64_t now_ms);
+
+  MemoryChoice Report() const;
+  uint32_t chosen() const noexcept { return chosen_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Trial {
+    uint32_t warm = 0;  // calls seen and discarded
+    std::vector<uint64_t> cpu_ns;
+    uint64_t held_sum = 0;
+  };
+  struct Figures {  // of the last finished trial
+    uint64_t samples = 0, cpu_ns = 0, held_bytes = 0;
+  };
+
+  void StartTrial(std::string reason);    // mu_ held
+  void MaybeFinishTrial(int64_t now_ms);  // mu_ held
+  void FinishTrial(int64_t now_ms);       // mu_ held
+  void CheckRecheck(int64_t now_ms);      // mu_ held, between trials
+
+  const std::vector<std::string> names_;
+  const AutoSettings settings_;
+  std::atomic<bool> in_trial_{true};
+  std::atomic<uint32_t> chosen_{0};
+  std::atomic<uint64_t> turn_{0};  // round robin of a trial
+
+  mutable std::mutex mu_;
+  std::vector<Trial> trial_;
+  uint64_t trial_attempts_ = 0;
+  std::vector<Figures> figures_;
+  uint64_t trials_ = 0, switches_ = 0;
+  int64_t decided_ms_ = 0;
+  uint64_t calls_since_ = 0;  // estimated calls of the method since the last trial ended
+  double chosen_cpu_ns_ = 0;  // moving mean between trials
+  double request_bytes_ = 0;  // moving mean of measured calls' request sizes
+  double decided_request_bytes_ = 0;
+  std::string reason_;
+  std::string trial_reason_;
+};
+
+}  // namespace arenarpc::memory

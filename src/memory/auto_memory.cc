@@ -1,0 +1,174 @@
+// "auto": serves each method with whichever candidate strategy its trials on live calls found
+// cheapest (AutoChooser decides; this file measures). A call that is not measured gets the chosen
+// candidate's own pair, untouched; a measured one is wrapped to read the thread's CPU clock at
+// Acquire() and after Release().
+#include <google/protobuf/arena.h>
+#include <google/protobuf/message.h>
+#include <pthread.h>
+
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <stdexcept>
+
+#include "memory/auto_chooser.h"
+#include "memory/strategies.h"
+#include "util/thread_slice.h"
+
+namespace arenarpc::memory {
+namespace {
+
+using google::protobuf::Arena;
+using google::protobuf::Message;
+
+uint64_t ThreadCpuNs() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+int64_t NowMs() noexcept {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class AutoMemory final : public MessageMemory, public std::enable_shared_from_this<AutoMemory> {
+ public:
+  AutoMemory(std::vector<std::shared_ptr<MessageMemory>> candidates, const AutoSettings& settings)
+      : candidates_(std::move(candidates)), settings_(settings) {}
+
+  class Method final : public MethodMemory {
+   public:
+    Method(std::shared_ptr<AutoMemory> owner, const Message& req, const Message& resp)
+        : MethodMemory(req, resp),
+          owner_(std::move(owner)),
+          chooser_(Names(*owner_), owner_->settings_) {
+      for (const auto& candidate : owner_->candidates_) {
+        candidates_.push_back(candidate->Bind(req, resp));
+      }
+    }
+
+    MessagePair Acquire() override {
+      const AutoChooser::Pick pick = chooser_.Next();
+      MethodMemory& candidate = *candidates_[pick.candidate];
+      if (!pick.measure) return candidate.Acquire();
+      auto call = std::make_unique<MeasuredCall>();
+      call->candidate = pick.candidate;
+      call->thread = pthread_self();
+      call->slices = util::ThreadSliceCount();
+      call->start_ns = ThreadCpuNs();
+      call->pair = candidate.Acquire();
+      const MessagePair& pair = call->pair;
+      return MakePair(pair.request(), pair.response(), pair.arena(), call.release());
+    }
+
+    std::optional<MemoryChoice> Choice() const override { return chooser_.Report(); }
+
+   protected:
+    ParseResult ParseRequest(Message*, void* cookie, SerializedMessage& bytes) override {
+      auto* call = static_cast<MeasuredCall*>(cookie);
+      call->request_bytes = bytes.size();
+      return call->pair.ParseRequest(bytes);
+    }
+
+    void PrepareResponse(Message*, void* cookie) noexcept override {
+      static_cast<MeasuredCall*>(cookie)->pair.PrepareResponse();
+    }
+
+    void Release(Message* request, Message* response, Arena* arena,
+                 void* cookie) noexcept override {
+      std::unique_ptr<MeasuredCall> call(static_cast<MeasuredCall*>(cookie));
+      // Only a call that ran start to end on this thread with nothing else in between.
+      if (!pthread_equal(call->thread, pthread_self()) ||
+          call->slices != util::ThreadSliceCount()) {
+        call->pair.Release();
+        chooser_.Unmeasured(NowMs());
+        return;
+      }
+      const uint64_t before_held = ThreadCpuNs();
+      // What the call's messages hold: its arena, or the objects' own accounting (reuse's pooled
+      // objects count the capacity they keep).
+      const uint64_t held = arena != nullptr ? arena->SpaceAllocated()
+                                             : request->SpaceUsedLong() + response->SpaceUsedLong();
+      const uint64_t after_held = ThreadCpuNs();
+      call->pair.Release();
+      const uint64_t end = ThreadCpuNs();
+      AutoChooser::Measurement m;
+      m.cpu_ns = (before_held - call->start_ns) + (end - after_held);
+      m.held_bytes = held;
+      m.request_bytes = call->request_bytes;
+      chooser_.Record(call->candidate, m, NowMs());
+    }
+
+   private:
+    struct MeasuredCall {
+      MessagePair pair;
+      uint32_t candidate = 0;
+      pthread_t thread{};
+      uint64_t slices = 0;
+      uint64_t start_ns = 0;
+      uint64_t request_bytes = 0;
+    };
+
+    static std::vector<std::string> Names(const AutoMemory& owner) {
+      std::vector<std::string> names;
+      for (const auto& candidate : owner.candidates_) names.emplace_back(candidate->name());
+      return names;
+    }
+
+    std::shared_ptr<AutoMemory> owner_;
+    AutoChooser chooser_;
+    std::vector<std::unique_ptr<MethodMemory>> candidates_;
+  };
+
+  std::string_view name() const noexcept override { return "auto"; }
+  std::unique_ptr<MethodMemory> Bind(const Message& req, const Message& resp) override {
+    return std::make_unique<Method>(shared_from_this(), req, resp);
+  }
+  // The candidates' counters added up (each strategy fills only its own fields, except the
+  // acquired/released totals).
+  MemoryStats stats() const noexcept override {
+    MemoryStats total;
+    for (const auto& candidate : candidates_) {
+      const MemoryStats s = candidate->stats();
+      total.acquired += s.acquired;
+      total.released += s.released;
+      total.page_allocations += s.page_allocations;
+      total.page_cache_hits += s.page_cache_hits;
+      total.page_cache_misses += s.page_cache_misses;
+      total.pages_cached += s.pages_cached;
+      total.pages_outstanding += s.pages_outstanding;
+      total.reuses += s.reuses;
+      total.rebuilds += s.rebuilds;
+      total.trims += s.trims;
+      total.objects_pooled += s.objects_pooled;
+      total.retained_bytes_estimate += s.retained_bytes_estimate;
+      total.requests_shaped += s.requests_shaped;
+      total.responses_mirrored += s.responses_mirrored;
+    }
+    return total;
+  }
+
+ private:
+  const std::vector<std::shared_ptr<MessageMemory>> candidates_;
+  const AutoSettings settings_;
+};
+
+}  // namespace
+
+std::shared_ptr<MessageMemory> MakeAutoMemory(
+    std::vector<std::shared_ptr<MessageMemory>> candidates, const AutoSettings& settings) {
+  if (candidates.empty()) throw std::invalid_argument("auto needs at least one candidate");
+  return std::make_shared<AutoMemory>(std::move(candidates), settings);
+}
+
+std::shared_ptr<MessageMemory> MakeAutoMemory(const MemoryOptions& options) {
+  std::vector<std::shared_ptr<MessageMemory>> candidates;
+  for (const std::string& name : options.automatic.candidates) {
+    candidates.push_back(MakeMessageMemory(name, options));
+  }
+  return MakeAutoMemory(std::move(candidates), options.automatic);
+}
+
+}  // namespace arenarpc::memory

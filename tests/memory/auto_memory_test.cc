@@ -1,0 +1,281 @@
+// The "auto" strategy: AutoChooser's trials on made-up figures, then AutoMemory over real and
+// CPU-skewed fake strategies.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "arenarpc/memory/message_memory.h"
+#include "auto_test_support.h"
+#include "echo/payload_generator.h"
+#include "memory/auto_chooser.h"
+#include "memory/presence_advisor.h"
+#include "memory/strategies.h"
+#include "memory_test.pb.h"
+
+namespace arenarpc::memory {
+namespace {
+
+using example::EchoRequest;
+using example::EchoResponse;
+
+// Feeds `calls` calls whose CPU cost is cost[candidate]; returns how many were measured.
+int Feed(AutoChooser& chooser, const std::vector<uint64_t>& cost, int calls,
+         uint64_t request_bytes = 100, int64_t now_ms = 1000) {
+  int measured = 0;
+  for (int i = 0; i < calls; ++i) {
+    const AutoChooser::Pick pick = chooser.Next();
+    if (!pick.measure) continue;
+    ++measured;
+    chooser.Record(pick.candidate, {cost[pick.candidate], 10 * pick.candidate, request_bytes},
+                   now_ms);
+  }
+  return measured;
+}
+
+TEST(AutoChooser, ConvergesToTheCheapestCandidate) {
+  AutoChooser chooser({"paged", "reuse", "arena"}, QuickAutoSettings());
+  EXPECT_TRUE(chooser.Report().in_trial);
+  EXPECT_EQ(chooser.Report().chosen, "paged");  // the first serves until a trial decides
+  Feed(chooser, {3000, 1000, 2000}, 3 * 10);
+  const MemoryChoice choice = chooser.Report();
+  EXPECT_FALSE(choice.in_trial);
+  EXPECT_EQ(choice.chosen, "reuse");
+  EXPECT_EQ(choice.trials, 1u);
+  EXPECT_EQ(choice.switches, 0u);  // the first trial is a choice, not a switch
+  ASSERT_EQ(choice.candidates.size(), 3u);
+  EXPECT_EQ(choice.candidates[1].cpu_ns, 1000u);
+  EXPECT_EQ(choice.candidates[1].samples, 8u);
+  EXPECT_EQ(choice.candidates[2].held_bytes, 20u);
+  EXPECT_NE(choice.reason.find("reuse 1.00 us"), std::string::npos) << choice.reason;
+}
+
+TEST(AutoChooser, CandidatesTakeTurnsInBlocks) {
+  AutoSettings s = QuickAutoSettings();
+  s.trial_block = 4;
+  AutoChooser chooser({"a", "b", "c"}, s);
+  std::string order;
+  for (int i = 0; i < 13; ++i) order += static_cast<char>('a' + chooser.Next().candidate);
+  EXPECT_EQ(order, "aaaabbbbcccca");
+}
+
+TEST(AutoChooser, MedianIgnoresOutliers) {
+  AutoChooser chooser({"a", "b"}, QuickAutoSettings());
+  int turn = 0;
+  while (chooser.Report().in_trial) {
+    const AutoChooser::Pick pick = chooser.Next();
+    // b is cheaper, except for a rare huge outlier (a page fault, a preemption)
+    const uint64_t cost = pick.candidate == 0 ? 2000 : (++turn % 5 == 0 ? 1'000'000 : 1000);
+    chooser.Record(pick.candidate, {cost, 0, 100}, 1000);
+  }
+  EXPECT_EQ(chooser.Report().chosen, "b");
+}
+
+TEST(AutoChooser, BetweenTrialsMeasuresOneCallInSampleEvery) {
+  AutoSettings s = QuickAutoSettings();
+  s.sample_every = 16;
+  AutoChooser chooser({"a", "b"}, s);
+  Feed(chooser, {1000, 2000}, 2 * 10);
+  ASSERT_FALSE(chooser.Report().in_trial);
+  const int measured = Feed(chooser, {1000, 2000}, 16 * 500);  // within recheck_calls
+  EXPECT_GT(measured, 500 / 2);
+  EXPECT_LT(measured, 500 * 2);
+  EXPECT_EQ(chooser.Report().chosen, "a");
+}
+
+TEST(AutoChooser, SwitchesOnlyPastTheMargin) {
+  AutoSettings s = QuickAutoSettings();
+  s.switch_margin = 0.10;
+  s.recheck_calls = 8;  // a new trial after two sampled calls
+  AutoChooser chooser({"a", "b"}, s);
+  Feed(chooser, {1000, 2000}, 2 * 10);
+  ASSERT_EQ(chooser.Report().chosen, "a");
+  // b becomes 5 % cheaper than a: within the margin, a stays.
+  for (int i = 0; i < 200 && chooser.Report().trials < 3; ++i) Feed(chooser, {1000, 950}, 1);
+  EXPECT_EQ(chooser.Report().trials, 3u);
+  EXPECT_EQ(chooser.Report().chosen, "a");
+  EXPECT_EQ(chooser.Report().switches, 0u);
+  // b becomes half of a: the next trial moves the method.
+  for (int i = 0; i < 200 && chooser.Report().trials < 4; ++i) Feed(chooser, {1000, 500}, 1);
+  EXPECT_EQ(chooser.Report().chosen, "b");
+  EXPECT_EQ(chooser.Report().switches, 1u);
+  EXPECT_NE(chooser.Report().reason.find("periodic recheck"), std::string::npos);
+}
+
+TEST(AutoChooser, ARequestSizeChangeStartsATrial) {
+  AutoSettings s = QuickAutoSettings();
+  s.sample_every = 1;
+  s.recheck_calls = 1'000'000;
+  AutoChooser chooser({"a", "b"}, s);
+  Feed(chooser, {1000, 2000}, 2 * 10, 100);
+  ASSERT_FALSE(chooser.Report().in_trial);
+  Feed(chooser, {1000, 2000}, 100, 120);  // within shape_change: no trial
+  EXPECT_FALSE(chooser.Report().in_trial);
+  EXPECT_EQ(chooser.Report().trials, 1u);
+  // Large requests now, and b is cheaper for them.
+  for (int i = 0; i < 400 && chooser.Report().trials < 2; ++i) Feed(chooser, {3000, 2000}, 1, 5000);
+  const MemoryChoice choice = chooser.Report();
+  EXPECT_EQ(choice.trials, 2u);
+  EXPECT_EQ(choice.chosen, "b");
+  EXPECT_NE(choice.reason.find("request size moved"), std::string::npos) << choice.reason;
+}
+
+TEST(AutoChooser, ARecheckAfterTime) {
+  AutoSettings s = QuickAutoSettings();
+  s.sample_every = 1;
+  s.recheck_seconds = 60;
+  AutoChooser chooser({"a", "b"}, s);
+  Feed(chooser, {1000, 2000}, 2 * 10, 100, 1000);
+  ASSERT_FALSE(chooser.Report().in_trial);
+  Feed(chooser, {1000, 2000}, 1, 100, 1000 + 59'000);
+  EXPECT_FALSE(chooser.Report().in_trial);
+  Feed(chooser, {1000, 2000}, 1, 100, 1000 + 60'000);
+  EXPECT_TRUE(chooser.Report().in_trial);
+}
+
+TEST(AutoChooser, ATrialEndsWhenNoCallCanBeMeasured) {
+  AutoChooser chooser({"a", "b"}, QuickAutoSettings());
+  for (int i = 0; i < 1000 && chooser.Report().in_trial; ++i) {
+    chooser.Next();
+    chooser.Unmeasured(1000);
+  }
+  const MemoryChoice choice = chooser.Report();
+  EXPECT_FALSE(choice.in_trial);
+  EXPECT_EQ(choice.chosen, "a");
+  EXPECT_NE(choice.reason.find("too few calls could be measured"), std::string::npos);
+}
+
+std::string Call(MethodMemory& method, const std::string& wire) {
+  MessagePair pair = method.Acquire();
+  SerializedSpan bytes(wire);
+  EXPECT_EQ(pair.ParseRequest(bytes), ParseResult::kOk);
+  auto& request = static_cast<EchoRequest&>(*pair.request());
+  auto& response = static_cast<EchoResponse&>(*pair.response());
+  response.mutable_message()->CopyFrom(request.message());
+  if (request.has_payload()) response.mutable_payload()->CopyFrom(request.payload());
+  pair.PrepareResponse();
+  return response.SerializeAsString();
+}
+
+std::string RequestWire() {
+  EchoRequest request;
+  request.add_message("hello");
+  return request.SerializeAsString();
+}
+
+TEST(AutoMemory, ServesWithTheCandidateThatCostsLeastCpu) {
+  std::vector<std::shared_ptr<MessageMemory>> candidates = {
+      std::make_shared<SlowMemory>("slow", MakeMessageMemory("heap"), 200'000),
+      std::make_shared<SlowMemory>("fast", MakeMessageMemory("heap"), 0),
+      std::make_shared<SlowMemory>("slower", MakeMessageMemory("heap"), 400'000)};
+  auto automatic = MakeAutoMemory(std::move(candidates), QuickAutoSettings());
+  EXPECT_EQ(automatic->name(), "auto");
+  auto method = automatic->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
+  const std::string wire = RequestWire();
+  for (int i = 0; i < 3 * 10 && method->Choice()->in_trial; ++i) Call(*method, wire);
+  const MemoryChoice choice = *method->Choice();
+  EXPECT_FALSE(choice.in_trial);
+  EXPECT_EQ(choice.chosen, "fast");
+  EXPECT_GE(choice.candidates[0].cpu_ns, 200'000u);
+  EXPECT_LT(choice.candidates[1].cpu_ns, 200'000u);
+  EXPECT_GT(choice.candidates[1].held_bytes, 0u);  // SpaceUsedLong of the two heap messages
+}
+
+TEST(AutoMemory, EveryCandidateRepliesWithTheSameBytes) {
+  MemoryOptions options;
+  options.automatic.warmup_calls = 0;
+  options.automatic.trial_calls = 3;
+  options.automatic.trial_block = 1;
+  options.automatic.sample_every = 1;
+  options.automatic.recheck_calls = 2;
+  auto automatic = MakeMessageMemory("auto", options);
+  auto method = automatic->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
+  auto heap = MakeMessageMemory("heap");
+  auto heap_method = heap->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
+  example::PayloadGenerator generator(1, 7);
+  for (int i = 0; i < 200; ++i) {
+    EchoRequest request;
+    request.add_message("m" + std::to_string(i));
+    if (i % 3 != 0) generator.Fill(request.mutable_payload());
+    const std::string wire = request.SerializeAsString();
+    ASSERT_EQ(Call(*heap_method, wire), Call(*method, wire)) << "call " << i;
+  }
+  const MemoryStats stats = automatic->stats();
+  EXPECT_EQ(stats.acquired, 200u);
+  EXPECT_EQ(stats.released, 200u);
+  EXPECT_GT(method->Choice()->trials, 5u);
+}
+
+TEST(AutoMemory, CallsReleasedOnAnotherThreadAreNotCharged) {
+  auto automatic = MakeMessageMemory("auto", MemoryOptions{});
+  auto method = automatic->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
+  const std::string wire = RequestWire();
+  for (int i = 0; i < 2000 && method->Choice()->in_trial; ++i) {
+    MessagePair pair = method->Acquire();
+    std::thread([&pair] { pair.Release(); }).join();
+  }
+  const MemoryChoice choice = *method->Choice();
+  EXPECT_FALSE(choice.in_trial);
+  EXPECT_EQ(choice.chosen, "paged");  // the first candidate, kept
+  for (const auto& candidate : choice.candidates) EXPECT_EQ(candidate.samples, 0u);
+}
+
+TEST(AutoMemory, RejectsBadSettings) {
+  MemoryOptions options;
+  options.automatic.candidates = {"reuse", "auto"};
+  EXPECT_THROW(MakeMessageMemory("auto", options), std::invalid_argument);
+  options.automatic.candidates = {"reuse", "reuse"};
+  EXPECT_THROW(MakeMessageMemory("auto", options), std::invalid_argument);
+  options.automatic.candidates = {};
+  EXPECT_THROW(MakeMessageMemory("auto", options), std::invalid_argument);
+  options.automatic.candidates = {"heap"};
+  options.automatic.shape_change = 1;
+  EXPECT_THROW(MakeMessageMemory("auto", options), std::invalid_argument);
+}
+
+TEST(PresenceAdvisor, ListsProto3SubMessagesWithoutOptionalByShare) {
+  PresenceAdvisor advisor(*memtest::Root::descriptor());
+  ASSERT_FALSE(advisor.empty());
+  memtest::Root root;
+  for (int i = 0; i < 50; ++i) root.mutable_mid()->mutable_leaf()->add_value(std::string(100, 'x'));
+  root.mutable_leaf()->set_n(1);
+  root.mutable_opt_mid()->mutable_leaf()->add_value("y");
+  root.mutable_one_leaf()->set_n(2);  // a oneof member: not advised (optional does not apply)
+  advisor.Observe(root);
+  const std::vector<PresenceAdvice> advice = advisor.Report();
+  std::vector<std::string> fields;
+  for (const auto& a : advice) fields.push_back(a.field);
+  // Root.mid, Root.leaf and Mid.leaf (also reached through opt_mid and mids); not opt_mid (has
+  // `optional`), not one_leaf (oneof), not the repeated ones.
+  ASSERT_EQ(fields.size(), 3u);
+  EXPECT_EQ(fields.back(), "arenarpc.memtest.Root.leaf");  // the smallest share last
+  std::sort(fields.begin(), fields.end());
+  EXPECT_EQ(fields,
+            (std::vector<std::string>{"arenarpc.memtest.Mid.leaf", "arenarpc.memtest.Root.leaf",
+                                      "arenarpc.memtest.Root.mid"}));
+  for (const auto& a : advice) {
+    if (a.field != "arenarpc.memtest.Root.mid") continue;
+    EXPECT_EQ(a.declared, "Mid mid = 1;");
+    EXPECT_EQ(a.suggested, "optional Mid mid = 1;");
+    EXPECT_GT(a.share, 0.5);
+  }
+  EXPECT_LT(advice[2].share, 0.1);
+
+  PresenceAdvisor with_optional(*memtest::Leaf::descriptor());
+  EXPECT_TRUE(with_optional.empty());
+  EXPECT_TRUE(with_optional.Report().empty());
+}
+
+TEST(PresenceAdvisor, TheWorkloadSchemaAndItsOptionalTwin) {
+  PresenceAdvisor plain(*EchoResponse::descriptor());
+  ASSERT_EQ(plain.Report().size(), 1u);
+  EXPECT_EQ(plain.Report()[0].suggested, "optional ComplexPayload payload = 2;");
+  EXPECT_TRUE(PresenceAdvisor(*example::OptionalEchoResponse::descriptor()).empty());
+}
+
+}  // namespace
+}  // namespace arenarpc::memory
