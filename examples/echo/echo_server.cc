@@ -5,6 +5,7 @@
 #include <gflags/gflags.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -117,6 +118,11 @@ DEFINE_uint64(max_request_memory, arenarpc::ServerOptions{}.max_request_memory,
               "0 = no bound");
 DEFINE_uint64(max_inflight_message_memory, arenarpc::ServerOptions{}.max_inflight_message_memory,
               "What the messages of all calls in flight may hold; past it: ELIMIT. 0 = no bound");
+DEFINE_string(auto_candidates, "paged,reuse,arena,heap",
+              "auto: the strategies it tries, comma-separated, the first serving until a trial "
+              "decides");
+DEFINE_uint32(auto_trial_calls, arenarpc::memory::AutoSettings{}.trial_calls,
+              "auto: counted calls per candidate in a trial");
 DEFINE_bool(reuse_arena_responses, arenarpc::memory::ReuseSettings{}.arena_responses,
             "reuse: make response types with subtrees exact reuse cannot keep on a paged arena");
 DEFINE_string(handler, "copy",
@@ -229,6 +235,13 @@ int main(int argc, char** argv) {
   options.memory.reuse.mirror_responses = FLAGS_reuse_mirror_responses;
   options.memory.reuse.keep_response_submessages = FLAGS_reuse_keep_response_submessages;
   options.memory.reuse.arena_responses = FLAGS_reuse_arena_responses;
+  options.memory.automatic.candidates.clear();
+  for (size_t begin = 0; begin <= FLAGS_auto_candidates.size();) {
+    const size_t end = std::min(FLAGS_auto_candidates.find(',', begin), FLAGS_auto_candidates.size());
+    options.memory.automatic.candidates.push_back(FLAGS_auto_candidates.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  options.memory.automatic.trial_calls = FLAGS_auto_trial_calls;
   options.memory.arena.start_block_size = FLAGS_arena_start_block_size;
   options.memory.arena.max_block_size = FLAGS_arena_max_block_size;
   try {
