@@ -79,27 +79,90 @@ std::string AdviceText(const std::vector<memory::PresenceAdvice>& advice) {
   return text;
 }
 
+// The last 10 minutes, one point per 10 s: {held_bytes_per_call, cpu_us_per_call, samples}.
+void WriteSeriesJson(JsonWriter& json, const stats::MethodView& m) {
+  json.Key("last_10_minutes").BeginArray();
+  for (const stats::MemoryPoint& p : m.memory_points) {
+    json.BeginObject()
+        .Field("held_bytes_per_call", p.held_bytes_per_call())
+        .Field("cpu_us_per_call", p.cpu_ns_per_call() / 1000)
+        .Field("held_samples", p.held_samples)
+        .Field("cpu_samples", p.cpu_samples)
+        .EndObject();
+  }
+  json.EndArray();
+}
+
+std::string MethodHtml(const stats::MethodView& view) {
+  const MethodStats& m = view.stats;
+  std::vector<double> held, cpu;
+  for (const stats::MemoryPoint& p : view.memory_points) {
+    held.push_back(p.held_bytes_per_call() / 1024);
+    cpu.push_back(p.cpu_ns_per_call() / 1000);
+  }
+  std::string html = "<h2>" + HtmlEscape(m.full_name) + " &mdash; " + HtmlEscape(m.memory_mode) +
+                     "</h2>\n<p>" + SvgLine(held, "KiB held per call, last 10 min", 1) +
+                     "<br>" + SvgLine(cpu, "CPU us per call, last 10 min", 1) + "</p>\n";
+  if (const auto& c = m.memory_choice) {
+    html += "<p>auto: serving with <b>" + HtmlEscape(c->chosen) + "</b>" +
+            (c->in_trial ? " (trial running)" : "") + ", " + std::to_string(c->trials) +
+            " trials, " + std::to_string(c->switches) + " switches. " + HtmlEscape(c->reason) +
+            "</p>\n<table><tr><th>candidate</th><th>CPU us/call</th><th>held bytes/call</th>"
+            "<th>calls measured</th></tr>\n";
+    for (const auto& candidate : c->candidates) {
+      const bool chosen = candidate.name == c->chosen;
+      html += std::string("<tr><td>") + (chosen ? "<b>" : "") + HtmlEscape(candidate.name) +
+              (chosen ? "</b>" : "") + "</td><td>" + FormatDouble(candidate.cpu_ns / 1000.0, 2) +
+              "</td><td>" + std::to_string(candidate.held_bytes) + "</td><td>" +
+              std::to_string(candidate.samples) + "</td></tr>\n";
+    }
+    html += "</table>\n";
+  }
+  for (const auto& a : m.presence_advice) {
+    html += "<p class=\"note\">advice: <code>" + HtmlEscape(a.field) + "</code> holds " +
+            FormatDouble(100 * a.share, 1) + "% of a response; declare it <code>" +
+            HtmlEscape(a.suggested) + "</code> (the same wire bytes) so that reuse keeps its "
+            "subtree</p>\n";
+  }
+  html += "<table class=\"counters\">\n";
+  html += "<tr><th>arena bytes per call</th><td>" + FormatDouble(BytesPerCall(m), 1) +
+          "</td></tr>\n";
+  for (const auto& [name, value] : MemoryCounters(m)) {
+    html += std::string("<tr><th>") + name + "</th><td>" + std::to_string(value) + "</td></tr>\n";
+  }
+  return html + "</table>\n";
+}
+
 void ServeMemory(const stats::ServerView& view, const BuiltinRequest& request,
                  BuiltinReply* reply) {
   if (RejectUnlessGet(request, reply)) return;
-  std::vector<MethodStats> methods;
-  for (stats::MethodView& m : view.Methods(std::chrono::steady_clock::now())) {
-    methods.push_back(std::move(m.stats));
-  }
+  const std::vector<stats::MethodView> methods = view.Methods(std::chrono::steady_clock::now());
   if (WantsJson(request)) {
     JsonWriter json;
     json.BeginObject().Key("methods").BeginObject();
-    for (const MethodStats& m : methods) {
-      json.Key(m.full_name);
-      WriteMethodMemoryJson(json, m);
+    for (const stats::MethodView& m : methods) {
+      json.Key(m.stats.full_name);
+      WriteMethodMemoryJson(json, m.stats, &m);
     }
     json.EndObject().EndObject();
     reply->content_type = "application/json";
     reply->body = json.Take() + "\n";
     return;
   }
+  if (WantsHtml(request)) {
+    std::string html = HtmlHead("arenarpc memory") + "<h1>arenarpc message memory</h1>\n";
+    for (const stats::MethodView& m : methods) html += MethodHtml(m);
+    html += "<p class=\"note\">Charts: sampled calls (held bytes: every arena call and one in 32 "
+            "others; CPU: one call in 16 timed whole on its thread). Strategy counters are the "
+            "strategy's totals, shared by the methods it serves. JSON: <code>/memory?format=json"
+            "</code></p>\n</body></html>\n";
+    reply->content_type = "text/html; charset=utf-8";
+    reply->body = std::move(html);
+    return;
+  }
   std::string text;
-  for (const MethodStats& m : methods) {
+  for (const stats::MethodView& view_of : methods) {
+    const MethodStats& m = view_of.stats;
     text += m.full_name + "\n";
     text += "  strategy = " + m.memory_mode + "\n";
     if (m.memory_choice) text += ChoiceText(*m.memory_choice);
@@ -109,13 +172,14 @@ void ServeMemory(const stats::ServerView& view, const BuiltinRequest& request,
       text += std::string("  ") + name + " = " + std::to_string(value) + "\n";
     }
   }
-  text += "(strategy counters are the strategy's totals, shared by the methods it serves)\n";
+  text += "(strategy counters are the strategy's totals, shared by the methods it serves; "
+          "charts: /memory?format=html)\n";
   reply->body = std::move(text);
 }
 
 }  // namespace
 
-void WriteMethodMemoryJson(JsonWriter& json, const MethodStats& m) {
+void WriteMethodMemoryJson(JsonWriter& json, const MethodStats& m, const stats::MethodView* view) {
   json.BeginObject()
       .Field("strategy", m.memory_mode)
       .Field("arena_bytes_per_call", BytesPerCall(m));
@@ -131,6 +195,7 @@ void WriteMethodMemoryJson(JsonWriter& json, const MethodStats& m) {
         .EndObject();
   }
   json.EndArray();
+  if (view != nullptr) WriteSeriesJson(json, *view);
   json.EndObject();
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// /memory: per method, the message memory: strategy, arena bytes per call, pairs acquired and
-// released, page pool hits/misses and pages cached/outstanding (paged), reuse pool objects and
-// retained bytes (reuse). Text, or ?format=json. The strategy counters are the strategy's
-// totals, shared by every method it serves.
+// /memory: per method, the message memory: strategy, what "auto" chose and why, the presence
+// advisor, held bytes and CPU per call over the last 10 minutes, arena bytes per call, pairs
+// acquired and released, page pool hits/misses and pages cached/outstanding (paged), reuse pool
+// objects and retained bytes (reuse). Text, ?format=json, or HTML with charts (?format=html or a
+// browser). The strategy counters are the strategy's totals, shared by every method it serves.
 
 #include <memory>
 
@@ -14,13 +15,15 @@ struct MethodStats;
 }
 namespace arenarpc::stats {
 class ServerView;
+struct MethodView;
 }
 
 namespace arenarpc::builtin {
 
 void AddMemoryPage(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view);
 
-// One method's memory as a JSON object (also used by /status).
-void WriteMethodMemoryJson(JsonWriter& json, const MethodStats& method);
+// One method's memory as a JSON object (also used by /status); with `view`, its last 10 minutes.
+void WriteMethodMemoryJson(JsonWriter& json, const MethodStats& method,
+                           const stats::MethodView* view = nullptr);
 
 }  // namespace arenarpc::builtin

@@ -1,5 +1,6 @@
 #include "builtin/page_format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -32,6 +33,48 @@ std::string FormatDouble(double value, int decimals) {
 bool WantsJson(const BuiltinRequest& request) {
   const auto it = request.query.find("format");
   return it != request.query.end() && it->second == "json";
+}
+
+bool WantsHtml(const BuiltinRequest& request) {
+  if (const auto it = request.query.find("format"); it != request.query.end()) {
+    return it->second == "html";
+  }
+  for (const auto& [name, value] : request.headers) {
+    if (name == "accept" && value.find("text/html") != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string HtmlHead(std::string_view title) {
+  return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + HtmlEscape(title) +
+         "</title>\n"
+         "<style>body{font-family:sans-serif;margin:1.5em;color:#222}"
+         "table{border-collapse:collapse;margin:0.5em 0 1em}"
+         "th,td{border:1px solid #ccc;padding:2px 8px;text-align:right}"
+         "th{background:#f2f4f8}.counters th{text-align:left}"
+         "h2{font-size:1.1em;margin-top:1.5em}.note{color:#666;font-size:0.85em}"
+         ".spark{vertical-align:middle;background:#fafbfd;border:1px solid #e2e6ee}</style>\n"
+         "</head><body>\n";
+}
+
+std::string SvgLine(std::span<const double> values, std::string_view note, int decimals) {
+  constexpr int kWidth = 240, kHeight = 40;
+  double top = 0;
+  for (double v : values) top = std::max(top, v);
+  const double scale = top > 0 ? top : 1;
+  std::string points;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double x =
+        values.size() < 2 ? 0 : static_cast<double>(i) * kWidth / static_cast<double>(values.size() - 1);
+    const double y = kHeight - 2 - values[i] * (kHeight - 4) / scale;
+    points += FormatDouble(x, 1) + "," + FormatDouble(y, 1) + " ";
+  }
+  return "<svg class=\"spark\" width=\"" + std::to_string(kWidth) + "\" height=\"" +
+         std::to_string(kHeight) + "\" viewBox=\"0 0 " + std::to_string(kWidth) + " " +
+         std::to_string(kHeight) +
+         "\"><polyline fill=\"none\" stroke=\"#2a6fdb\" stroke-width=\"1.5\" points=\"" + points +
+         "\"/></svg> <span class=\"note\">" + HtmlEscape(note) + " (max " +
+         FormatDouble(top, decimals) + ")</span>";
 }
 
 bool RejectUnlessGet(const BuiltinRequest& request, BuiltinReply* reply) {

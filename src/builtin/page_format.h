@@ -2,6 +2,7 @@
 // Text helpers of the built-in pages: HTML escaping, a small JSON writer, number formatting.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -16,6 +17,13 @@ std::string HtmlEscape(std::string_view text);
 std::string FormatDouble(double value, int decimals = 3);
 // True when the request asks for JSON (?format=json).
 bool WantsJson(const BuiltinRequest& request);
+// True when the request asks for HTML (?format=html, or a browser's Accept: text/html).
+bool WantsHtml(const BuiltinRequest& request);
+// The start of an HTML page (doctype, title, the pages' shared style) up to the open <body>.
+std::string HtmlHead(std::string_view title);
+// An inline SVG line of `values` (oldest first) scaled to their maximum, then `note` and the
+// maximum ("calls/s, last 60 s (max 12)").
+std::string SvgLine(std::span<const double> values, std::string_view note, int decimals = 0);
 // A GET-only page answers other methods with 405.
 bool RejectUnlessGet(const BuiltinRequest& request, BuiltinReply* reply);
 

@@ -117,22 +117,9 @@ std::string StatusJson(const std::vector<MethodView>& methods, const ServerStats
 
 // ---- HTML
 
-// An inline SVG polyline of the per-second counts, scaled to its own maximum.
 std::string Sparkline(const PerSecond& counts) {
-  constexpr int kWidth = 240, kHeight = 40;
-  const uint64_t top = std::max<uint64_t>(1, *std::max_element(counts.begin(), counts.end()));
-  std::string points;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    const double x = static_cast<double>(i) * kWidth / (counts.size() - 1);
-    const double y = kHeight - 2 - static_cast<double>(counts[i]) * (kHeight - 4) / top;
-    points += FormatDouble(x, 1) + "," + FormatDouble(y, 1) + " ";
-  }
-  return "<svg class=\"spark\" width=\"" + std::to_string(kWidth) + "\" height=\"" +
-         std::to_string(kHeight) + "\" viewBox=\"0 0 " + std::to_string(kWidth) + " " +
-         std::to_string(kHeight) +
-         "\"><polyline fill=\"none\" stroke=\"#2a6fdb\" stroke-width=\"1.5\" points=\"" + points +
-         "\"/></svg> <span class=\"note\">calls/s, last 60 s (max " + std::to_string(top) +
-         ")</span>";
+  std::vector<double> values(counts.begin(), counts.end());
+  return SvgLine(values, "calls/s, last 60 s");
 }
 
 void Row(std::string& html, std::string_view name, const std::string& value) {
@@ -216,15 +203,8 @@ std::string MethodHtml(const MethodView& view) {
 
 std::string StatusHtml(const std::vector<MethodView>& methods, const ServerStats& s,
                        const stats::ProcessStats& p) {
-  std::string html =
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>arenarpc status</title>\n"
-      "<style>body{font-family:sans-serif;margin:1.5em;color:#222}"
-      "table{border-collapse:collapse;margin:0.5em 0 1em}"
-      "th,td{border:1px solid #ccc;padding:2px 8px;text-align:right}"
-      "th{background:#f2f4f8}.counters th{text-align:left}"
-      "h2{font-size:1.1em;margin-top:1.5em}.note{color:#666;font-size:0.85em}"
-      ".spark{vertical-align:middle;background:#fafbfd;border:1px solid #e2e6ee}</style>\n"
-      "</head><body>\n<h1>arenarpc status</h1>\n<table class=\"counters\">\n";
+  std::string html = HtmlHead("arenarpc status") +
+                     "<h1>arenarpc status</h1>\n<table class=\"counters\">\n";
   Row(html, "connections open", std::to_string(s.connections_open));
   Row(html, "connections accepted", std::to_string(s.connections_accepted));
   Row(html, "requests", std::to_string(s.requests));

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "util/sampling.h"
+
 namespace arenarpc::memory {
 namespace {
 
@@ -36,11 +38,7 @@ AutoChooser::Pick AutoChooser::Next() noexcept {
     return {static_cast<uint32_t>(turn / settings_.trial_block % names_.size()), true};
   }
   // Random, not every Nth call: methods that alternate on a thread are sampled alike.
-  thread_local uint32_t state = 0x9e3779b9u;
-  state ^= state << 13;
-  state ^= state >> 17;
-  state ^= state << 5;
-  return {chosen_.load(std::memory_order_relaxed), state % settings_.sample_every == 0};
+  return {chosen_.load(std::memory_order_relaxed), util::OneIn(settings_.sample_every)};
 }
 
 void AutoChooser::Record(uint32_t candidate, const Measurement& m, int64_t now_ms) {

@@ -4,28 +4,21 @@
 // Acquire() and after Release().
 #include <google/protobuf/arena.h>
 #include <google/protobuf/message.h>
-#include <pthread.h>
 
 #include <chrono>
-#include <ctime>
+#include <optional>
 #include <memory>
 #include <stdexcept>
 
 #include "memory/auto_chooser.h"
 #include "memory/strategies.h"
-#include "util/thread_slice.h"
+#include "util/thread_cpu_timer.h"
 
 namespace arenarpc::memory {
 namespace {
 
 using google::protobuf::Arena;
 using google::protobuf::Message;
-
-uint64_t ThreadCpuNs() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 int64_t NowMs() noexcept {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -55,9 +48,7 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       if (!pick.measure) return candidate.Acquire();
       auto call = std::make_unique<MeasuredCall>();
       call->candidate = pick.candidate;
-      call->thread = pthread_self();
-      call->slices = util::ThreadSliceCount();
-      call->start_ns = ThreadCpuNs();
+      call->timer.Start();
       call->pair = candidate.Acquire();
       const MessagePair& pair = call->pair;
       return MakePair(pair.request(), pair.response(), pair.arena(), call.release());
@@ -80,22 +71,20 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
                  void* cookie) noexcept override {
       std::unique_ptr<MeasuredCall> call(static_cast<MeasuredCall*>(cookie));
       // Only a call that ran start to end on this thread with nothing else in between.
-      if (!pthread_equal(call->thread, pthread_self()) ||
-          call->slices != util::ThreadSliceCount()) {
+      const std::optional<uint64_t> before_held = call->timer.Elapsed();
+      if (!before_held) {
         call->pair.Release();
         chooser_.Unmeasured(NowMs());
         return;
       }
-      const uint64_t before_held = ThreadCpuNs();
       // What the call's messages hold: its arena, or the objects' own accounting (reuse's pooled
       // objects count the capacity they keep).
       const uint64_t held = arena != nullptr ? arena->SpaceAllocated()
                                              : request->SpaceUsedLong() + response->SpaceUsedLong();
-      const uint64_t after_held = ThreadCpuNs();
+      const uint64_t after_held = util::ThreadCpuTimer::Now();
       call->pair.Release();
-      const uint64_t end = ThreadCpuNs();
       AutoChooser::Measurement m;
-      m.cpu_ns = (before_held - call->start_ns) + (end - after_held);
+      m.cpu_ns = *before_held + (util::ThreadCpuTimer::Now() - after_held);
       m.held_bytes = held;
       m.request_bytes = call->request_bytes;
       chooser_.Record(call->candidate, m, NowMs());
@@ -105,9 +94,7 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
     struct MeasuredCall {
       MessagePair pair;
       uint32_t candidate = 0;
-      pthread_t thread{};
-      uint64_t slices = 0;
-      uint64_t start_ns = 0;
+      util::ThreadCpuTimer timer;
       uint64_t request_bytes = 0;
     };
 

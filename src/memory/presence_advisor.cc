@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <string>
 
+#include "util/sampling.h"
+
 namespace arenarpc::memory {
 namespace {
 
@@ -79,12 +81,8 @@ void PresenceAdvisor::Observe(const Message& response) noexcept {
   // The first calls, then at random one in kObserveEvery (no shared write on the common path).
   if (first_calls_.load(std::memory_order_relaxed) < kFirstCalls) {
     if (first_calls_.fetch_add(1, std::memory_order_relaxed) >= kFirstCalls) return;
-  } else {
-    thread_local uint32_t state = 0x2545f491u;
-    state ^= state << 13;
-    state ^= state >> 17;
-    state ^= state << 5;
-    if (state % kObserveEvery != 0) return;
+  } else if (!util::OneIn(kObserveEvery)) {
+    return;
   }
   std::vector<uint64_t> held(fields_.size(), 0);
   Visit(response, 0, held);

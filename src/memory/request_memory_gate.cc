@@ -85,7 +85,7 @@ RequestMemoryGate::Decision RequestMemoryGate::AdmitJson(std::string_view json) 
   return d;
 }
 
-void RequestMemoryGate::Observe(const MessagePair& pair, uint64_t wire_size) noexcept {
+uint64_t RequestMemoryGate::Observe(const MessagePair& pair, uint64_t wire_size) noexcept {
   const uint64_t n = observed_.fetch_add(1, std::memory_order_relaxed);
   uint64_t held;
   if (const google::protobuf::Arena* arena = pair.arena()) {
@@ -93,13 +93,14 @@ void RequestMemoryGate::Observe(const MessagePair& pair, uint64_t wire_size) noe
   } else if (n < kAlwaysObserve || n % kObserveEvery == 0) {
     held = pair.request()->SpaceUsedLong() + pair.response()->SpaceUsedLong();
   } else {
-    return;
+    return 0;
   }
   if (wire_size < kSmallWire) {
     Learn(base_, held);
   } else {
     Learn(ratio_x16_, held * 16 / wire_size);
   }
+  return held;
 }
 
 }  // namespace arenarpc::memory

@@ -44,7 +44,8 @@ class RequestMemoryGate {
   Decision AdmitJson(std::string_view json) const;
 
   // A call of `wire_size` request bytes ended holding what `pair` holds now.
-  void Observe(const MessagePair& pair, uint64_t wire_size) noexcept;
+  // Returns the bytes it measured the call's messages to hold, or 0 when it did not look.
+  uint64_t Observe(const MessagePair& pair, uint64_t wire_size) noexcept;
 
   // What a call of `wire_size` bytes is expected to hold.
   uint64_t Expected(uint64_t wire_size) const noexcept;

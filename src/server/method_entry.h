@@ -12,6 +12,7 @@
 #include "memory/presence_advisor.h"
 #include "memory/request_memory_gate.h"
 #include "stats/error_counts.h"
+#include "stats/memory_series.h"
 #include "stats/window_histogram.h"
 
 namespace google::protobuf {
@@ -49,6 +50,7 @@ struct MethodEntry {
   std::atomic<uint64_t> arena_bytes{0}, arena_calls{0};
   stats::ErrorCounts errors_by_code;  // failed and rejected calls
   stats::WindowedLatency window;      // calls, errors and latency of the last 60 s
+  stats::MemorySeries memory_series;  // held bytes and CPU per call, last 10 minutes (sampled)
 
   // Answered without running the handler.
   void CountRejected(int code) noexcept {

@@ -7,13 +7,21 @@
 
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "arenarpc/error_codes.h"
 #include "call/controller_access.h"
 #include "protocol/payload_bytes.h"
+#include "util/sampling.h"
 
 namespace arenarpc::server {
+namespace {
+
+constexpr uint32_t kSampleEvery = 16;  // calls whose CPU and held bytes /memory charts
+
+}  // namespace
+
 
 // A pair kept alive by RetainMessages() handles. The binding (strategy + prototypes) outlives it.
 struct ServerCall::RetainedMessages {
@@ -125,6 +133,7 @@ void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload)
 
 void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payload) {
   MethodEntry* method = call->method_;
+  if (util::OneIn(kSampleEvery)) call->cpu_timer_.Start();
   try {
     call->pair_ = method->binding->memory->Acquire();
   } catch (const std::exception& e) {
@@ -218,10 +227,13 @@ void ServerCall::Run() {
     method_->arena_bytes.fetch_add(arena->SpaceAllocated(), std::memory_order_relaxed);
     method_->arena_calls.fetch_add(1, std::memory_order_relaxed);
   }
-  method_->request_memory->Observe(pair, request_wire_size_);
+  const uint64_t held = method_->request_memory->Observe(pair, request_wire_size_);
   if (ok) method_->presence->Observe(*pair.response());
   // Counted before the reply leaves, so a client that has its reply also sees its call counted.
   const auto now = std::chrono::steady_clock::now();
+  if (held != 0 && (pair.arena() == nullptr || cpu_timer_.started())) {
+    method_->memory_series.RecordHeld(held, now);
+  }
   state_->admission.OnCallEnd(now, started_, ok);
   method_->CountEnded(
       now, std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count(),
@@ -233,7 +245,15 @@ void ServerCall::Run() {
   }
   // After the write was queued: Stop() closes connections once nothing is in flight.
   state_->admission.Finish();
-  // `self` goes out of scope: the pair is released now, unless RetainMessages() handles remain.
+  if (!cpu_timer_.started()) return;  // `self` releases the pair (unless RetainMessages() holds it)
+  // A sampled call is charged its CPU once its messages went back to their strategy.
+  const std::shared_ptr<ServerState> state = state_;  // keeps the method entry alive
+  MethodEntry* method = method_;
+  const util::ThreadCpuTimer timer = cpu_timer_;
+  self.reset();
+  if (const std::optional<uint64_t> ns = timer.Elapsed()) {
+    method->memory_series.RecordCpu(*ns, std::chrono::steady_clock::now());
+  }
 }
 
 }  // namespace arenarpc::server

@@ -20,6 +20,7 @@
 #include "server/method_entry.h"
 #include "server/server_protocol.h"
 #include "server/server_state.h"
+#include "util/thread_cpu_timer.h"
 
 namespace arenarpc::server {
 
@@ -96,6 +97,7 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // Given back after the pair below is released (members are destroyed bottom-up).
   memory::MessageMemoryBudget::Charge memory_charge_;
   uint64_t request_wire_size_ = 0;  // the opened request's bytes, for RequestMemoryGate::Observe
+  util::ThreadCpuTimer cpu_timer_;  // started on sampled calls: their CPU goes to /memory
   bool too_large_ = false;
   memory::MessagePair pair_;                   // moved into retained_ by RetainMessages()
   std::shared_ptr<RetainedMessages> retained_;

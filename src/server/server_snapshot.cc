@@ -128,6 +128,7 @@ class StateView final : public stats::ServerView {
       stats::MethodView view;
       view.stats = SnapshotMethod(*entry, now);
       view.calls_per_second = entry->window.CountsPerSecond<60>(now);
+      view.memory_points = entry->memory_series.Points(now);
       view.latency = entry->latency;
       out.push_back(std::move(view));
     }

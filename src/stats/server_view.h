@@ -12,6 +12,7 @@
 #include "arenarpc/method_stats.h"
 #include "arenarpc/server.h"
 #include "stats/connection_info.h"
+#include "stats/memory_series.h"
 
 namespace arenarpc::stats {
 
@@ -20,6 +21,8 @@ struct MethodView {
   MethodStats stats;
   std::array<uint64_t, 60> calls_per_second{};  // the last 60 whole seconds, oldest first
   LatencyHistogram latency;                     // socket -> reply queued, since start
+  // Held bytes and CPU per call (sampled calls), the last 10 minutes in 10 s points, oldest first.
+  std::array<MemoryPoint, MemorySeries::kPoints> memory_points{};
 };
 
 class ServerView {

@@ -1,6 +1,8 @@
 // The "auto" strategy in a real server: calls over loopback are measured on the server's threads
 // (handlers on fibers), the method converges to the candidate known to be cheapest, and the
 // choice, the figures and the presence advice show on /memory, /status and /metrics.
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -92,7 +94,7 @@ TEST_F(AutoServerTest, PagesShowTheChoiceAndThePresenceAdvice) {
   options.memory.automatic = QuickAutoSettings();
   options.memory.automatic.sample_every = 2;
   Start(options);
-  Calls(4 * 10 + 10);
+  Calls(200);  // enough that calls sampled one in 16 for CPU are certain to include some
   const MethodStats stats = server_.GetMethodStats(kEcho);
   ASSERT_TRUE(stats.memory_choice.has_value());
   EXPECT_GE(stats.memory_choice->trials, 1u);
@@ -110,6 +112,24 @@ TEST_F(AutoServerTest, PagesShowTheChoiceAndThePresenceAdvice) {
       << text;
   EXPECT_NE(text.find("declare it `optional ComplexPayload payload = 2;`"), std::string::npos);
   EXPECT_NE(Get("/status").find("auto: serving with"), std::string::npos);
+  // The last 10 minutes: 60 points, the newest holding this test's sampled calls.
+  google::protobuf::Struct parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &parsed).ok());
+  const auto& series = parsed.fields().at("methods").struct_value().fields().at(kEcho)
+                           .struct_value().fields().at("last_10_minutes").list_value();
+  ASSERT_EQ(series.values_size(), 60);
+  double held_samples = 0, cpu_samples = 0;
+  for (const auto& point : series.values()) {
+    held_samples += point.struct_value().fields().at("held_samples").number_value();
+    cpu_samples += point.struct_value().fields().at("cpu_samples").number_value();
+  }
+  EXPECT_GT(held_samples, 0);
+  EXPECT_GT(cpu_samples, 0);
+  const std::string html = Get("/memory?format=html");
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("KiB held per call, last 10 min"), std::string::npos);
+  EXPECT_NE(html.find("CPU us per call, last 10 min"), std::string::npos);
+  EXPECT_NE(html.find("<b>" + stats.memory_choice->chosen + "</b>"), std::string::npos);
   const std::string metrics = Get("/metrics");
   EXPECT_NE(metrics.find("arenarpc_memory_auto_chosen{method=\"" + std::string(kEcho) +
                          "\",strategy=\"" + stats.memory_choice->chosen + "\"} 1"),
