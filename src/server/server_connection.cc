@@ -65,6 +65,10 @@ size_t ServerConnection::held_reply_bytes() const noexcept {
   return entry_.load(std::memory_order_acquire) != nullptr ? protocol_->HeldBytes() : 0;
 }
 
+void ServerConnection::OnServerStopping(net::Connection& connection) {
+  if (entry_.load(std::memory_order_acquire) != nullptr) protocol_->OnServerStopping(connection);
+}
+
 void ServerConnection::OnRepliesDrained(net::Connection& connection) {
   std::lock_guard lock(backlog_mutex_);
   UpdateReadBlock(connection);
