@@ -76,6 +76,7 @@ protocol::h2::GrpcServerSession::Limits GrpcServerProtocol::LimitsFor(
 GrpcServerProtocol::GrpcServerProtocol(ServerState& state)
     : state_(state),
       max_body_size_(state.options.max_body_size),
+      max_held_bytes_(state.options.max_unwritten_bytes),
       session_(LimitsFor(state.options)) {}
 
 std::unique_ptr<ServerProtocol> GrpcServerProtocol::Create(ServerState& state,
@@ -114,6 +115,7 @@ ServerProtocol::Step GrpcServerProtocol::Next(ServerConnection& server,
       input.clear();
       MarkCanceled(&fire);
     }
+    session_.TakeOutput(&unsent_);  // a GOAWAY for bad input counts as it is produced
     failed = failed || session_.counters().connection_errors != errors_before;
     if (failed) error_ = session_.error();
     if (!failed) have = session_.PopRequest(&request);
@@ -263,6 +265,12 @@ void GrpcServerProtocol::SendReply(net::Connection& connection, int64_t key,
     const auto stream_id = static_cast<int32_t>(key);
     if (call.failed) {
       session_.Fail(stream_id, call.status, call.text);
+    } else if (session_.held_bytes() > 0 &&
+               session_.held_bytes() + reply.held_bytes() > max_held_bytes_) {
+      // The client's windows do not take the replies already held: refuse rather than hold more.
+      session_.Fail(stream_id, GrpcStatus::kResourceExhausted,
+                    "replies waiting for the client's flow-control window reached the server's "
+                    "max_unwritten_bytes=" + std::to_string(max_held_bytes_));
     } else {
       session_.Respond(stream_id, std::move(reply), call.compressed, call.metadata);
     }

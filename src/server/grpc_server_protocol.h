@@ -81,6 +81,7 @@ class GrpcServerProtocol final : public ServerProtocol {
 
   ServerState& state_;
   const size_t max_body_size_;
+  const size_t max_held_bytes_;  // max_unwritten_bytes: replies waiting for a window
   std::string error_;  // Next() only
 
   std::atomic<size_t> held_bytes_{0};
