@@ -38,7 +38,8 @@ bool ServerConnection::Recognize(net::Connection& connection, const net::BufferC
   if (entry == nullptr) {
     state_->counters.malformed_frames.fetch_add(1, std::memory_order_relaxed);
     state_->malformed_log.Log("closing connection from " + connection.remote_side() +
-                              ": neither baidu_std (\"PRPC\") nor HTTP (a method token)");
+                              ": neither baidu_std (\"PRPC\"), HTTP (a method token) nor HTTP/2 "
+                              "(its preface)");
     return false;
   }
   protocol_ = entry->create(*state_, *this, internal_port_);
