@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_concurrent_streams = 8;
   limits.max_header_list_bytes = 1024;
   limits.max_message_bytes = 4096;
-  limits.connection_window = 65535;
+  limits.request_bytes_budget = 65535;
   limits.stream_window = 16384;
   h2::GrpcServerSession session(limits);
   BufferChain out;

@@ -65,11 +65,7 @@ protocol::h2::GrpcServerSession::Limits GrpcServerProtocol::LimitsFor(
       std::max(1, options.max_queued_requests_per_connection));
   limits.max_header_list_bytes = options.max_http_header_size;
   limits.max_message_bytes = options.max_body_size;
-  // One message of max_body_size must fit; HTTP/2 caps windows at 2^31-1.
-  const size_t window = std::clamp<size_t>(options.max_body_size + protocol::h2::kMessagePrefixSize,
-                                           65535, INT32_MAX);
-  limits.connection_window = static_cast<uint32_t>(window);
-  limits.stream_window = static_cast<uint32_t>(std::min<size_t>(window, 1u << 20));
+  limits.request_bytes_budget = options.max_queued_request_bytes;
   return limits;
 }
 

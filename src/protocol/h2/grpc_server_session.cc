@@ -39,7 +39,7 @@ struct GrpcServerSession::Stream {
   size_t header_bytes = 0;   // as SETTINGS_MAX_HEADER_LIST_SIZE counts them
   bool headers_too_large = false;
   net::BufferChain body;     // DATA so far (prefix + message)
-  size_t unreleased = 0;     // DATA bytes not yet given back to the connection window
+  size_t unreleased = 0;     // DATA bytes whose stream window was not reopened yet
   bool complete = false;     // in ready_, or refused: nothing more is read into it
   bool responded = false;
   bool reset_after_send = false;  // answered before the client ended its side
@@ -123,13 +123,14 @@ struct GrpcServerSession::Callbacks {
   static int OnDataChunk(nghttp2_session* session, uint8_t, int32_t stream_id,
                          const uint8_t* data, size_t size, void* user_data) {
     GrpcServerSession& self = Self(user_data);
-    nghttp2_session_consume_stream(session, stream_id, size);  // the connection window bounds
+    nghttp2_session_consume_connection(session, size);  // stream windows bound what is held
     Stream* stream = self.Find(stream_id);
     if (stream == nullptr || stream->complete) {
-      nghttp2_session_consume_connection(session, size);
+      nghttp2_session_consume_stream(session, stream_id, size);
       return 0;
     }
     stream->unreleased += size;
+    self.request_bytes_ += size;
     stream->body.Append(std::string_view(reinterpret_cast<const char*>(data), size));
     const size_t limit = self.limits_.max_message_bytes;
     if (stream->body.size() >= kMessagePrefixSize) {
@@ -144,6 +145,7 @@ struct GrpcServerSession::Callbacks {
                     "more than one request message: this method is unary");
       }
     }
+    self.GrantWindows();
     return 0;
   }
 
@@ -156,10 +158,11 @@ struct GrpcServerSession::Callbacks {
       self.canceled_.push_back(stream_id);
       ++self.counters_.canceled_streams;
     }
-    self.ReleaseWindow(stream);
     if (!stream.complete) --self.incomplete_;
+    self.request_bytes_ -= stream.body.size();
     self.held_bytes_ -= stream.out.held_bytes();
     self.streams_.erase(it);
+    self.GrantWindows();
     return 0;
   }
 
@@ -229,7 +232,7 @@ GrpcServerSession::GrpcServerSession(const Limits& limits) : limits_(limits) {
                                                                &Callbacks::OnInvalidFrame);
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
-  // The connection window reopens only as requests leave (ReleaseWindow): the memory bound.
+  // Stream windows reopen as the budget allows (GrantWindows): the memory bound.
   nghttp2_option_set_no_auto_window_update(option, 1);
   nghttp2_option_set_no_closed_streams(option, 1);
   nghttp2_session_server_new2(&session_, callbacks, this, option);
@@ -244,8 +247,10 @@ GrpcServerSession::GrpcServerSession(const Limits& limits) : limits_(limits) {
   };
   Check(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)),
         "SETTINGS");
-  Check(nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
-                                              static_cast<int32_t>(limits_.connection_window)),
+  // The connection window is given back as bytes arrive; stream windows do the bounding.
+  Check(nghttp2_session_set_local_window_size(
+            session_, NGHTTP2_FLAG_NONE, 0,
+            static_cast<int32_t>(std::clamp<size_t>(limits_.request_bytes_budget, 65535, INT32_MAX))),
         "WINDOW_UPDATE");
 }
 
@@ -283,9 +288,9 @@ bool GrpcServerSession::PopRequest(GrpcRequest* request) {
   while (!ready_.empty()) {
     GrpcRequest next = std::move(ready_.front());
     ready_.pop_front();
-    Stream* stream = Find(next.stream_id);
-    if (stream == nullptr) continue;  // reset by the client meanwhile
-    ReleaseWindow(*stream);
+    request_bytes_ -= kMessagePrefixSize + next.message.size();
+    GrantWindows();
+    if (Find(next.stream_id) == nullptr) continue;  // reset by the client meanwhile
     *request = std::move(next);
     return true;
   }
@@ -303,10 +308,16 @@ GrpcServerSession::Stream* GrpcServerSession::Find(int32_t stream_id) {
   return it == streams_.end() ? nullptr : it->second.get();
 }
 
-void GrpcServerSession::ReleaseWindow(Stream& stream) {
-  if (stream.unreleased == 0) return;
-  nghttp2_session_consume_connection(session_, stream.unreleased);
-  stream.unreleased = 0;
+void GrpcServerSession::GrantWindows() {
+  bool oldest = ready_.empty();  // nothing to pop: the oldest unfinished stream must progress
+  for (auto& [id, stream] : streams_) {
+    if (stream->complete) continue;
+    if (stream->unreleased > 0 && (oldest || request_bytes_ < limits_.request_bytes_budget)) {
+      nghttp2_session_consume_stream(session_, id, stream->unreleased);
+      stream->unreleased = 0;
+    }
+    oldest = false;
+  }
 }
 
 void GrpcServerSession::Complete(Stream& stream) {
@@ -337,10 +348,13 @@ void GrpcServerSession::Refuse(Stream& stream, GrpcStatus status, std::string te
     stream.complete = true;
     --incomplete_;
   }
+  request_bytes_ -= stream.body.size();
   stream.body.clear();
   stream.request.metadata.clear();
-  ReleaseWindow(stream);
+  nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
+  stream.unreleased = 0;
   Fail(stream.id, status, text);
+  GrantWindows();
 }
 
 void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) {

@@ -3,11 +3,14 @@
 // Bytes in (Receive), complete unary requests out (PopRequest), responses in (Respond / Fail),
 // bytes out (TakeOutput). No sockets, no admission, no locking: the owner serializes the calls.
 //
-// Memory (docs/grpc.md): request bytes of calls not yet popped are bounded by the connection's
-// receive window (Limits::connection_window; the window reopens only as requests are popped or
-// dropped), streams by max_concurrent_streams, header lists by max_header_list_bytes (larger
-// ones are answered RESOURCE_EXHAUSTED without being kept), a message by max_message_bytes.
-// Responses wait in held_bytes() until the client's flow-control windows take them.
+// Memory (docs/grpc.md): request bytes received and not yet popped are bounded by
+// request_bytes_budget + max_message_bytes + max_concurrent_streams x stream_window: a stream's
+// window reopens as its bytes arrive only while the session holds less than the budget — except
+// the oldest unfinished stream's while no complete request waits to be popped, so that one
+// request always completes (no stall with every stream half-received). Streams are bounded by
+// max_concurrent_streams, header lists by max_header_list_bytes (larger ones are answered
+// RESOURCE_EXHAUSTED without being kept), a message by max_message_bytes. Responses wait in
+// held_bytes() until the client's flow-control windows take them.
 
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -46,8 +49,8 @@ class GrpcServerSession {
     uint32_t max_concurrent_streams = 100;
     size_t max_header_list_bytes = 64u << 10;
     size_t max_message_bytes = 4u << 20;
-    uint32_t connection_window = 4u << 20;  // >= max_message_bytes + 5 to let one message in
-    uint32_t stream_window = 1u << 20;
+    size_t request_bytes_budget = 4u << 20;
+    uint32_t stream_window = 65535;  // SETTINGS_INITIAL_WINDOW_SIZE
   };
   struct Counters {
     uint64_t refused_streams = 0;   // header list / message limits, bad requests
@@ -104,16 +107,18 @@ class GrpcServerSession {
   void Complete(Stream& stream);
   void Submit(Stream& stream, std::vector<std::pair<std::string, std::string>> headers,
               bool with_body);
-  void ReleaseWindow(Stream& stream);
+  // Reopens the stream windows the budget allows (see the top of this file).
+  void GrantWindows();
   bool Check(int rv, std::string_view what);
 
   const Limits limits_;
   nghttp2_session* session_ = nullptr;
-  std::unordered_map<int32_t, std::unique_ptr<Stream>> streams_;
+  std::map<int32_t, std::unique_ptr<Stream>> streams_;  // by id: the oldest first
   std::deque<GrpcRequest> ready_;
   std::vector<int32_t> canceled_;
   size_t held_bytes_ = 0;
   size_t incomplete_ = 0;
+  size_t request_bytes_ = 0;  // DATA of unfinished streams and of requests not popped
   bool failed_ = false;
   std::string error_;
   Counters counters_;
