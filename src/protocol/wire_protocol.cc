@@ -10,7 +10,8 @@ namespace {
 constexpr std::array<std::string_view, 9> kHttpMethods = {
     "GET ", "POST ", "PUT ", "HEAD ", "DELETE ", "OPTIONS ", "PATCH ", "TRACE ", "CONNECT "};
 constexpr std::string_view kBaiduStdMagic = "PRPC";
-constexpr size_t kLongestPrefix = 8;  // "OPTIONS ", "CONNECT "
+constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr size_t kLongestPrefix = kHttp2Preface.size();
 
 // `bytes` is `candidate`, or a shorter prefix of it (more bytes may still match).
 bool Matches(std::string_view bytes, std::string_view candidate, bool* complete) {
@@ -27,6 +28,9 @@ WireProtocol RecognizeProtocol(std::string_view first_bytes) {
   bool complete = false;
   if (Matches(first_bytes, kBaiduStdMagic, &complete)) {
     return complete ? WireProtocol::kBaiduStd : WireProtocol::kNeedMore;
+  }
+  if (Matches(first_bytes, kHttp2Preface, &complete)) {
+    return complete ? WireProtocol::kHttp2 : WireProtocol::kNeedMore;
   }
   bool partial = false;
   for (std::string_view method : kHttpMethods) {

@@ -1,6 +1,7 @@
 #pragma once
 // Which protocol a server connection speaks, told from its first bytes: "PRPC" is baidu_std, an
-// HTTP method token followed by a space is HTTP/1.x. Bytes in, a verdict out; no sockets here.
+// HTTP method token followed by a space is HTTP/1.x, the connection preface is HTTP/2. Bytes in, a
+// verdict out; no sockets here.
 
 #include <string_view>
 
@@ -13,9 +14,10 @@ enum class WireProtocol {
   kBaiduStd,
   kHttp,
   kUnknown,  // no protocol starts like this: close the connection
+  kHttp2,    // the HTTP/2 client connection preface (RFC 9113 §3.4)
 };
 
-// Looks at the first bytes of `input` (at most the longest method token + 1).
+// Looks at the first bytes of `input` (at most the HTTP/2 preface's 24).
 WireProtocol RecognizeProtocol(const net::BufferChain& input);
 WireProtocol RecognizeProtocol(std::string_view first_bytes);
 

@@ -78,6 +78,7 @@ class Admission {
                      [&] { return in_flight_.load(std::memory_order_acquire) == 0; });
   }
 
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   int limit() const { return limiter_ ? limiter_->limit() : fixed_limit_; }  // 0 = unlimited
   int max_queued_requests() const { return max_queued_; }
   int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }

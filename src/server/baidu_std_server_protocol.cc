@@ -68,13 +68,7 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(ServerConnection& server,
 
 bool BaiduStdServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& payload,
                                          protocol::PayloadBytes* bytes, std::string* error_text) {
-  std::string detail;
-  if (protocol::OpenPayload(payload.meta, payload.bytes, call.controller().request_attachment(),
-                            bytes, &detail, max_body_size_)) {
-    return true;
-  }
-  *error_text = ParseFailureText(call, payload);  // brpc answers both alike
-  return false;
+  return OpenMetaPayload(call, payload, bytes, error_text, max_body_size_);
 }
 
 bool BaiduStdServerProtocol::PackReply(ServerCall& call, const google::protobuf::Message& response,

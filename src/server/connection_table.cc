@@ -36,9 +36,18 @@ void ConnectionTable::Remove(uint64_t id) {
 }
 
 std::vector<std::shared_ptr<net::Connection>> ConnectionTable::StartClosing() {
-  std::vector<std::shared_ptr<net::Connection>> open;
   std::lock_guard lock(mutex_);
   closing_ = true;
+  return OpenLocked();
+}
+
+std::vector<std::shared_ptr<net::Connection>> ConnectionTable::Open() const {
+  std::lock_guard lock(mutex_);
+  return OpenLocked();
+}
+
+std::vector<std::shared_ptr<net::Connection>> ConnectionTable::OpenLocked() const {
+  std::vector<std::shared_ptr<net::Connection>> open;
   open.reserve(connections_.size());
   for (const auto& [id, connection] : connections_) open.push_back(connection);
   return open;

@@ -24,6 +24,8 @@ class ConnectionTable {
   void Remove(uint64_t id);
   // From now on Add() refuses; returns the connections open now.
   std::vector<std::shared_ptr<net::Connection>> StartClosing();
+  // The connections open now.
+  std::vector<std::shared_ptr<net::Connection>> Open() const;
   // Waits until every connection is gone or `deadline`; true if all are gone.
   bool WaitEmpty(std::chrono::steady_clock::time_point deadline);
 
@@ -34,6 +36,8 @@ class ConnectionTable {
   std::vector<stats::ConnectionInfo> Snapshot() const;
 
  private:
+  std::vector<std::shared_ptr<net::Connection>> OpenLocked() const;  // mutex_ held
+
   mutable std::mutex mutex_;
   std::unordered_map<uint64_t, std::shared_ptr<net::Connection>> connections_;
   bool closing_ = false;

@@ -439,6 +439,9 @@ int Server::Stop() {
   if (impl.registration) impl.registration->Stop();
   state.acceptor->Close();
   if (state.internal_acceptor) state.internal_acceptor->Close();
+  for (const auto& connection : state.connections.Open()) {
+    static_cast<server::ServerConnection&>(connection->delegate()).OnServerStopping(*connection);
+  }
 
   // Calls in flight may finish until the deadline; new requests already get ELOGOFF.
   const auto deadline =

@@ -66,7 +66,8 @@ std::chrono::steady_clock::time_point ServerCall::deadline() const noexcept {
 }
 
 bool ServerCall::IsCanceled() const {
-  return connection_->closed() || std::chrono::steady_clock::now() >= deadline();
+  return connection_->closed() || std::chrono::steady_clock::now() >= deadline() ||
+         protocol_->CallCanceled(correlation_id_);
 }
 
 void ServerCall::NotifyOnCancel(google::protobuf::Closure* callback) {
@@ -85,6 +86,7 @@ void ServerCall::NotifyOnCancel(google::protobuf::Closure* callback) {
             });
       }
       cancel_token_ = cancels_->Add(cancel_);  // fires at once if the connection already closed
+      protocol_->WatchCancel(correlation_id_, cancel_);
     }
     cancel = cancel_;
   }

@@ -38,7 +38,8 @@ bool ServerConnection::Recognize(net::Connection& connection, const net::BufferC
   if (entry == nullptr) {
     state_->counters.malformed_frames.fetch_add(1, std::memory_order_relaxed);
     state_->malformed_log.Log("closing connection from " + connection.remote_side() +
-                              ": neither baidu_std (\"PRPC\") nor HTTP (a method token)");
+                              ": neither baidu_std (\"PRPC\"), HTTP (a method token) nor HTTP/2 "
+                              "(its preface)");
     return false;
   }
   protocol_ = entry->create(*state_, *this, internal_port_);
@@ -63,6 +64,10 @@ std::string_view ServerConnection::protocol_name() const noexcept {
 
 size_t ServerConnection::held_reply_bytes() const noexcept {
   return entry_.load(std::memory_order_acquire) != nullptr ? protocol_->HeldBytes() : 0;
+}
+
+void ServerConnection::OnServerStopping(net::Connection& connection) {
+  if (entry_.load(std::memory_order_acquire) != nullptr) protocol_->OnServerStopping(connection);
 }
 
 void ServerConnection::OnRepliesDrained(net::Connection& connection) {

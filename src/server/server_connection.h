@@ -54,6 +54,8 @@ class ServerConnection final : public net::Connection::Delegate {
   std::string_view protocol_name() const noexcept;
   // Replies the protocol holds for their turn (HTTP), bytes of memory. Any thread.
   size_t held_reply_bytes() const noexcept;
+  // Server::Stop() began (ServerProtocol::OnServerStopping). Any thread.
+  void OnServerStopping(net::Connection& connection);
   // The protocol's held replies went below its bound: re-evaluates whether reading may resume.
   void OnRepliesDrained(net::Connection& connection);
   // Admission of work that is not a method call (an HTTP built-in page): stopping, the queue and

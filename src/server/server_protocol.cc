@@ -4,6 +4,7 @@
 
 #include "protocol/payload_codec.h"
 #include "server/baidu_std_server_protocol.h"
+#include "server/grpc_server_protocol.h"
 #include "server/http_server_protocol.h"
 #include "server/server_call.h"
 
@@ -11,9 +12,10 @@ namespace arenarpc::server {
 
 namespace {
 
-const std::array<ServerProtocolEntry, 2> kProtocols = {{
+const std::array<ServerProtocolEntry, 3> kProtocols = {{
     {"baidu_std", protocol::WireProtocol::kBaiduStd, &BaiduStdServerProtocol::Create},
     {"http", protocol::WireProtocol::kHttp, &HttpServerProtocol::Create},
+    {"h2:grpc", protocol::WireProtocol::kHttp2, &GrpcServerProtocol::Create},
 }};
 
 }  // namespace
@@ -21,6 +23,18 @@ const std::array<ServerProtocolEntry, 2> kProtocols = {{
 std::string ServerProtocol::ParseFailureText(const ServerCall& call,
                                              const RequestPayload& payload) {
   return protocol::ParseFailureText("request", call.request(), payload.meta, payload.request_size);
+}
+
+bool ServerProtocol::OpenMetaPayload(ServerCall& call, const RequestPayload& payload,
+                                     protocol::PayloadBytes* bytes, std::string* error_text,
+                                     size_t max_body_size) {
+  std::string detail;
+  if (protocol::OpenPayload(payload.meta, payload.bytes, call.controller().request_attachment(),
+                            bytes, &detail, max_body_size)) {
+    return true;
+  }
+  *error_text = ParseFailureText(call, payload);  // brpc answers both alike
+  return false;
 }
 
 const ServerProtocolEntry* FindServerProtocol(protocol::WireProtocol wire) {

@@ -24,6 +24,7 @@
 
 namespace arenarpc::server {
 
+class CancelState;
 class ServerCall;
 class ServerConnection;
 struct PendingCall;
@@ -77,6 +78,19 @@ class ServerProtocol {
                                    std::string_view text) {
     SendError(connection, key, EREQUEST, text);
   }
+  // A protocol that cancels one call without closing the connection (HTTP/2's RST_STREAM): the
+  // call `key` was canceled; `state` fires when it is. Any thread.
+  virtual bool CallCanceled(int64_t /*key*/) { return false; }
+  virtual void WatchCancel(int64_t /*key*/, const std::shared_ptr<CancelState>& /*state*/) {}
+  // Server::Stop() began: calls in flight finish, new ones get ELOGOFF (HTTP/2: GOAWAY).
+  virtual void OnServerStopping(net::Connection& /*connection*/) {}
+
+ protected:
+  // OpenRequest() of a payload its RpcMeta describes (baidu_std, gRPC): checked and inflated up
+  // to `max_body_size`; a failure is answered with ParseFailureText().
+  bool OpenMetaPayload(ServerCall& call, const RequestPayload& payload,
+                       protocol::PayloadBytes* bytes, std::string* error_text,
+                       size_t max_body_size);
 };
 
 // One row of the table of protocols a server speaks.

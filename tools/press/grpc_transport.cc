@@ -56,6 +56,7 @@ class GrpcTransport final : public Transport {
       return false;
     }
     timeout_ = std::chrono::milliseconds(options.timeout_ms);
+    path_ = options.grpc_path.empty() ? kGrpcEchoMethod : options.grpc_path;
     for (int i = 0; i < options.connections; ++i) {
       ::grpc::ChannelArguments args;
       args.SetMaxReceiveMessageSize(-1);
@@ -84,7 +85,7 @@ class GrpcTransport final : public Transport {
     auto call = std::make_unique<Call>(std::move(done));
     call->context.set_deadline(std::chrono::system_clock::now() + timeout_);
     Call* raw = call.release();  // owned by gRPC until the completion callback takes it back
-    stub.UnaryCall(&raw->context, kGrpcEchoMethod, ::grpc::StubOptions(), &request.echo, &raw->response,
+    stub.UnaryCall(&raw->context, path_, ::grpc::StubOptions(), &request.echo, &raw->response,
                    [this, raw](::grpc::Status status) { Complete(raw, status); });
   }
 
@@ -123,6 +124,7 @@ class GrpcTransport final : public Transport {
   }
 
   std::chrono::milliseconds timeout_{1000};
+  std::string path_;  // the echo method's gRPC path
   std::vector<std::unique_ptr<Stub>> stubs_;
   std::atomic<uint64_t> next_{0};
   std::mutex mu_;

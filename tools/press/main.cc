@@ -52,6 +52,10 @@ DEFINE_string(lb, "",
               "given as a naming URL (list://a:1,b:2, file://path, dns://host:port, "
               "etcd://host:port/prefix); the report adds each server's share");
 DEFINE_string(protocol, "baidu_std", "Protocol (a registered transport: baidu_std, grpc if built)");
+DEFINE_string(grpc_path, "",
+              "--protocol grpc: the echo method's path (default: grpc_echo_server's "
+              "/arenarpc.example.GrpcEchoService/Echo; /arenarpc.example.EchoService/Echo "
+              "presses an arenarpc echo_server's port over gRPC)");
 DEFINE_double(qps, 0, "Open loop: calls per second, each timed from its scheduled send time");
 DEFINE_validator(qps, &CheckNonNegative);
 DEFINE_int32(concurrency, 0, "Closed loop: calls kept in flight (maximum-throughput mode)");
@@ -177,6 +181,7 @@ int main(int argc, char** argv) {
           : arenarpc::example::EchoService::descriptor();
   transport_options.echo_method = echo_service->FindMethodByName("Echo");
   const std::string echo_method = transport_options.echo_method->full_name();
+  transport_options.grpc_path = FLAGS_grpc_path;
   if (user_method) {
     transport_options.method = &user_method->method();
     if (options.check_response) {

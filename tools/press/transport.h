@@ -34,6 +34,9 @@ struct TransportOptions {
   // --check_response: parse each response into this type (the method's output type) and hand it
   // to the check as CallResult::response_message; nullptr = responses are not parsed.
   const google::protobuf::Message* response_prototype = nullptr;
+  // --grpc_path: the echo workload's gRPC method path ("" = gRPC's own echo server's,
+  // kGrpcEchoMethod; "/arenarpc.example.EchoService/Echo" reaches an arenarpc echo_server).
+  std::string grpc_path;
 };
 
 // What a call returned. Views are valid only during the callback.

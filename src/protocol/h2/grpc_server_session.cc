@@ -1,0 +1,429 @@
+#include "protocol/h2/grpc_server_session.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+
+namespace arenarpc::protocol::h2 {
+
+namespace {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+bool IsGrpcContentType(std::string_view type) {
+  constexpr std::string_view kGrpc = "application/grpc";
+  return type.substr(0, kGrpc.size()) == kGrpc &&
+         (type.size() == kGrpc.size() || type[kGrpc.size()] == '+' || type[kGrpc.size()] == ';');
+}
+
+// Headers gRPC itself defines, or HTTP/2's own: not the call's metadata.
+bool IsReserved(std::string_view name) {
+  return name.empty() || name[0] == ':' || name.substr(0, 5) == "grpc-" || name == "te" ||
+         name == "content-type" || name == "user-agent" || name == "content-length";
+}
+
+uint32_t MessageLength(const net::BufferChain& body) {
+  unsigned char prefix[kMessagePrefixSize];
+  body.CopyTo(prefix, sizeof(prefix));
+  return (uint32_t{prefix[1]} << 24) | (uint32_t{prefix[2]} << 16) | (uint32_t{prefix[3]} << 8) |
+         uint32_t{prefix[4]};
+}
+
+}  // namespace
+
+struct GrpcServerSession::Stream {
+  int32_t id = 0;
+  GrpcRequest request;
+  std::string method;        // ":method"
+  std::string content_type;
+  size_t header_bytes = 0;   // as SETTINGS_MAX_HEADER_LIST_SIZE counts them
+  bool headers_too_large = false;
+  net::BufferChain body;     // DATA so far (prefix + message)
+  size_t unreleased = 0;     // DATA bytes whose stream window was not reopened yet
+  bool complete = false;     // in ready_, or refused: nothing more is read into it
+  bool responded = false;
+  bool reset_after_send = false;  // answered before the client ended its side
+  net::BufferChain out;      // response bytes for DATA frames
+  Headers trailers;
+};
+
+struct GrpcServerSession::Callbacks {
+  static GrpcServerSession& Self(void* user_data) {
+    return *static_cast<GrpcServerSession*>(user_data);
+  }
+
+  static int OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    GrpcServerSession& self = Self(user_data);
+    auto stream = std::make_unique<Stream>();
+    stream->id = frame->hd.stream_id;
+    stream->request.stream_id = frame->hd.stream_id;
+    self.streams_[frame->hd.stream_id] = std::move(stream);
+    ++self.incomplete_;
+    return 0;
+  }
+
+  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name_bytes,
+                      size_t name_size, const uint8_t* value_bytes, size_t value_size, uint8_t,
+                      void* user_data) {
+    GrpcServerSession& self = Self(user_data);
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    Stream* stream = self.Find(frame->hd.stream_id);
+    if (stream == nullptr || stream->headers_too_large) return 0;
+    stream->header_bytes += name_size + value_size + 32;
+    if (stream->header_bytes > self.limits_.max_header_list_bytes) {
+      stream->headers_too_large = true;  // what was kept goes: the stream is refused
+      stream->request.metadata.clear();
+      stream->request.metadata.shrink_to_fit();
+      return 0;
+    }
+    const std::string_view name(reinterpret_cast<const char*>(name_bytes), name_size);
+    const std::string_view value(reinterpret_cast<const char*>(value_bytes), value_size);
+    GrpcRequest& request = stream->request;
+    if (name == ":path") {
+      request.path = value;
+    } else if (name == ":method") {
+      stream->method = value;
+    } else if (name == "content-type") {
+      stream->content_type = value;
+    } else if (name == "grpc-timeout") {
+      request.timeout_ms = ParseGrpcTimeoutMs(value);
+    } else if (name == "grpc-encoding") {
+      request.encoding = value == "identity" ? "" : value;
+    } else if (name == "grpc-accept-encoding") {
+      request.accepts_gzip = value.find("gzip") != std::string_view::npos;
+    } else if (!IsReserved(name)) {
+      request.metadata.emplace_back(name, value);
+    }
+    return 0;
+  }
+
+  static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    GrpcServerSession& self = Self(user_data);
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
+    Stream* stream = self.Find(frame->hd.stream_id);
+    if (stream == nullptr || stream->complete) return 0;
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+      if (stream->headers_too_large) {
+        self.Refuse(*stream, GrpcStatus::kResourceExhausted,
+                    "header list larger than " +
+                        std::to_string(self.limits_.max_header_list_bytes) + " bytes");
+        return 0;
+      }
+      if (stream->method != "POST" || !IsGrpcContentType(stream->content_type)) {
+        self.Refuse(*stream, GrpcStatus::kUnimplemented,
+                    "this port serves gRPC over HTTP/2: POST with content-type application/grpc");
+        return 0;
+      }
+    }
+    if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) self.Complete(*stream);
+    return 0;
+  }
+
+  static int OnDataChunk(nghttp2_session* session, uint8_t, int32_t stream_id,
+                         const uint8_t* data, size_t size, void* user_data) {
+    GrpcServerSession& self = Self(user_data);
+    nghttp2_session_consume_connection(session, size);  // stream windows bound what is held
+    Stream* stream = self.Find(stream_id);
+    if (stream == nullptr || stream->complete) {
+      nghttp2_session_consume_stream(session, stream_id, size);
+      return 0;
+    }
+    stream->unreleased += size;
+    self.request_bytes_ += size;
+    stream->body.Append(std::string_view(reinterpret_cast<const char*>(data), size));
+    const size_t limit = self.limits_.max_message_bytes;
+    if (stream->body.size() >= kMessagePrefixSize) {
+      const uint32_t length = MessageLength(stream->body);
+      if (length > limit) {
+        self.Refuse(*stream, GrpcStatus::kResourceExhausted,
+                    "gRPC message of " + std::to_string(length) +
+                        " bytes is larger than the server's max_body_size=" +
+                        std::to_string(limit));
+      } else if (stream->body.size() > kMessagePrefixSize + length) {
+        self.Refuse(*stream, GrpcStatus::kUnimplemented,
+                    "more than one request message: this method is unary");
+      }
+    }
+    self.GrantWindows();
+    return 0;
+  }
+
+  static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, void* user_data) {
+    GrpcServerSession& self = Self(user_data);
+    auto it = self.streams_.find(stream_id);
+    if (it == self.streams_.end()) return 0;
+    Stream& stream = *it->second;
+    if (!stream.responded) {
+      self.canceled_.push_back(stream_id);
+      ++self.counters_.canceled_streams;
+    }
+    if (!stream.complete) --self.incomplete_;
+    self.request_bytes_ -= stream.body.size();
+    self.held_bytes_ -= stream.out.held_bytes();
+    self.streams_.erase(it);
+    self.GrantWindows();
+    return 0;
+  }
+
+  static int OnInvalidFrame(nghttp2_session*, const nghttp2_frame*, int, void* user_data) {
+    ++Self(user_data).counters_.invalid_frames;
+    return 0;
+  }
+
+  static int OnFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR) {
+      GrpcServerSession& self = Self(user_data);
+      ++self.counters_.connection_errors;
+      if (self.error_.empty()) {
+        self.error_ = std::string("GOAWAY ") + nghttp2_http2_strerror(frame->goaway.error_code);
+      }
+      return 0;
+    }
+    if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
+    Stream* stream = Self(user_data).Find(frame->hd.stream_id);
+    if (stream != nullptr && stream->reset_after_send &&
+        nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id) == 0) {
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                NGHTTP2_NO_ERROR);
+    }
+    return 0;
+  }
+
+  static ssize_t ReadBody(nghttp2_session* session, int32_t stream_id, uint8_t* buf, size_t length,
+                          uint32_t* data_flags, nghttp2_data_source*, void* user_data) {
+    GrpcServerSession& self = Self(user_data);
+    Stream* stream = self.Find(stream_id);
+    if (stream == nullptr) {
+      *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+      return 0;
+    }
+    const size_t held_before = stream->out.held_bytes();
+    const size_t n = stream->out.CopyTo(buf, length);
+    stream->out.PopFront(n);
+    self.held_bytes_ -= held_before - stream->out.held_bytes();
+    if (stream->out.empty()) {
+      *data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      std::vector<nghttp2_nv> nv;
+      for (auto& [name, value] : stream->trailers) {
+        nv.push_back({reinterpret_cast<uint8_t*>(name.data()),
+                      reinterpret_cast<uint8_t*>(value.data()), name.size(), value.size(),
+                      NGHTTP2_NV_FLAG_NONE});
+      }
+      if (nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size()) != 0) {
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
+      }
+    }
+    return static_cast<ssize_t>(n);
+  }
+};
+
+GrpcServerSession::GrpcServerSession(const Limits& limits) : limits_(limits) {
+  nghttp2_session_callbacks* callbacks = nullptr;
+  nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, &Callbacks::OnBeginHeaders);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, &Callbacks::OnHeader);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &Callbacks::OnFrameRecv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &Callbacks::OnDataChunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &Callbacks::OnStreamClose);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, &Callbacks::OnFrameSend);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks,
+                                                               &Callbacks::OnInvalidFrame);
+  nghttp2_option* option = nullptr;
+  nghttp2_option_new(&option);
+  // Stream windows reopen as the budget allows (GrantWindows): the memory bound.
+  nghttp2_option_set_no_auto_window_update(option, 1);
+  nghttp2_option_set_no_closed_streams(option, 1);
+  nghttp2_session_server_new2(&session_, callbacks, this, option);
+  nghttp2_option_del(option);
+  nghttp2_session_callbacks_del(callbacks);
+
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits_.stream_window},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+       static_cast<uint32_t>(std::min<size_t>(limits_.max_header_list_bytes, UINT32_MAX))},
+  };
+  Check(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)),
+        "SETTINGS");
+  // The connection window is given back as bytes arrive; stream windows do the bounding.
+  Check(nghttp2_session_set_local_window_size(
+            session_, NGHTTP2_FLAG_NONE, 0,
+            static_cast<int32_t>(std::clamp<size_t>(limits_.request_bytes_budget, 65535, INT32_MAX))),
+        "WINDOW_UPDATE");
+}
+
+GrpcServerSession::~GrpcServerSession() { nghttp2_session_del(session_); }
+
+bool GrpcServerSession::Check(int rv, std::string_view what) {
+  if (rv >= 0) return true;
+  if (!failed_) {
+    failed_ = true;
+    error_ = std::string(what) + ": " + nghttp2_strerror(rv);
+    // A flood or a bad preface: GOAWAY and read nothing more.
+    nghttp2_session_terminate_session(
+        session_, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+  }
+  return false;
+}
+
+bool GrpcServerSession::Receive(std::string_view input) {
+  if (failed_) return false;
+  const ssize_t rv = nghttp2_session_mem_recv(
+      session_, reinterpret_cast<const uint8_t*>(input.data()), input.size());
+  if (!Check(static_cast<int>(std::min<ssize_t>(rv, 0)), "HTTP/2")) return false;
+  return true;
+}
+
+bool GrpcServerSession::Receive(const net::BufferChain& input) {
+  for (size_t i = 0; i < input.span_count(); ++i) {
+    const std::span<const char> span = input.span(i);
+    if (!Receive(std::string_view(span.data(), span.size()))) return false;
+  }
+  return true;
+}
+
+bool GrpcServerSession::PopRequest(GrpcRequest* request) {
+  while (!ready_.empty()) {
+    GrpcRequest next = std::move(ready_.front());
+    ready_.pop_front();
+    request_bytes_ -= kMessagePrefixSize + next.message.size();
+    GrantWindows();
+    if (Find(next.stream_id) == nullptr) continue;  // reset by the client meanwhile
+    *request = std::move(next);
+    return true;
+  }
+  return false;
+}
+
+std::vector<int32_t> GrpcServerSession::TakeCanceled() {
+  std::vector<int32_t> canceled;
+  canceled.swap(canceled_);
+  return canceled;
+}
+
+GrpcServerSession::Stream* GrpcServerSession::Find(int32_t stream_id) {
+  auto it = streams_.find(stream_id);
+  return it == streams_.end() ? nullptr : it->second.get();
+}
+
+void GrpcServerSession::GrantWindows() {
+  bool oldest = ready_.empty();  // nothing to pop: the oldest unfinished stream must progress
+  for (auto& [id, stream] : streams_) {
+    if (stream->complete) continue;
+    if (stream->unreleased > 0 && (oldest || request_bytes_ < limits_.request_bytes_budget)) {
+      nghttp2_session_consume_stream(session_, id, stream->unreleased);
+      stream->unreleased = 0;
+    }
+    oldest = false;
+  }
+}
+
+void GrpcServerSession::Complete(Stream& stream) {
+  stream.complete = true;
+  --incomplete_;
+  GrpcRequest& request = stream.request;
+  if (stream.body.size() < kMessagePrefixSize ||
+      stream.body.size() != kMessagePrefixSize + MessageLength(stream.body)) {
+    stream.complete = false;  // Refuse() counts it
+    ++incomplete_;
+    Refuse(stream, GrpcStatus::kInternal,
+           stream.body.empty() ? "the request stream ended without a message"
+                               : "the request stream ended inside a message");
+    return;
+  }
+  unsigned char flag = 0;
+  stream.body.CopyTo(&flag, 1);
+  request.compressed = flag != 0;
+  stream.body.PopFront(kMessagePrefixSize);
+  request.message = std::move(stream.body);
+  stream.body.clear();
+  ready_.push_back(std::move(request));
+}
+
+void GrpcServerSession::Refuse(Stream& stream, GrpcStatus status, std::string text) {
+  ++counters_.refused_streams;
+  if (!stream.complete) {
+    stream.complete = true;
+    --incomplete_;
+  }
+  request_bytes_ -= stream.body.size();
+  stream.body.clear();
+  stream.request.metadata.clear();
+  nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
+  stream.unreleased = 0;
+  Fail(stream.id, status, text);
+  GrantWindows();
+}
+
+void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) {
+  stream.responded = true;
+  stream.reset_after_send = nghttp2_session_get_stream_remote_close(session_, stream.id) == 0;
+  std::vector<nghttp2_nv> nv;
+  nv.reserve(headers.size());
+  for (auto& [name, value] : headers) {
+    nv.push_back({reinterpret_cast<uint8_t*>(name.data()),
+                  reinterpret_cast<uint8_t*>(value.data()), name.size(), value.size(),
+                  NGHTTP2_NV_FLAG_NONE});
+  }
+  nghttp2_data_provider body{};
+  body.read_callback = &Callbacks::ReadBody;
+  nghttp2_submit_response(session_, stream.id, nv.data(), nv.size(),
+                          with_body ? &body : nullptr);
+}
+
+void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, bool compressed,
+                                const Headers& metadata) {
+  Stream* stream = Find(stream_id);
+  if (stream == nullptr || stream->responded) return;
+  char prefix[kMessagePrefixSize];
+  EncodeMessagePrefix(compressed, static_cast<uint32_t>(message.size()), prefix);
+  stream->out.Append(std::string_view(prefix, sizeof(prefix)));
+  stream->out.Append(std::move(message));
+  held_bytes_ += stream->out.held_bytes();
+  stream->trailers = {{"grpc-status", "0"}};
+  Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
+  if (compressed) headers.emplace_back("grpc-encoding", "gzip");
+  for (const auto& [name, value] : metadata) {
+    if (!IsReserved(name)) headers.emplace_back(name, value);
+  }
+  Submit(*stream, std::move(headers), /*with_body=*/true);
+}
+
+void GrpcServerSession::Fail(int32_t stream_id, GrpcStatus status, std::string_view text) {
+  Stream* stream = Find(stream_id);
+  if (stream == nullptr || stream->responded) return;
+  Headers headers = {{":status", "200"},
+                     {"content-type", "application/grpc"},
+                     {"grpc-status", std::to_string(static_cast<int>(status))}};
+  if (!text.empty()) headers.emplace_back("grpc-message", PercentEncode(text));
+  Submit(*stream, std::move(headers), /*with_body=*/false);
+}
+
+void GrpcServerSession::Shutdown() {
+  if (failed_) return;
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
+                        nullptr, 0);
+}
+
+void GrpcServerSession::TakeOutput(net::BufferChain* out) {
+  for (;;) {
+    const uint8_t* data = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(session_, &data);
+    if (n <= 0) {
+      if (n < 0) Check(static_cast<int>(n), "HTTP/2 send");
+      return;
+    }
+    out->Append(std::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(n)));
+  }
+}
+
+bool GrpcServerSession::Closing() const { return nghttp2_session_want_read(session_) == 0; }
+
+bool GrpcServerSession::Finished() const {
+  return nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0;
+}
+
+}  // namespace arenarpc::protocol::h2

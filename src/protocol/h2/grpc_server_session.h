@@ -1,0 +1,127 @@
+#pragma once
+// GrpcServerSession: the server side of one HTTP/2 connection carrying gRPC calls, on libnghttp2.
+// Bytes in (Receive), complete unary requests out (PopRequest), responses in (Respond / Fail),
+// bytes out (TakeOutput). No sockets, no admission, no locking: the owner serializes the calls.
+//
+// Memory (docs/grpc.md): request bytes received and not yet popped are bounded by
+// request_bytes_budget + max_message_bytes + max_concurrent_streams x stream_window: a stream's
+// window reopens as its bytes arrive only while the session holds less than the budget — except
+// the oldest unfinished stream's while no complete request waits to be popped, so that one
+// request always completes (no stall with every stream half-received). Streams are bounded by
+// max_concurrent_streams, header lists by max_header_list_bytes (larger ones are answered
+// RESOURCE_EXHAUSTED without being kept), a message by max_message_bytes. Responses wait in
+// held_bytes() until the client's flow-control windows take them.
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "arenarpc/buffer_chain.h"
+#include "protocol/h2/grpc_wire.h"
+
+struct nghttp2_session;
+
+namespace arenarpc::protocol::h2 {
+
+struct GrpcRequest {
+  int32_t stream_id = 0;
+  std::string path;           // ":path", e.g. "/pkg.Service/Method"
+  int64_t timeout_ms = -1;    // grpc-timeout; -1 none
+  bool compressed = false;    // the message's compressed flag (grpc-encoding names the codec)
+  std::string encoding;       // grpc-encoding ("" = identity)
+  bool accepts_gzip = false;  // grpc-accept-encoding lists gzip
+  std::vector<std::pair<std::string, std::string>> metadata;  // custom headers, as received
+  net::BufferChain message;   // the message bytes after the 5-byte prefix
+  // != kOk: the request is refused without a call (e.g. not gRPC, or no message)
+  GrpcStatus refusal = GrpcStatus::kOk;
+  std::string refusal_text;
+};
+
+class GrpcServerSession {
+ public:
+  struct Limits {
+    uint32_t max_concurrent_streams = 100;
+    size_t max_header_list_bytes = 64u << 10;
+    size_t max_message_bytes = 4u << 20;
+    size_t request_bytes_budget = 4u << 20;
+    uint32_t stream_window = 65535;  // SETTINGS_INITIAL_WINDOW_SIZE
+  };
+  struct Counters {
+    uint64_t refused_streams = 0;   // header list / message limits, bad requests
+    uint64_t canceled_streams = 0;  // reset by the client before their response went out
+    uint64_t invalid_frames = 0;    // frames nghttp2 rejected (stream or connection errors)
+    uint64_t connection_errors = 0; // GOAWAY with an error code sent (the connection ends)
+  };
+
+  explicit GrpcServerSession(const Limits& limits);
+  ~GrpcServerSession();
+  GrpcServerSession(const GrpcServerSession&) = delete;
+  GrpcServerSession& operator=(const GrpcServerSession&) = delete;
+
+  // Feeds `input` (all of it). false: a connection error (error() says why); the session sent
+  // GOAWAY (in TakeOutput) and accepts nothing more.
+  bool Receive(const net::BufferChain& input);
+  bool Receive(std::string_view input);
+  const std::string& error() const noexcept { return error_; }
+  // The next complete request, in the order they completed.
+  bool PopRequest(GrpcRequest* request);
+  // Streams that ended before a response (RST_STREAM from the client) since the last call.
+  std::vector<int32_t> TakeCanceled();
+
+  // A response for `stream_id`: headers (with `metadata`), `message` as one length-prefixed
+  // gRPC message (`compressed`: it is gzip), trailers with grpc-status 0. Dropped when the
+  // stream is gone.
+  void Respond(int32_t stream_id, net::BufferChain&& message, bool compressed,
+               const std::vector<std::pair<std::string, std::string>>& metadata);
+  // A trailers-only response with `status` and `text`.
+  void Fail(int32_t stream_id, GrpcStatus status, std::string_view text);
+  // GOAWAY (NO_ERROR) naming the last stream taken: the client opens no new stream here, and
+  // streams already taken finish.
+  void Shutdown();
+
+  // Appends every byte the session may send now to *out.
+  void TakeOutput(net::BufferChain* out);
+  // The session is done (GOAWAY exchanged or a connection error) and wrote its last bytes.
+  bool Finished() const;
+  // The session reads nothing more (a connection error, or GOAWAY and no stream left).
+  bool Closing() const;
+  // Bytes of responses waiting for the client's flow-control windows.
+  size_t held_bytes() const noexcept { return held_bytes_; }
+  // A stream has a request that has not completed (headers or a message in progress).
+  bool InRequest() const noexcept { return incomplete_ > 0; }
+  size_t open_streams() const noexcept { return streams_.size(); }
+  const Counters& counters() const noexcept { return counters_; }
+
+ private:
+  struct Stream;
+  struct Callbacks;  // nghttp2's callbacks, friends of this class
+
+  Stream* Find(int32_t stream_id);
+  void Refuse(Stream& stream, GrpcStatus status, std::string text);
+  void Complete(Stream& stream);
+  void Submit(Stream& stream, std::vector<std::pair<std::string, std::string>> headers,
+              bool with_body);
+  // Reopens the stream windows the budget allows (see the top of this file).
+  void GrantWindows();
+  bool Check(int rv, std::string_view what);
+
+  const Limits limits_;
+  nghttp2_session* session_ = nullptr;
+  std::map<int32_t, std::unique_ptr<Stream>> streams_;  // by id: the oldest first
+  std::deque<GrpcRequest> ready_;
+  std::vector<int32_t> canceled_;
+  size_t held_bytes_ = 0;
+  size_t incomplete_ = 0;
+  size_t request_bytes_ = 0;  // DATA of unfinished streams and of requests not popped
+  bool failed_ = false;
+  std::string error_;
+  Counters counters_;
+};
+
+}  // namespace arenarpc::protocol::h2

@@ -1,0 +1,40 @@
+#pragma once
+// gRPC's small wire facts over HTTP/2 (docs/grpc.md): status codes, brpc error codes mapped to
+// them as brpc maps them, grpc-timeout values, grpc-message percent-encoding, the 5-byte message
+// prefix.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace arenarpc::protocol::h2 {
+
+enum class GrpcStatus : int {
+  kOk = 0,
+  kCancelled = 1,
+  kUnknown = 2,
+  kInvalidArgument = 3,
+  kDeadlineExceeded = 4,
+  kNotFound = 5,
+  kPermissionDenied = 7,
+  kResourceExhausted = 8,
+  kUnimplemented = 12,
+  kInternal = 13,
+  kUnavailable = 14,
+  kUnauthenticated = 16,
+};
+
+// A brpc/arenarpc error code (arenarpc/error_codes.h) as the gRPC status brpc sends for it.
+GrpcStatus GrpcStatusForError(int error_code) noexcept;
+
+// "grpc-timeout" ("<1..8 digits><H|M|S|m|u|n>") in milliseconds, rounded up, capped at INT32_MAX;
+// -1 when the value is malformed.
+int64_t ParseGrpcTimeoutMs(std::string_view value) noexcept;
+
+// grpc-message's percent-encoding: bytes outside 0x20..0x7e and '%' as %XX.
+std::string PercentEncode(std::string_view text);
+
+inline constexpr size_t kMessagePrefixSize = 5;  // compressed flag + big-endian length
+void EncodeMessagePrefix(bool compressed, uint32_t length, char out[kMessagePrefixSize]) noexcept;
+
+}  // namespace arenarpc::protocol::h2

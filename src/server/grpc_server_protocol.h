@@ -1,0 +1,97 @@
+#pragma once
+// gRPC over HTTP/2 on a server connection (docs/grpc.md): recognised by the HTTP/2 preface, each
+// stream "POST /pkg.Service/Method" is a unary call of a registered method, admitted and run as
+// a baidu_std call is (same admission, backlog, memory strategy); replies are gRPC responses with
+// grpc-status trailers. grpc.health.v1.Health/Check is answered here.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "arenarpc/server.h"
+#include "protocol/h2/grpc_server_session.h"
+#include "server/server_protocol.h"
+
+namespace arenarpc::server {
+
+class CancelState;
+
+class GrpcServerProtocol final : public ServerProtocol {
+ public:
+  explicit GrpcServerProtocol(ServerState& state);
+  static std::unique_ptr<ServerProtocol> Create(ServerState& state, ServerConnection& owner,
+                                                bool internal_port);
+  // The session limits the server's options give (docs/grpc.md, "Limits").
+  static protocol::h2::GrpcServerSession::Limits LimitsFor(const ServerOptions& options);
+
+  std::string_view name() const noexcept override { return "h2:grpc"; }
+  Step Next(ServerConnection& server, net::Connection& connection, net::BufferChain& input,
+            std::chrono::steady_clock::time_point read_at,
+            std::unique_ptr<PendingCall>* call) override;
+  const std::string& error() const noexcept override { return error_; }
+  bool InRequest() const noexcept override {
+    return in_request_.load(std::memory_order_acquire);
+  }
+  size_t HeldBytes() const noexcept override {
+    return held_bytes_.load(std::memory_order_acquire);
+  }
+  bool OpenRequest(ServerCall& call, const RequestPayload& payload, protocol::PayloadBytes* bytes,
+                   std::string* error_text) override;
+  bool PackReply(ServerCall& call, const google::protobuf::Message& response,
+                 net::BufferChain* out) override;
+  void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) override;
+  void SendError(net::Connection& connection, int64_t key, int code,
+                 std::string_view text) override;
+  void SendRequestTooLarge(net::Connection& connection, int64_t key,
+                           std::string_view text) override;
+  bool CallCanceled(int64_t key) override;
+  void WatchCancel(int64_t key, const std::shared_ptr<CancelState>& state) override;
+  void OnServerStopping(net::Connection& connection) override;
+
+ private:
+  // A call between its admission and its reply.
+  struct Call {
+    bool accepts_gzip = false;
+    bool canceled = false;  // the client reset the stream
+    bool failed = false;    // PackReply produced an error, not a message
+    bool compressed = false;
+    protocol::h2::GrpcStatus status = protocol::h2::GrpcStatus::kOk;
+    std::string text;
+    std::vector<std::pair<std::string, std::string>> metadata;  // response headers
+    std::weak_ptr<CancelState> cancel;
+  };
+
+  Step Dispatch(ServerConnection& server, net::Connection& connection,
+                protocol::h2::GrpcRequest& request, std::chrono::steady_clock::time_point read_at,
+                std::unique_ptr<PendingCall>* call);
+  void AnswerHealth(net::Connection& connection, const protocol::h2::GrpcRequest& request);
+  void Fail(net::Connection& connection, int64_t key, protocol::h2::GrpcStatus status,
+            std::string_view text);
+  // Canceled streams' calls, marked; their cancel states are returned to fire (mutex_ held).
+  void MarkCanceled(std::vector<std::shared_ptr<CancelState>>* fire);
+  // Writes what the session has to send, in order, one thread at a time; closes the connection
+  // once the session is done.
+  void Flush(net::Connection& connection);
+  void PublishLocked();  // mutex_ held: held_bytes_, in_request_
+
+  ServerState& state_;
+  const size_t max_body_size_;
+  const size_t max_held_bytes_;  // max_unwritten_bytes: replies waiting for a window
+  std::string error_;  // Next() only
+
+  std::atomic<size_t> held_bytes_{0};
+  std::atomic<bool> in_request_{false};
+  std::mutex mutex_;
+  protocol::h2::GrpcServerSession session_;
+  std::unordered_map<int64_t, Call> calls_;
+  net::BufferChain unsent_;  // session output for the writing thread
+  bool writing_ = false;
+  bool close_issued_ = false;
+};
+
+}  // namespace arenarpc::server

@@ -1,0 +1,366 @@
+// Hostile HTTP/2 on the RPC port, from raw sockets: malformed frames of several classes, a PING
+// and a SETTINGS flood from a client that never reads, an HPACK bomb, 10,000 streams opened and
+// never finished, a client whose flow-control window stays 0 — while a good baidu_std client on
+// another connection keeps 0 errors, and the server's memory for the bad connection stays within
+// the bound docs/grpc.md states.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "server_fixture.h"
+
+namespace arenarpc::e2e {
+namespace {
+
+constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+enum FrameType : uint8_t { kData = 0, kHeaders = 1, kRstStream = 3, kSettings = 4, kPing = 6,
+                           kGoaway = 7, kWindowUpdate = 8 };
+constexpr uint8_t kEndStream = 0x1, kEndHeaders = 0x4;
+
+std::string Frame(uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload) {
+  const uint32_t n = static_cast<uint32_t>(payload.size());
+  std::string frame = {static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                       static_cast<char>(n), static_cast<char>(type), static_cast<char>(flags),
+                       static_cast<char>((stream >> 24) & 0x7f), static_cast<char>(stream >> 16),
+                       static_cast<char>(stream >> 8), static_cast<char>(stream)};
+  frame += payload;
+  return frame;
+}
+
+// HPACK integer with an n-bit prefix (RFC 7541 §5.1), `first` holding the pattern bits.
+std::string HpackInt(uint8_t first, int prefix_bits, size_t value) {
+  const size_t max = (1u << prefix_bits) - 1;
+  std::string out;
+  if (value < max) {
+    out += static_cast<char>(first | value);
+    return out;
+  }
+  out += static_cast<char>(first | max);
+  value -= max;
+  while (value >= 128) {
+    out += static_cast<char>(0x80 | (value & 0x7f));
+    value >>= 7;
+  }
+  out += static_cast<char>(value);
+  return out;
+}
+
+// A literal field, new name; `indexed`: added to the dynamic table.
+std::string Literal(std::string_view name, std::string_view value, bool indexed = false) {
+  std::string out = indexed ? std::string(1, '\x40') : std::string(1, '\x00');
+  out += HpackInt(0, 7, name.size()) + std::string(name);
+  out += HpackInt(0, 7, value.size()) + std::string(value);
+  return out;
+}
+
+std::string RequestBlock() {
+  return Literal(":method", "POST") + Literal(":scheme", "http") +
+         Literal(":path", "/arenarpc.e2e.TestService/Echo") + Literal(":authority", "test") +
+         Literal("content-type", "application/grpc") + Literal("te", "trailers");
+}
+
+std::string GrpcMessage(const TestRequest& request) {
+  const std::string bytes = request.SerializeAsString();
+  const uint32_t n = static_cast<uint32_t>(bytes.size());
+  std::string out = {0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                     static_cast<char>(n >> 8), static_cast<char>(n)};
+  return out + bytes;
+}
+
+std::string Settings(std::vector<std::pair<uint16_t, uint32_t>> entries = {}) {
+  std::string payload;
+  for (auto [id, value] : entries) {
+    payload += {static_cast<char>(id >> 8), static_cast<char>(id), static_cast<char>(value >> 24),
+                static_cast<char>(value >> 16), static_cast<char>(value >> 8),
+                static_cast<char>(value)};
+  }
+  return Frame(kSettings, 0, 0, payload);
+}
+
+// A raw HTTP/2 client: sends what the test gives, reads frames back and decodes header blocks.
+class H2Socket {
+ public:
+  explicit H2Socket(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+    EXPECT_EQ(0, ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)));
+    nghttp2_hd_inflate_new(&inflater_);
+  }
+  ~H2Socket() {
+    ::close(fd_);
+    nghttp2_hd_inflate_del(inflater_);
+  }
+
+  bool Send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+  // Sends `frame` repeatedly without reading until the socket takes no more for 200 ms or
+  // `duration` passed; returns the bytes sent.
+  size_t Flood(const std::string& frame, std::chrono::milliseconds duration) {
+    std::string batch;
+    while (batch.size() < 64 * 1024) batch += frame;
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+    size_t sent = 0;
+    const auto end = std::chrono::steady_clock::now() + duration;
+    auto last_progress = std::chrono::steady_clock::now();
+    size_t offset = 0;
+    while (std::chrono::steady_clock::now() < end) {
+      const ssize_t n = ::send(fd_, batch.data() + offset, batch.size() - offset, MSG_NOSIGNAL);
+      if (n > 0) {
+        sent += static_cast<size_t>(n);
+        offset = (offset + static_cast<size_t>(n)) % batch.size();
+        last_progress = std::chrono::steady_clock::now();
+      } else if (n < 0 && errno != EAGAIN) {
+        break;  // closed by the server
+      } else if (std::chrono::steady_clock::now() - last_progress > std::chrono::milliseconds(200)) {
+        break;  // the server stopped reading
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+    return sent;
+  }
+
+  // Reads frames until `done` says so, the server closes, or `timeout`. Returns false on timeout.
+  bool ReadUntil(const std::function<bool()>& done,
+                 std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+      if (closed_) return true;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char chunk[65536];
+      const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+      if (n <= 0) {
+        closed_ = true;
+        continue;
+      }
+      buffer_.append(chunk, static_cast<size_t>(n));
+      Parse();
+    }
+    return true;
+  }
+  bool WaitClosed(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    return ReadUntil([&] { return closed_; }, timeout) && closed_;
+  }
+
+  bool closed() const { return closed_; }
+  int frames_of(uint8_t type) const { return counts_.count(type) ? counts_.at(type) : 0; }
+  // The response header fields of a stream (trailers included), in order.
+  const std::vector<std::pair<std::string, std::string>>& fields(uint32_t stream) {
+    return fields_[stream];
+  }
+  std::string field(uint32_t stream, const std::string& name) {
+    for (const auto& [n, v] : fields_[stream]) {
+      if (n == name) return v;
+    }
+    return {};
+  }
+
+ private:
+  void Parse() {
+    while (buffer_.size() >= 9) {
+      const auto* b = reinterpret_cast<const uint8_t*>(buffer_.data());
+      const size_t length = (size_t{b[0]} << 16) | (size_t{b[1]} << 8) | b[2];
+      if (buffer_.size() < 9 + length) return;
+      const uint8_t type = b[3];
+      const uint32_t stream = ((uint32_t{b[5]} & 0x7f) << 24) | (uint32_t{b[6]} << 16) |
+                              (uint32_t{b[7]} << 8) | b[8];
+      ++counts_[type];
+      if (type == kHeaders) Inflate(stream, b + 9, length, b[4]);
+      buffer_.erase(0, 9 + length);
+    }
+  }
+  void Inflate(uint32_t stream, const uint8_t* block, size_t length, uint8_t flags) {
+    size_t pad = 0;
+    if (flags & 0x8) pad = block[0], ++block, --length;
+    if (flags & 0x20) block += 5, length -= 5;
+    length -= pad;
+    for (;;) {
+      nghttp2_nv nv;
+      int out_flags = 0;
+      const ssize_t n = nghttp2_hd_inflate_hd2(inflater_, &nv, &out_flags, block, length, 1);
+      if (n < 0) {
+        ADD_FAILURE() << "bad header block from the server";
+        return;
+      }
+      block += n;
+      length -= static_cast<size_t>(n);
+      if (out_flags & NGHTTP2_HD_INFLATE_EMIT) {
+        fields_[stream].emplace_back(std::string(reinterpret_cast<char*>(nv.name), nv.namelen),
+                                     std::string(reinterpret_cast<char*>(nv.value), nv.valuelen));
+      }
+      if (out_flags & NGHTTP2_HD_INFLATE_FINAL) {
+        nghttp2_hd_inflate_end_headers(inflater_);
+        return;
+      }
+      if (n == 0 && length == 0) return;
+    }
+  }
+
+  int fd_ = -1;
+  bool closed_ = false;
+  std::string buffer_;
+  nghttp2_hd_inflater* inflater_ = nullptr;
+  std::map<uint8_t, int> counts_;
+  std::map<uint32_t, std::vector<std::pair<std::string, std::string>>> fields_;
+};
+
+class GrpcHostileTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    options_.max_unwritten_bytes = 1u << 20;
+    options_.max_queued_requests_per_connection = 64;  // SETTINGS_MAX_CONCURRENT_STREAMS
+  }
+  void StartWithGoodClient() {
+    StartServer(options_);
+    good_ = StartGoodClient();
+  }
+  void TearDown() override {
+    if (good_) {
+      good_->Stop();
+      EXPECT_EQ(0, good_->failures()) << good_->last_error();
+      EXPECT_GE(good_->calls(), 10);
+    }
+    ServerTest::TearDown();
+  }
+  ServerOptions options_;
+  std::unique_ptr<GoodClient> good_;
+};
+INSTANTIATE_TEST_SUITE_P(Heap, GrpcHostileTest, ::testing::Values("heap"), ModeName);
+
+TEST_P(GrpcHostileTest, MalformedFramesCloseOnlyTheirConnectionAndAreCounted) {
+  StartWithGoodClient();
+  const std::string hello = std::string(kPreface) + Settings();
+  const std::vector<std::pair<const char*, std::string>> cases = {
+      {"SETTINGS of 5 bytes", hello + Frame(kSettings, 0, 0, "12345")},
+      {"DATA on stream 0", hello + Frame(kData, 0, 0, "abc")},
+      {"WINDOW_UPDATE of 0", hello + Frame(kWindowUpdate, 0, 0, std::string(4, '\0'))},
+      {"invalid HPACK index 0", hello + Frame(kHeaders, kEndHeaders | kEndStream, 1, "\x80")},
+      {"HEADERS on an even stream", hello + Frame(kHeaders, kEndHeaders, 2, RequestBlock())},
+      {"bad preface", "PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n"},
+  };
+  for (const auto& [what, bytes] : cases) {
+    H2Socket bad(port_);
+    ASSERT_TRUE(bad.Send(bytes)) << what;
+    EXPECT_TRUE(bad.WaitClosed()) << what;
+  }
+  EXPECT_EQ(cases.size(), StatSoon(&ServerStats::malformed_frames, cases.size()));
+}
+
+// A client that floods frames each needing an answer and reads none: nghttp2 ends the session
+// (GOAWAY ENHANCE_YOUR_CALM) when one read queues more than 1000 answers; else the answers wait
+// in the connection's unsent output up to max_unwritten_bytes, then the server stops reading it.
+TEST_P(GrpcHostileTest, PingAndSettingsFloodsAreBoundedByUnsentOutput) {
+  StartWithGoodClient();
+  for (const std::string& frame :
+       {Frame(kPing, 0, 0, "12345678"), Settings({{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}})}) {
+    H2Socket bad(port_);
+    ASSERT_TRUE(bad.Send(std::string(kPreface) + Settings()));
+    const size_t sent = bad.Flood(frame, std::chrono::seconds(2));
+    EXPECT_GT(sent, 64u << 10);  // it did flood
+    const uint64_t held = server_->GetServerStats().unwritten_held_bytes;
+    // max_unwritten_bytes, plus what one read round's answers add before reading pauses
+    EXPECT_LE(held, options_.max_unwritten_bytes + (1u << 20)) << "sent " << sent;
+  }
+}
+
+// Thousands of references to a 4 KB dynamic-table entry: the header list is refused with
+// RESOURCE_EXHAUSTED past max_http_header_size without being kept, and the connection goes on.
+TEST_P(GrpcHostileTest, HpackBombIsRefusedAndTheConnectionGoesOn) {
+  options_.max_http_header_size = 16u << 10;
+  StartWithGoodClient();
+  H2Socket client(port_);
+  std::string block = RequestBlock() + Literal("x-bomb", std::string(4000, 'a'), true);
+  for (int i = 0; i < 12000; ++i) block += '\xbe';  // index 62: the entry above (48 MB decoded)
+  std::string bytes = std::string(kPreface) + Settings();
+  // One HEADERS frame (the default max frame size is 16 KiB): 4 KB entry + 12,000 references.
+  ASSERT_LE(block.size(), 16384u);
+  TestRequest request;
+  request.set_message("after the bomb");
+  bytes += Frame(kHeaders, kEndHeaders, 1, block) + Frame(kData, kEndStream, 1, GrpcMessage(request));
+  bytes += Frame(kHeaders, kEndHeaders, 3, RequestBlock()) +
+           Frame(kData, kEndStream, 3, GrpcMessage(request));
+  ASSERT_TRUE(client.Send(bytes));
+  ASSERT_TRUE(client.ReadUntil([&] {
+    return !client.field(1, "grpc-status").empty() && !client.field(3, "grpc-status").empty();
+  }));
+  EXPECT_EQ("8", client.field(1, "grpc-status"));  // RESOURCE_EXHAUSTED
+  EXPECT_EQ("0", client.field(3, "grpc-status"));
+  EXPECT_FALSE(client.closed());
+}
+
+// 10,000 streams opened (HEADERS, no END_STREAM) and never finished: past
+// SETTINGS_MAX_CONCURRENT_STREAMS they are refused (RST_STREAM), the rest hold no message bytes.
+TEST_P(GrpcHostileTest, TenThousandOpenStreamsAreRefusedPastTheLimit) {
+  StartWithGoodClient();
+  H2Socket client(port_);
+  std::string bytes = std::string(kPreface) + Settings();
+  constexpr int kStreams = 10000;
+  for (int i = 0; i < kStreams; ++i) {
+    bytes += Frame(kHeaders, kEndHeaders, static_cast<uint32_t>(2 * i + 1), RequestBlock());
+  }
+  ASSERT_TRUE(client.Send(bytes));
+  const int limit = options_.max_queued_requests_per_connection;
+  EXPECT_TRUE(client.ReadUntil([&] { return client.frames_of(kRstStream) >= kStreams - limit; }));
+  EXPECT_EQ(kStreams - limit, client.frames_of(kRstStream));
+  EXPECT_FALSE(client.closed());
+}
+
+// A client whose stream windows are 0 sends requests for 64 KB replies and reads nothing: the
+// replies wait for a window, counted as the connection's held bytes; once they reach
+// max_unwritten_bytes, more calls are refused (EOVERCROWDED) instead of held.
+TEST_P(GrpcHostileTest, RepliesWaitingForAWindowAreBounded) {
+  StartWithGoodClient();
+  H2Socket client(port_);
+  std::string bytes =
+      std::string(kPreface) + Settings({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0}});
+  constexpr int kCalls = 60;  // 60 x 64 KB = 3.75 MB if all were held
+  TestRequest request;
+  request.set_message("big");
+  request.set_response_bytes(64 << 10);
+  for (int i = 0; i < kCalls; ++i) {
+    const auto stream = static_cast<uint32_t>(2 * i + 1);
+    bytes += Frame(kHeaders, kEndHeaders, stream, RequestBlock()) +
+             Frame(kData, kEndStream, stream, GrpcMessage(request));
+  }
+  ASSERT_TRUE(client.Send(bytes));
+  // Every call is answered: headers (and a held body) or a refusal.
+  ASSERT_TRUE(client.ReadUntil([&] {
+    int answered = 0;
+    for (int i = 0; i < kCalls; ++i) answered += !client.fields(2 * i + 1).empty();
+    return answered == kCalls;
+  }));
+  int refused = 0;
+  for (int i = 0; i < kCalls; ++i) refused += !client.field(2 * i + 1, "grpc-status").empty();
+  EXPECT_GT(refused, 0);
+  EXPECT_EQ("8", client.field(2 * kCalls - 1, "grpc-status"));  // RESOURCE_EXHAUSTED
+  const uint64_t held = server_->GetServerStats().unwritten_held_bytes;
+  EXPECT_LE(held, options_.max_unwritten_bytes + (80u << 10));  // + the reply that crossed it
+  EXPECT_GE(held, 512u << 10);                                   // replies are held indeed
+}
+
+}  // namespace
+}  // namespace arenarpc::e2e

@@ -1,0 +1,271 @@
+// The HTTP/2 + gRPC glue (protocol/h2) without sockets: an nghttp2 client session in the test
+// exchanges bytes with GrpcServerSession. Preface recognition, the gRPC wire facts (timeouts,
+// percent-encoding, brpc codes as gRPC statuses), requests and responses, and flow control tied
+// to requests being handed over: the connection window reopens only as requests are popped.
+#include <gtest/gtest.h>
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "arenarpc/error_codes.h"
+#include "protocol/h2/grpc_server_session.h"
+#include "protocol/wire_protocol.h"
+
+namespace arenarpc::protocol::h2 {
+namespace {
+
+TEST(GrpcWireTest, RecognisesTheHttp2Preface) {
+  const std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  EXPECT_EQ(WireProtocol::kHttp2, RecognizeProtocol(preface));
+  EXPECT_EQ(WireProtocol::kHttp2, RecognizeProtocol(preface + "\0\0\0\4"));
+  EXPECT_EQ(WireProtocol::kNeedMore, RecognizeProtocol(preface.substr(0, 23)));
+  EXPECT_EQ(WireProtocol::kNeedMore, RecognizeProtocol("PRI"));
+  EXPECT_EQ(WireProtocol::kUnknown, RecognizeProtocol("PRI * HTTP/1.1\r\n"));
+  EXPECT_EQ(WireProtocol::kUnknown, RecognizeProtocol("PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n"));
+}
+
+TEST(GrpcWireTest, TimeoutsStatusesAndMessages) {
+  EXPECT_EQ(1500, ParseGrpcTimeoutMs("1500m"));
+  EXPECT_EQ(2000, ParseGrpcTimeoutMs("2S"));
+  EXPECT_EQ(120000, ParseGrpcTimeoutMs("2M"));
+  EXPECT_EQ(3600000, ParseGrpcTimeoutMs("1H"));
+  EXPECT_EQ(1, ParseGrpcTimeoutMs("1u"));       // rounded up
+  EXPECT_EQ(1, ParseGrpcTimeoutMs("999999n"));
+  EXPECT_EQ(INT32_MAX, ParseGrpcTimeoutMs("99999999H"));
+  EXPECT_EQ(-1, ParseGrpcTimeoutMs("123456789S"));  // 9 digits
+  EXPECT_EQ(-1, ParseGrpcTimeoutMs("10x"));
+  EXPECT_EQ(-1, ParseGrpcTimeoutMs("S"));
+  EXPECT_EQ("a%25b%0A%C3%A9 c", PercentEncode("a%b\n\xc3\xa9 c"));
+  EXPECT_EQ(GrpcStatus::kOk, GrpcStatusForError(0));
+  EXPECT_EQ(GrpcStatus::kUnimplemented, GrpcStatusForError(ENOSERVICE));
+  EXPECT_EQ(GrpcStatus::kUnimplemented, GrpcStatusForError(ENOMETHOD));
+  EXPECT_EQ(GrpcStatus::kInvalidArgument, GrpcStatusForError(EREQUEST));
+  EXPECT_EQ(GrpcStatus::kUnavailable, GrpcStatusForError(ELIMIT));
+  EXPECT_EQ(GrpcStatus::kUnavailable, GrpcStatusForError(ELOGOFF));
+  EXPECT_EQ(GrpcStatus::kDeadlineExceeded, GrpcStatusForError(ERPCTIMEDOUT));
+  EXPECT_EQ(GrpcStatus::kUnauthenticated, GrpcStatusForError(ERPCAUTH));
+  EXPECT_EQ(GrpcStatus::kInternal, GrpcStatusForError(EINTERNAL));
+  EXPECT_EQ(GrpcStatus::kInternal, GrpcStatusForError(EOVERCROWDED));
+}
+
+// An nghttp2 client session wired to a GrpcServerSession through byte buffers.
+class Exchange {
+ public:
+  explicit Exchange(const GrpcServerSession::Limits& limits) : server_(limits) {
+    nghttp2_session_callbacks* callbacks = nullptr;
+    nghttp2_session_callbacks_new(&callbacks);
+    nghttp2_session_callbacks_set_on_header_callback(callbacks, &OnHeader);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &OnData);
+    nghttp2_session_client_new(&client_, callbacks, this);
+    nghttp2_session_callbacks_del(callbacks);
+    nghttp2_submit_settings(client_, NGHTTP2_FLAG_NONE, nullptr, 0);
+  }
+  ~Exchange() { nghttp2_session_del(client_); }
+
+  // Sends `message` (gRPC-prefixed) on a new stream; returns its id.
+  int32_t Call(const std::string& message, std::vector<std::pair<std::string, std::string>> extra = {}) {
+    std::string body = {0, static_cast<char>(message.size() >> 24),
+                        static_cast<char>(message.size() >> 16),
+                        static_cast<char>(message.size() >> 8), static_cast<char>(message.size())};
+    body += message;
+    std::vector<std::pair<std::string, std::string>> headers = {
+        {":method", "POST"}, {":scheme", "http"}, {":path", "/a.B/C"}, {":authority", "x"},
+        {"content-type", "application/grpc"}, {"te", "trailers"}};
+    headers.insert(headers.end(), extra.begin(), extra.end());
+    std::vector<nghttp2_nv> nv;
+    for (auto& [name, value] : headers) {
+      nv.push_back({reinterpret_cast<uint8_t*>(name.data()), reinterpret_cast<uint8_t*>(value.data()),
+                    name.size(), value.size(), NGHTTP2_NV_FLAG_NONE});
+    }
+    auto owned = std::make_unique<std::string>(std::move(body));
+    nghttp2_data_provider provider{};
+    provider.source.ptr = owned.get();
+    provider.read_callback = &ReadBody;
+    const int32_t id = nghttp2_submit_request(client_, nullptr, nv.data(), nv.size(), &provider, nullptr);
+    bodies_.push_back(std::move(owned));
+    return id;
+  }
+
+  // Moves bytes both ways until neither side has more to say.
+  void Pump() {
+    for (int round = 0; round < 100; ++round) {
+      bool moved = false;
+      const uint8_t* data = nullptr;
+      std::string to_server;
+      for (ssize_t n; (n = nghttp2_session_mem_send(client_, &data)) > 0;) {
+        to_server.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+      }
+      if (!to_server.empty()) {
+        moved = true;
+        ASSERT_TRUE(server_.Receive(to_server)) << server_.error();
+      }
+      net::BufferChain out;
+      server_.TakeOutput(&out);
+      if (!out.empty()) {
+        moved = true;
+        const std::string bytes = out.ToString();
+        ASSERT_GE(nghttp2_session_mem_recv(client_, reinterpret_cast<const uint8_t*>(bytes.data()),
+                                           bytes.size()),
+                  0);
+      }
+      if (!moved) return;
+    }
+  }
+
+  GrpcServerSession& server() { return server_; }
+  nghttp2_session* client() { return client_; }
+  std::string header(int32_t stream, const std::string& name) {
+    for (auto& [n, v] : headers_[stream]) {
+      if (n == name) return v;
+    }
+    return {};
+  }
+  std::string data(int32_t stream) { return data_[stream]; }
+  // DATA bytes the client sent (prefixes included).
+  size_t sent() const { return sent_; }
+
+ private:
+  static ssize_t ReadBody(nghttp2_session*, int32_t, uint8_t* buf, size_t length,
+                          uint32_t* flags, nghttp2_data_source* source, void* self) {
+    auto* body = static_cast<std::string*>(source->ptr);
+    const size_t n = std::min(length, body->size());
+    std::copy_n(body->data(), n, buf);
+    body->erase(0, n);
+    if (body->empty()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    static_cast<Exchange*>(self)->sent_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
+                      size_t namelen, const uint8_t* value, size_t valuelen, uint8_t, void* self) {
+    static_cast<Exchange*>(self)->headers_[frame->hd.stream_id].emplace_back(
+        std::string(reinterpret_cast<const char*>(name), namelen),
+        std::string(reinterpret_cast<const char*>(value), valuelen));
+    return 0;
+  }
+  static int OnData(nghttp2_session*, uint8_t, int32_t stream, const uint8_t* data, size_t len,
+                    void* self) {
+    static_cast<Exchange*>(self)->data_[stream].append(reinterpret_cast<const char*>(data), len);
+    return 0;
+  }
+
+  GrpcServerSession server_;
+  nghttp2_session* client_ = nullptr;
+  std::vector<std::unique_ptr<std::string>> bodies_;
+  std::map<int32_t, std::vector<std::pair<std::string, std::string>>> headers_;
+  std::map<int32_t, std::string> data_;
+  size_t sent_ = 0;
+};
+
+TEST(GrpcServerSessionTest, RequestInResponseOutWithMetadataAndTrailers) {
+  Exchange exchange(GrpcServerSession::Limits{});
+  const int32_t id = exchange.Call("hello", {{"grpc-timeout", "250m"}, {"x-user", "7"},
+                                             {"grpc-accept-encoding", "identity,gzip"}});
+  exchange.Pump();
+  GrpcRequest request;
+  ASSERT_TRUE(exchange.server().PopRequest(&request));
+  EXPECT_EQ(id, request.stream_id);
+  EXPECT_EQ("/a.B/C", request.path);
+  EXPECT_EQ(250, request.timeout_ms);
+  EXPECT_TRUE(request.accepts_gzip);
+  EXPECT_EQ("hello", request.message.ToString());
+  ASSERT_EQ(1u, request.metadata.size());
+  EXPECT_EQ("x-user", request.metadata[0].first);
+  net::BufferChain reply;
+  reply.Append("world");
+  exchange.server().Respond(id, std::move(reply), false, {{"x-back", "8"}});
+  exchange.Pump();
+  EXPECT_EQ("200", exchange.header(id, ":status"));
+  EXPECT_EQ("8", exchange.header(id, "x-back"));
+  EXPECT_EQ("0", exchange.header(id, "grpc-status"));
+  EXPECT_EQ(std::string("\0\0\0\0\5world", 10), exchange.data(id));
+  EXPECT_EQ(0u, exchange.server().held_bytes());
+  EXPECT_EQ(0u, exchange.server().open_streams());
+}
+
+TEST(GrpcServerSessionTest, MessageOverTheLimitIsRefusedFromItsPrefix) {
+  GrpcServerSession::Limits limits;
+  limits.max_message_bytes = 1000;
+  Exchange exchange(limits);
+  const int32_t id = exchange.Call(std::string(5000, 'x'));
+  exchange.Pump();
+  GrpcRequest request;
+  EXPECT_FALSE(exchange.server().PopRequest(&request));
+  EXPECT_EQ("8", exchange.header(id, "grpc-status"));  // RESOURCE_EXHAUSTED
+  EXPECT_EQ(1u, exchange.server().counters().refused_streams);
+}
+
+// Request bytes that were not handed over keep stream windows closed: with requests waiting to
+// be popped, a client cannot make the session hold more than the budget plus what the windows
+// already open allow, however many streams it uses; and streams half-received all at once do not
+// stall (the oldest one always gets its window).
+TEST(GrpcServerSessionTest, StreamWindowsReopenWithinTheBudgetAndNeverStall) {
+  GrpcServerSession::Limits limits;
+  limits.request_bytes_budget = 100000;
+  limits.stream_window = 16384;
+  limits.max_message_bytes = 60000;
+  Exchange exchange(limits);
+  std::vector<int32_t> ids;
+  constexpr int kCalls = 8;
+  for (int i = 0; i < kCalls; ++i) ids.push_back(exchange.Call(std::string(50000, 'a' + i)));
+  exchange.Pump();
+  // Interleaved DATA of 8 streams: without the oldest stream's exception none would complete.
+  GrpcRequest first;
+  ASSERT_TRUE(exchange.server().PopRequest(&first));
+  EXPECT_EQ(std::string(50000, 'a'), first.message.ToString());
+  exchange.Pump();  // the client goes on while requests are not popped
+  EXPECT_LE(exchange.sent(),
+            limits.request_bytes_budget + limits.max_message_bytes + 5 +
+                kCalls * size_t{limits.stream_window} + 50005);  // + the request popped
+  EXPECT_LT(exchange.sent(), kCalls * 50005u);  // and it waits
+  std::vector<GrpcRequest> taken;
+  taken.push_back(std::move(first));
+  for (int round = 0; round < 10 && taken.size() < ids.size(); ++round) {
+    GrpcRequest request;
+    while (exchange.server().PopRequest(&request)) taken.push_back(std::move(request));
+    exchange.Pump();  // popping gave the window back: more arrives
+  }
+  ASSERT_EQ(ids.size(), taken.size());
+  for (size_t i = 0; i < taken.size(); ++i) {
+    EXPECT_EQ(std::string(50000, static_cast<char>('a' + i)), taken[i].message.ToString());
+  }
+}
+
+TEST(GrpcServerSessionTest, ResetStreamIsReportedCanceledAndItsReplyDropped) {
+  Exchange exchange(GrpcServerSession::Limits{});
+  const int32_t id = exchange.Call("x");
+  exchange.Pump();
+  GrpcRequest request;
+  ASSERT_TRUE(exchange.server().PopRequest(&request));
+  nghttp2_submit_rst_stream(exchange.client(), NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+  exchange.Pump();
+  EXPECT_EQ(std::vector<int32_t>{id}, exchange.server().TakeCanceled());
+  net::BufferChain reply;
+  reply.Append("late");
+  exchange.server().Respond(id, std::move(reply), false, {});
+  exchange.Pump();
+  EXPECT_TRUE(exchange.data(id).empty());
+  EXPECT_EQ(0u, exchange.server().held_bytes());
+}
+
+TEST(GrpcServerSessionTest, ShutdownSendsGoawayAndStreamsInFlightFinish) {
+  Exchange exchange(GrpcServerSession::Limits{});
+  const int32_t id = exchange.Call("x");
+  exchange.Pump();
+  GrpcRequest request;
+  ASSERT_TRUE(exchange.server().PopRequest(&request));
+  exchange.server().Shutdown();
+  exchange.Pump();
+  EXPECT_FALSE(exchange.server().Finished());  // the stream taken still owes its reply
+  exchange.server().Fail(id, GrpcStatus::kUnavailable, "bye");
+  exchange.Pump();
+  EXPECT_EQ("14", exchange.header(id, "grpc-status"));
+  EXPECT_EQ("bye", exchange.header(id, "grpc-message"));
+  EXPECT_TRUE(exchange.server().Finished());
+}
+
+}  // namespace
+}  // namespace arenarpc::protocol::h2
