@@ -107,6 +107,11 @@ net::BufferChain Stream::DataFrame(net::BufferChain&& message) const {
 }
 
 void Stream::Connect(const protocol::StreamSettings* remote) {
+  // Frames are handed to the connection outside mutex_ (a write may close the connection on
+  // this thread, and the close terminates this stream), in order under write_mutex_.
+  std::lock_guard order(write_mutex_);
+  std::vector<net::BufferChain> frames;
+  std::shared_ptr<StreamHost> host;
   {
     std::lock_guard lock(mutex_);
     if (state_ != State::kPending || !host_) return;
@@ -115,34 +120,41 @@ void Stream::Connect(const protocol::StreamSettings* remote) {
       has_remote_ = true;
     }
     state_ = State::kConnected;
-    // Held writes go out behind the reply, in order (under mutex_, as Write()).
-    if (remote_.writable()) {
-      for (net::BufferChain& message : held_) host_->Write(DataFrame(std::move(message)));
+    if (remote_.writable()) {  // held writes go out behind the reply, in order
+      for (net::BufferChain& message : held_) frames.push_back(DataFrame(std::move(message)));
     }
     held_.clear();
+    host = host_;
     last_message_at_ = std::chrono::steady_clock::now();
     ArmIdleTimerLocked();
   }
+  for (net::BufferChain& frame : frames) host->Write(std::move(frame));
   writable_.notify_all();
 }
 
 int Stream::Write(const net::BufferChain& message) {
-  std::lock_guard lock(mutex_);
-  if (state_ == State::kClosed) return EINVAL;
-  if (has_remote_ && !remote_.writable()) return EBADF;
-  if (options_.max_buf_size > 0 &&
-      produced_ >= remote_consumed_ + static_cast<uint64_t>(options_.max_buf_size)) {
-    return EAGAIN;
+  std::lock_guard order(write_mutex_);
+  net::BufferChain frame;
+  std::shared_ptr<StreamHost> host;
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::kClosed) return EINVAL;
+    if (has_remote_ && !remote_.writable()) return EBADF;
+    if (options_.max_buf_size > 0 &&
+        produced_ >= remote_consumed_ + static_cast<uint64_t>(options_.max_buf_size)) {
+      return EAGAIN;
+    }
+    produced_ += message.size();
+    net::BufferChain copy;
+    copy.AppendShared(message);
+    if (state_ != State::kConnected) {
+      held_.push_back(std::move(copy));
+      return 0;
+    }
+    frame = DataFrame(std::move(copy));
+    host = host_;
   }
-  produced_ += message.size();
-  net::BufferChain copy;
-  copy.AppendShared(message);
-  if (state_ == State::kConnected) {
-    if (!host_->Write(DataFrame(std::move(copy)))) return EINVAL;  // the connection went
-  } else {
-    held_.push_back(std::move(copy));
-  }
-  return 0;
+  return host->Write(std::move(frame)) ? 0 : EINVAL;  // false: the connection went
 }
 
 int Stream::Wait(std::chrono::steady_clock::time_point deadline) {
@@ -160,6 +172,7 @@ int Stream::Wait(std::chrono::steady_clock::time_point deadline) {
 
 void Stream::Terminate(int code, const std::string& text, bool send_close) {
   std::shared_ptr<StreamHost> host;
+  net::BufferChain close_frame;
   {
     std::lock_guard lock(mutex_);
     if (state_ == State::kClosed) return;
@@ -175,12 +188,14 @@ void Stream::Terminate(int code, const std::string& text, bool send_close) {
       meta.set_stream_id(remote_.stream_id());
       meta.set_source_stream_id(static_cast<int64_t>(id_));
       meta.set_frame_type(protocol::FRAME_TYPE_CLOSE);
-      net::BufferChain frame;
-      protocol::EncodeStreamFrame(meta, net::BufferChain(), &frame);
-      host->Write(std::move(frame));
+      protocol::EncodeStreamFrame(meta, net::BufferChain(), &close_frame);
     }
   }
   writable_.notify_all();
+  if (!close_frame.empty()) {
+    std::lock_guard order(write_mutex_);  // behind data frames being handed over
+    host->Write(std::move(close_frame));
+  }
   // From now on frames for this id find no stream (the peer gets RST, as from brpc).
   StreamTable::Instance().Remove(id_);
   if (host) host->Remove(id_);

@@ -67,10 +67,13 @@ class Stream : public std::enable_shared_from_this<Stream> {
   void ArmIdleTimerLocked();
   void OnIdleTimer();
   net::BufferChain DataFrame(net::BufferChain&& message) const;  // mutex_ held (remote_)
+  // Frames go to the connection outside mutex_: a write may close the connection on the calling
+  // thread, and the close terminates this stream.
 
   const StreamId id_;
   const StreamOptions options_;
   const bool client_side_;
+  std::mutex write_mutex_;  // orders this stream's frames; never taken under mutex_
   std::mutex mutex_;
   State state_ = State::kPending;
   bool awaiting_reply_ = false;  // client: the call went out, its reply may bind us
