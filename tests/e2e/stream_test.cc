@@ -297,6 +297,7 @@ TEST_F(StreamTest, SlowReaderBoundsTheWriter) {
   EXPECT_TRUE(service_.server_side.WaitForMessages(written / 1024 + 1));
   StreamClose(id);
   EXPECT_TRUE(service_.server_side.WaitForClosed());
+  EXPECT_TRUE(end.recorder.WaitForClosed());  // its handler must outlive the stream
 }
 
 TEST_F(StreamTest, IdleTimeoutFiresWhileNothingArrives) {
