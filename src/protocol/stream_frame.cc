@@ -1,5 +1,6 @@
 #include "protocol/stream_frame.h"
 
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 
@@ -14,11 +15,17 @@ constexpr char kStreamMagic[4] = {'S', 'T', 'R', 'M'};
 FrameKind PeekFrameKind(const net::BufferChain& input) {
   char head[4];
   const size_t n = input.CopyTo(head, sizeof(head));
-  const bool rpc = std::memcmp(head, kRpcMagic, n) == 0;
-  const bool stream = std::memcmp(head, kStreamMagic, n) == 0;
-  if (n < 4) return rpc || stream ? FrameKind::kNeedMore : FrameKind::kOther;
-  if (rpc) return FrameKind::kRpc;
-  return stream ? FrameKind::kStream : FrameKind::kOther;
+  if (n == 4) {  // every frame of a call passes here: compare words, not bytes
+    uint32_t word, rpc, stream;
+    std::memcpy(&word, head, 4);
+    std::memcpy(&rpc, kRpcMagic, 4);
+    std::memcpy(&stream, kStreamMagic, 4);
+    if (word == rpc) return FrameKind::kRpc;
+    return word == stream ? FrameKind::kStream : FrameKind::kOther;
+  }
+  const bool prefix =
+      std::memcmp(head, kRpcMagic, n) == 0 || std::memcmp(head, kStreamMagic, n) == 0;
+  return prefix ? FrameKind::kNeedMore : FrameKind::kOther;
 }
 
 StreamFrameDecoder::StreamFrameDecoder(size_t max_body_size) : max_body_size_(max_body_size) {}
