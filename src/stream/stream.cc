@@ -343,7 +343,7 @@ void Stream::SendFeedback(uint64_t consumed) {
   meta.mutable_feedback()->set_consumed_size(static_cast<int64_t>(consumed));
   net::BufferChain frame;
   protocol::EncodeStreamFrame(meta, net::BufferChain(), &frame);
-  host->Write(std::move(frame));
+  host->WriteControl(std::move(frame));
 }
 
 void Stream::ArmIdleTimerLocked() {

@@ -80,6 +80,10 @@ void StreamHost::SendRst(int64_t remote_stream_id) {
   meta.set_frame_type(protocol::FRAME_TYPE_RST);
   net::BufferChain frame;
   protocol::EncodeStreamFrame(meta, net::BufferChain(), &frame);
+  WriteControl(std::move(frame));
+}
+
+void StreamHost::WriteControl(net::BufferChain&& frame) {
   std::shared_ptr<net::Connection> connection = connection_.lock();
   if (!connection || connection->unwritten_held_bytes() >= limits_.max_unwritten_bytes) return;
   connection->Write(std::move(frame));

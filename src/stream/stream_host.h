@@ -27,8 +27,8 @@ class StreamHost : public std::enable_shared_from_this<StreamHost> {
   struct Limits {
     size_t max_streams = 1024;
     size_t max_unconsumed_bytes = 64u << 20;  // summed over the streams
-    // RST answers are dropped while the connection holds this much unsent output (a peer that
-    // floods frames for unknown streams and never reads).
+    // RST and FEEDBACK frames are dropped while the connection holds this much unsent output (a
+    // peer that floods frames and never reads; feedback is cumulative, the next one catches up).
     size_t max_unwritten_bytes = 64u << 20;
   };
   // Runs a stream's handler turn (server: on a fiber; client: on the I/O executor).
@@ -50,6 +50,7 @@ class StreamHost : public std::enable_shared_from_this<StreamHost> {
   void Remove(StreamId id);
   bool Write(net::BufferChain&& frame);  // false: the connection is gone
   void SendRst(int64_t remote_stream_id);
+  void WriteControl(net::BufferChain&& frame);  // RST/FEEDBACK: dropped past max_unwritten_bytes
   bool Charge(size_t bytes);             // unconsumed bytes; false: over the limit (not charged)
   void Release(size_t bytes);
   void Run(std::function<void()> turn) { runner_(std::move(turn)); }
