@@ -58,12 +58,12 @@ std::shared_ptr<Stream> Stream::Create(const StreamOptions& options,
 std::shared_ptr<Stream> Stream::Find(StreamId id) { return StreamTable::Instance().Find(id); }
 
 Stream::Stream(StreamId id, const StreamOptions& options, const protocol::StreamSettings* remote)
-    : id_(id), options_(Normalized(options)), client_side_(remote == nullptr) {
+    : id_(id), options_(Normalized(options)) {
   if (remote != nullptr) {
     remote_ = *remote;
     has_remote_ = true;
   }
-  awaiting_reply_ = client_side_;
+  awaiting_reply_ = remote == nullptr;  // a client's stream: its call's reply binds it
 }
 
 Stream::~Stream() = default;

@@ -72,7 +72,6 @@ class Stream : public std::enable_shared_from_this<Stream> {
 
   const StreamId id_;
   const StreamOptions options_;
-  const bool client_side_;
   std::mutex write_mutex_;  // orders this stream's frames; never taken under mutex_
   std::mutex mutex_;
   State state_ = State::kPending;
@@ -96,8 +95,6 @@ class Stream : public std::enable_shared_from_this<Stream> {
   std::string fail_text_;
   std::chrono::steady_clock::time_point last_message_at_;
   std::unique_ptr<asio::steady_timer> idle_timer_;
-
-  friend int ::arenarpc::StreamCreate(StreamId*, Controller&, const StreamOptions*);
 };
 
 // The call paths' hooks (client_call.cc, baidu_std_server_protocol.cc).

@@ -62,11 +62,6 @@ void StreamHost::Remove(StreamId id) {
   streams_.erase(id);
 }
 
-size_t StreamHost::stream_count() {
-  std::lock_guard lock(mutex_);
-  return streams_.size();
-}
-
 bool StreamHost::Write(net::BufferChain&& frame) {
   std::shared_ptr<net::Connection> connection = connection_.lock();
   if (!connection || connection->closed()) return false;

@@ -55,8 +55,6 @@ class StreamHost : public std::enable_shared_from_this<StreamHost> {
   void Release(size_t bytes);
   void Run(std::function<void()> turn) { runner_(std::move(turn)); }
   const asio::any_io_executor& executor() const noexcept { return executor_; }
-  size_t unconsumed_bytes() const noexcept { return unconsumed_.load(std::memory_order_relaxed); }
-  size_t stream_count();
 
  private:
   const std::weak_ptr<net::Connection> connection_;
