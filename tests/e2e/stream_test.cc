@@ -132,6 +132,7 @@ std::string DataFrameBytes(int64_t to, int64_t from, std::string_view data) {
 
 // What the handler does with the offered stream, by request message:
 //   "echo"          accept, echo every message back
+//   "early"         as "echo", and write one message before the reply
 //   "push:N"        accept, write N messages "m<i>" after the reply (waiting on a full window),
 //                   then close
 //   "hold"          accept with a reader that holds its batches until released
@@ -150,13 +151,15 @@ class StreamService : public TestService {
     auto* cntl = static_cast<Controller*>(base);
     response->set_message(request->message());
     const std::string& what = request->message();
-    const bool offers = what == "echo" || what == "hold" || what == "small" || what == "fail" ||
-                        what.rfind("push:", 0) == 0;
+    const bool offers = what == "echo" || what == "early" || what == "hold" || what == "small" ||
+                        what == "fail" || what.rfind("push:", 0) == 0;
     if (!offers) return;  // "none", and the good client's calls
     StreamOptions options;
     options.handler = &server_side;
     if (what == "hold" || what == "small") server_side.hold = true;
     if (what == "small") options.max_unconsumed_bytes = 64 << 10;
+    // A small window: the pushing fiber meets EAGAIN and waits in StreamWait (suspended).
+    if (what.rfind("push:", 0) == 0) options.max_buf_size = 1024;
     StreamId id = INVALID_STREAM_ID;
     if (StreamAccept(&id, *cntl, &options) != 0) {
       ++refused;
@@ -166,7 +169,8 @@ class StreamService : public TestService {
     ++accepted;
     last_id = id;
     if (what == "fail") cntl->SetFailed(EINVAL, "handler failed");
-    if (what == "echo") server_side.echo = true;
+    if (what == "echo" || what == "early") server_side.echo = true;
+    if (what == "early") EXPECT_EQ(0, StreamWrite(id, Message("before the reply")));
     if (what.rfind("push:", 0) == 0) {
       const int n = std::stoi(what.substr(5));
       guard.release()->Run();  // reply first: the stream connects when it is written
@@ -251,6 +255,27 @@ TEST_F(StreamTest, EchoKeepsOrderBothWays) {
   EXPECT_EQ(0, service_.server_side.failed_code.load());
   EXPECT_EQ(EINVAL, StreamWrite(id, Message("late")));
   EXPECT_EQ(EINVAL, StreamWrite(service_.last_id.load(), Message("late")));
+}
+
+// Writes made before the stream connects (the client's before its call, the server's before its
+// reply) are held and go out in order once it does.
+TEST_F(StreamTest, WritesBeforeConnectingAreHeldInOrder) {
+  auto channel = MakeChannel();
+  ClientEnd end;
+  StreamOptions options;
+  options.handler = &end.recorder;
+  ASSERT_EQ(0, StreamCreate(&end.id, end.cntl, &options));
+  ASSERT_EQ(0, StreamWrite(end.id, Message("a")));
+  ASSERT_EQ(0, StreamWrite(end.id, Message("b")));
+  TestRequest request;
+  request.set_message("early");
+  TestService_Stub(channel.get()).Echo(&end.cntl, &request, &end.response, nullptr);
+  ASSERT_FALSE(end.cntl.Failed()) << end.cntl.ErrorText();
+  ASSERT_TRUE(end.recorder.WaitForMessages(3));
+  EXPECT_EQ((std::vector<std::string>{"before the reply", "a", "b"}), end.recorder.received());
+  EXPECT_EQ((std::vector<std::string>{"a", "b"}), service_.server_side.received());
+  StreamClose(end.id);
+  EXPECT_TRUE(end.recorder.WaitForClosed());
 }
 
 TEST_F(StreamTest, ServerPushesInOrderThenCloses) {
