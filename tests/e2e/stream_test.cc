@@ -483,6 +483,24 @@ TEST_F(StreamTest, HostilePeersAreBoundedWhileAGoodClientKeepsWorking) {
   std::string spam;
   for (int i = 0; i < 20000; ++i) spam += DataFrameBytes(1'000'000 + i, i + 1, "");
   spammer.SendBytes(spam);
+  // The connection stays: a call on it is answered behind at most one RST per spam frame.
+  TestRequest plain;
+  plain.set_message("plain");
+  spammer.Send(RequestFor(&plain));
+  int rsts = 0;
+  bool answered = false;
+  while (!answered && spammer.ReadFrameBytes(&bytes)) {
+    if (bytes.compare(0, 4, "PRPC") == 0) {
+      answered = true;
+    } else {
+      protocol::StreamFrame f;
+      ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
+      ASSERT_EQ(protocol::FRAME_TYPE_RST, f.meta.frame_type());
+      ++rsts;
+    }
+  }
+  EXPECT_TRUE(answered);
+  EXPECT_LE(rsts, 20000);
 
   // 3. More streams than the connection may hold.
   auto channel = MakeChannel();
