@@ -25,6 +25,7 @@ namespace arenarpc {
 namespace internal {
 struct ControllerAccess;  // the runtime's setters (src/call/controller_access.h)
 class CancelSource;
+struct CallStreams;  // streams offered / accepted with the call (src/stream/call_streams.h)
 }  // namespace internal
 
 enum class CompressType : int { kNone = 0, kSnappy = 1, kGzip = 2, kZlib = 3 };
@@ -142,6 +143,7 @@ class Controller : public google::protobuf::RpcController {
   RetainHook retain_hook_ = nullptr;
   void* retain_state_ = nullptr;
   internal::CancelSource* cancel_source_ = nullptr;  // server calls only
+  std::shared_ptr<internal::CallStreams> streams_;   // arenarpc/stream.h; null: none
 };
 
 // Client: waits (a fiber suspends, a thread blocks) until the call `id` has completed and its done (if any) has returned. Returns at

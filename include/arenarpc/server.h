@@ -77,6 +77,11 @@ struct ServerOptions {
   // Request bytes of one connection's calls that have not started yet. Past it the server stops
   // reading that connection until half have started.
   size_t max_queued_request_bytes = 64u << 20;
+  // Streams (docs/streaming.md) one connection may hold at once (StreamAccept fails past it), and
+  // received stream bytes that their handlers have not consumed yet, summed over the connection
+  // (the stream whose data would pass it is reset).
+  int max_streams_per_connection = 1024;
+  size_t max_stream_unconsumed_bytes = 64u << 20;
 
   // --- message memory (docs/server.md, "Message memory")
   // What one request may hold once parsed, estimated from a scan of its bytes before parsing;

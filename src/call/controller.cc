@@ -38,6 +38,7 @@ void Controller::Reset() {
   deadline_hint_ms_ = -1;
   retain_hook_ = nullptr;
   retain_state_ = nullptr;
+  streams_.reset();
 }
 
 const std::string& Controller::local_side() const noexcept {

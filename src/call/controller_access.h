@@ -26,6 +26,8 @@ struct ControllerAccess {
   }
   static void* retain_state(const Controller& c) noexcept { return c.retain_state_; }
   // Server calls: IsCanceled()/NotifyOnCancel() ask `source` (which outlives the controller).
+  // Streaming (src/stream): what the call offered or accepted; created on first use.
+  static std::shared_ptr<CallStreams>& streams(Controller& c) noexcept { return c.streams_; }
   static void set_cancel_source(Controller& c, CancelSource* source) noexcept {
     c.cancel_source_ = source;
   }

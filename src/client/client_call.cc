@@ -16,6 +16,7 @@
 #include "call/controller_access.h"
 #include "client/sub_channel.h"
 #include "protocol/meta_builder.h"
+#include "stream/stream.h"
 #include "protocol/payload_codec.h"
 
 namespace arenarpc::client {
@@ -74,6 +75,7 @@ bool ClientCall::Prepare(const google::protobuf::Message& request) {
   if (!protocol::BuildRequestMeta(fields, payload_fields, payload_, attachment_, &meta_, &error)) {
     return fail(std::move(error));
   }
+  stream::AddRequestSettings(*controller_, &meta_);
   return true;
 }
 
@@ -302,6 +304,7 @@ void ClientCall::InterpretReplyLocked(protocol::Frame& frame, bool attachment_to
   for (const auto& [key, value] : meta.user_fields()) {
     controller_->response_user_fields()[key] = value;
   }
+  stream::OnClientReply(*controller_, meta);
 }
 
 void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {
@@ -326,6 +329,7 @@ void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {
   }
   // Counted before the caller can see the outcome, so stats() read after a call includes it.
   if (controller_->Failed()) core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
+  stream::OnClientCallEnd(*controller_);  // a stream the call did not connect fails with it
   if (done_ == nullptr) {
     finished_ = true;
     finished_cv_.notify_all();  // waiters re-check completed_/finished_ under mutex_

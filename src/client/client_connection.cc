@@ -49,6 +49,7 @@ ClientConnection::ClientConnection(ChannelCore* core, std::shared_ptr<SubChannel
       connecting_socket_(loop),
       connect_timer_(loop),
       decoder_(core->options().max_body_size),
+      stream_decoder_(core->options().max_body_size),
       watchdog_(loop) {}
 
 ClientConnection::~ClientConnection() = default;
@@ -293,8 +294,27 @@ void ClientConnection::Close(int code, std::string text) {
 bool ClientConnection::OnInput(net::BufferChain& input) {
   bool got_frame = false;
   for (;;) {
+    const protocol::FrameKind kind = protocol::PeekFrameKind(input);
+    if (kind == protocol::FrameKind::kStream) {
+      protocol::StreamFrame stream_frame;
+      const protocol::DecodeStatus status = stream_decoder_.Next(input, &stream_frame);
+      if (status == protocol::DecodeStatus::kFrame) {
+        got_frame = true;
+        if (!HandleStreamFrame(stream_frame)) return false;
+        if (closed()) return true;
+        continue;
+      }
+      if (status == protocol::DecodeStatus::kError) {
+        close_code_ = EINVAL;
+        close_text_ =
+            "Bad stream frame from " + server_->remote_side() + ": " + stream_decoder_.error();
+        return false;
+      }
+    }
     protocol::Frame frame;
-    switch (decoder_.Next(input, &frame)) {
+    const bool not_rpc =
+        kind == protocol::FrameKind::kStream || kind == protocol::FrameKind::kNeedMore;
+    switch (not_rpc ? protocol::DecodeStatus::kNeedMore : decoder_.Next(input, &frame)) {
       case protocol::DecodeStatus::kNeedMore:
         if (input.empty()) {
           partial_since_ = {};
@@ -308,7 +328,7 @@ bool ClientConnection::OnInput(net::BufferChain& input) {
         if (timeouts_in_a_row_.load(std::memory_order_relaxed) != 0) {
           timeouts_in_a_row_.store(0, std::memory_order_relaxed);
         }
-        HandleFrame(frame);
+        HandleFrame(frame, decoder_.attachment_error());
         if (closed()) return true;  // the frame's call closed us (exclusive) — stop reading
         break;
       case protocol::DecodeStatus::kError:
@@ -320,7 +340,30 @@ bool ClientConnection::OnInput(net::BufferChain& input) {
   }
 }
 
-void ClientConnection::HandleFrame(protocol::Frame& frame) {
+bool ClientConnection::HandleStreamFrame(protocol::StreamFrame& stream_frame) {
+  if (!stream_host_) {
+    auto executor = loop_.get_executor();
+    stream_host_ = std::make_shared<stream::StreamHost>(
+        connection_, executor,
+        [executor](std::function<void()> turn) { asio::post(executor, std::move(turn)); },
+        stream::StreamHost::Limits{}, /*client_side=*/true);
+  }
+  net::BufferChain reply;
+  if (!stream_host_->Dispatch(std::move(stream_frame), &reply)) return true;
+  // The first DATA of our stream is the call's reply frame (brpc's accepting reply).
+  protocol::FrameDecoder decoder(core_->options().max_body_size);
+  protocol::Frame frame;
+  if (decoder.Next(reply, &frame) != protocol::DecodeStatus::kFrame || !reply.empty()) {
+    close_code_ = EINVAL;
+    close_text_ = "Bad reply frame in a stream from " + server_->remote_side() +
+                  (decoder.error().empty() ? std::string(": trailing bytes") : ": " + decoder.error());
+    return false;
+  }
+  HandleFrame(frame, decoder.attachment_error());
+  return true;
+}
+
+void ClientConnection::HandleFrame(protocol::Frame& frame, bool attachment_error) {
   const int64_t correlation_id = frame.meta.correlation_id();
   auto it = pending_.find(correlation_id);
   if (it == pending_.end()) {  // late (after a timeout), duplicate or never sent: drop, keep going
@@ -333,7 +376,7 @@ void ClientConnection::HandleFrame(protocol::Frame& frame) {
   if (exclusive_ && pending_.empty() && !closed()) {
     server_->connections().OnExclusiveCallDone(shared_from_this());
   }
-  call->OnReply(correlation_id, frame, decoder_.attachment_error());
+  call->OnReply(correlation_id, frame, attachment_error);
 }
 
 void ClientConnection::OnSocketClosed(net::Connection& connection) {
@@ -374,6 +417,7 @@ void ClientConnection::FailAll(int code, const std::string& text, uint64_t bytes
     const bool sent = entry.queued && entry.end_offset <= bytes_written;
     entry.call->OnAttemptFailed(correlation_id, code, text, sent);
   }
+  if (stream_host_) stream_host_->Close(code, text);
   connection_.reset();  // breaks the cycle through our Delegate
 }
 

@@ -30,6 +30,8 @@
 #include "arenarpc/buffer_chain.h"
 #include "net/connection.h"
 #include "protocol/frame_codec.h"
+#include "protocol/stream_frame.h"
+#include "stream/stream_host.h"
 
 namespace arenarpc::client {
 
@@ -95,7 +97,9 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // cluster's server leaves rotation until its health check passes.
   void CloseStuck(const std::string& why);
   bool OnInput(net::BufferChain& input);
-  void HandleFrame(protocol::Frame& frame);
+  void HandleFrame(protocol::Frame& frame, bool attachment_error);
+  // A "STRM" frame: to the streams bound here, or the wrapped reply that binds one. false: close.
+  bool HandleStreamFrame(protocol::StreamFrame& frame);
   void OnSocketClosed(net::Connection& connection);
   // Marks the connection closed and fails every pending call (loop thread).
   void FailAll(int code, const std::string& text, uint64_t bytes_written);
@@ -111,6 +115,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   bool connect_timed_out_ = false;
   std::shared_ptr<net::Connection> connection_;
   protocol::FrameDecoder decoder_;
+  protocol::StreamFrameDecoder stream_decoder_;
+  std::shared_ptr<stream::StreamHost> stream_host_;  // streams on this connection (docs/streaming.md)
   std::unordered_map<int64_t, Pending> pending_;
   // Frames not handed to the socket yet (connecting, or its window is full), in call order.
   std::deque<std::pair<int64_t, net::BufferChain>> waiting_;

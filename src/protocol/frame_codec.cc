@@ -103,21 +103,31 @@ DecodeStatus FrameDecoder::Next(net::BufferChain& in, Frame* out) {
   return DecodeStatus::kFrame;
 }
 
-void EncodeFrame(const RpcMeta& meta, net::BufferChain&& payload, net::BufferChain&& attachment,
-                 net::BufferChain* out) {
+void EncodeHeaderAndMeta(std::string_view magic, const google::protobuf::MessageLite& meta,
+                         size_t data_size, net::BufferChain* out) {
   const size_t meta_size = meta.ByteSizeLong();
-  const size_t body_size = meta_size + payload.size() + attachment.size();
+  const size_t body_size = meta_size + data_size;
   if (body_size > std::numeric_limits<uint32_t>::max()) {
-    throw std::length_error("EncodeFrame: body of " + std::to_string(body_size) +
+    throw std::length_error("frame body of " + std::to_string(body_size) +
                             " bytes does not fit baidu_std's 32-bit body_size");
   }
   std::span<char> space = out->PrepareWrite(kHeaderSize + meta_size);
   char* p = space.data();
-  std::memcpy(p, kMagic, 4);
+  std::memcpy(p, magic.data(), 4);
   StoreBE32(p + 4, static_cast<uint32_t>(body_size));
   StoreBE32(p + 8, static_cast<uint32_t>(meta_size));
   meta.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(p + kHeaderSize));
   out->CommitWrite(kHeaderSize + meta_size);
+}
+
+void DecodeHeaderSizes(const unsigned char* header, size_t* body_size, size_t* meta_size) {
+  *body_size = LoadBE32(header + 4);
+  *meta_size = LoadBE32(header + 8);
+}
+
+void EncodeFrame(const RpcMeta& meta, net::BufferChain&& payload, net::BufferChain&& attachment,
+                 net::BufferChain* out) {
+  EncodeHeaderAndMeta(std::string_view(kMagic, 4), meta, payload.size() + attachment.size(), out);
   out->Append(std::move(payload));
   out->Append(std::move(attachment));
 }

@@ -4,6 +4,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include <google/protobuf/message_lite.h>
 
 #include "arenarpc/buffer_chain.h"
 #include "protocol/rpc_meta.pb.h"
@@ -44,6 +47,14 @@ class FrameDecoder {
   bool failed_ = false;
   bool attachment_error_ = false;
 };
+
+// Appends a 12-byte header — `magic`, body_size = meta + data_size, meta_size (both BE32) — and
+// the serialized meta; the caller appends data_size bytes of data. Shared by "PRPC" and "STRM"
+// frames. Throws std::length_error if the body does not fit 32 bits.
+void EncodeHeaderAndMeta(std::string_view magic, const google::protobuf::MessageLite& meta,
+                         size_t data_size, net::BufferChain* out);
+// Reads body_size and meta_size from a 12-byte header.
+void DecodeHeaderSizes(const unsigned char* header, size_t* body_size, size_t* meta_size);
 
 // Appends one frame: header + serialized meta + payload bytes + attachment bytes. Sets nothing in
 // meta: the caller fills attachment_size etc. payload/attachment are moved into out (no copy).

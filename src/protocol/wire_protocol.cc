@@ -11,6 +11,7 @@ constexpr std::array<std::string_view, 9> kHttpMethods = {
     "GET ", "POST ", "PUT ", "HEAD ", "DELETE ", "OPTIONS ", "PATCH ", "TRACE ", "CONNECT "};
 constexpr std::string_view kBaiduStdMagic = "PRPC";
 constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr std::string_view kStreamMagic = "STRM";  // baidu_std's streaming frames
 constexpr size_t kLongestPrefix = kHttp2Preface.size();
 
 // `bytes` is `candidate`, or a shorter prefix of it (more bytes may still match).
@@ -27,6 +28,10 @@ WireProtocol RecognizeProtocol(std::string_view first_bytes) {
   if (first_bytes.empty()) return WireProtocol::kNeedMore;
   bool complete = false;
   if (Matches(first_bytes, kBaiduStdMagic, &complete)) {
+    return complete ? WireProtocol::kBaiduStd : WireProtocol::kNeedMore;
+  }
+  // A stream frame may come first (brpc answers one for an unknown stream with RST).
+  if (Matches(first_bytes, kStreamMagic, &complete)) {
     return complete ? WireProtocol::kBaiduStd : WireProtocol::kNeedMore;
   }
   if (Matches(first_bytes, kHttp2Preface, &complete)) {

@@ -1,7 +1,7 @@
 #pragma once
-// Which protocol a server connection speaks, told from its first bytes: "PRPC" is baidu_std, an
-// HTTP method token followed by a space is HTTP/1.x, the connection preface is HTTP/2. Bytes in, a
-// verdict out; no sockets here.
+// Which protocol a server connection speaks, told from its first bytes: "PRPC" (or "STRM", its
+// streaming frames) is baidu_std, an HTTP method token followed by a space is HTTP/1.x, the
+// connection preface is HTTP/2. Bytes in, a verdict out; no sockets here.
 
 #include <string_view>
 

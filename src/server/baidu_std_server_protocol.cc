@@ -1,5 +1,9 @@
 #include "server/baidu_std_server_protocol.h"
 
+#include <asio/post.hpp>
+
+#include <algorithm>
+
 #include "arenarpc/error_codes.h"
 #include "call/controller_access.h"
 #include "protocol/meta_builder.h"
@@ -8,11 +12,19 @@
 #include "server/error_reply.h"
 #include "server/server_call.h"
 #include "server/server_connection.h"
+#include "server/server_state.h"
+#include "stream/stream.h"
 
 namespace arenarpc::server {
 
 BaiduStdServerProtocol::BaiduStdServerProtocol(const ServerState& state)
-    : max_body_size_(state.options.max_body_size), decoder_(state.options.max_body_size) {}
+    : max_body_size_(state.options.max_body_size),
+      decoder_(state.options.max_body_size),
+      stream_decoder_(state.options.max_body_size),
+      fibers_(state.fibers.get()),
+      stream_limits_{static_cast<size_t>(std::max(0, state.options.max_streams_per_connection)),
+                     state.options.max_stream_unconsumed_bytes,
+                     state.options.max_unwritten_bytes} {}
 
 std::unique_ptr<ServerProtocol> BaiduStdServerProtocol::Create(ServerState& state,
                                                                ServerConnection& /*owner*/,
@@ -25,6 +37,14 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(ServerConnection& server,
                                                   net::BufferChain& input,
                                                   std::chrono::steady_clock::time_point read_at,
                                                   std::unique_ptr<PendingCall>* pending) {
+  switch (protocol::PeekFrameKind(input)) {
+    case protocol::FrameKind::kNeedMore:
+      return Step::kNeedMore;
+    case protocol::FrameKind::kStream:
+      return NextStreamFrame(connection, input);
+    default:
+      break;  // "PRPC", or bytes the frame decoder rejects
+  }
   protocol::Frame frame;
   const protocol::DecodeStatus status = decoder_.Next(input, &frame);
   if (status == protocol::DecodeStatus::kNeedMore) return Step::kNeedMore;
@@ -60,6 +80,9 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(ServerConnection& server,
     controller.request_user_fields().emplace(key, value);
   }
   controller.request_attachment() = std::move(frame.attachment);
+  if (meta.has_stream_settings()) {
+    stream::OfferStream(controller, meta.stream_settings(), StreamHostOf(connection));
+  }
   *pending =
       server.Pending(std::move(call),
                      RequestPayload{std::move(frame.meta), std::move(frame.payload), request_size});
@@ -91,14 +114,34 @@ bool BaiduStdServerProtocol::PackReply(ServerCall& call, const google::protobuf:
         protocol::BuildResponseMeta(call.correlation_id(), fields, payload,
                                     controller.response_attachment(),
                                     &controller.response_user_fields(), &meta, &error)) {
+      std::shared_ptr<stream::Stream> accepted = stream::AcceptedStream(controller);
+      if (!accepted) {
+        protocol::EncodeFrame(meta, std::move(payload),
+                              std::move(controller.response_attachment()), frame);
+        return true;
+      }
+      // As brpc: the accepting reply carries our settings and travels as the first DATA frame
+      // of the client's stream; the stream starts once it is written (SendReply).
+      accepted->FillSettings(meta.mutable_stream_settings());
+      net::BufferChain rpc_frame;
       protocol::EncodeFrame(meta, std::move(payload), std::move(controller.response_attachment()),
-                            frame);
+                            &rpc_frame);
+      frame->Append(accepted->WrapReply(std::move(rpc_frame)));
+      {
+        std::lock_guard lock(streams_mutex_);
+        accepted_.emplace(call.correlation_id(), std::move(accepted));
+      }
+      replies_with_streams_.fetch_add(1, std::memory_order_release);
       return true;
     }
     // A reply that cannot be serialized becomes an ERESPONSE failure (spec §5.4).
     code = ERESPONSE;
     error_text = protocol::FormatErrorText(protocol::ServerIdentity(call.connection().local_side()),
                                            code, error);
+  }
+  if (std::shared_ptr<stream::Stream> accepted = stream::AcceptedStream(controller)) {
+    accepted->Terminate(protocol::WireErrorCode(code), "the call failed: " + error_text,
+                        /*send_close=*/false);  // a failed call does not accept its stream
   }
   protocol::RpcMeta meta;
   protocol::BuildErrorResponseMeta(call.correlation_id(), protocol::WireErrorCode(code), error_text,
@@ -107,9 +150,81 @@ bool BaiduStdServerProtocol::PackReply(ServerCall& call, const google::protobuf:
   return false;
 }
 
-void BaiduStdServerProtocol::SendReply(net::Connection& connection, int64_t /*key*/,
+void BaiduStdServerProtocol::SendReply(net::Connection& connection, int64_t key,
                                        net::BufferChain&& reply) {
   connection.Write(std::move(reply));
+  if (replies_with_streams_.load(std::memory_order_acquire) > 0) ConnectAcceptedStream(key);
+}
+
+void BaiduStdServerProtocol::ConnectAcceptedStream(int64_t key) {
+  std::shared_ptr<stream::Stream> accepted;
+  {
+    std::lock_guard lock(streams_mutex_);
+    auto it = accepted_.find(key);
+    if (it == accepted_.end()) return;
+    accepted = std::move(it->second);
+    accepted_.erase(it);
+  }
+  replies_with_streams_.fetch_sub(1, std::memory_order_relaxed);
+  accepted->Connect(nullptr);
+}
+
+ServerProtocol::Step BaiduStdServerProtocol::NextStreamFrame(net::Connection& connection,
+                                                             net::BufferChain& input) {
+  protocol::StreamFrame frame;
+  switch (stream_decoder_.Next(input, &frame)) {
+    case protocol::DecodeStatus::kNeedMore:
+      return Step::kNeedMore;
+    case protocol::DecodeStatus::kError:
+      stream_error_ = true;
+      return Step::kMalformed;
+    case protocol::DecodeStatus::kFrame:
+      break;
+  }
+  net::BufferChain unused;
+  StreamHostOf(connection)->Dispatch(std::move(frame), &unused);
+  return Step::kAnswered;
+}
+
+std::shared_ptr<stream::StreamHost> BaiduStdServerProtocol::StreamHostOf(
+    net::Connection& connection) {
+  std::shared_ptr<stream::StreamHost> host;
+  bool closed = false;
+  {
+    std::lock_guard lock(streams_mutex_);
+    if (!stream_host_) {
+      asio::any_io_executor executor = connection.executor();
+      fiber::Scheduler* fibers = fibers_;
+      // Handler turns run on fibers (a StreamWait inside suspends); past max_fibers on the
+      // connection's thread.
+      auto runner = [fibers, executor](std::function<void()> turn) {
+        if (fibers != nullptr && fibers->Spawn(turn)) return;
+        asio::post(executor, std::move(turn));
+      };
+      stream_host_ = std::make_shared<stream::StreamHost>(connection.weak_from_this(), executor,
+                                                          std::move(runner), stream_limits_,
+                                                          /*client_side=*/false);
+    }
+    host = stream_host_;
+    closed = closed_;
+  }
+  if (closed) host->Close(EEOF, "the connection is closed");
+  return host;
+}
+
+void BaiduStdServerProtocol::OnClosed() {
+  std::shared_ptr<stream::StreamHost> host;
+  std::unordered_multimap<int64_t, std::shared_ptr<stream::Stream>> accepted;
+  {
+    std::lock_guard lock(streams_mutex_);
+    closed_ = true;
+    host = stream_host_;
+    accepted.swap(accepted_);
+  }
+  if (host) host->Close(EEOF, "the connection of the stream closed");
+  for (auto& [key, stream] : accepted) {
+    stream->Terminate(EEOF, "the connection of the stream closed", /*send_close=*/false);
+  }
 }
 
 void BaiduStdServerProtocol::SendError(net::Connection& connection, int64_t key, int code,

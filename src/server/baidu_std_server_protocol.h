@@ -2,8 +2,15 @@
 // baidu_std on a server connection (spec §1, §5): frames in, calls admitted by correlation id,
 // replies as response frames (in any order).
 
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+#include "fiber/scheduler.h"
 #include "protocol/frame_codec.h"
+#include "protocol/stream_frame.h"
 #include "server/server_protocol.h"
+#include "stream/stream_host.h"
 
 namespace arenarpc::server {
 
@@ -17,7 +24,9 @@ class BaiduStdServerProtocol final : public ServerProtocol {
   Step Next(ServerConnection& server, net::Connection& connection, net::BufferChain& input,
             std::chrono::steady_clock::time_point read_at,
             std::unique_ptr<PendingCall>* call) override;
-  const std::string& error() const noexcept override { return decoder_.error(); }
+  const std::string& error() const noexcept override {
+    return stream_error_ ? stream_decoder_.error() : decoder_.error();
+  }
   bool OpenRequest(ServerCall& call, const RequestPayload& payload, protocol::PayloadBytes* bytes,
                    std::string* error_text) override;
   bool PackReply(ServerCall& call, const google::protobuf::Message& response,
@@ -25,10 +34,27 @@ class BaiduStdServerProtocol final : public ServerProtocol {
   void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) override;
   void SendError(net::Connection& connection, int64_t key, int code,
                  std::string_view text) override;
+  void OnClosed() override;
 
  private:
+  // A "STRM" frame: to the connection's streams (docs/streaming.md).
+  Step NextStreamFrame(net::Connection& connection, net::BufferChain& input);
+  std::shared_ptr<stream::StreamHost> StreamHostOf(net::Connection& connection);
+  // The reply of a call whose handler accepted a stream was written: the stream starts.
+  void ConnectAcceptedStream(int64_t key);
+
   const size_t max_body_size_;
   protocol::FrameDecoder decoder_;  // Next() only
+  protocol::StreamFrameDecoder stream_decoder_;  // Next() only
+  bool stream_error_ = false;
+  fiber::Scheduler* const fibers_;
+  const stream::StreamHost::Limits stream_limits_;
+  std::mutex streams_mutex_;
+  bool closed_ = false;
+  std::shared_ptr<stream::StreamHost> stream_host_;  // created by the first stream offer
+  // Accepted streams whose reply is packed but not written yet, by correlation id.
+  std::atomic<int> replies_with_streams_{0};
+  std::unordered_multimap<int64_t, std::shared_ptr<stream::Stream>> accepted_;
 };
 
 }  // namespace arenarpc::server

@@ -191,6 +191,7 @@ void ServerConnection::UpdateReadBlock(net::Connection& connection) {
 
 void ServerConnection::OnClosed(net::Connection& connection) {
   cancels_.Close();  // the client is gone: cancel its calls in flight
+  if (entry_.load(std::memory_order_acquire) != nullptr) protocol_->OnClosed();
   // Calls that have not started would only produce replies nobody can receive: drop them (each
   // settles its admission). This also releases the connection they keep alive.
   std::deque<PendingCall> dropped;

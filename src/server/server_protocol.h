@@ -73,6 +73,9 @@ class ServerProtocol {
   virtual void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) = 0;
   virtual void SendError(net::Connection& connection, int64_t key, int code,
                          std::string_view text) = 0;
+  // The connection closed (any thread, once): what the protocol keeps per connection beyond its
+  // calls (baidu_std's streams) is released.
+  virtual void OnClosed() {}
   // EREQUEST for a request that would hold more than max_request_memory once parsed (HTTP: 413).
   virtual void SendRequestTooLarge(net::Connection& connection, int64_t key,
                                    std::string_view text) {

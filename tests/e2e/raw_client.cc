@@ -124,7 +124,8 @@ bool RawClient::ReadFrameBytes(std::string* frame, std::chrono::milliseconds tim
   if (!buffered(12)) return false;
   unsigned char header[12];
   input_.CopyTo(header, sizeof(header));
-  if (std::string_view(reinterpret_cast<const char*>(header), 4) != "PRPC") return false;
+  const std::string_view magic(reinterpret_cast<const char*>(header), 4);
+  if (magic != "PRPC" && magic != "STRM") return false;
   const size_t body_size = (size_t{header[4]} << 24) | (size_t{header[5]} << 16) |
                            (size_t{header[6]} << 8) | size_t{header[7]};
   if (!buffered(12 + body_size)) return false;

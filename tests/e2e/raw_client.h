@@ -63,8 +63,8 @@ class RawClient {
   int64_t Send(const RawRequest& request);
   // Next reply frame; false on timeout, EOF or a framing error.
   bool Read(RawReply* reply, std::chrono::milliseconds timeout = std::chrono::seconds(10));
-  // Next frame exactly as on the wire (12-byte header, meta, payload, attachment); false on
-  // timeout, EOF or a header that is not baidu_std's.
+  // Next frame exactly as on the wire (12-byte header, meta, payload, attachment; "PRPC" or
+  // "STRM"); false on timeout, EOF or a header that is not baidu_std's.
   bool ReadFrameBytes(std::string* frame,
                       std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // Send + Read; the reply must carry the request's correlation id.

@@ -1,0 +1,487 @@
+#include "stream/stream.h"
+
+#include <atomic>
+#include <unordered_map>
+#include <vector>
+
+#include "arenarpc/error_codes.h"
+#include "call/controller_access.h"
+#include "stream/call_streams.h"
+#include "stream/stream_host.h"
+
+namespace arenarpc::stream {
+namespace {
+
+// The process's streams by id. Ids are never reused (64-bit counter).
+class StreamTable {
+ public:
+  static StreamTable& Instance() {
+    static StreamTable* table = new StreamTable;  // never destroyed: streams may outlive main
+    return *table;
+  }
+  StreamId NextId() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
+  void Add(const std::shared_ptr<Stream>& stream) {
+    std::lock_guard lock(mutex_);
+    streams_.emplace(stream->id(), stream);
+  }
+  std::shared_ptr<Stream> Find(StreamId id) {
+    std::lock_guard lock(mutex_);
+    auto it = streams_.find(id);
+    return it == streams_.end() ? nullptr : it->second;
+  }
+  void Remove(StreamId id) {
+    std::lock_guard lock(mutex_);
+    streams_.erase(id);
+  }
+
+ private:
+  std::atomic<StreamId> next_id_{1};
+  std::mutex mutex_;
+  std::unordered_map<StreamId, std::shared_ptr<Stream>> streams_;
+};
+
+StreamOptions Normalized(StreamOptions options) {
+  if (options.messages_in_batch == 0) options.messages_in_batch = 1;
+  return options;
+}
+
+}  // namespace
+
+std::shared_ptr<Stream> Stream::Create(const StreamOptions& options,
+                                       const protocol::StreamSettings* remote) {
+  StreamTable& table = StreamTable::Instance();
+  auto stream = std::make_shared<Stream>(table.NextId(), options, remote);
+  table.Add(stream);
+  return stream;
+}
+
+std::shared_ptr<Stream> Stream::Find(StreamId id) { return StreamTable::Instance().Find(id); }
+
+Stream::Stream(StreamId id, const StreamOptions& options, const protocol::StreamSettings* remote)
+    : id_(id), options_(Normalized(options)) {
+  if (remote != nullptr) {
+    remote_ = *remote;
+    has_remote_ = true;
+  }
+  awaiting_reply_ = remote == nullptr;  // a client's stream: its call's reply binds it
+}
+
+Stream::~Stream() = default;
+
+void Stream::FillSettings(protocol::StreamSettings* settings) const {
+  settings->set_stream_id(static_cast<int64_t>(id_));
+  settings->set_need_feedback(options_.max_buf_size > 0);
+  settings->set_writable(options_.handler != nullptr);
+}
+
+bool Stream::Bind(std::shared_ptr<StreamHost> host) {
+  if (!host->Add(shared_from_this())) return false;
+  std::lock_guard lock(mutex_);
+  host_ = std::move(host);
+  return true;
+}
+
+bool Stream::BindForReply(std::shared_ptr<StreamHost> host) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!awaiting_reply_ || host_ || state_ != State::kPending) return false;
+    awaiting_reply_ = false;
+  }
+  return Bind(std::move(host));
+}
+
+bool Stream::bound_to(const StreamHost* host) {
+  std::lock_guard lock(mutex_);
+  return host_.get() == host;
+}
+
+net::BufferChain Stream::DataFrame(net::BufferChain&& message) const {
+  protocol::StreamFrameMeta meta;
+  meta.set_stream_id(remote_.stream_id());
+  meta.set_source_stream_id(static_cast<int64_t>(id_));
+  meta.set_frame_type(protocol::FRAME_TYPE_DATA);
+  meta.set_has_continuation(false);
+  net::BufferChain frame;
+  protocol::EncodeStreamFrame(meta, std::move(message), &frame);
+  return frame;
+}
+
+void Stream::Connect(const protocol::StreamSettings* remote) {
+  // Frames are handed to the connection outside mutex_ (a write may close the connection on
+  // this thread, and the close terminates this stream), in order under write_mutex_.
+  std::lock_guard order(write_mutex_);
+  std::vector<net::BufferChain> frames;
+  std::shared_ptr<StreamHost> host;
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ != State::kPending || !host_) return;
+    if (remote != nullptr) {
+      remote_ = *remote;
+      has_remote_ = true;
+    }
+    state_ = State::kConnected;
+    if (remote_.writable()) {  // held writes go out behind the reply, in order
+      for (net::BufferChain& message : held_) frames.push_back(DataFrame(std::move(message)));
+    }
+    held_.clear();
+    host = host_;
+    last_message_at_ = std::chrono::steady_clock::now();
+    ArmIdleTimerLocked();
+  }
+  for (net::BufferChain& frame : frames) host->Write(std::move(frame));
+  writable_.notify_all();
+}
+
+int Stream::Write(const net::BufferChain& message) {
+  std::lock_guard order(write_mutex_);
+  net::BufferChain frame;
+  std::shared_ptr<StreamHost> host;
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::kClosed) return EINVAL;
+    if (has_remote_ && !remote_.writable()) return EBADF;
+    if (options_.max_buf_size > 0 &&
+        produced_ >= remote_consumed_ + static_cast<uint64_t>(options_.max_buf_size)) {
+      return EAGAIN;
+    }
+    produced_ += message.size();
+    net::BufferChain copy;
+    copy.AppendShared(message);
+    if (state_ != State::kConnected) {
+      held_.push_back(std::move(copy));
+      return 0;
+    }
+    frame = DataFrame(std::move(copy));
+    host = host_;
+  }
+  return host->Write(std::move(frame)) ? 0 : EINVAL;  // false: the connection went
+}
+
+int Stream::Wait(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (state_ == State::kClosed) return EINVAL;
+    if (options_.max_buf_size <= 0 ||
+        produced_ < remote_consumed_ + static_cast<uint64_t>(options_.max_buf_size)) {
+      return 0;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return ETIMEDOUT;
+    writable_.wait_until(lock, deadline);
+  }
+}
+
+void Stream::Terminate(int code, const std::string& text, bool send_close) {
+  std::shared_ptr<StreamHost> host;
+  net::BufferChain close_frame;
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::kClosed) return;
+    const bool connected = state_ == State::kConnected;
+    state_ = State::kClosed;
+    fail_code_ = code;
+    fail_text_ = text;
+    held_.clear();
+    if (idle_timer_) idle_timer_->cancel();
+    host = host_;
+    if (send_close && connected && host) {
+      protocol::StreamFrameMeta meta;
+      meta.set_stream_id(remote_.stream_id());
+      meta.set_source_stream_id(static_cast<int64_t>(id_));
+      meta.set_frame_type(protocol::FRAME_TYPE_CLOSE);
+      protocol::EncodeStreamFrame(meta, net::BufferChain(), &close_frame);
+    }
+  }
+  writable_.notify_all();
+  if (!close_frame.empty()) {
+    std::lock_guard order(write_mutex_);  // behind data frames being handed over
+    host->Write(std::move(close_frame));
+  }
+  // From now on frames for this id find no stream (the peer gets RST, as from brpc).
+  StreamTable::Instance().Remove(id_);
+  if (host) host->Remove(id_);
+  std::unique_lock lock(mutex_);
+  ScheduleTurnLocked();
+}
+
+void Stream::OnFrame(protocol::StreamFrame&& frame) {
+  const protocol::StreamFrameMeta& meta = frame.meta;
+  switch (meta.frame_type()) {
+    case protocol::FRAME_TYPE_FEEDBACK: {
+      const int64_t consumed = meta.feedback().consumed_size();
+      {
+        std::lock_guard lock(mutex_);
+        if (consumed <= 0 || static_cast<uint64_t>(consumed) <= remote_consumed_) return;
+        remote_consumed_ = static_cast<uint64_t>(consumed);
+      }
+      writable_.notify_all();
+      return;
+    }
+    case protocol::FRAME_TYPE_DATA:
+      break;
+    case protocol::FRAME_TYPE_RST:
+      Terminate(ECONNRESET, "stream reset by the peer (RST)", /*send_close=*/false);
+      return;
+    case protocol::FRAME_TYPE_CLOSE:
+      Terminate(0, "", /*send_close=*/false);
+      return;
+    default:
+      return;  // unknown types are ignored
+  }
+  std::unique_lock lock(mutex_);
+  // A server stream may get data between its reply being written and Connect() returning.
+  if (state_ == State::kClosed || !has_remote_) return;
+  const size_t size = partial_.size() + frame.data.size();
+  bool overrun = options_.handler != nullptr && inbox_bytes_ + size > options_.max_unconsumed_bytes;
+  if (!overrun && options_.handler != nullptr && !host_->Charge(frame.data.size())) overrun = true;
+  if (overrun) {
+    const int64_t remote_id = remote_.stream_id();
+    std::shared_ptr<StreamHost> host = host_;
+    host->Release(partial_.size());
+    partial_.clear();
+    lock.unlock();
+    host->SendRst(remote_id);
+    Terminate(EOVERCROWDED,
+              "the peer wrote past max_unconsumed_bytes=" +
+                  std::to_string(options_.max_unconsumed_bytes) +
+                  " (or the connection's max_stream_unconsumed_bytes) without waiting for feedback",
+              /*send_close=*/false);
+    return;
+  }
+  if (options_.handler == nullptr) return;  // nobody reads: the peer should not write
+  partial_.Append(std::move(frame.data));
+  if (meta.has_continuation()) return;
+  inbox_bytes_ += partial_.size();
+  inbox_.push_back(std::move(partial_));
+  partial_.clear();
+  last_message_at_ = std::chrono::steady_clock::now();
+  ScheduleTurnLocked();
+}
+
+void Stream::ScheduleTurnLocked() {
+  if (turn_scheduled_ || finished_) return;
+  turn_scheduled_ = true;
+  auto turn = [self = shared_from_this()] { self->RunTurns(); };
+  if (host_) {
+    host_->Run(std::move(turn));
+  } else {
+    mutex_.unlock();  // never bound (a client call that failed): the end is delivered here
+    turn();
+    mutex_.lock();
+  }
+}
+
+void Stream::RunTurns() {
+  std::vector<net::BufferChain> batch;
+  std::vector<IOBuf*> pointers;
+  for (;;) {
+    batch.clear();
+    size_t bytes = 0;
+    bool idle = false, finish = false;
+    std::shared_ptr<StreamHost> host;
+    {
+      std::lock_guard lock(mutex_);
+      while (!inbox_.empty() && batch.size() < options_.messages_in_batch) {
+        bytes += inbox_.front().size();
+        batch.push_back(std::move(inbox_.front()));
+        inbox_.pop_front();
+      }
+      idle = batch.empty() && idle_event_;
+      idle_event_ = false;
+      finish = batch.empty() && !idle && state_ == State::kClosed;
+      if (batch.empty() && !idle && !finish) {
+        turn_scheduled_ = false;
+        return;
+      }
+      host = host_;
+      if (finish) {
+        finished_ = true;
+        idle_timer_.reset();
+        if (host) host->Release(partial_.size());
+        partial_.clear();
+        host_.reset();  // breaks stream <-> host
+      }
+    }
+    StreamInputHandler* handler = options_.handler;
+    if (!batch.empty()) {
+      pointers.clear();
+      for (net::BufferChain& message : batch) pointers.push_back(&message);
+      if (handler != nullptr) handler->on_received_messages(id_, pointers.data(), pointers.size());
+      uint64_t consumed = 0;
+      bool feedback = false;
+      {
+        std::lock_guard lock(mutex_);
+        inbox_bytes_ -= bytes;
+        consumed_ += bytes;
+        consumed = consumed_;
+        feedback = state_ != State::kClosed && remote_.need_feedback();
+      }
+      if (host) host->Release(bytes);
+      if (feedback) SendFeedback(consumed);
+    } else if (idle) {
+      if (handler != nullptr) handler->on_idle_timeout(id_);
+    } else {
+      if (handler != nullptr) {
+        if (fail_code_ != 0) handler->on_failed(id_, fail_code_, fail_text_);
+        handler->on_closed(id_);
+      }
+      return;
+    }
+  }
+}
+
+void Stream::SendFeedback(uint64_t consumed) {
+  protocol::StreamFrameMeta meta;
+  std::shared_ptr<StreamHost> host;
+  {
+    std::lock_guard lock(mutex_);
+    if (!host_) return;
+    host = host_;
+    meta.set_stream_id(remote_.stream_id());
+  }
+  meta.set_source_stream_id(static_cast<int64_t>(id_));
+  meta.set_frame_type(protocol::FRAME_TYPE_FEEDBACK);
+  meta.mutable_feedback()->set_consumed_size(static_cast<int64_t>(consumed));
+  net::BufferChain frame;
+  protocol::EncodeStreamFrame(meta, net::BufferChain(), &frame);
+  host->WriteControl(std::move(frame));
+}
+
+void Stream::ArmIdleTimerLocked() {
+  if (options_.idle_timeout_ms < 0 || !host_ || state_ != State::kConnected) return;
+  if (!idle_timer_) idle_timer_ = std::make_unique<asio::steady_timer>(host_->executor());
+  idle_timer_->expires_at(last_message_at_ + std::chrono::milliseconds(options_.idle_timeout_ms));
+  idle_timer_->async_wait([weak = weak_from_this()](const asio::error_code& error) {
+    if (error) return;
+    if (auto self = weak.lock()) self->OnIdleTimer();
+  });
+}
+
+void Stream::OnIdleTimer() {
+  std::lock_guard lock(mutex_);
+  if (state_ != State::kConnected || !idle_timer_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_message_at_ >= std::chrono::milliseconds(options_.idle_timeout_ms)) {
+    idle_event_ = true;
+    last_message_at_ = now;  // the next one after another idle_timeout_ms
+    ScheduleTurnLocked();
+  }
+  ArmIdleTimerLocked();
+}
+
+net::BufferChain Stream::WrapReply(net::BufferChain&& rpc_frame) {
+  std::lock_guard lock(mutex_);
+  return DataFrame(std::move(rpc_frame));
+}
+
+void AddRequestSettings(Controller& cntl, protocol::RpcMeta* meta) {
+  const std::shared_ptr<internal::CallStreams>& streams = internal::ControllerAccess::streams(cntl);
+  if (!streams || streams->request_stream == INVALID_STREAM_ID) return;
+  if (auto stream = Stream::Find(streams->request_stream)) {
+    stream->FillSettings(meta->mutable_stream_settings());
+  }
+}
+
+void OnClientReply(Controller& cntl, const protocol::RpcMeta& meta) {
+  const std::shared_ptr<internal::CallStreams>& streams = internal::ControllerAccess::streams(cntl);
+  if (!streams || streams->request_stream == INVALID_STREAM_ID || cntl.Failed() ||
+      !meta.has_stream_settings()) {
+    return;
+  }
+  if (auto stream = Stream::Find(streams->request_stream)) stream->Connect(&meta.stream_settings());
+}
+
+void OnClientCallEnd(Controller& cntl) {
+  const std::shared_ptr<internal::CallStreams>& streams = internal::ControllerAccess::streams(cntl);
+  if (!streams || streams->request_stream == INVALID_STREAM_ID) return;
+  std::shared_ptr<Stream> stream = Stream::Find(streams->request_stream);
+  if (!stream || stream->connected()) return;
+  if (cntl.Failed()) {
+    stream->Terminate(cntl.ErrorCode(), cntl.ErrorText(), /*send_close=*/false);
+  } else {
+    stream->Terminate(EINVAL, "the server did not accept the stream", /*send_close=*/false);
+  }
+}
+
+void OfferStream(Controller& cntl, const protocol::StreamSettings& remote,
+                 std::shared_ptr<StreamHost> host) {
+  auto streams = std::make_shared<internal::CallStreams>();
+  streams->offered = true;
+  streams->remote = remote;
+  streams->host = std::move(host);
+  internal::ControllerAccess::streams(cntl) = std::move(streams);
+}
+
+std::shared_ptr<Stream> AcceptedStream(Controller& cntl) {
+  const std::shared_ptr<internal::CallStreams>& streams = internal::ControllerAccess::streams(cntl);
+  if (!streams || streams->response_stream == INVALID_STREAM_ID) return nullptr;
+  return Stream::Find(streams->response_stream);
+}
+
+bool Stream::connected() {
+  std::lock_guard lock(mutex_);
+  return state_ == State::kConnected;
+}
+
+}  // namespace arenarpc::stream
+
+namespace arenarpc {
+
+using internal::CallStreams;
+using internal::ControllerAccess;
+
+int StreamCreate(StreamId* id, Controller& cntl, const StreamOptions* options) {
+  std::shared_ptr<CallStreams>& streams = ControllerAccess::streams(cntl);
+  if (id == nullptr || (streams && streams->request_stream != INVALID_STREAM_ID)) return -1;
+  if (!streams) streams = std::make_shared<CallStreams>();
+  auto stream = stream::Stream::Create(options != nullptr ? *options : StreamOptions(), nullptr);
+  streams->request_stream = stream->id();
+  *id = stream->id();
+  return 0;
+}
+
+int StreamAccept(StreamId* id, Controller& cntl, const StreamOptions* options) {
+  std::shared_ptr<CallStreams>& streams = ControllerAccess::streams(cntl);
+  if (id == nullptr || !streams || !streams->offered || !streams->host ||
+      streams->response_stream != INVALID_STREAM_ID) {
+    return -1;
+  }
+  auto stream = stream::Stream::Create(options != nullptr ? *options : StreamOptions(),
+                                       &streams->remote);
+  if (!stream->Bind(streams->host)) {
+    stream->Terminate(EOVERCROWDED, "the connection holds max_streams_per_connection streams",
+                      /*send_close=*/false);
+    return -1;
+  }
+  streams->response_stream = stream->id();
+  *id = stream->id();
+  return 0;
+}
+
+int StreamWrite(StreamId id, const IOBuf& message) {
+  std::shared_ptr<stream::Stream> stream = stream::Stream::Find(id);
+  return stream ? stream->Write(message) : EINVAL;
+}
+
+int StreamWait(StreamId id, const timespec* due_time) {
+  std::shared_ptr<stream::Stream> stream = stream::Stream::Find(id);
+  if (!stream) return EINVAL;
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  if (due_time != nullptr) {
+    const auto due = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::seconds(due_time->tv_sec) + std::chrono::nanoseconds(due_time->tv_nsec)));
+    deadline = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   due - std::chrono::system_clock::now());
+  }
+  return stream->Wait(deadline);
+}
+
+int StreamClose(StreamId id) {
+  std::shared_ptr<stream::Stream> stream = stream::Stream::Find(id);
+  if (!stream) return EINVAL;
+  stream->Terminate(0, "", /*send_close=*/true);
+  return 0;
+}
+
+}  // namespace arenarpc

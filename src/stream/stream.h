@@ -1,0 +1,113 @@
+#pragma once
+// Stream: one end of a streaming RPC (arenarpc/stream.h), and the process-wide table that maps
+// StreamIds to streams.
+//
+// Life: created by StreamCreate (client, pending until its call's reply) or StreamAccept (server,
+// pending until the reply is written); connected, it writes DATA frames to the peer's stream id
+// and takes the peer's DATA/FEEDBACK/RST/CLOSE from its StreamHost; closed by StreamClose, CLOSE,
+// RST, the connection going or an overrun. Received messages wait in an inbox consumed by one
+// handler turn at a time (messages_in_batch per call), which then sends FEEDBACK with the total
+// consumed bytes when the peer asked for it. Writes count produced bytes against the peer's
+// feedback: StreamWrite is EAGAIN at max_buf_size unacknowledged bytes, StreamWait waits.
+
+#include <asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "arenarpc/fiber.h"
+#include "arenarpc/stream.h"
+#include "protocol/rpc_meta.pb.h"
+#include "protocol/stream_frame.h"
+
+namespace arenarpc::stream {
+
+class StreamHost;
+
+class Stream : public std::enable_shared_from_this<Stream> {
+ public:
+  // A new stream in the table. `remote`: the peer's settings (server side), else null.
+  static std::shared_ptr<Stream> Create(const StreamOptions& options,
+                                        const protocol::StreamSettings* remote);
+  static std::shared_ptr<Stream> Find(StreamId id);
+  Stream(StreamId id, const StreamOptions& options, const protocol::StreamSettings* remote);
+  ~Stream();
+
+  StreamId id() const noexcept { return id_; }
+  // This side's settings, for the meta of the call's request or reply.
+  void FillSettings(protocol::StreamSettings* settings) const;
+  // Binds to the connection's host. false: the host is closed or full.
+  bool Bind(std::shared_ptr<StreamHost> host);
+  // Client: binds a stream waiting for its call's reply to the host the reply came on.
+  bool BindForReply(std::shared_ptr<StreamHost> host);
+  bool bound_to(const StreamHost* host);
+  // Starts the data phase (server: the reply was written; client: the reply accepted it, with the
+  // server's settings). Held writes go out now.
+  void Connect(const protocol::StreamSettings* remote);
+  bool connected();
+  // Server: the call's "PRPC" reply frame as the DATA frame that carries it to the client's
+  // stream (brpc sends an accepting reply that way).
+  net::BufferChain WrapReply(net::BufferChain&& rpc_frame);
+
+  int Write(const net::BufferChain& message);
+  int Wait(std::chrono::steady_clock::time_point deadline);
+  // Ends the stream. code != 0: on_failed(code, text) before on_closed. send_close: tell the peer.
+  void Terminate(int code, const std::string& text, bool send_close);
+  void OnFrame(protocol::StreamFrame&& frame);  // from the host (the connection's thread)
+
+ private:
+  enum class State { kPending, kConnected, kClosed };
+  void ScheduleTurnLocked();  // mutex_ held
+  void RunTurns();            // the handler turns, until nothing is left
+  void SendFeedback(uint64_t consumed);
+  void ArmIdleTimerLocked();
+  void OnIdleTimer();
+  net::BufferChain DataFrame(net::BufferChain&& message) const;  // mutex_ held (remote_)
+  // Frames go to the connection outside mutex_: a write may close the connection on the calling
+  // thread, and the close terminates this stream.
+
+  const StreamId id_;
+  const StreamOptions options_;
+  std::mutex write_mutex_;  // orders this stream's frames; never taken under mutex_
+  std::mutex mutex_;
+  State state_ = State::kPending;
+  bool awaiting_reply_ = false;  // client: the call went out, its reply may bind us
+  std::shared_ptr<StreamHost> host_;
+  protocol::StreamSettings remote_;
+  bool has_remote_ = false;
+  // writer
+  uint64_t produced_ = 0, remote_consumed_ = 0;
+  std::deque<net::BufferChain> held_;  // written before connecting
+  fiber::ConditionVariable writable_;
+  // reader
+  net::BufferChain partial_;  // DATA with has_continuation, not complete yet
+  std::deque<net::BufferChain> inbox_;
+  size_t inbox_bytes_ = 0;
+  uint64_t consumed_ = 0;
+  bool turn_scheduled_ = false;
+  bool idle_event_ = false;
+  bool finished_ = false;  // on_closed delivered
+  int fail_code_ = 0;
+  std::string fail_text_;
+  std::chrono::steady_clock::time_point last_message_at_;
+  std::unique_ptr<asio::steady_timer> idle_timer_;
+};
+
+// The call paths' hooks (client_call.cc, baidu_std_server_protocol.cc).
+// Client: the offered stream's settings into the request meta.
+void AddRequestSettings(Controller& cntl, protocol::RpcMeta* meta);
+// Client: a reply that accepted the stream connects it (the controller tells success).
+void OnClientReply(Controller& cntl, const protocol::RpcMeta& meta);
+// Client: the call completed; a stream it did not connect fails with the call's error.
+void OnClientCallEnd(Controller& cntl);
+// Server: the request offered a stream on `host`'s connection.
+void OfferStream(Controller& cntl, const protocol::StreamSettings& remote,
+                 std::shared_ptr<StreamHost> host);
+// Server: the stream the handler accepted, or null.
+std::shared_ptr<Stream> AcceptedStream(Controller& cntl);
+
+}  // namespace arenarpc::stream

@@ -1,0 +1,524 @@
+// brpc streaming RPC (docs/streaming.md) between a real server and client on loopback: echo,
+// server push, closes from either side, flow control, idle timeout, failed and refused setups,
+// connection loss, RST for unknown streams (bytes checked against the spec) and a hostile peer.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "arenarpc/channel.h"
+#include "arenarpc/fiber.h"
+#include "arenarpc/server.h"
+#include "arenarpc/stream.h"
+#include "e2e_test.pb.h"
+#include "good_client.h"
+#include "protocol/frame_codec.h"
+#include "protocol/stream_frame.h"
+#include "raw_client.h"
+
+namespace arenarpc::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Records what a stream delivered; optionally echoes, or holds each batch until released.
+class Recorder : public StreamInputHandler {
+ public:
+  bool echo = false;
+  std::atomic<bool> hold{false};
+
+  int on_received_messages(StreamId id, IOBuf* const messages[], size_t size) override {
+    while (hold.load()) fiber::SleepFor(1ms);
+    std::lock_guard lock(mutex_);
+    for (size_t i = 0; i < size; ++i) {
+      received_.push_back(messages[i]->to_string());
+      if (echo) {
+        EXPECT_EQ(0, StreamWrite(id, *messages[i]));
+      }
+    }
+    changed_.notify_all();
+    return 0;
+  }
+  void on_idle_timeout(StreamId) override { ++idle_timeouts; }
+  void on_closed(StreamId) override {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    changed_.notify_all();
+  }
+  void on_failed(StreamId, int code, const std::string&) override { failed_code = code; }
+
+  bool WaitForMessages(size_t n, std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return received_.size() >= n; });
+  }
+  bool WaitForClosed(std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return closed_; });
+  }
+  std::vector<std::string> received() {
+    std::lock_guard lock(mutex_);
+    return received_;
+  }
+  bool closed() {
+    std::lock_guard lock(mutex_);
+    return closed_;
+  }
+
+  std::atomic<int> idle_timeouts{0};
+  std::atomic<int> failed_code{0};
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::string> received_;
+  bool closed_ = false;
+};
+
+IOBuf Message(const std::string& text) {
+  IOBuf buf;
+  buf.append(text);
+  return buf;
+}
+
+// A request frame for `what` that offers the client stream `stream_id`.
+std::string StreamCallFrame(const std::string& what, int64_t correlation_id, int64_t stream_id,
+                            bool need_feedback) {
+  TestRequest request;
+  request.set_message(what);
+  protocol::RpcMeta meta;
+  meta.mutable_request()->set_service_name("arenarpc.e2e.TestService");
+  meta.mutable_request()->set_method_name("Echo");
+  meta.set_correlation_id(correlation_id);
+  meta.mutable_stream_settings()->set_stream_id(stream_id);
+  meta.mutable_stream_settings()->set_need_feedback(need_feedback);
+  meta.mutable_stream_settings()->set_writable(true);
+  net::BufferChain payload, out;
+  payload.append(request.SerializeAsString());
+  protocol::EncodeFrame(meta, std::move(payload), net::BufferChain(), &out);
+  return out.to_string();
+}
+
+// A DATA frame from stream `from` to stream `to`.
+std::string DataFrameBytes(int64_t to, int64_t from, std::string_view data) {
+  protocol::StreamFrameMeta meta;
+  meta.set_stream_id(to);
+  meta.set_source_stream_id(from);
+  meta.set_frame_type(protocol::FRAME_TYPE_DATA);
+  meta.set_has_continuation(false);
+  net::BufferChain message, wire;
+  message.append(data);
+  protocol::EncodeStreamFrame(meta, std::move(message), &wire);
+  return wire.to_string();
+}
+
+// Decodes the "STRM" frame a RawClient read.
+::testing::AssertionResult DecodeStreamFrame(const std::string& bytes,
+                                             protocol::StreamFrame* frame) {
+  net::BufferChain in;
+  in.append(bytes);
+  protocol::StreamFrameDecoder decoder;
+  if (decoder.Next(in, frame) != protocol::DecodeStatus::kFrame || !in.empty()) {
+    return ::testing::AssertionFailure() << "not one stream frame: " << decoder.error();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// What the handler does with the offered stream, by request message:
+//   "echo"          accept, echo every message back
+//   "early"         as "echo", and write one message before the reply
+//   "push:N"        accept, write N messages "m<i>" after the reply (waiting on a full window),
+//                   then close
+//   "hold"          accept with a reader that holds its batches until released
+//   "small"         accept with max_unconsumed_bytes = 64 KiB and a held reader
+//   "fail"          accept, then fail the call
+//   anything else   plain echo, no stream accepted
+class StreamService : public TestService {
+ public:
+  Recorder server_side;
+  std::atomic<int> accepted{0}, refused{0};
+  std::atomic<StreamId> last_id{INVALID_STREAM_ID};
+
+  void Echo(google::protobuf::RpcController* base, const TestRequest* request,
+            TestResponse* response, google::protobuf::Closure* done) override {
+    ClosureGuard guard(done);
+    auto* cntl = static_cast<Controller*>(base);
+    response->set_message(request->message());
+    const std::string& what = request->message();
+    const bool offers = what == "echo" || what == "early" || what == "hold" || what == "small" ||
+                        what == "fail" || what.rfind("push:", 0) == 0;
+    if (!offers) return;  // "none", and the good client's calls
+    StreamOptions options;
+    options.handler = &server_side;
+    if (what == "hold" || what == "small") server_side.hold = true;
+    if (what == "small") options.max_unconsumed_bytes = 64 << 10;
+    // A small window: the pushing fiber meets EAGAIN and waits in StreamWait (suspended).
+    if (what.rfind("push:", 0) == 0) options.max_buf_size = 1024;
+    StreamId id = INVALID_STREAM_ID;
+    if (StreamAccept(&id, *cntl, &options) != 0) {
+      ++refused;
+      cntl->SetFailed(EOVERCROWDED, "stream refused");
+      return;
+    }
+    ++accepted;
+    last_id = id;
+    if (what == "fail") cntl->SetFailed(EINVAL, "handler failed");
+    if (what == "echo" || what == "early") server_side.echo = true;
+    if (what == "early") EXPECT_EQ(0, StreamWrite(id, Message("before the reply")));
+    if (what.rfind("push:", 0) == 0) {
+      const int n = std::stoi(what.substr(5));
+      guard.release()->Run();  // reply first: the stream connects when it is written
+      EXPECT_TRUE(fiber::Start([id, n] {
+        for (int i = 0; i < n; ++i) {
+          int rc;
+          while ((rc = StreamWrite(id, Message("m" + std::to_string(i)))) == EAGAIN) {
+            EXPECT_EQ(0, StreamWait(id, nullptr));
+          }
+          EXPECT_EQ(0, rc);
+        }
+        StreamClose(id);
+      }));
+    }
+  }
+};
+
+// The client's side of one stream call.
+struct ClientEnd {
+  Recorder recorder;
+  Controller cntl;
+  TestResponse response;
+  StreamId id = INVALID_STREAM_ID;
+};
+
+class StreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(ServerOptions{}); }
+  void Start(ServerOptions options) {
+    server_ = std::make_unique<Server>();
+    options.num_threads = 2;
+    ASSERT_EQ(0, server_->AddService(&service_, SERVER_DOESNT_OWN_SERVICE));
+    ASSERT_EQ(0, server_->Start("127.0.0.1:0", options)) << server_->last_error();
+    port_ = server_->listen_port();
+  }
+  void TearDown() override { server_.reset(); }
+
+  std::unique_ptr<Channel> MakeChannel() {
+    auto channel = std::make_unique<Channel>();
+    ChannelOptions options;
+    options.timeout_ms = 10000;
+    EXPECT_EQ(0, channel->Init("127.0.0.1:" + std::to_string(port_), &options));
+    return channel;
+  }
+
+  // Makes the call `what` offering a stream (read by end->recorder when `read`); returns its id.
+  StreamId Open(Channel& channel, const std::string& what, ClientEnd* end,
+                StreamOptions options = {}, bool read = true) {
+    if (read) options.handler = &end->recorder;
+    EXPECT_EQ(0, StreamCreate(&end->id, end->cntl, &options));
+    TestRequest request;
+    request.set_message(what);
+    TestService_Stub(&channel).Echo(&end->cntl, &request, &end->response, nullptr);
+    return end->id;
+  }
+
+  StreamService service_;
+  std::unique_ptr<Server> server_;
+  int port_ = 0;
+};
+
+TEST_F(StreamTest, EchoKeepsOrderBothWays) {
+  auto channel = MakeChannel();
+  ClientEnd end;
+  StreamOptions options;
+  const StreamId id = Open(*channel, "echo", &end, options);
+  ASSERT_FALSE(end.cntl.Failed()) << end.cntl.ErrorText();
+  EXPECT_EQ("echo", end.response.message());
+  constexpr int kMessages = 200;
+  for (int i = 0; i < kMessages; ++i) {
+    ASSERT_EQ(0, StreamWrite(id, Message("hello " + std::to_string(i))));
+  }
+  ASSERT_TRUE(end.recorder.WaitForMessages(kMessages));
+  const auto got = end.recorder.received();
+  ASSERT_EQ(size_t{kMessages}, got.size());
+  for (int i = 0; i < kMessages; ++i) EXPECT_EQ("hello " + std::to_string(i), got[i]);
+  EXPECT_EQ(got, service_.server_side.received());
+  // The client closes: both sides see on_closed, no failure.
+  EXPECT_EQ(0, StreamClose(id));
+  EXPECT_TRUE(end.recorder.WaitForClosed());
+  EXPECT_TRUE(service_.server_side.WaitForClosed());
+  EXPECT_EQ(0, service_.server_side.failed_code.load());
+  EXPECT_EQ(EINVAL, StreamWrite(id, Message("late")));
+  EXPECT_EQ(EINVAL, StreamWrite(service_.last_id.load(), Message("late")));
+}
+
+// Writes made before the stream connects (the client's before its call, the server's before its
+// reply) are held and go out in order once it does.
+TEST_F(StreamTest, WritesBeforeConnectingAreHeldInOrder) {
+  auto channel = MakeChannel();
+  ClientEnd end;
+  StreamOptions options;
+  options.handler = &end.recorder;
+  ASSERT_EQ(0, StreamCreate(&end.id, end.cntl, &options));
+  ASSERT_EQ(0, StreamWrite(end.id, Message("a")));
+  ASSERT_EQ(0, StreamWrite(end.id, Message("b")));
+  TestRequest request;
+  request.set_message("early");
+  TestService_Stub(channel.get()).Echo(&end.cntl, &request, &end.response, nullptr);
+  ASSERT_FALSE(end.cntl.Failed()) << end.cntl.ErrorText();
+  ASSERT_TRUE(end.recorder.WaitForMessages(3));
+  EXPECT_EQ((std::vector<std::string>{"before the reply", "a", "b"}), end.recorder.received());
+  EXPECT_EQ((std::vector<std::string>{"a", "b"}), service_.server_side.received());
+  StreamClose(end.id);
+  EXPECT_TRUE(end.recorder.WaitForClosed());
+}
+
+TEST_F(StreamTest, ServerPushesInOrderThenCloses) {
+  auto channel = MakeChannel();
+  ClientEnd end;
+  StreamOptions options;
+  options.max_buf_size = 4096;  // the server's writer is bounded by its own window, not ours
+  const int n = 5000;
+  Open(*channel, "push:" + std::to_string(n), &end, options);
+  ASSERT_FALSE(end.cntl.Failed()) << end.cntl.ErrorText();
+  ASSERT_TRUE(end.recorder.WaitForClosed(30s));  // the server closed after the last one
+  const auto got = end.recorder.received();
+  ASSERT_EQ(size_t(n), got.size());
+  for (int i = 0; i < n; ++i) ASSERT_EQ("m" + std::to_string(i), got[i]);
+  EXPECT_EQ(0, end.recorder.failed_code.load());
+}
+
+TEST_F(StreamTest, SlowReaderBoundsTheWriter) {
+  auto channel = MakeChannel();
+  ClientEnd end;
+  StreamOptions options;
+  options.max_buf_size = 64 << 10;
+  const StreamId id = Open(*channel, "hold", &end, options);
+  ASSERT_FALSE(end.cntl.Failed()) << end.cntl.ErrorText();
+  const std::string kilobyte(1024, 'x');
+  size_t written = 0;
+  int rc = 0;
+  while ((rc = StreamWrite(id, Message(kilobyte))) == 0) {
+    written += kilobyte.size();
+    ASSERT_LE(written, size_t{(64 << 10) + 1024}) << "the window did not close";
+  }
+  EXPECT_EQ(EAGAIN, rc);
+  EXPECT_GE(written, size_t{64 << 10});
+  // Still full: a short wait times out.
+  timespec soon{};
+  clock_gettime(CLOCK_REALTIME, &soon);
+  soon.tv_nsec += 50'000'000;
+  if (soon.tv_nsec >= 1'000'000'000) soon.tv_sec += 1, soon.tv_nsec -= 1'000'000'000;
+  EXPECT_EQ(ETIMEDOUT, StreamWait(id, &soon));
+  // The reader consumes: feedback reopens the window.
+  service_.server_side.hold = false;
+  EXPECT_EQ(0, StreamWait(id, nullptr));
+  EXPECT_EQ(0, StreamWrite(id, Message(kilobyte)));
+  EXPECT_TRUE(service_.server_side.WaitForMessages(written / 1024 + 1));
+  StreamClose(id);
+  EXPECT_TRUE(service_.server_side.WaitForClosed());
+  EXPECT_TRUE(end.recorder.WaitForClosed());  // its handler must outlive the stream
+}
+
+TEST_F(StreamTest, IdleTimeoutFiresWhileNothingArrives) {
+  auto channel = MakeChannel();
+  ClientEnd end;
+  StreamOptions options;
+  options.idle_timeout_ms = 30;
+  const StreamId id = Open(*channel, "echo", &end, options);
+  ASSERT_FALSE(end.cntl.Failed()) << end.cntl.ErrorText();
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (end.recorder.idle_timeouts.load() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_GE(end.recorder.idle_timeouts.load(), 2);
+  StreamClose(id);
+  EXPECT_TRUE(end.recorder.WaitForClosed());  // its handler must outlive the stream
+}
+
+TEST_F(StreamTest, FailedCallDoesNotAcceptTheStream) {
+  auto channel = MakeChannel();
+  ClientEnd end;
+  StreamOptions options;
+  const StreamId id = Open(*channel, "fail", &end, options);
+  ASSERT_TRUE(end.cntl.Failed());
+  EXPECT_EQ(EINVAL, end.cntl.ErrorCode());
+  EXPECT_TRUE(end.recorder.WaitForClosed());
+  EXPECT_EQ(EINVAL, end.recorder.failed_code.load());
+  EXPECT_EQ(EINVAL, StreamWrite(id, Message("x")));
+  EXPECT_TRUE(service_.server_side.WaitForClosed());  // the server's accepted stream ended too
+}
+
+TEST_F(StreamTest, StreamNotAcceptedFailsOnTheClient) {
+  auto channel = MakeChannel();
+  ClientEnd end;
+  StreamOptions options;
+  const StreamId id = Open(*channel, "none", &end, options);
+  ASSERT_FALSE(end.cntl.Failed()) << end.cntl.ErrorText();
+  EXPECT_TRUE(end.recorder.WaitForClosed());
+  EXPECT_EQ(EINVAL, end.recorder.failed_code.load());
+  EXPECT_EQ(EINVAL, StreamWrite(id, Message("x")));
+}
+
+TEST_F(StreamTest, ConnectionLossFailsBothEnds) {
+  auto channel = MakeChannel();
+  ClientEnd end;
+  StreamOptions options;
+  const StreamId id = Open(*channel, "echo", &end, options);
+  ASSERT_FALSE(end.cntl.Failed()) << end.cntl.ErrorText();
+  channel.reset();  // closes the connection under the open stream
+  EXPECT_TRUE(service_.server_side.WaitForClosed());
+  EXPECT_NE(0, service_.server_side.failed_code.load());
+  EXPECT_TRUE(end.recorder.WaitForClosed());
+  EXPECT_NE(0, end.recorder.failed_code.load());
+  EXPECT_EQ(EINVAL, StreamWrite(id, Message("x")));
+}
+
+// Spec §9: a frame for a stream the receiver does not have, naming its sender, is answered with
+// RST to the sender; the connection stays usable.
+TEST_F(StreamTest, UnknownStreamGetsRstBytes) {
+  RawClient raw(port_);
+  ASSERT_TRUE(raw.connected());
+  // "STRM", body_size 6, meta_size 6, StreamFrameMeta{stream_id=999, source_stream_id=77,
+  // frame_type=DATA}; data "" — written out by hand from the spec.
+  const std::string data_frame("STRM\0\0\0\x07\0\0\0\x07\x08\xe7\x07\x10\x4d\x18\x03", 19);
+  raw.SendBytes(data_frame);
+  std::string frame;
+  ASSERT_TRUE(raw.ReadFrameBytes(&frame));
+  // RST: StreamFrameMeta{stream_id=77, frame_type=RST}.
+  EXPECT_EQ(std::string("STRM\0\0\0\x04\0\0\0\x04\x08\x4d\x18\x01", 16), frame);
+  // Our encoder produces the same bytes.
+  protocol::StreamFrameMeta meta;
+  meta.set_stream_id(77);
+  meta.set_frame_type(protocol::FRAME_TYPE_RST);
+  net::BufferChain encoded;
+  protocol::EncodeStreamFrame(meta, net::BufferChain(), &encoded);
+  EXPECT_EQ(frame, encoded.to_string());
+  TestRequest request;
+  request.set_message("none");
+  RawReply reply = raw.Call(RequestFor(&request));
+  EXPECT_EQ(0, reply.error_code);
+}
+
+// The accepting reply travels inside a DATA frame to the client's stream (spec §9).
+TEST_F(StreamTest, AcceptingReplyIsWrappedInData) {
+  RawClient raw(port_);
+  raw.SendBytes(StreamCallFrame("echo", 5, 4242, /*need_feedback=*/true));
+  std::string bytes;
+  ASSERT_TRUE(raw.ReadFrameBytes(&bytes));
+  protocol::StreamFrame frame;
+  ASSERT_TRUE(DecodeStreamFrame(bytes, &frame));
+  EXPECT_EQ(4242, frame.meta.stream_id());
+  EXPECT_EQ(protocol::FRAME_TYPE_DATA, frame.meta.frame_type());
+  const int64_t server_stream = frame.meta.source_stream_id();
+  protocol::FrameDecoder rpc;
+  protocol::Frame reply;
+  ASSERT_EQ(protocol::DecodeStatus::kFrame, rpc.Next(frame.data, &reply));
+  EXPECT_EQ(5, reply.meta.correlation_id());
+  EXPECT_EQ(server_stream, reply.meta.stream_settings().stream_id());
+  EXPECT_TRUE(reply.meta.stream_settings().writable());
+  EXPECT_TRUE(reply.meta.stream_settings().need_feedback());
+  // Data to the server's stream is echoed back to ours; its consumption is acknowledged.
+  raw.SendBytes(DataFrameBytes(server_stream, 4242, "ping"));
+  bool echoed = false, fed_back = false;
+  for (int i = 0; i < 2 && raw.ReadFrameBytes(&bytes); ++i) {
+    protocol::StreamFrame f;
+    ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
+    EXPECT_EQ(4242, f.meta.stream_id());
+    EXPECT_EQ(server_stream, f.meta.source_stream_id());
+    if (f.meta.frame_type() == protocol::FRAME_TYPE_DATA) {
+      EXPECT_EQ("ping", f.data.to_string());
+      echoed = true;
+    } else if (f.meta.frame_type() == protocol::FRAME_TYPE_FEEDBACK) {
+      EXPECT_EQ(4, f.meta.feedback().consumed_size());
+      fed_back = true;
+    }
+  }
+  EXPECT_TRUE(echoed);
+  EXPECT_TRUE(fed_back);
+}
+
+// Hostile peers: one floods an accepted stream without waiting for feedback (it is reset once
+// past max_unconsumed_bytes), one floods unknown stream ids without reading the RSTs, one opens
+// more streams than max_streams_per_connection; a good client keeps 0 errors meanwhile.
+TEST_F(StreamTest, HostilePeersAreBoundedWhileAGoodClientKeepsWorking) {
+  TearDown();
+  ServerOptions options;
+  options.max_streams_per_connection = 4;
+  Start(options);
+  GoodClient good(MakeChannel());
+
+  // 1. Flood an accepted stream whose reader holds everything.
+  RawClient flooder(port_);
+  flooder.SendBytes(StreamCallFrame("small", 1, 7, /*need_feedback=*/false));
+  std::string bytes;
+  ASSERT_TRUE(flooder.ReadFrameBytes(&bytes));
+  protocol::StreamFrame frame;
+  ASSERT_TRUE(DecodeStreamFrame(bytes, &frame));
+  const int64_t server_stream = frame.meta.source_stream_id();
+  const std::string chunk(8 << 10, 'f');
+  std::string flood;
+  for (int i = 0; i < 64; ++i) flood += DataFrameBytes(server_stream, 7, chunk);  // 512 KiB
+  flooder.SendBytes(flood);
+  bool reset = false;
+  while (!reset && flooder.ReadFrameBytes(&bytes, 5s)) {
+    protocol::StreamFrame f;
+    ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
+    reset = f.meta.frame_type() == protocol::FRAME_TYPE_RST && f.meta.stream_id() == 7;
+  }
+  EXPECT_TRUE(reset);
+  service_.server_side.hold = false;
+  EXPECT_TRUE(service_.server_side.WaitForClosed());
+  EXPECT_EQ(EOVERCROWDED, service_.server_side.failed_code.load());
+  // At most the bound was delivered (then the stream was reset and its data dropped).
+  EXPECT_LE(service_.server_side.received().size(), size_t{(64 << 10) / (8 << 10)});
+
+  // 2. Unknown ids, never reading: the server answers while its output has room, then drops.
+  RawClient spammer(port_);
+  std::string spam;
+  for (int i = 0; i < 20000; ++i) spam += DataFrameBytes(1'000'000 + i, i + 1, "");
+  spammer.SendBytes(spam);
+  // The connection stays: a call on it is answered behind at most one RST per spam frame.
+  TestRequest plain;
+  plain.set_message("plain");
+  spammer.Send(RequestFor(&plain));
+  int rsts = 0;
+  bool answered = false;
+  while (!answered && spammer.ReadFrameBytes(&bytes)) {
+    if (bytes.compare(0, 4, "PRPC") == 0) {
+      answered = true;
+    } else {
+      protocol::StreamFrame f;
+      ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
+      ASSERT_EQ(protocol::FRAME_TYPE_RST, f.meta.frame_type());
+      ++rsts;
+    }
+  }
+  EXPECT_TRUE(answered);
+  EXPECT_LE(rsts, 20000);
+
+  // 3. More streams than the connection may hold.
+  auto channel = MakeChannel();
+  std::vector<std::unique_ptr<ClientEnd>> ends;
+  int ok = 0;
+  for (int i = 0; i < 8; ++i) {
+    ends.push_back(std::make_unique<ClientEnd>());
+    Open(*channel, "echo", ends.back().get(), {}, /*read=*/false);
+    if (!ends.back()->cntl.Failed()) ++ok;
+  }
+  EXPECT_EQ(4, ok);
+  EXPECT_GE(service_.refused.load(), 4);
+
+  std::this_thread::sleep_for(200ms);
+  good.Stop();
+  EXPECT_GT(good.calls(), 0);
+  EXPECT_EQ(0, good.failures());
+}
+
+}  // namespace
+}  // namespace arenarpc::e2e
