@@ -1,6 +1,7 @@
 #pragma once
 // Which protocol a server connection speaks, told from its first bytes: "PRPC" is baidu_std, an
-// HTTP method token followed by a space is HTTP/1.x. Bytes in, a verdict out; no sockets here.
+// HTTP method token followed by a space is HTTP/1.x, a TLS handshake record (a ClientHello) is TLS
+// (whose plaintext is recognised again). Bytes in, a verdict out; no sockets here.
 
 #include <string_view>
 
@@ -12,6 +13,7 @@ enum class WireProtocol {
   kNeedMore,  // the bytes so far are a prefix of more than one candidate (or of one): wait
   kBaiduStd,
   kHttp,
+  kTls,  // a TLS record of type handshake (22), version 3.x
   kUnknown,  // no protocol starts like this: close the connection
 };
 
