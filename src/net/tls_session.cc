@@ -189,11 +189,13 @@ size_t TlsSession::EncryptRecord(BufferChain& plaintext, BufferChain& ciphertext
 }
 
 void TlsSession::TakeOutputLocked(BufferChain& ciphertext) {
-  char* data = nullptr;
-  const long n = BIO_get_mem_data(network_out_, &data);
-  if (n <= 0) return;
-  ciphertext.Append(std::string_view(data, static_cast<size_t>(n)));
-  (void)BIO_reset(network_out_);
+  // Read out (not BIO_reset(), which zeroes the BIO's whole buffer every time).
+  while (BIO_ctrl_pending(network_out_) > 0) {
+    const std::span<char> space = ciphertext.PrepareWrite(kMinDecryptSpace);
+    const int n = BIO_read(network_out_, space.data(), static_cast<int>(space.size()));
+    if (n <= 0) break;
+    ciphertext.CommitWrite(static_cast<size_t>(n));
+  }
 }
 
 void TlsSession::TakeOutput(BufferChain& ciphertext) {
