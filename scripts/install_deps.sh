@@ -13,7 +13,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   valgrind util-linux procps
   gnuplot-nox python3
-  libhttp-parser-dev prometheus-cpp-dev libc-ares-dev curl
+  libhttp-parser-dev prometheus-cpp-dev libc-ares-dev curl libssl-dev openssl
   libnghttp2-dev python3-grpcio python3-protobuf
   prometheus etcd-server etcd-client chromium
 )

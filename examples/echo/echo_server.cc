@@ -128,6 +128,11 @@ DEFINE_bool(reuse_arena_responses, arenarpc::memory::ReuseSettings{}.arena_respo
 DEFINE_string(handler, "copy",
               "copy: the response's payload is CopyFrom(request's); scratch: built field by field");
 DEFINE_validator(handler, &CheckHandler);
+DEFINE_string(tls_cert, "", "TLS on the same port (docs/tls.md): PEM certificate chain");
+DEFINE_string(tls_key, "", "TLS: PEM private key of --tls_cert");
+DEFINE_string(tls_client_ca, "", "TLS: require client certificates signed by this PEM CA (mTLS)");
+DEFINE_bool(tls_require, false, "TLS: refuse clear-text connections");
+DEFINE_string(main_port_pages, "all", "Built-in pages on the main port: all | health | none");
 DEFINE_int32(max_connections, arenarpc::ServerOptions{}.max_connections,
              "Open connections; more are closed at once. 0 = unlimited");
 DEFINE_validator(max_connections, &CheckNonNegative);
@@ -215,6 +220,11 @@ int main(int argc, char** argv) {
   options.max_request_memory = FLAGS_max_request_memory;
   options.max_inflight_message_memory = FLAGS_max_inflight_message_memory;
   options.max_connections = FLAGS_max_connections;
+  options.tls.cert_file = FLAGS_tls_cert;
+  options.tls.key_file = FLAGS_tls_key;
+  options.tls.client_ca_file = FLAGS_tls_client_ca;
+  options.tls.require_tls = FLAGS_tls_require;
+  options.main_port_pages = FLAGS_main_port_pages;
   options.max_body_size = FLAGS_max_body_size;
   options.idle_timeout_sec = FLAGS_idle_timeout_sec;
   options.read_timeout_ms = FLAGS_read_timeout_ms;

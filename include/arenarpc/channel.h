@@ -38,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "arenarpc/authenticator.h"
 #include "arenarpc/cluster/retry_policy.h"
 #include "arenarpc/controller.h"
 
@@ -50,6 +51,24 @@ namespace cluster {
 class NamingService;
 }
 class PartitionChannel;
+
+// TLS to the servers (docs/tls.md).
+struct ChannelTlsOptions {
+  bool enable = false;
+  // PEM CA bundle that verifies the servers' certificates; empty = the system's trust store.
+  std::string ca_file;
+  // Name sent as SNI and checked against the server certificate. Empty: the host of Init's
+  // "host:port" when it is a name, else each server's IP (checked against IP subjectAltNames).
+  std::string sni_host;
+  // false: neither the chain nor the name is checked (encryption without authentication).
+  bool verify = true;
+  // Client certificate and key (PEM) for servers that require mTLS; empty = none.
+  std::string cert_file;
+  std::string key_file;
+  std::string min_version = "TLS1.2";  // "TLS1.2" | "TLS1.3"
+  std::string ciphers;       // TLS 1.2 cipher list, OpenSSL syntax; empty = OpenSSL's default
+  std::string ciphersuites;  // TLS 1.3 suites; empty = OpenSSL's default
+};
 
 struct ChannelOptions {
   // Deadline of the whole call including retries; -1 = none. A Controller may override it.
@@ -113,6 +132,12 @@ struct ChannelOptions {
   // (error replies, timeouts, broken connections) leaves rotation and is probed like a server
   // whose connection broke (back after health_check_interval_ms if it accepts connections).
   bool enable_circuit_breaker = false;
+
+  // --- TLS: every connection (and health probe) of the channel runs TLS when tls.enable.
+  ChannelTlsOptions tls;
+  // Puts GenerateCredential()'s credential on every request (RpcMeta.authentication_data;
+  // docs/auth.md). nullptr = none. Not owned; must outlive the channel.
+  const Authenticator* auth = nullptr;
 };
 
 // One server of a channel, as Channel::servers() reports it.

@@ -14,7 +14,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "arenarpc/authenticator.h"  // AuthContext (Controller::auth_context())
 #include "arenarpc/buffer_chain.h"
 #include "arenarpc/callback.h"       // NewCallback (brpc's controller.h brings it too)
 #include "arenarpc/closure_guard.h"
@@ -38,6 +40,18 @@ inline constexpr CompressType COMPRESS_TYPE_ZLIB = CompressType::kZlib;
 // Identifies one client call (brpc's CallId): see Controller::call_id(), Join(), StartCancel().
 struct CallId {
   uint64_t value = 0;
+};
+
+// What TLS established about the client of a server call (Controller::tls_peer(), docs/tls.md).
+struct TlsPeer {
+  std::string version;            // "TLSv1.3", "TLSv1.2"
+  std::string cipher;             // e.g. "TLS_AES_128_GCM_SHA256"
+  std::string alpn;               // the protocol ALPN agreed on; empty if none
+  bool has_certificate = false;   // the client presented a certificate (mTLS)
+  bool verified = false;          // ... and it verified against ServerTlsOptions::client_ca_file
+  std::string subject;            // RFC 2253, e.g. "CN=client-a,O=Example"
+  std::string common_name;        // the subject's CN
+  std::vector<std::string> sans;  // subjectAltName entries: "DNS:x", "IP:1.2.3.4", "URI:x", "email:x"
 };
 
 class Controller : public google::protobuf::RpcController {
@@ -90,6 +104,11 @@ class Controller : public google::protobuf::RpcController {
   const std::string& remote_side() const noexcept { return remote_side_; }
   // "ip:port" of this side (server: the accepting socket's address; empty on the client).
   const std::string& local_side() const noexcept;
+  // Server: the client's TLS identity; nullptr on a clear-text connection (and on the client).
+  const TlsPeer* tls_peer() const noexcept { return tls_peer_; }
+  // Server: what ServerOptions::auth's VerifyCredential() filled in; nullptr without an
+  // authenticator (and on the client).
+  const AuthContext* auth_context() const noexcept { return auth_context_; }
 
   // --- client side
   // Per-call overrides of ChannelOptions (-1 = use the channel's).
@@ -132,6 +151,8 @@ class Controller : public google::protobuf::RpcController {
   CompressType request_compress_ = CompressType::kNone, response_compress_ = CompressType::kNone;
   std::string remote_side_;
   const std::string* local_side_ = nullptr;  // the server connection's (outlives the call)
+  const TlsPeer* tls_peer_ = nullptr;        // the server connection's (outlives the call)
+  const AuthContext* auth_context_ = nullptr;  // the server connection's or call's
   int64_t timeout_ms_ = -1;
   int max_retry_ = -1;
   uint64_t request_code_ = 0;

@@ -92,6 +92,10 @@ struct ServerStats {
   int64_t queued = 0;                    // ... of which waiting for a thread
   int64_t fibers = 0;                    // fibers alive (handlers running or waiting)
   int concurrency_limit = 0;             // current max_concurrency (the adaptive one's too); 0 = none
+  uint64_t tls_handshakes = 0;           // TLS handshakes completed
+  uint64_t tls_failures = 0;             // TLS connections closed by a failed handshake or record
+  uint64_t tls_refused = 0;              // clear-text connections closed under tls.require_tls
+  uint64_t rejected_auth = 0;            // ERPCAUTH: ServerOptions::auth refused the credential
 };
 
 }  // namespace arenarpc

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "arenarpc/authenticator.h"
 #include "arenarpc/controller.h"
 #include "arenarpc/max_concurrency.h"
 #include "arenarpc/memory/message_memory.h"
@@ -40,6 +41,26 @@ struct ServerAccess;  // src/server/server_access.h
 namespace arenarpc {
 
 enum ServiceOwnership { SERVER_OWNS_SERVICE, SERVER_DOESNT_OWN_SERVICE };
+
+// TLS on the server's port(s), next to clear text (docs/tls.md). The server tells a TLS
+// ClientHello from baidu_std and HTTP by its first bytes and serves both protocols inside TLS.
+struct ServerTlsOptions {
+  // PEM certificate chain and private key; both empty = no TLS (a ClientHello is refused).
+  std::string cert_file;
+  std::string key_file;
+  // Refuse clear-text connections: only TLS is served on the port(s).
+  bool require_tls = false;
+  // mTLS: non-empty = clients must present a certificate that verifies against this PEM CA
+  // bundle; the handler sees it in Controller::tls_peer(). Empty = client certificates not asked.
+  std::string client_ca_file;
+  std::string min_version = "TLS1.2";  // "TLS1.2" | "TLS1.3" (no older versions are offered)
+  std::string ciphers;       // TLS 1.2 cipher list, OpenSSL syntax; empty = OpenSSL's default
+  std::string ciphersuites;  // TLS 1.3 suites, e.g. "TLS_AES_128_GCM_SHA256"; empty = default
+  // > 0: a new handshake checks the files' modification times at most this often and reloads
+  // them when they changed (Server::ReloadTlsCertificates() does it at once). Connections already
+  // open keep the certificate they started with.
+  int reload_check_interval_ms = 0;
+};
 
 struct ServerOptions {
   // Threads that read connections and run handlers (all of them serve every connection; see
@@ -133,6 +154,20 @@ struct ServerOptions {
   std::string advertised_address;
   int registry_weight = 1;             // wrr weight published with the address (1..1000)
   std::string registry_tag;            // optional tag published with the address (no blanks)
+
+  // --- TLS (docs/tls.md)
+  ServerTlsOptions tls;
+
+  // --- built-in pages on the main port (docs/server.md, "Built-in pages")
+  // "all": every page; "health": only /health (load balancers, Channel's health_check_path);
+  // "none": 404 for every page. With internal_port >= 0, "all" means the pages moved there (the
+  // main port answers them 403); "health" still answers /health on the main port.
+  std::string main_port_pages = "all";
+
+  // --- authentication (docs/auth.md): verifies baidu_std's authentication_data (once per
+  // connection) and HTTP's Authorization header (per request; built-in pages other than /health
+  // too). nullptr = none. Not owned; must outlive the server.
+  const Authenticator* auth = nullptr;
 };
 
 class Server {
@@ -168,6 +203,11 @@ class Server {
   int Join();
   // Blocks until SIGINT or SIGTERM, then Stop() + Join().
   void RunUntilAskedToQuit();
+
+  // Reloads ServerTlsOptions' certificate, key and CA files: new handshakes use them, open
+  // connections keep theirs. 0 on success; -1 (last_error() says why; the old ones stay in use)
+  // when a file does not load or TLS is off.
+  int ReloadTlsCertificates();
 
   // Counters of one method ("pkg.Service.Method"); full_name is empty if there is no such method.
   MethodStats GetMethodStats(std::string_view full_method_name) const;

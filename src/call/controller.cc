@@ -28,6 +28,8 @@ void Controller::Reset() {
   request_compress_ = response_compress_ = CompressType::kNone;
   remote_side_.clear();
   local_side_ = nullptr;
+  tls_peer_ = nullptr;
+  auth_context_ = nullptr;
   timeout_ms_ = -1;
   max_retry_ = -1;
   request_code_ = 0;

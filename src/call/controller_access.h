@@ -20,6 +20,12 @@ struct ControllerAccess {
   static void set_local_side(Controller& c, const std::string* side) noexcept {
     c.local_side_ = side;
   }
+  // `peer` must outlive the controller (a server call's connection does).
+  static void set_tls_peer(Controller& c, const TlsPeer* peer) noexcept { c.tls_peer_ = peer; }
+  // `context` must outlive the controller (a server call's connection, or the call, owns it).
+  static void set_auth_context(Controller& c, const AuthContext* context) noexcept {
+    c.auth_context_ = context;
+  }
   static void set_deadline_hint_ms(Controller& c, int32_t ms) noexcept { c.deadline_hint_ms_ = ms; }
   static void set_retain_hook(Controller& c, RetainHook hook, void* state) noexcept {
     c.retain_hook_ = hook, c.retain_state_ = state;

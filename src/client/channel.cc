@@ -134,6 +134,15 @@ int Channel::Init(std::string_view server_address, const ChannelOptions* options
     return -1;
   }
   auto core = std::make_shared<client::ChannelCore>(effective, net::EndpointToString(endpoint));
+  // The host part, when it is a name (not an IP literal), is what TLS verifies by default.
+  std::string host(server_address.substr(0, server_address.rfind(':')));
+  asio::error_code not_ip;
+  asio::ip::make_address(host, not_ip);
+  if (!not_ip || host.empty() || host.front() == '[' || host == "*") host.clear();
+  if (!core->InitTls(host, &last_error_)) {
+    core->Shutdown();
+    return -1;
+  }
   core->InitSingle(endpoint);
   core_ = std::move(core);
   last_error_.clear();
@@ -171,6 +180,10 @@ int Channel::InitWithNaming(std::unique_ptr<cluster::NamingService> naming, std:
     return -1;
   }
   auto core = std::make_shared<client::ChannelCore>(effective, std::move(name));
+  if (!core->InitTls({}, &last_error_)) {
+    core->Shutdown();
+    return -1;
+  }
   if (!core->InitCluster(
           std::make_unique<client::ServerPool>(core.get(), std::move(naming), std::move(balancer)),
           &error)) {

@@ -39,6 +39,26 @@ ChannelCore::ChannelCore(const ChannelOptions& options, std::string remote_side)
 
 ChannelCore::~ChannelCore() { Shutdown(); }
 
+bool ChannelCore::InitTls(std::string_view host, std::string* error) {
+  const ChannelTlsOptions& o = options_.tls;
+  if (!o.enable) return true;
+  net::TlsConfig config = net::CommonTlsConfig(o, /*server=*/false);
+  config.ca_file = o.ca_file;
+  config.verify_peer = o.verify;
+  std::string build_error;
+  tls_ = net::TlsContext::Create(config, &build_error);
+  if (!tls_) {
+    *error = "invalid ChannelOptions: tls: " + build_error;
+    return false;
+  }
+  tls_server_name_ = !o.sni_host.empty() ? o.sni_host : std::string(host);
+  return true;
+}
+
+std::string ChannelCore::TlsServerName(const asio::ip::tcp::endpoint& endpoint) const {
+  return !tls_server_name_.empty() ? tls_server_name_ : endpoint.address().to_string();
+}
+
 void ChannelCore::InitSingle(const asio::ip::tcp::endpoint& endpoint) {
   cluster::ServerNode node;
   node.endpoint = endpoint;

@@ -17,6 +17,7 @@
 #include "arenarpc/channel.h"
 #include "cluster/server_state.h"
 #include "net/event_loop_group.h"
+#include "net/tls_context.h"
 
 namespace arenarpc::client {
 
@@ -63,6 +64,12 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   // True on one of the channel's own threads (I/O or callback).
   bool InRuntimeThread() const noexcept;
   ChannelCounters& counters() noexcept { return counters_; }
+  // options.tls: builds the TLS context (before InitSingle/InitCluster). `host` is the name of
+  // Init's address, if it had one. false + *error when a file or setting is wrong.
+  bool InitTls(std::string_view host, std::string* error);
+  net::TlsContext* tls() const noexcept { return tls_.get(); }  // null = clear text
+  // The name a TLS connection to `endpoint` sends as SNI and verifies.
+  std::string TlsServerName(const asio::ip::tcp::endpoint& endpoint) const;
 
   // brpc's versioned-handle shape: high 32 bits = the call's slot, low 32 bits = the attempt's
   // version (2 for the first attempt, +1 per retry). Slots are unique per channel until they wrap
@@ -77,6 +84,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   std::atomic<bool> shutting_down_{false};
   bool needs_request_code_ = false;  // set by InitCluster
   bool tracks_load_ = false;
+  std::shared_ptr<net::TlsContext> tls_;
+  std::string tls_server_name_;  // options.tls.sni_host, else Init's host name
   // Members die in reverse order: servers (sockets and timers of these loops) before loops.
   std::unique_ptr<net::EventLoopGroup> callbacks_;  // null with callback_threads == 0
   std::unique_ptr<net::EventLoopGroup> loops_;

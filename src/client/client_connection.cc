@@ -11,6 +11,7 @@
 #include "client/client_call.h"
 #include "client/connection_manager.h"
 #include "client/sub_channel.h"
+#include "net/tls_session.h"
 
 namespace arenarpc::client {
 
@@ -91,6 +92,17 @@ void ClientConnection::OnConnected(const asio::error_code& error) {
   core_->counters().connections_opened.fetch_add(1, std::memory_order_relaxed);
   connection_ = net::Connection::Create(std::move(connecting_socket_),
                                         std::make_unique<Delegate>(shared_from_this()), {});
+  if (net::TlsContext* tls = core_->tls()) {
+    std::string error;
+    std::unique_ptr<net::TlsSession> session =
+        tls->NewSession(core_->TlsServerName(server_->endpoint()), &error);
+    if (!session) {
+      FailAll(EFAILEDSOCKET, "TLS to " + server_->remote_side() + ": " + error, 0);
+      return;
+    }
+    session->StartHandshake();
+    connection_->StartTls(std::move(session));  // requests wait for the handshake
+  }
   connection_->Start();
   DrainWaiting();
   if (!closed()) ArmWatchdog(!waiting_.empty());
@@ -387,7 +399,10 @@ void ClientConnection::OnSocketClosed(net::Connection& connection) {
     // not a failure: the next connect tells).
     if (!pending_.empty()) server_->OnConnectionFailed();
     const asio::error_code& error = connection.close_error();
-    if (error == asio::error::eof) {
+    if (std::string tls_error = connection.tls_error(); !tls_error.empty()) {
+      code = EFAILEDSOCKET;
+      text = "TLS with " + server_->remote_side() + " failed: " + tls_error;
+    } else if (error == asio::error::eof) {
       code = EEOF;
       text = "Got EOF of " + server_->remote_side();
     } else if (error && error.category() == asio::system_category()) {

@@ -11,6 +11,7 @@
 #include "client/channel_core.h"
 #include "client/connection_manager.h"
 #include "net/endpoint.h"
+#include "net/tls_session.h"
 
 namespace arenarpc::client {
 
@@ -23,6 +24,8 @@ struct SubChannel::Probe {
   std::string request;   // the HTTP probe's
   std::string reply;     // what was read of the reply so far
   std::array<char, 512> buffer;
+  std::unique_ptr<net::TlsSession> tls;  // TLS channels
+  bool request_sent = false;
 };
 
 SubChannel::SubChannel(ChannelCore* core, cluster::ServerNode node, bool health_checked)
@@ -94,7 +97,9 @@ void SubChannel::RunProbe(const std::shared_ptr<Probe>& probe) {
           self->ScheduleProbe(probe);
           return;
         }
-        if (self->core_->options().health_check_path.empty()) {
+        if (self->core_->tls() != nullptr) {
+          self->ProbeTls(probe);
+        } else if (self->core_->options().health_check_path.empty()) {
           self->Revive(probe);
         } else {
           self->ProbeHttp(probe);
@@ -138,13 +143,90 @@ void SubChannel::ReadProbeStatus(const std::shared_ptr<Probe>& probe) {
           self->ReadProbeStatus(probe);
           return;
         }
-        // Only "HTTP/1.x 200" passes.
-        const std::string_view line = std::string_view(probe->reply).substr(0, eol);
-        if (line.size() >= 12 && line.starts_with("HTTP/1.") && line.substr(8, 4) == " 200") {
+        if (ProbeStatusOk(probe->reply)) {
           self->Revive(probe);
         } else {
           self->ScheduleProbe(probe);
         }
+      });
+}
+
+bool SubChannel::ProbeStatusOk(std::string_view reply) {
+  const std::string_view line = reply.substr(0, reply.find("\r\n"));
+  return line.size() >= 12 && line.starts_with("HTTP/1.") && line.substr(8, 4) == " 200";
+}
+
+void SubChannel::ProbeTls(const std::shared_ptr<Probe>& probe) {
+  const ChannelOptions& options = core_->options();
+  std::string error;
+  probe->tls = core_->tls()->NewSession(core_->TlsServerName(endpoint()), &error);
+  if (!probe->tls) {
+    ScheduleProbe(probe);
+    return;
+  }
+  probe->request_sent = false;
+  probe->reply.clear();
+  probe->timer.expires_after(std::chrono::milliseconds(options.health_check_timeout_ms));
+  probe->timer.async_wait([probe](const asio::error_code& error) {
+    if (error) return;
+    asio::error_code ignored;
+    probe->socket.close(ignored);  // the pending write or read fails: the probe failed
+  });
+  probe->tls->StartHandshake();
+  ProbeTlsStep(probe);
+}
+
+void SubChannel::ProbeTlsStep(const std::shared_ptr<Probe>& probe) {
+  const std::string& path = core_->options().health_check_path;
+  net::BufferChain out;
+  if (probe->tls->handshake_done()) {
+    if (path.empty()) {
+      Revive(probe);
+      return;
+    }
+    if (!probe->request_sent) {
+      probe->request_sent = true;
+      net::BufferChain plain;
+      plain.Append("GET " + path + " HTTP/1.1\r\nHost: " + remote_side_ +
+                   "\r\nConnection: close\r\n\r\n");
+      probe->tls->Encrypt(plain, out, [](size_t, size_t) {});
+    } else if (probe->reply.find("\r\n") != std::string::npos || probe->reply.size() >= 4096) {
+      if (ProbeStatusOk(probe->reply)) {
+        Revive(probe);
+      } else {
+        ScheduleProbe(probe);
+      }
+      return;
+    }
+  }
+  probe->tls->TakeOutput(out);
+  if (!out.empty()) {
+    probe->request = out.ToString();
+    asio::async_write(probe->socket, asio::buffer(probe->request),
+                      [weak = weak_from_this(), probe](const asio::error_code& error, size_t) {
+                        auto self = weak.lock();
+                        if (!self || self->closed()) return;
+                        if (error) {
+                          self->ScheduleProbe(probe);
+                        } else {
+                          self->ProbeTlsStep(probe);
+                        }
+                      });
+    return;
+  }
+  probe->socket.async_read_some(
+      asio::buffer(probe->buffer),
+      [weak = weak_from_this(), probe](const asio::error_code& error, size_t n) {
+        auto self = weak.lock();
+        if (!self || self->closed()) return;
+        net::BufferChain cipher, plain;
+        cipher.Append(std::string_view(probe->buffer.data(), n));
+        if (error || probe->tls->Decrypt(cipher, plain) != net::TlsSession::Status::kOk) {
+          self->ScheduleProbe(probe);
+          return;
+        }
+        probe->reply += plain.ToString();
+        self->ProbeTlsStep(probe);
       });
 }
 

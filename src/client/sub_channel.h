@@ -60,6 +60,12 @@ class SubChannel final : public cluster::ServerState,
   // After the probe connected: GET health_check_path, then read the status line.
   void ProbeHttp(const std::shared_ptr<Probe>& probe);
   void ReadProbeStatus(const std::shared_ptr<Probe>& probe);
+  // A TLS channel's probe after the connect: the handshake (and the GET inside TLS), one step per
+  // socket write or read.
+  void ProbeTls(const std::shared_ptr<Probe>& probe);
+  void ProbeTlsStep(const std::shared_ptr<Probe>& probe);
+  // The status line of a probe's reply (what arrived so far) passes: "HTTP/1.x 200".
+  static bool ProbeStatusOk(std::string_view reply);
   void Revive(const std::shared_ptr<Probe>& probe);
 
   ChannelCore* const core_;

@@ -7,6 +7,7 @@
 #include <array>
 
 #include "net/endpoint.h"
+#include "net/tls_session.h"
 
 namespace arenarpc::net {
 namespace {
@@ -63,6 +64,11 @@ asio::error_code Connection::close_error() const {
   return close_error_;
 }
 
+std::string Connection::tls_error() const {
+  std::lock_guard lock(mutex_);
+  return tls_error_;
+}
+
 void Connection::Touch() noexcept {
   last_activity_ns_.store(Nanos(Clock::now()), std::memory_order_relaxed);
 }
@@ -84,7 +90,7 @@ void Connection::Start() {
 }
 
 void Connection::ArmRead() {
-  std::span<char> space = input_.PrepareWrite(kMinReadSpace);
+  std::span<char> space = read_target().PrepareWrite(kMinReadSpace);
   socket_.async_read_some(asio::buffer(space.data(), space.size()),
                           [self = shared_from_this()](const asio::error_code& error, size_t bytes) {
                             self->OnRead(error, bytes);
@@ -97,7 +103,7 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
     CloseNow(CloseReason::kPeer, error == asio::error::operation_aborted ? asio::error_code() : error);
     return;
   }
-  input_.CommitWrite(bytes);  // 0 when resuming: OnInput sees only what was buffered
+  read_target().CommitWrite(bytes);  // 0 when resuming: OnInput sees only what was buffered
   if (bytes > 0 && !read_any_.load(std::memory_order_relaxed)) {
     read_any_.store(true, std::memory_order_relaxed);
   }
@@ -109,6 +115,18 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
   size_t read_now = bytes;
   for (bool more = bytes > 0;;) {
     if (more) more = ReadAvailable(&read_now, &read_error);
+    if (tls_ && !ciphertext_in_.empty()) {
+      const bool was_done = tls_->handshake_done();
+      const TlsSession::Status status = tls_->Decrypt(ciphertext_in_, input_);
+      if (status == TlsSession::Status::kFailed) {
+        if (run_next) run_next->Run();
+        FailTls();
+        return;
+      }
+      if (status == TlsSession::Status::kClosed && !read_error) read_error = asio::error::eof;
+      if (!was_done && tls_->handshake_done()) delegate_->OnTlsHandshakeDone(*this);
+      RequestFlush();  // handshake records, or plaintext that waited for the handshake
+    }
     const Clock::time_point now = Clock::now();
     last_activity_ns_.store(Nanos(now), std::memory_order_relaxed);
     InputResult result = delegate_->OnInput(*this, input_, now);
@@ -122,14 +140,21 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
                    [task = std::move(result.run_next)] { task->Run(); });
       }
     }
-    const bool partial = (!input_.empty() || result.message_in_progress) && !input_waits;
+    const bool partial =
+        (!input_.empty() || result.message_in_progress || (tls_ && tls_->InRecord())) &&
+        !input_waits;
     if (!partial) {  // waiting on us is no slow sender
       partial_since_ns_.store(0, std::memory_order_relaxed);
     } else if (result.message_completed ||
                partial_since_ns_.load(std::memory_order_relaxed) == 0) {
       partial_since_ns_.store(Nanos(now), std::memory_order_relaxed);  // a new message began
     }
-    if (!more || read_error || !keep_open || input_waits || read_now >= kMaxBytesPerWakeup) break;
+    // StartTls() from OnInput left ciphertext to decrypt and hand over.
+    const bool tls_started = tls_ && !ciphertext_in_.empty();
+    if ((!more && !tls_started) || read_error || !keep_open || input_waits ||
+        read_now >= kMaxBytesPerWakeup) {
+      break;
+    }
   }
   if (read_error || !keep_open) {
     // What was read before the error is still served, as far as the socket takes the reply.
@@ -144,14 +169,14 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
 
 bool Connection::ReadAvailable(size_t* read_now, asio::error_code* error) {
   for (size_t round = 0; round < kReadBytesPerRound;) {
-    std::span<char> space = input_.PrepareWrite(kMinReadSpace);
+    std::span<char> space = read_target().PrepareWrite(kMinReadSpace);
     const size_t n = socket_.read_some(asio::buffer(space.data(), space.size()), *error);
     if (*error == asio::error::would_block || *error == asio::error::try_again) {
       error->clear();
       return false;
     }
     if (*error) return false;  // what arrived before it is still delivered
-    input_.CommitWrite(n);
+    read_target().CommitWrite(n);
     round += n;
     *read_now += n;
     if (n < space.size()) return false;  // the socket is most likely empty now
@@ -235,8 +260,20 @@ void Connection::Write(BufferChain&& bytes) {
 bool Connection::TakePending() {
   bool close = false;
   {
-    std::lock_guard lock(mutex_);
-    if (!pending_.empty() && !closed()) {
+    std::unique_lock lock(mutex_);
+    if (tls_ && !closed()) {
+      // Plaintext waits for the handshake; the handshake's own records go at once.
+      BufferChain plaintext;
+      if (!pending_.empty() && tls_->handshake_done()) {
+        plaintext = std::move(pending_);
+        pending_held_.store(0, std::memory_order_relaxed);
+      }
+      if (!plaintext.empty() || tls_->HasOutput()) {
+        lock.unlock();
+        EncryptTaken(plaintext);
+        return true;
+      }
+    } else if (!pending_.empty() && !closed()) {
       writing_.Append(std::move(pending_));
       pending_held_.store(0, std::memory_order_relaxed);
       writing_held_.store(writing_.held_bytes(), std::memory_order_relaxed);
@@ -286,10 +323,71 @@ void Connection::Flush() {
     if (written > 0) write_blocked_since_ns_.store(0, std::memory_order_relaxed);
     writing_.PopFront(written);
     writing_held_.store(writing_.held_bytes(), std::memory_order_relaxed);
-    bytes_written_.fetch_add(written, std::memory_order_release);
+    if (!tls_) {
+      bytes_written_.fetch_add(written, std::memory_order_release);
+    } else {
+      ciphertext_written_ += written;
+      while (!tls_marks_.empty() && tls_marks_.front().first <= ciphertext_written_) {
+        bytes_written_.store(tls_marks_.front().second, std::memory_order_release);
+        tls_marks_.pop_front();
+      }
+    }
     Touch();
     if (unwritten_held_bytes() <= options_.max_unwritten_bytes / 2) Unblock(kOutputFull);
   }
+}
+
+void Connection::EncryptTaken(BufferChain& plaintext) {
+  const uint64_t base_ciphertext = ciphertext_queued_;  // writing_ is empty here
+  const uint64_t base_plaintext = plaintext_encrypted_;
+  const bool ok = tls_->Encrypt(plaintext, writing_, [&](size_t ciphertext, size_t consumed) {
+    tls_marks_.emplace_back(base_ciphertext + ciphertext, base_plaintext + consumed);
+    plaintext_encrypted_ = base_plaintext + consumed;
+  });
+  tls_->TakeOutput(writing_);
+  ciphertext_queued_ = base_ciphertext + writing_.size();
+  writing_held_.store(writing_.held_bytes(), std::memory_order_relaxed);
+  if (!ok) {
+    {
+      std::lock_guard lock(mutex_);
+      tls_error_ = tls_->error();
+    }
+    CloseNow(CloseReason::kLocal);  // Flush sees closed() next, drops writing_ and stops
+  }
+}
+
+void Connection::StartTls(std::unique_ptr<TlsSession> session) {
+  {
+    std::lock_guard lock(mutex_);
+    tls_ = std::move(session);
+  }
+  ciphertext_in_.Append(std::move(input_));
+  RequestFlush();  // a client's ClientHello
+}
+
+void Connection::RequestFlush() {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed() || write_active_) return;  // an active flusher looks again before it stops
+    if (!(tls_->handshake_done() && !pending_.empty()) && !tls_->HasOutput()) return;
+    write_active_ = true;
+  }
+  if (executor().running_in_this_thread()) {
+    Flush();
+  } else {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->Flush(); });
+  }
+}
+
+void Connection::FailTls() {
+  input_.clear();
+  ciphertext_in_.clear();
+  {
+    std::lock_guard lock(mutex_);
+    tls_error_ = tls_->error();
+  }
+  RequestFlush();  // TLS's alert tells the peer why
+  CloseWhenFlushed();
 }
 
 void Connection::Close() { CloseNow(CloseReason::kLocal); }

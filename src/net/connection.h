@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,6 +27,8 @@
 #include "arenarpc/buffer_chain.h"
 
 namespace arenarpc::net {
+
+class TlsSession;
 
 // Work a Delegate leaves to the connection, to run on the reading thread once reading has been
 // re-armed (so that a long task does not keep the connection from being read by other threads).
@@ -71,6 +74,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
                                 Clock::time_point read_at) = 0;
     // The connection closed (peer, error, timeout or Close()). Called exactly once, on any thread.
     virtual void OnClosed(Connection& connection) = 0;
+    // TLS (StartTls) finished its handshake; the reading thread, before any plaintext is handed
+    // over.
+    virtual void OnTlsHandshakeDone(Connection& /*connection*/) {}
   };
 
   struct Options {
@@ -108,6 +114,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void CloseWhenFlushed();
   // Pauses (true) or resumes (false) reading for the Delegate's own reasons. Any thread.
   void SetDelegateBlocked(bool blocked);
+  // Runs TLS under the connection from here on (net/tls_session.h): the bytes in the input (which
+  // OnInput must leave there) and every byte read later are records, OnInput gets plaintext,
+  // Write() takes plaintext. Call from OnInput, or before Start() on the connection's executor
+  // (a client, which calls session->StartHandshake() first). Once.
+  void StartTls(std::unique_ptr<TlsSession> session);
+  // nullptr on a clear-text connection.
+  const TlsSession* tls() const noexcept { return tls_.get(); }
+  // Why TLS closed the connection (a failed handshake or a bad record); empty otherwise. Read it
+  // from OnClosed or later.
+  std::string tls_error() const;
 
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
   CloseReason close_reason() const noexcept { return close_reason_.load(std::memory_order_acquire); }
@@ -148,6 +164,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ArmWatchdog(Clock::duration after);  // mutex_ held
   void OnWatchdog();
   void Touch() noexcept;                   // records activity for the idle timeout
+  BufferChain& read_target() noexcept { return tls_ ? ciphertext_in_ : input_; }
+  // TLS: encrypts what the flusher took into writing_ (closes the connection if TLS fails).
+  void EncryptTaken(BufferChain& plaintext);
+  // TLS: makes a thread flush when records or (after the handshake) plaintext wait.
+  void RequestFlush();
+  void FailTls();  // the reading thread: sends TLS's alert, then closes
 
   asio::ip::tcp::socket socket_;
   std::unique_ptr<Delegate> delegate_;
@@ -159,6 +181,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   BufferChain input_;    // the reading thread only
   BufferChain writing_;  // the flushing thread only: bytes being written now
 
+  // TLS (StartTls): set once by the reading thread (under mutex_), before any write needs it.
+  std::unique_ptr<TlsSession> tls_;
+  BufferChain ciphertext_in_;  // the reading thread: records read and not yet decrypted
+  // The flushing thread: (ciphertext offset, plaintext offset) at the end of each record queued
+  // and not yet written, so bytes_written() counts plaintext the peer can decrypt.
+  std::deque<std::pair<uint64_t, uint64_t>> tls_marks_;
+  uint64_t ciphertext_queued_ = 0, ciphertext_written_ = 0, plaintext_encrypted_ = 0;
+
   mutable std::mutex mutex_;  // guards everything below up to the atomics, and the timer
   BufferChain pending_;       // queued by Write(), not yet moved to writing_
   bool write_active_ = false; // a thread flushes, or waits for writability
@@ -166,6 +196,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint32_t read_blocks_ = 0;  // ReadBlock bits; reading is re-armed only when 0
   bool close_when_flushed_ = false;
   asio::error_code close_error_;
+  std::string tls_error_;
   asio::steady_timer watchdog_;
 
   std::atomic<bool> closed_{false};

@@ -78,5 +78,6 @@ std::string NoMethodText(std::string_view service_name, std::string_view method_
 std::string AttachmentTooLargeText(std::string_view what, int64_t attachment_size, size_t size);
 std::string MaxConcurrencyText(int64_t max_concurrency);  // "Reached server's max_concurrency=N"
 inline constexpr std::string_view kServerStoppingText = "Server is stopping";
+inline constexpr std::string_view kAuthFailedText = "Fail to authenticate";  // brpc's, ERPCAUTH
 
 }  // namespace arenarpc::protocol

@@ -13,6 +13,7 @@ constexpr std::string_view kBaiduStdMagic = "PRPC";
 constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr std::string_view kStreamMagic = "STRM";  // baidu_std's streaming frames
 constexpr size_t kLongestPrefix = kHttp2Preface.size();
+constexpr char kTlsHandshakeRecord = 0x16;  // then the record's version: 3, 0..4
 
 // `bytes` is `candidate`, or a shorter prefix of it (more bytes may still match).
 bool Matches(std::string_view bytes, std::string_view candidate, bool* complete) {
@@ -26,6 +27,11 @@ bool Matches(std::string_view bytes, std::string_view candidate, bool* complete)
 
 WireProtocol RecognizeProtocol(std::string_view first_bytes) {
   if (first_bytes.empty()) return WireProtocol::kNeedMore;
+  if (first_bytes[0] == kTlsHandshakeRecord) {
+    if (first_bytes.size() >= 2 && first_bytes[1] != 3) return WireProtocol::kUnknown;
+    if (first_bytes.size() < 3) return WireProtocol::kNeedMore;
+    return first_bytes[2] <= 4 ? WireProtocol::kTls : WireProtocol::kUnknown;
+  }
   bool complete = false;
   if (Matches(first_bytes, kBaiduStdMagic, &complete)) {
     return complete ? WireProtocol::kBaiduStd : WireProtocol::kNeedMore;

@@ -56,6 +56,7 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(ServerConnection& server,
   head.service_name = request_meta.service_name();
   head.method_name = request_meta.method_name();
   head.key = meta.correlation_id();
+  head.credential = meta.authentication_data();
   const size_t request_size = frame.payload.size() + frame.attachment.size();
   std::string invalid_text;
   if (decoder_.attachment_error()) {

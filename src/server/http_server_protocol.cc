@@ -224,7 +224,27 @@ ServerProtocol::Step HttpServerProtocol::ServeBuiltin(ServerConnection& server,
     Respond(connection, sequence, Head(404), "no method or page at " + request.path + "\n");
     return Step::kAnswered;
   }
-  if (options.internal_port >= 0 && !internal_port_) {
+  if (!internal_port_ && options.main_port_pages != "all" &&
+      !(options.main_port_pages == "health" && request.path == "/health")) {
+    Respond(connection, sequence, Head(404),
+            "built-in page " + request.path + " is not served on this port (main_port_pages=" +
+                options.main_port_pages + ")\n");
+    return Step::kAnswered;
+  }
+  // With an authenticator, pages other than /health need a valid Authorization header too.
+  if (options.auth != nullptr && request.path != "/health") {
+    const std::string* authorization = request.Header("authorization");
+    AuthContext ignored;
+    if (authorization == nullptr ||
+        options.auth->VerifyCredential(*authorization, connection.remote_side(), &ignored) != 0) {
+      state_.counters.rejected_auth.fetch_add(1, std::memory_order_relaxed);
+      protocol::HttpResponseHead head = Head(403);
+      head.headers.emplace_back("x-bd-error-code", std::to_string(ERPCAUTH));
+      Respond(connection, sequence, std::move(head), std::string(protocol::kAuthFailedText) + "\n");
+      return Step::kAnswered;
+    }
+  }
+  if (options.internal_port >= 0 && !internal_port_ && options.main_port_pages == "all") {
     Respond(connection, sequence, Head(403),
             "built-in services are served on internal_port=" +
                 std::to_string(options.internal_port) + "\n");
@@ -264,6 +284,10 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(
   head.service_name = service;
   head.method_name = method;
   head.key = sequence;
+  head.per_request_auth = true;
+  if (const std::string* authorization = request.Header("authorization")) {
+    head.credential = *authorization;
+  }
   int32_t timeout_ms = -1;
   std::string invalid_text;
   if (RequestCompressType(request) < 0) {

@@ -20,6 +20,7 @@
 #include "server/server_connection.h"
 #include "server/server_state.h"
 #include "server/server_snapshot.h"
+#include "server/server_tls.h"
 
 namespace arenarpc {
 
@@ -168,6 +169,11 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
       return Fail("internal_address=" + Quoted(options.internal_address) +
                   " is invalid (expected an IP address, e.g. 127.0.0.1): " + error.message());
     }
+  }
+  if (options.main_port_pages != "all" && options.main_port_pages != "health" &&
+      options.main_port_pages != "none") {
+    return Fail("main_port_pages=" + Quoted(options.main_port_pages) +
+                " is invalid (expected \"all\", \"health\" or \"none\")");
   }
   if (options.max_fibers < 1) {
     return Fail("max_fibers=" + std::to_string(options.max_fibers) + " is invalid (expected >= 1)");
@@ -319,6 +325,9 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   if (!net::ParseEndpoint(address, &endpoint, &endpoint_error)) {
     return impl.Fail("Start: " + endpoint_error);
   }
+  std::string tls_error;
+  state.tls = server::MakeServerTlsContext(options.tls, &tls_error);
+  if (!tls_error.empty()) return impl.Fail("Start: " + tls_error);
   state.options = options;
   state.message_memory.set_limit(options.max_inflight_message_memory);
   if (impl.BindMethods(options) != 0) return -1;
@@ -415,6 +424,15 @@ int Server::Start(const char* ip_and_port, const ServerOptions* options) {
 }
 
 const std::string& Server::last_error() const { return impl_->last_error; }
+
+int Server::ReloadTlsCertificates() {
+  std::lock_guard lock(impl_->mutex);
+  const std::shared_ptr<net::TlsContext> tls = impl_->state->tls;
+  if (!tls) return impl_->Fail("ReloadTlsCertificates: TLS is off (ServerOptions::tls)");
+  std::string error;
+  if (!tls->Reload(&error)) return impl_->Fail("ReloadTlsCertificates: " + error);
+  return 0;
+}
 
 int Server::listen_port() const { return impl_->port; }
 

@@ -53,6 +53,8 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // The protocol found the request too large for max_request_memory before opening it (a JSON
   // body): the EREQUEST it answers is sent as such (HTTP 413).
   void MarkRequestTooLarge() noexcept { too_large_ = true; }
+  // The call's own AuthContext (HTTP verifies per request); the controller points at it.
+  void set_auth_context(std::unique_ptr<AuthContext> context) { auth_context_ = std::move(context); }
 
   // On a thread, after its time in the connection's backlog: records the time queued, answers
   // ERPCTIMEDOUT without running anything when the client's deadline (its timeout_ms) has
@@ -93,6 +95,7 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   const int64_t correlation_id_;
   const std::chrono::steady_clock::time_point start_;  // request read off the socket
   std::chrono::steady_clock::time_point started_;       // taken off the queue by a thread
+  std::unique_ptr<AuthContext> auth_context_;
   Controller controller_;
   // Given back after the pair below is released (members are destroyed bottom-up).
   memory::MessageMemoryBudget::Charge memory_charge_;

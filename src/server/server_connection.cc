@@ -9,7 +9,9 @@
 #include "call/controller_access.h"
 #include "protocol/meta_builder.h"
 #include "protocol/wire_protocol.h"
+#include "net/tls_session.h"
 #include "server/server_call.h"
+#include "server/server_tls.h"
 
 namespace arenarpc::server {
 
@@ -37,9 +39,12 @@ bool ServerConnection::Recognize(net::Connection& connection, const net::BufferC
   const ServerProtocolEntry* entry = FindServerProtocol(wire);
   if (entry == nullptr) {
     state_->counters.malformed_frames.fetch_add(1, std::memory_order_relaxed);
-    state_->malformed_log.Log("closing connection from " + connection.remote_side() +
-                              ": neither baidu_std (\"PRPC\"), HTTP (a method token) nor HTTP/2 "
-                              "(its preface)");
+    state_->malformed_log.Log(
+        "closing connection from " + connection.remote_side() +
+        (wire == protocol::WireProtocol::kTls
+             ? std::string(": a TLS ClientHello, but TLS is off (ServerOptions::tls)")
+             : std::string(": neither baidu_std (\"PRPC\"), HTTP (a method token) nor HTTP/2 "
+                           "(its preface)")));
     return false;
   }
   protocol_ = entry->create(*state_, *this, internal_port_);
@@ -79,6 +84,19 @@ net::Connection::InputResult ServerConnection::OnInput(
     net::Connection& connection, net::BufferChain& input,
     net::Connection::Clock::time_point read_at) {
   net::Connection::InputResult result;
+  if (!transport_chosen_) {
+    switch (ChooseTransport(*state_, connection, input)) {
+      case Transport::kNeedMore:
+        return result;
+      case Transport::kRefused:
+        result.keep_open = false;
+        return result;
+      case Transport::kClearText:
+      case Transport::kTls:  // the input is now plaintext, handed over as it is decrypted
+        transport_chosen_ = true;
+        break;
+    }
+  }
   if (!protocol_) {
     bool need_more = false;
     if (!Recognize(connection, input, &need_more)) {
@@ -189,6 +207,10 @@ void ServerConnection::UpdateReadBlock(net::Connection& connection) {
   connection.SetDelegateBlocked(blocked);
 }
 
+void ServerConnection::OnTlsHandshakeDone(net::Connection&) {
+  state_->counters.tls_handshakes.fetch_add(1, std::memory_order_relaxed);
+}
+
 void ServerConnection::OnClosed(net::Connection& connection) {
   cancels_.Close();  // the client is gone: cancel its calls in flight
   if (entry_.load(std::memory_order_acquire) != nullptr) protocol_->OnClosed();
@@ -223,6 +245,11 @@ void ServerConnection::OnClosed(net::Connection& connection) {
       break;
     default:
       break;
+  }
+  if (std::string tls_error = connection.tls_error(); !tls_error.empty()) {
+    state_->counters.tls_failures.fetch_add(1, std::memory_order_relaxed);
+    state_->malformed_log.Log("closing connection from " + connection.remote_side() + ": TLS: " +
+                              tls_error);
   }
   state_->connections.Remove(connection.id());
 }
@@ -275,6 +302,12 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
     Reject(connection, key, head.invalid_code, head.invalid_text, nullptr, true);
     return nullptr;
   }
+  std::unique_ptr<AuthContext> call_auth;
+  const AuthContext* auth_context = nullptr;
+  if (state.options.auth != nullptr &&
+      !Authenticate(connection, head, &call_auth, &auth_context)) {
+    return nullptr;
+  }
   int code = 0;
   std::string text;
   MethodEntry* method = state.registry.Resolve(head.service_name, head.method_name, &code, &text);
@@ -292,7 +325,41 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
   auto call = std::make_unique<ServerCall>(state.shared_from_this(), connection.shared_from_this(),
                                            &cancels_, protocol_.get(), method, key, read_at);
   internal::ControllerAccess::set_remote_side(call->controller(), connection.remote_side());
+  if (const net::TlsSession* tls = connection.tls()) {
+    internal::ControllerAccess::set_tls_peer(call->controller(), &tls->peer());
+  }
+  if (auth_context != nullptr) {
+    internal::ControllerAccess::set_auth_context(call->controller(), auth_context);
+  }
+  if (call_auth) call->set_auth_context(std::move(call_auth));
   return call;
+}
+
+bool ServerConnection::Authenticate(net::Connection& connection, const CallHead& head,
+                                    std::unique_ptr<AuthContext>* call_context,
+                                    const AuthContext** context) {
+  if (!head.per_request_auth && authenticated_) {
+    *context = &auth_context_;
+    return true;
+  }
+  auto verified = std::make_unique<AuthContext>();
+  if (state_->options.auth->VerifyCredential(std::string(head.credential),
+                                             connection.remote_side(), verified.get()) != 0) {
+    Reject(connection, head.key, ERPCAUTH, protocol::kAuthFailedText,
+           &state_->counters.rejected_auth, true);
+    // brpc closes a baidu_std connection whose credential failed.
+    if (!head.per_request_auth) connection.CloseWhenFlushed();
+    return false;
+  }
+  if (head.per_request_auth) {
+    *call_context = std::move(verified);
+    *context = call_context->get();
+  } else {
+    auth_context_ = std::move(*verified);
+    authenticated_ = true;
+    *context = &auth_context_;
+  }
+  return true;
 }
 
 bool ServerConnection::AdmitTask(net::Connection& connection, int64_t key) {

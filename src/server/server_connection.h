@@ -37,6 +37,7 @@ class ServerConnection final : public net::Connection::Delegate {
   net::Connection::InputResult OnInput(net::Connection& connection, net::BufferChain& input,
                                        net::Connection::Clock::time_point read_at) override;
   void OnClosed(net::Connection& connection) override;
+  void OnTlsHandshakeDone(net::Connection& connection) override;
 
   // What admission needs to know of one decoded call.
   struct CallHead {
@@ -44,6 +45,10 @@ class ServerConnection final : public net::Connection::Delegate {
     int64_t key = 0;        // identifies the reply: correlation_id (baidu_std), sequence (HTTP)
     int invalid_code = 0;   // != 0: the request is invalid; answered so once admitted
     std::string_view invalid_text;
+    // ServerOptions::auth: the credential (authentication_data, Authorization). per_request:
+    // verified on every call (HTTP); else once, on the connection's first call (baidu_std).
+    std::string_view credential;
+    bool per_request_auth = false;
   };
   // Admission of one call (stopping -> ELOGOFF, max_queued_requests / max_concurrency -> ELIMIT,
   // invalid_code, names -> ENOSERVICE/ENOMETHOD, unsent output -> EOVERCROWDED); rejections are
@@ -77,6 +82,10 @@ class ServerConnection final : public net::Connection::Delegate {
   // one Admission::Finish() owed; false: rejected and answered.
   bool AdmitFirst(net::Connection& connection, int64_t key);
   bool Overcrowded(const net::Connection& connection) const;
+  // ServerOptions::auth for one admitted call: true with the context to show its handler
+  // (*call_context set when it is the call's own); false: answered ERPCAUTH.
+  bool Authenticate(net::Connection& connection, const CallHead& head,
+                    std::unique_ptr<AuthContext>* call_context, const AuthContext** context);
   // Answers a rejected request: counts it in `counter` (may be null), sends the error and, if it
   // was admitted, settles its admission.
   void Reject(net::Connection& connection, int64_t key, int code, std::string_view text,
@@ -88,6 +97,11 @@ class ServerConnection final : public net::Connection::Delegate {
   ServerState* state_;  // outlives every connection (Join closes them all first)
   const int max_drainers_;
   const bool internal_port_;
+  bool transport_chosen_ = false;  // TLS or clear text (server_tls.h); the reading thread
+  // ServerOptions::auth, per connection (baidu_std): set by the reading thread before the first
+  // call that shows it is admitted, then fixed.
+  bool authenticated_ = false;
+  AuthContext auth_context_;
   std::unique_ptr<ServerProtocol> protocol_;  // set by the first OnInput, then fixed
   // protocol_'s entry once protocol_ is set (read by other threads).
   std::atomic<const ServerProtocolEntry*> entry_{nullptr};

@@ -96,6 +96,10 @@ ServerStats SnapshotServer(ServerState& state) {
   stats.message_memory_peak = state.message_memory.peak();
   stats.message_memory_trims = state.message_memory.trims();
   stats.rejected_fiber_limit = counters.rejected_fiber_limit.load(kRelaxed);
+  stats.tls_handshakes = counters.tls_handshakes.load(kRelaxed);
+  stats.tls_failures = counters.tls_failures.load(kRelaxed);
+  stats.tls_refused = counters.tls_refused.load(kRelaxed);
+  stats.rejected_auth = counters.rejected_auth.load(kRelaxed);
   if (state.fibers) stats.fibers = state.fibers->live();
   stats.queued = state.admission.queued();
   stats.concurrency_limit = state.admission.limit();

@@ -25,6 +25,7 @@
 #include "net/acceptor.h"
 #include "net/connection.h"
 #include "net/event_loop_group.h"
+#include "net/tls_context.h"
 #include "server/admission.h"
 #include "server/connection_table.h"
 #include "server/service_registry.h"
@@ -45,6 +46,7 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   std::shared_ptr<net::Acceptor> internal_acceptor;  // options.internal_port >= 0
   builtin::BuiltinRegistry builtins;  // filled before Start() listens, read-only after
   memory::MessageMemoryBudget message_memory;     // max_inflight_message_memory
+  std::shared_ptr<net::TlsContext> tls;            // options.tls; null = TLS off
 
   Admission admission;
   ConnectionTable connections;
@@ -54,7 +56,8 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
         connections_closed_read_timeout{0}, connections_closed_first_byte_timeout{0},
         connections_closed_write_timeout{0}, connections_rejected{0}, malformed_frames{0},
         requests{0}, rejected_stopping{0}, rejected_limit{0}, rejected_unknown{0},
-        rejected_overcrowded{0}, rejected_timed_out{0}, read_pauses{0}, rejected_fiber_limit{0};
+        rejected_overcrowded{0}, rejected_timed_out{0}, read_pauses{0}, rejected_fiber_limit{0},
+        tls_handshakes{0}, tls_failures{0}, tls_refused{0}, rejected_auth{0};
   } counters;
   util::RateLimitedLog malformed_log;
   util::RateLimitedLog timeout_log;

@@ -177,6 +177,41 @@ TEST_P(HttpHostileTest, InternalPortServesBuiltinsAndTheMainPortMethods) {
   EXPECT_EQ("", CallEcho(channel.get(), "rpc"));
 }
 
+// main_port_pages: "health" keeps only /health on the main port, "none" no page; methods stay.
+TEST_P(HttpHostileTest, MainPortPagesPolicyLimitsThePages) {
+  for (const char* policy : {"health", "none"}) {
+    for (int internal_port : {-1, 0}) {
+      ServerOptions options;
+      options.main_port_pages = policy;
+      options.internal_port = internal_port;
+      StartServer(options);
+      auto get = [](int port, const std::string& path) {
+        HttpClient client(port);
+        EXPECT_TRUE(client.Send(HttpClient::Request("GET", path)));
+        std::optional<HttpResponse> response = client.Read();
+        return response ? response->status : -1;
+      };
+      const bool health = std::string(policy) == "health";
+      EXPECT_EQ(health ? 200 : 404, get(port_, "/health")) << policy << " " << internal_port;
+      for (const char* page : {"/status", "/connections", "/flags", "/vars", "/metrics", "/"}) {
+        EXPECT_EQ(404, get(port_, page)) << policy << " " << page;
+      }
+      if (internal_port == 0) {
+        EXPECT_EQ(200, get(server_->internal_listen_port(), "/connections"));
+      }
+      HttpClient client(port_);
+      ASSERT_TRUE(client.Send(HttpClient::Request("POST", "/arenarpc.e2e.TestService/Echo",
+                                                  R"({"message":"m"})")));
+      std::optional<HttpResponse> echo = client.Read();
+      ASSERT_TRUE(echo);
+      EXPECT_EQ(200, echo->status);
+      auto channel = MakeChannel();
+      EXPECT_EQ("", CallEcho(channel.get(), "rpc"));
+      TearDown();
+    }
+  }
+}
+
 TEST_P(HttpHostileTest, ConnectionsPageShowsEachConnectionsProtocol) {
   StartServer();
   auto channel = MakeChannel();
@@ -237,6 +272,7 @@ TEST(HttpOptionsTest, BadHttpOptionsFailStartNamingThem) {
            {[](ServerOptions& o) { o.max_http_header_size = 1 << 20; }, "max_http_header_size"},
            {[](ServerOptions& o) { o.internal_port = -2; }, "internal_port"},
            {[](ServerOptions& o) { o.internal_port = 70000; }, "internal_port"},
+           {[](ServerOptions& o) { o.main_port_pages = "some"; }, "main_port_pages"},
            {[](ServerOptions& o) {
               o.internal_port = 0;
               o.internal_address = "localhost:1";

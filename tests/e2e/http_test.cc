@@ -15,6 +15,7 @@
 #include "echo/echo_service.h"
 #include "echo/payload_generator.h"
 #include "http_client.h"
+#include "run_command.h"
 #include "protocol/compression.h"
 #include "server_fixture.h"
 
@@ -23,17 +24,6 @@ namespace {
 
 constexpr std::string_view kEchoPath = "/arenarpc.e2e.TestService/Echo";
 
-// Runs a shell command (curl, gzip) and returns what it printed on stdout.
-std::string RunCommand(const std::string& command) {
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return output;
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof(chunk), pipe)) > 0) output.append(chunk, n);
-  pclose(pipe);
-  return output;
-}
 
 class HttpTest : public ServerTest {
  protected:

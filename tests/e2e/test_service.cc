@@ -55,6 +55,14 @@ void TestServiceImpl::Handle(google::protobuf::RpcController* controller_base,
   for (const auto& item : request->items()) response->add_items(item);
   response->set_log_id(controller->log_id());
   if (!controller->request_id().empty()) response->set_request_id(controller->request_id());
+  if (const AuthContext* auth = controller->auth_context()) response->set_auth_user(auth->user());
+  if (const TlsPeer* peer = controller->tls_peer()) {
+    std::string sans;
+    for (const std::string& san : peer->sans) sans += (sans.empty() ? "" : ",") + san;
+    response->set_tls_peer("cn=" + peer->common_name + " sans=" + sans +
+                           " verified=" + (peer->verified ? "1" : "0") + " alpn=" + peer->alpn +
+                           " version=" + peer->version);
+  }
   if (request->report_thread()) {
     char name[32] = {};
     pthread_getname_np(pthread_self(), name, sizeof(name));

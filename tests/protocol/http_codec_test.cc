@@ -24,7 +24,14 @@ TEST(WireProtocolTest, RecognisesBaiduStdAndHttpFromTheirFirstBytes) {
   EXPECT_EQ(WireProtocol::kNeedMore, RecognizeProtocol("POST"));
   EXPECT_EQ(WireProtocol::kUnknown, RecognizeProtocol("GETX"));
   EXPECT_EQ(WireProtocol::kUnknown, RecognizeProtocol("get / HTTP/1.1"));
-  EXPECT_EQ(WireProtocol::kUnknown, RecognizeProtocol("\x16\x03\x01"));  // TLS
+  // A TLS handshake record (a ClientHello): type 22, version 3.0 .. 3.4.
+  EXPECT_EQ(WireProtocol::kTls, RecognizeProtocol("\x16\x03\x01"));
+  EXPECT_EQ(WireProtocol::kTls, RecognizeProtocol("\x16\x03\x03\x02\x00"));
+  EXPECT_EQ(WireProtocol::kNeedMore, RecognizeProtocol("\x16"));
+  EXPECT_EQ(WireProtocol::kNeedMore, RecognizeProtocol("\x16\x03"));
+  EXPECT_EQ(WireProtocol::kUnknown, RecognizeProtocol("\x16\x02\x01"));
+  EXPECT_EQ(WireProtocol::kUnknown, RecognizeProtocol("\x16\x03\x09"));
+  EXPECT_EQ(WireProtocol::kUnknown, RecognizeProtocol("\x17\x03\x03"));  // not a handshake
   EXPECT_EQ(WireProtocol::kUnknown, RecognizeProtocol("PRPX"));
   net::BufferChain chain;
   chain.Append("DEL");

@@ -26,6 +26,9 @@ class BaiduStdTransport final : public Transport {
     channel_options.timeout_ms = options.timeout_ms;
     channel_options.connection_type = options.connection_type;
     channel_options.io_threads = options.io_threads;
+    channel_options.tls.enable = options.tls;
+    channel_options.tls.ca_file = options.tls_ca_file;
+    channel_options.tls.sni_host = options.tls_sni_host;
     // The done only hands the result over: run it on the I/O thread, without the extra hop of
     // the callback threads, so that results stay comparable with earlier runs.
     channel_options.callback_threads = 0;

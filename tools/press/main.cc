@@ -70,6 +70,9 @@ DEFINE_validator(warmup_s, &CheckNonNegative);
 DEFINE_double(duration_s, 10, "Seconds measured");
 DEFINE_validator(duration_s, &CheckPositive);
 DEFINE_string(connection_type, "single", "single | pooled | short");
+DEFINE_bool(tls, false, "baidu_std over TLS (docs/tls.md)");
+DEFINE_string(tls_ca, "", "--tls: PEM CA that verifies the server (empty = system trust store)");
+DEFINE_string(tls_sni, "", "--tls: name sent as SNI and verified (empty = the host of --server)");
 DEFINE_validator(connection_type, &CheckConnectionType);
 DEFINE_int64(timeout_ms, 1000, "Per-call timeout");
 DEFINE_validator(timeout_ms, &CheckPositiveInt64);
@@ -122,6 +125,9 @@ int main(int argc, char** argv) {
   options.warmup_s = FLAGS_warmup_s;
   options.duration_s = FLAGS_duration_s;
   options.connection_type = FLAGS_connection_type;
+  options.tls = FLAGS_tls;
+  options.tls_ca = FLAGS_tls_ca;
+  options.tls_sni = FLAGS_tls_sni;
   options.timeout_ms = FLAGS_timeout_ms;
   options.connections = FLAGS_connections;
   options.lb = FLAGS_lb;
@@ -182,6 +188,9 @@ int main(int argc, char** argv) {
   transport_options.echo_method = echo_service->FindMethodByName("Echo");
   const std::string echo_method = transport_options.echo_method->full_name();
   transport_options.grpc_path = FLAGS_grpc_path;
+  transport_options.tls = options.tls;
+  transport_options.tls_ca_file = options.tls_ca;
+  transport_options.tls_sni_host = options.tls_sni;
   if (user_method) {
     transport_options.method = &user_method->method();
     if (options.check_response) {

@@ -36,6 +36,9 @@ struct PressOptions {
   std::string input;                       // --input: requests in JSON (lines, object or array)
   bool check_response = false;             // --check_response: parse responses into the output type
   bool server_vars = true;                 // --server_vars: read the server's /vars over HTTP
+  bool tls = false;                        // --tls: baidu_std over TLS (docs/tls.md)
+  std::string tls_ca;                      // --tls_ca: PEM CA verifying the server
+  std::string tls_sni;                     // --tls_sni: name checked against its certificate
 };
 
 // Per-field checks: return "" when valid, else what is wrong (used by the gflags validators).

@@ -26,6 +26,9 @@ struct TransportOptions {
   int64_t timeout_ms = 1000;                // per call
   int connections = 1;                      // independent connections/channels, used round-robin
   int io_threads = 1;                       // threads that run completion callbacks
+  bool tls = false;                         // baidu_std: TLS to the server (docs/tls.md)
+  std::string tls_ca_file;                  // empty = the system trust store
+  std::string tls_sni_host;                 // empty = the host of `server`
   // The method called; nullptr = the echo workload, sent to echo_method.
   const google::protobuf::MethodDescriptor* method = nullptr;
   // The echo workload's method (arenarpc.example.EchoService.Echo, or the OptionalEchoService's:
