@@ -6,6 +6,7 @@
   stall PORT SECONDS               half a ClientHello, then nothing; prints the seconds until
                                    the server closed (or "open" after SECONDS)
   flood PORT CA N                  N handshakes at once (each then one Echo); prints "ok=<n> failed=<n>"
+  grpc PORT CA MESSAGE             gRPC (grpcio, h2 by ALPN) Echo inside TLS; prints the reply's message
 """
 import asyncio
 import socket
@@ -164,6 +165,16 @@ async def flood(port, ca, n):
     print("ok=%d failed=%d%s" % (ok, n - ok, (" first=%r" % errors[0]) if errors else ""))
 
 
+def grpc_echo(port, ca, message):
+    import grpc  # python3-grpcio; imported here so that the other commands do not need it
+    credentials = grpc.ssl_channel_credentials(root_certificates=open(ca, "rb").read())
+    with grpc.secure_channel("localhost:%d" % port, credentials) as channel:
+        call = channel.unary_unary("/arenarpc.e2e.TestService/Echo",
+                                   request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        reply = call(field(1, message.encode()), timeout=10)
+    print(first_string_field(reply, 1))
+
+
 def main():
     command, port = sys.argv[1], int(sys.argv[2])
     if command == "echo":
@@ -174,6 +185,8 @@ def main():
         stall(port, float(sys.argv[3]))
     elif command == "flood":
         asyncio.run(flood(port, sys.argv[3], int(sys.argv[4])))
+    elif command == "grpc":
+        grpc_echo(port, sys.argv[3], sys.argv[4])
 
 
 if __name__ == "__main__":

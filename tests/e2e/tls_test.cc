@@ -273,6 +273,10 @@ TEST_P(TlsTest, CurlOpensslAndPythonSpeakToTheTlsPort) {
   EXPECT_EQ("from python\nTLSv1.3\n",
             RunCommand(kPython + "echo " + std::to_string(port_) + " " + File("ca.pem") +
                        " 'from python' 2>&1"));
+  // gRPC inside TLS: a client offering only "h2" gets it by ALPN, and grpcio's call goes through.
+  EXPECT_NE(std::string::npos, SClient("-servername localhost -alpn h2").find("ALPN protocol: h2"));
+  EXPECT_EQ("from grpc\n", RunCommand(kPython + "grpc " + std::to_string(port_) + " " +
+                                      File("ca.pem") + " 'from grpc' 2>&1"));
 }
 
 TEST_P(TlsTest, VersionsAndCiphersAreConfigurable) {
