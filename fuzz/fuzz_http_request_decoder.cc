@@ -66,8 +66,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const size_t unit = (data[0] & 0x3f) + 1;
   const std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
-  const WireProtocol wire = RecognizeProtocol(bytes.substr(0, 16));
-  if (wire == WireProtocol::kBaiduStd) FUZZ_CHECK(bytes.substr(0, 4) == "PRPC");
+  const WireProtocol wire = RecognizeProtocol(bytes.substr(0, 24));
+  // baidu_std: a request frame ("PRPC") or a streaming frame ("STRM").
+  if (wire == WireProtocol::kBaiduStd) {
+    FUZZ_CHECK(bytes.substr(0, 4) == "PRPC" || bytes.substr(0, 4) == "STRM");
+  }
+  if (wire == WireProtocol::kHttp2) FUZZ_CHECK(bytes.substr(0, 4) == "PRI ");
+  if (wire == WireProtocol::kTls) FUZZ_CHECK(bytes[0] == 0x16 && bytes[1] == 3);
 
   HttpRequestDecoder decoder(kMaxHeader, kMaxBody);
   BufferChain in;
