@@ -68,6 +68,15 @@ class RawSocket {
     return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
   }
   // True once the peer has closed (EOF or reset); discards anything readable.
+  // Whether the peer closed, without reading what it sent (a client that never reads): only an
+  // end of stream already at the head of the input, or a reset, is seen.
+  bool PeerClosedWithoutReading() {
+    char byte;
+    const ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) return true;
+    return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+  }
+  // Reads and drops whatever the peer sent; true if it closed.
   bool PeerClosed() {
     char buffer[4096];
     for (;;) {
