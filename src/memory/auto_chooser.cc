@@ -68,11 +68,7 @@ void AutoChooser::Record(uint32_t candidate, const Measurement& m, int64_t now_m
 void AutoChooser::Unmeasured(int64_t now_ms) {
   std::lock_guard lock(mu_);
   if (!in_trial_.load(std::memory_order_relaxed)) {
-    calls_since_ += settings_.sample_every;
-    if (calls_since_ >= settings_.recheck_calls ||
-        now_ms - decided_ms_ >= int64_t{settings_.recheck_seconds} * 1000) {
-      StartTrial("periodic recheck");
-    }
+    CheckRecheck(now_ms);
     return;
   }
   ++trial_attempts_;
