@@ -142,7 +142,7 @@ bool ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup) {
   }
   const int64_t correlation_id = MakeCorrelationId(slot_, attempts_++);
   meta_.set_correlation_id(correlation_id);
-  if (core_->options().deliver_timeout_ms && deadline_ != Clock::time_point::max()) {
+  if (core_->options().deliver_timeout && deadline_ != Clock::time_point::max()) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
     meta_.mutable_request()->set_timeout_ms(static_cast<int32_t>(
         std::clamp<int64_t>(left.count(), 1, std::numeric_limits<int32_t>::max())));
