@@ -126,6 +126,14 @@ class Controller : public google::protobuf::RpcController {
   // The id of the call this controller is (or will be) used for; valid before the call starts,
   // stable until Reset(). Copy it before an asynchronous call whose done may delete the controller.
   CallId call_id();
+  // Fan-out calls (ParallelChannel, PartitionChannel), once the call completed: sub_count() is
+  // the number of sub-channels, sub(i) the controller of the sub-call sent to sub-channel i
+  // (its error, latency, remote side, attachments), nullptr if its CallMapper skipped it or i is
+  // out of range. Valid until Reset() or destruction (brpc's Controller::sub).
+  int sub_count() const noexcept { return static_cast<int>(sub_controllers_.size()); }
+  const Controller* sub(int index) const noexcept {
+    return index >= 0 && index < sub_count() ? sub_controllers_[index] : nullptr;
+  }
 
   // --- server side
   // The caller's remaining budget if it sent one (RpcRequestMeta.timeout_ms), else -1.
@@ -165,6 +173,8 @@ class Controller : public google::protobuf::RpcController {
   void* retain_state_ = nullptr;
   internal::CancelSource* cancel_source_ = nullptr;  // server calls only
   std::shared_ptr<internal::CallStreams> streams_;   // arenarpc/stream.h; null: none
+  std::vector<const Controller*> sub_controllers_;    // fan-out calls: see sub()
+  std::shared_ptr<void> sub_calls_;                   // owns what sub_controllers_ point to
 };
 
 // Client: waits (a fiber suspends, a thread blocks) until the call `id` has completed and its done (if any) has returned. Returns at

@@ -41,6 +41,8 @@ void Controller::Reset() {
   retain_hook_ = nullptr;
   retain_state_ = nullptr;
   streams_.reset();
+  sub_controllers_.clear();
+  sub_calls_.reset();
 }
 
 const std::string& Controller::local_side() const noexcept {

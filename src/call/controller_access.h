@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "arenarpc/controller.h"
 #include "call/cancel_source.h"
@@ -36,6 +38,12 @@ struct ControllerAccess {
   static std::shared_ptr<CallStreams>& streams(Controller& c) noexcept { return c.streams_; }
   static void set_cancel_source(Controller& c, CancelSource* source) noexcept {
     c.cancel_source_ = source;
+  }
+  // Fan-out: the sub-calls' controllers by sub-channel index, and their owner.
+  static void set_sub_calls(Controller& c, std::vector<const Controller*> subs,
+                            std::shared_ptr<void> owner) {
+    c.sub_controllers_ = std::move(subs);
+    c.sub_calls_ = std::move(owner);
   }
 };
 

@@ -29,8 +29,8 @@ class ParallelCall : public std::enable_shared_from_this<ParallelCall> {
   };
 
   ParallelCall(Controller* controller, google::protobuf::Message* response,
-               google::protobuf::Closure* done)
-      : controller_(controller), response_(response), done_(done) {}
+               google::protobuf::Closure* done, int sub_channels)
+      : controller_(controller), response_(response), done_(done), sub_channels_(sub_channels) {}
   ~ParallelCall() {
     // brpc's SubCall flags: what the CallMapper allocated for the sub-call is deleted with it.
     for (auto& sub : subs_) {
@@ -137,6 +137,11 @@ class ParallelCall : public std::enable_shared_from_this<ParallelCall> {
       }
       controller_->SetFailed(ETOOMANYFAILS, std::move(text));
     }
+    std::vector<const Controller*> by_channel(static_cast<size_t>(sub_channels_), nullptr);
+    for (auto& sub : subs_) by_channel[static_cast<size_t>(sub->index)] = &sub->controller;
+    // The caller's controller keeps this call (sub-controllers, mapped messages) until Reset().
+    internal::ControllerAccess::set_sub_calls(*controller_, std::move(by_channel),
+                                              shared_from_this());
     internal::ControllerAccess::set_latency_us(
         *controller_,
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count());
@@ -150,6 +155,7 @@ class ParallelCall : public std::enable_shared_from_this<ParallelCall> {
   Controller* const controller_;
   google::protobuf::Message* const response_;
   google::protobuf::Closure* const done_;
+  const int sub_channels_;
   const Clock::time_point start_ = Clock::now();
   std::vector<std::unique_ptr<Sub>> subs_;
   std::vector<CallId> call_ids_;
@@ -218,8 +224,8 @@ void ParallelChannel::CallMethod(const google::protobuf::MethodDescriptor* metho
                done);
     return;
   }
-  auto call = std::make_shared<ParallelCall>(controller, response, done);
   const int count = static_cast<int>(subs_.size());
+  auto call = std::make_shared<ParallelCall>(controller, response, done, count);
   for (int i = 0; i < count; ++i) {
     const Sub& sub = subs_[i];
     SubCall mapped = sub.mapper != nullptr

@@ -107,6 +107,44 @@ TEST_F(Fanout, ParallelToleratesFailuresBelowFailLimit) {
   EXPECT_GE(cntl.latency_us(), 200'000);  // waited for the silent one's timeout
 }
 
+// Controller::sub(i): each sub-call's own controller, by sub-channel index, after the call and
+// until Reset(); a skipped sub-call has none.
+TEST_F(Fanout, SubControllersShowEachSubCallUntilReset) {
+  class SkipSecond : public CallMapper {
+   public:
+    SubCall Map(int index, int, const google::protobuf::MethodDescriptor* method,
+                const google::protobuf::Message* request,
+                google::protobuf::Message* response) override {
+      if (index == 1) return SubCall::Skip();
+      return SubCall(method, request, response->New(), SubCall::DELETE_RESPONSE);
+    }
+  };
+  ParallelChannel channel;
+  ASSERT_EQ(channel.Init(nullptr), 0);
+  auto* mapper = new SkipSecond;
+  for (int server : {0, 0, 1}) {
+    ASSERT_EQ(channel.AddChannel(channels_[server].get(), DOESNT_OWN_CHANNEL, mapper, nullptr), 0);
+  }
+  EchoResponse response;
+  Controller cntl;
+  EXPECT_EQ(cntl.sub_count(), 0);
+  Call(&channel, &cntl, &response);
+  ASSERT_FALSE(cntl.Failed()) << cntl.ErrorText();  // 1 failure < fail_limit 2
+  ASSERT_EQ(cntl.sub_count(), 3);
+  ASSERT_NE(cntl.sub(0), nullptr);
+  EXPECT_FALSE(cntl.sub(0)->Failed());
+  EXPECT_EQ(cntl.sub(0)->remote_side(), servers_[0]->address());
+  EXPECT_EQ(cntl.sub(1), nullptr);  // skipped by the mapper
+  ASSERT_NE(cntl.sub(2), nullptr);
+  EXPECT_EQ(cntl.sub(2)->ErrorCode(), EINTERNAL) << cntl.sub(2)->ErrorText();
+  EXPECT_EQ(cntl.sub(2)->remote_side(), servers_[1]->address());
+  EXPECT_EQ(cntl.sub(3), nullptr);
+  EXPECT_EQ(cntl.sub(-1), nullptr);
+  cntl.Reset();
+  EXPECT_EQ(cntl.sub_count(), 0);
+  EXPECT_EQ(cntl.sub(0), nullptr);
+}
+
 TEST_F(Fanout, ParallelFailsAtFailLimitAndCancelsTheRest) {
   auto channel = Parallel({0, 1, 2}, 1, 5000);
   EchoResponse response;
