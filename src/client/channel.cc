@@ -9,6 +9,7 @@
 
 #include "arenarpc/controller.h"
 #include "arenarpc/error_codes.h"
+#include "client/option_checks.h"
 #include "client/channel_core.h"
 #include "client/client_call.h"
 #include "client/server_pool.h"
@@ -21,14 +22,11 @@ namespace {
 
 // Empty string = valid.
 std::string ValidateOptions(const ChannelOptions& o) {
-  if (o.timeout_ms <= 0 && o.timeout_ms != -1) {
-    return "timeout_ms=" + std::to_string(o.timeout_ms) + " must be > 0 or -1 (no deadline)";
+  if (auto e = client::CheckTimeoutMs("timeout_ms", o.timeout_ms); !e.empty()) return e;
+  if (auto e = client::CheckTimeoutMs("connect_timeout_ms", o.connect_timeout_ms); !e.empty()) {
+    return e;
   }
-  if (o.connect_timeout_ms <= 0 && o.connect_timeout_ms != -1) {
-    return "connect_timeout_ms=" + std::to_string(o.connect_timeout_ms) +
-           " must be > 0 or -1 (no deadline)";
-  }
-  if (o.max_retry < 0) return "max_retry=" + std::to_string(o.max_retry) + " must be >= 0";
+  if (auto e = client::CheckMaxRetry(o.max_retry); !e.empty()) return e;
   if (o.connection_type != "single" && o.connection_type != "pooled" &&
       o.connection_type != "short") {
     return "connection_type=\"" + o.connection_type +
@@ -62,11 +60,12 @@ std::string ValidateOptions(const ChannelOptions& o) {
            " must be in [1, 3600000]";
   }
   if (o.max_unwritten_bytes == 0) return "max_unwritten_bytes=0 must be >= 1";
-  if (o.read_timeout_ms <= 0 && o.read_timeout_ms != -1) {
-    return "read_timeout_ms=" + std::to_string(o.read_timeout_ms) + " must be > 0 or -1 (never)";
+  if (auto e = client::CheckTimeoutMs("read_timeout_ms", o.read_timeout_ms, "never"); !e.empty()) {
+    return e;
   }
-  if (o.write_timeout_ms <= 0 && o.write_timeout_ms != -1) {
-    return "write_timeout_ms=" + std::to_string(o.write_timeout_ms) + " must be > 0 or -1 (never)";
+  if (auto e = client::CheckTimeoutMs("write_timeout_ms", o.write_timeout_ms, "never");
+      !e.empty()) {
+    return e;
   }
   if (o.max_consecutive_timeouts < 0) {
     return "max_consecutive_timeouts=" + std::to_string(o.max_consecutive_timeouts) +

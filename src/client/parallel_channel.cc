@@ -8,6 +8,7 @@
 #include "arenarpc/controller.h"
 #include "arenarpc/error_codes.h"
 #include "call/controller_access.h"
+#include "client/option_checks.h"
 #include "client/fanout_support.h"
 
 namespace arenarpc {
@@ -178,9 +179,9 @@ ParallelChannel::~ParallelChannel() {
 
 int ParallelChannel::Init(const ParallelChannelOptions* options) {
   const ParallelChannelOptions chosen = options != nullptr ? *options : ParallelChannelOptions{};
-  if (chosen.timeout_ms <= 0 && chosen.timeout_ms != -1) {
-    last_error_ = "invalid ParallelChannelOptions: timeout_ms=" +
-                  std::to_string(chosen.timeout_ms) + " (expected > 0 or -1)";
+  if (std::string error = client::CheckTimeoutMs("timeout_ms", chosen.timeout_ms);
+      !error.empty()) {
+    last_error_ = "invalid ParallelChannelOptions: " + error;
     return -1;
   }
   options_ = chosen;

@@ -8,6 +8,7 @@
 #include "arenarpc/controller.h"
 #include "arenarpc/error_codes.h"
 #include "call/controller_access.h"
+#include "client/option_checks.h"
 #include "client/fanout_support.h"
 
 namespace arenarpc {
@@ -155,10 +156,10 @@ int SelectiveChannel::Init(const char* lb_name, const ChannelOptions* options) {
     return -1;
   }
   options_ = options != nullptr ? *options : ChannelOptions{};
-  if ((options_.timeout_ms <= 0 && options_.timeout_ms != -1) || options_.max_retry < 0) {
-    last_error_ = "invalid ChannelOptions: timeout_ms=" + std::to_string(options_.timeout_ms) +
-                  " (expected > 0 or -1), max_retry=" + std::to_string(options_.max_retry) +
-                  " (expected >= 0)";
+  std::string error = client::CheckTimeoutMs("timeout_ms", options_.timeout_ms);
+  if (error.empty()) error = client::CheckMaxRetry(options_.max_retry);
+  if (!error.empty()) {
+    last_error_ = "invalid ChannelOptions: " + error;
     return -1;
   }
   initialized_ = true;

@@ -39,6 +39,19 @@ class SuffixMapper : public CallMapper {
     return SubCall(method, sub, response->New(), SubCall::DELETE_REQUEST | SubCall::DELETE_RESPONSE);
   }
 };
+// Sub-call 1 gets `second` (Skip or Bad); the others the call's request and a fresh response.
+class SecondSubCallIs : public CallMapper {
+ public:
+  explicit SecondSubCallIs(SubCall second) : second_(second) {}
+  SubCall Map(int index, int, const google::protobuf::MethodDescriptor* method,
+              const google::protobuf::Message* request, google::protobuf::Message* response) override {
+    if (index == 1) return second_;
+    return SubCall(method, request, response->New(), SubCall::DELETE_RESPONSE);
+  }
+
+ private:
+  SubCall second_;
+};
 // Concatenates the messages, so the test sees which sub-calls were merged, in which order.
 class ConcatMerger : public ResponseMerger {
  public:
@@ -110,18 +123,9 @@ TEST_F(Fanout, ParallelToleratesFailuresBelowFailLimit) {
 // Controller::sub(i): each sub-call's own controller, by sub-channel index, after the call and
 // until Reset(); a skipped sub-call has none.
 TEST_F(Fanout, SubControllersShowEachSubCallUntilReset) {
-  class SkipSecond : public CallMapper {
-   public:
-    SubCall Map(int index, int, const google::protobuf::MethodDescriptor* method,
-                const google::protobuf::Message* request,
-                google::protobuf::Message* response) override {
-      if (index == 1) return SubCall::Skip();
-      return SubCall(method, request, response->New(), SubCall::DELETE_RESPONSE);
-    }
-  };
   ParallelChannel channel;
   ASSERT_EQ(channel.Init(nullptr), 0);
-  auto* mapper = new SkipSecond;
+  auto* mapper = new SecondSubCallIs(SubCall::Skip());
   for (int server : {0, 0, 1}) {
     ASSERT_EQ(channel.AddChannel(channels_[server].get(), DOESNT_OWN_CHANNEL, mapper, nullptr), 0);
   }
@@ -187,20 +191,11 @@ TEST_F(Fanout, ParallelSkippedAndBadSubCalls) {
       return SubCall::Skip();
     }
   };
-  class BadSecond : public CallMapper {
-   public:
-    SubCall Map(int index, int, const google::protobuf::MethodDescriptor* method,
-                const google::protobuf::Message* request,
-                google::protobuf::Message* response) override {
-      if (index == 1) return SubCall::Bad();
-      return SubCall(method, request, response->New(), SubCall::DELETE_RESPONSE);
-    }
-  };
   ParallelChannel skipping, bad;
   skipping.Init(nullptr);
   bad.Init(nullptr);
   auto* skip_all = new SkipAll;
-  auto* bad_second = new BadSecond;
+  auto* bad_second = new SecondSubCallIs(SubCall::Bad());
   for (int i = 0; i < 2; ++i) {
     skipping.AddChannel(channels_[0].get(), DOESNT_OWN_CHANNEL, skip_all, nullptr);
     bad.AddChannel(channels_[0].get(), DOESNT_OWN_CHANNEL, bad_second, nullptr);

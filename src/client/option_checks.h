@@ -1,0 +1,24 @@
+#pragma once
+// Checks shared by the channels' Init(): each returns an empty string if the value is valid, else
+// a message naming the option.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace arenarpc::client {
+
+// A duration option: > 0, or -1 (`minus_one` says what -1 means).
+inline std::string CheckTimeoutMs(std::string_view name, int64_t ms,
+                                  std::string_view minus_one = "no deadline") {
+  if (ms > 0 || ms == -1) return {};
+  return std::string(name) + "=" + std::to_string(ms) + " must be > 0 or -1 (" +
+         std::string(minus_one) + ")";
+}
+
+inline std::string CheckMaxRetry(int max_retry) {
+  if (max_retry >= 0) return {};
+  return "max_retry=" + std::to_string(max_retry) + " must be >= 0";
+}
+
+}  // namespace arenarpc::client
