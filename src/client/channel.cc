@@ -6,6 +6,7 @@
 #include <asio/post.hpp>
 
 #include <cerrno>
+#include <memory>
 
 #include "arenarpc/controller.h"
 #include "arenarpc/error_codes.h"
@@ -311,7 +312,8 @@ void Channel::CallMethod(const google::protobuf::MethodDescriptor* method,
                                              InterceptedClientCall{*method, *controller, *request},
                                              &credential, &error_text);
     if (done != nullptr) {
-      done = new AfterReceiveDone(core_, *method, *controller, *response, done);
+      done = std::make_unique<AfterReceiveDone>(core_, *method, *controller, *response, done)
+                 .release();  // deletes itself when run
     }
     if (code != 0) {
       core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);

@@ -168,11 +168,28 @@ class CallLog {
   std::vector<std::string> entries_;
 };
 
+// Holds the threads of interceptors that wait on it until opened (at most 10 s).
+class Gate {
+ public:
+  void Open() { open_.store(true); }
+  void Wait() const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!open_.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+ private:
+  std::atomic<bool> open_{false};
+};
+
 // Logs what it saw; acts on Echo messages that name it: "refuse-<name>" (EPERM), "throw-<name>",
-// "negative-<name>" (-1), "slow-<name>" (blocks its thread 300 ms, then lets the call go on).
+// "negative-<name>" (-1), "slow-<name>" (blocks its thread until the gate opens, then lets the
+// call go on).
 class NamedInterceptor final : public ServerInterceptor {
  public:
-  NamedInterceptor(std::string name, CallLog* log) : name_(std::move(name)), log_(log) {}
+  NamedInterceptor(std::string name, CallLog* log, const Gate* gate = nullptr)
+      : name_(std::move(name)), log_(log), gate_(gate) {}
   int Intercept(const InterceptedServerCall& call, std::string* error_text) const override {
     const Controller& controller = call.controller;
     const AuthContext* auth = controller.auth_context();
@@ -187,13 +204,14 @@ class NamedInterceptor final : public ServerInterceptor {
     }
     if (message == "throw-" + name_) throw std::runtime_error("boom");
     if (message == "negative-" + name_) return -1;
-    if (message == "slow-" + name_) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (message == "slow-" + name_ && gate_ != nullptr) gate_->Wait();
     return 0;
   }
 
  private:
   std::string name_;
   CallLog* log_;
+  const Gate* gate_;
 };
 
 // Refuses calls from clients without a verified mTLS certificate of CN=client-a.
@@ -242,7 +260,7 @@ class InterceptorTest : public PkiServerTest {
 
   void StartIntercepted(ServerOptions options = {}) {
     options.auth = &server_auth_;
-    options.interceptors = {std::make_shared<NamedInterceptor>("A", &log_),
+    options.interceptors = {std::make_shared<NamedInterceptor>("A", &log_, &gate_),
                             std::make_shared<NamedInterceptor>("B", &log_)};
     StartServer(options);
   }
@@ -270,6 +288,7 @@ class InterceptorTest : public PkiServerTest {
   TokenAuthenticator server_auth_{""};
   TokenAuthenticator alice_{"token-alice"};
   CallLog log_;
+  Gate gate_;
 };
 
 TEST_P(InterceptorTest, ServerInterceptorsRunInOrderAndTheFirstRefusalWins) {
@@ -362,15 +381,17 @@ TEST_P(InterceptorTest, ASlowInterceptorHoldsOnlyItsOwnCall) {
   auto slow_channel = AliceChannel();
   auto fast_channel = AliceChannel();
   std::string slow;
-  std::thread slow_caller([&] { slow = Echo(slow_channel.get(), "slow-A"); });
+  std::atomic<bool> slow_done{false};
+  std::thread slow_caller([&] {
+    slow = Echo(slow_channel.get(), "slow-A");
+    slow_done.store(true);
+  });
   ASSERT_TRUE(WaitForInFlight(1));
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ("ok alice", Echo(fast_channel.get(), "fast"));
-  const auto fast_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                           std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(slow_done.load()) << "the fast call waited for the slow interceptor";
+  gate_.Open();
   slow_caller.join();
-  EXPECT_EQ("ok alice", slow);  // it went on after its 300 ms
-  EXPECT_LT(fast_ms, 250) << "the fast call waited for the slow interceptor";
+  EXPECT_EQ("ok alice", slow);  // it went on once its interceptor returned
 }
 
 TEST_P(InterceptorTest, ClientInterceptorsAddACredentialAndSeeTheOutcome) {
