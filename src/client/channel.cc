@@ -5,6 +5,7 @@
 
 #include <asio/post.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
 
@@ -31,6 +32,9 @@ std::string ValidateOptions(const ChannelOptions& o) {
            " must be > 0 or -1 (no deadline)";
   }
   if (o.max_retry < 0) return "max_retry=" + std::to_string(o.max_retry) + " must be >= 0";
+  if (std::ranges::find(o.interceptors, nullptr) != o.interceptors.end()) {
+    return "interceptors holds a null interceptor";
+  }
   if (o.connection_type != "single" && o.connection_type != "pooled" &&
       o.connection_type != "short") {
     return "connection_type=\"" + o.connection_type +

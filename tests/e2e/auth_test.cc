@@ -451,6 +451,22 @@ TEST_P(InterceptorTest, ClientInterceptorsAddACredentialAndSeeTheOutcome) {
   EXPECT_EQ(static_cast<size_t>(4 * 10 * kLoadScale), afters);
 }
 
+TEST_P(InterceptorTest, ANullInterceptorIsRefusedAtStartAndInit) {
+  ServerOptions options;
+  options.interceptors = {nullptr};
+  TestServiceImpl service;
+  Server server;
+  ASSERT_EQ(0, server.AddService(&service, SERVER_DOESNT_OWN_SERVICE));
+  EXPECT_EQ(-1, server.Start("127.0.0.1:0", options));
+  EXPECT_NE(std::string::npos, server.last_error().find("null interceptor")) << server.last_error();
+  ChannelOptions channel_options;
+  channel_options.interceptors = {std::make_shared<ClientSide>("c", &log_), nullptr};
+  Channel channel;
+  EXPECT_EQ(-1, channel.Init("127.0.0.1:1", &channel_options));
+  EXPECT_NE(std::string::npos, channel.last_error().find("null interceptor"))
+      << channel.last_error();
+}
+
 INSTANTIATE_TEST_SUITE_P(Arena, InterceptorTest, ::testing::Values("arena"),
                          ::arenarpc::e2e::ModeName);
 
