@@ -1,6 +1,7 @@
 #pragma once
 // PkiServerTest: a ServerTest whose suite shares a temp directory of make_test_pki.sh's
-// certificates (ca, server, client, expired, stranger...; see the script), removed after the suite.
+// certificates (ca, server, client, expired, stranger...; see the script), made by the first
+// File() call (tests that need none do not pay for it) and removed after the suite.
 // Needs ARENARPC_TEST_PKI_SCRIPT (the script's path) defined by the test target.
 
 #include <cstdlib>
@@ -13,15 +14,20 @@ namespace arenarpc::e2e {
 
 class PkiServerTest : public ServerTest {
  protected:
-  static void SetUpTestSuite() {
-    char pattern[] = "/tmp/arenarpc-pki-XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(pattern));
-    dir_ = pattern;
-    const std::string command = "bash " ARENARPC_TEST_PKI_SCRIPT " " + dir_ + " >/dev/null";
-    ASSERT_EQ(0, std::system(command.c_str()));
+  static void TearDownTestSuite() {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    dir_.clear();
   }
-  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
-  static std::string File(const std::string& name) { return dir_ + "/" + name; }
+  static std::string File(const std::string& name) {
+    if (dir_.empty()) {
+      char pattern[] = "/tmp/arenarpc-pki-XXXXXX";
+      if (mkdtemp(pattern) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+      dir_ = pattern;
+      const std::string command = "bash " ARENARPC_TEST_PKI_SCRIPT " " + dir_ + " >/dev/null";
+      if (std::system(command.c_str()) != 0) ADD_FAILURE() << "make_test_pki.sh failed";
+    }
+    return dir_ + "/" + name;
+  }
 
   static inline std::string dir_;
 };
