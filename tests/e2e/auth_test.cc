@@ -184,7 +184,7 @@ class Gate {
 };
 
 // Logs what it saw; acts on Echo messages that name it: "refuse-<name>" (EPERM), "throw-<name>",
-// "negative-<name>" (-1), "slow-<name>" (blocks its thread until the gate opens, then lets the
+// "negative-<name>" (-1), "fields-<name>" (EINVAL naming the user fields), "slow-<name>" (blocks its thread until the gate opens, then lets the
 // call go on).
 class NamedInterceptor final : public ServerInterceptor {
  public:
@@ -204,6 +204,13 @@ class NamedInterceptor final : public ServerInterceptor {
     }
     if (message == "throw-" + name_) throw std::runtime_error("boom");
     if (message == "negative-" + name_) return -1;
+    if (message == "fields-" + name_) {  // refuses, naming the request's user fields
+      *error_text = "fields:";
+      for (const auto& [key, value] : call.controller.request_user_fields()) {
+        *error_text += " " + key + "=" + value;
+      }
+      return EINVAL;
+    }
     if (message == "slow-" + name_ && gate_ != nullptr) gate_->Wait();
     return 0;
   }
@@ -409,6 +416,10 @@ TEST_P(InterceptorTest, ClientInterceptorsAddACredentialAndSeeTheOutcome) {
   // A server refusal: AfterReceive sees the error.
   EXPECT_NE(std::string::npos, Echo(channel.get(), "refuse-A").find("A says no"));
   EXPECT_EQ("c1.before:Echo c2.before:Echo A:Echo:bob:- c2.after=1: c1.after=1:", log_.Take());
+  // The user fields BeforeSend added reach the server's interceptors.
+  const std::string fields = Echo(channel.get(), "fields-B");
+  EXPECT_NE(std::string::npos, fields.find("fields: x-c1=1 x-c2=1")) << fields;
+  log_.Take();
 
   // A refusal before send: nothing is sent, the rest of the chain does not run, AfterReceive does.
   options.interceptors = {std::make_shared<ClientSide>("r", &log_, "", /*refuse=*/true),
