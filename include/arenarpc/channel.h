@@ -41,6 +41,7 @@
 #include "arenarpc/authenticator.h"
 #include "arenarpc/cluster/retry_policy.h"
 #include "arenarpc/controller.h"
+#include "arenarpc/interceptor.h"
 #include "arenarpc/tls_version.h"
 
 namespace arenarpc {
@@ -139,6 +140,9 @@ struct ChannelOptions {
   // Puts GenerateCredential()'s credential on every request (RpcMeta.authentication_data;
   // docs/auth.md). nullptr = none. Not owned; must outlive the channel.
   const Authenticator* auth = nullptr;
+  // Run in this order before each call is sent (BeforeSend), and in reverse once it completed
+  // (AfterReceive); docs/interceptors.md.
+  std::vector<std::shared_ptr<const ClientInterceptor>> interceptors;
 };
 
 // One server of a channel, as Channel::servers() reports it.

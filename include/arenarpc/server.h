@@ -26,6 +26,7 @@
 
 #include "arenarpc/authenticator.h"
 #include "arenarpc/controller.h"
+#include "arenarpc/interceptor.h"
 #include "arenarpc/max_concurrency.h"
 #include "arenarpc/memory/message_memory.h"
 #include "arenarpc/method_stats.h"
@@ -173,6 +174,10 @@ struct ServerOptions {
   // connection) and HTTP's Authorization header (per request; built-in pages other than /health
   // too). nullptr = none. Not owned; must outlive the server.
   const Authenticator* auth = nullptr;
+
+  // --- interceptors (docs/interceptors.md): run in this order on every call (baidu_std, HTTP,
+  // gRPC) after its request was parsed and before its handler; the first refusal answers the call.
+  std::vector<std::shared_ptr<const ServerInterceptor>> interceptors;
 };
 
 class Server {

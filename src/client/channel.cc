@@ -5,10 +5,13 @@
 
 #include <asio/post.hpp>
 
+#include <algorithm>
 #include <cerrno>
+#include <memory>
 
 #include "arenarpc/controller.h"
 #include "arenarpc/error_codes.h"
+#include "call/interceptor_chain.h"
 #include "client/option_checks.h"
 #include "client/channel_core.h"
 #include "client/client_call.h"
@@ -27,6 +30,9 @@ std::string ValidateOptions(const ChannelOptions& o) {
     return e;
   }
   if (auto e = client::CheckMaxRetry(o.max_retry); !e.empty()) return e;
+  if (std::ranges::find(o.interceptors, nullptr) != o.interceptors.end()) {
+    return "interceptors holds a null interceptor";
+  }
   if (o.connection_type != "single" && o.connection_type != "pooled" &&
       o.connection_type != "short") {
     return "connection_type=\"" + o.connection_type +
@@ -96,6 +102,31 @@ void FailBeforeStart(client::ChannelCore* core, Controller* controller, int code
     asio::post(core->loops().Next(), [done] { done->Run(); });
   }
 }
+
+// An asynchronous call's done behind ChannelOptions::interceptors: their AfterReceive first.
+class AfterReceiveDone final : public google::protobuf::Closure {
+ public:
+  AfterReceiveDone(std::shared_ptr<client::ChannelCore> core,
+                   const google::protobuf::MethodDescriptor& method, Controller& controller,
+                   const google::protobuf::Message& response, google::protobuf::Closure* done)
+      : core_(std::move(core)),
+        method_(method),
+        controller_(controller),
+        response_(response),
+        done_(done) {}
+  void Run() override {
+    std::unique_ptr<AfterReceiveDone> self(this);
+    internal::RunAfterReceive(core_->options().interceptors, method_, controller_, response_);
+    done_->Run();
+  }
+
+ private:
+  const std::shared_ptr<client::ChannelCore> core_;  // owns the interceptors
+  const google::protobuf::MethodDescriptor& method_;
+  Controller& controller_;
+  const google::protobuf::Message& response_;
+  google::protobuf::Closure* const done_;
+};
 
 }  // namespace
 
@@ -276,14 +307,37 @@ void Channel::CallMethod(const google::protobuf::MethodDescriptor* method,
                     nullptr);
     return;
   }
+  std::string credential;
+  const bool intercepted = !core_->options().interceptors.empty();
+  if (intercepted) {
+    std::string error_text;
+    const int code = internal::RunBeforeSend(core_->options().interceptors,
+                                             InterceptedClientCall{*method, *controller, *request},
+                                             &credential, &error_text);
+    if (done != nullptr) {
+      done = std::make_unique<AfterReceiveDone>(core_, *method, *controller, *response, done)
+                 .release();  // deletes itself when run
+    }
+    if (code != 0) {
+      core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
+      FailBeforeStart(core_.get(), controller, code, error_text, done);
+      if (done == nullptr) {
+        internal::RunAfterReceive(core_->options().interceptors, *method, *controller, *response);
+      }
+      return;
+    }
+  }
   auto call = std::make_shared<client::ClientCall>(core_, method, controller, response, done);
-  if (!call->Prepare(*request)) {
+  if (call->Prepare(*request, std::move(credential))) {
+    call->Start();
+    if (done == nullptr) call->Wait();
+  } else {
     core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
     FailBeforeStart(core_.get(), nullptr, 0, "", done);
-    return;
   }
-  call->Start();
-  if (done == nullptr) call->Wait();
+  if (intercepted && done == nullptr) {
+    internal::RunAfterReceive(core_->options().interceptors, *method, *controller, *response);
+  }
 }
 
 }  // namespace arenarpc

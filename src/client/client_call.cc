@@ -40,7 +40,7 @@ ClientCall::ClientCall(std::shared_ptr<ChannelCore> core,
 
 ClientCall::~ClientCall() = default;
 
-bool ClientCall::Prepare(const google::protobuf::Message& request) {
+bool ClientCall::Prepare(const google::protobuf::Message& request, std::string credential) {
   const auto fail = [this](std::string text) {  // not started: nothing else can see the call
     FailLocked(EREQUEST, text);
     internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
@@ -69,15 +69,15 @@ bool ClientCall::Prepare(const google::protobuf::Message& request) {
   fields.span_id = controller_->span_id();
   fields.parent_span_id = controller_->parent_span_id();
   fields.user_fields = &controller_->request_user_fields();
-  std::string credential;
-  if (const Authenticator* auth = core_->options().auth) {
+  const Authenticator* auth = core_->options().auth;
+  if (auth != nullptr && credential.empty()) {
     if (auth->GenerateCredential(&credential) != 0) {
       FailLocked(ERPCAUTH, "Fail to generate credential");
       internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
       return false;
     }
-    fields.authentication_data = credential;
   }
+  if (auth != nullptr || !credential.empty()) fields.authentication_data = credential;
   protocol::PayloadFields payload_fields;
   payload_fields.compress_type = compress_type;
   payload_fields.attachment_size = attachment_.size();

@@ -53,7 +53,8 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
 
   // Caller thread, before Start(): serializes (and compresses) the request and builds the meta.
   // On failure the controller is failed (EREQUEST) and the call must not be started.
-  bool Prepare(const google::protobuf::Message& request);
+  // `credential`: a ClientInterceptor's; empty = ChannelOptions::auth's, if any.
+  bool Prepare(const google::protobuf::Message& request, std::string credential = {});
   // Arms the deadline and sends the first attempt.
   void Start();
   // Synchronous calls: waits until the call completed (a fiber suspends, a thread blocks).

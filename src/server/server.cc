@@ -116,6 +116,9 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
       return Fail(error);
     }
   }
+  if (std::ranges::find(options.interceptors, nullptr) != options.interceptors.end()) {
+    return Fail("interceptors holds a null interceptor");
+  }
   if (options.max_queued_requests < 0) {
     return Fail("max_queued_requests=" + std::to_string(options.max_queued_requests) +
                 " is invalid (expected >= 0; 0 = unlimited)");

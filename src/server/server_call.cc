@@ -12,6 +12,7 @@
 
 #include "arenarpc/error_codes.h"
 #include "call/controller_access.h"
+#include "call/interceptor_chain.h"
 #include "protocol/payload_bytes.h"
 #include "util/sampling.h"
 
@@ -193,9 +194,21 @@ void ServerCall::RunHandler(void* arg) {
   ServerCall* done = static_cast<std::unique_ptr<ServerCall>*>(arg)->release();
   MethodEntry* method = done->method_;
   method->CountStarted();
+  if (!done->state_->options.interceptors.empty() && !done->Intercept()) return;
   // `done` is owned by the handler until done->Run(), which may come from this fiber.
   method->service->CallMethod(method->descriptor, &done->controller_, done->pair_.request(),
                               done->pair_.response(), done);
+}
+
+bool ServerCall::Intercept() {
+  std::string error_text;
+  const int code = internal::RunServerInterceptors(
+      state_->options.interceptors,
+      InterceptedServerCall{*method_->descriptor, controller_, *pair_.request()}, &error_text);
+  if (code == 0) return true;
+  controller_.SetFailed(code, std::move(error_text));
+  Run();  // answers the refusal like a failed handler's; deletes this call
+  return false;
 }
 
 bool ServerCall::AdmitMessageMemory(memory::SerializedMessage& bytes, int* code,

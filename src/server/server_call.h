@@ -76,6 +76,9 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // max_request_memory and max_inflight_message_memory for the opened request bytes. false:
   // *code and *error_text say why (EREQUEST, ELIMIT).
   bool AdmitMessageMemory(memory::SerializedMessage& bytes, int* code, std::string* error_text);
+  // ServerOptions::interceptors, on the handler's fiber. false: one refused the call, which was
+  // answered and deleted.
+  bool Intercept();
   // The fiber's body: takes `*arg` (a std::unique_ptr<ServerCall>*) and runs the handler.
   static void RunHandler(void* arg);
   // Leaves the backlog: ServerState::queued.

@@ -16,6 +16,7 @@
 
 #include "run_command.h"
 #include "server_fixture.h"
+#include "test_pki.h"
 
 namespace arenarpc::e2e {
 namespace {
@@ -30,16 +31,8 @@ uint64_t RssBytes() {
 
 const std::string kPython = "/usr/bin/python3 " ARENARPC_TLS_CLIENTS_PY " ";
 
-class TlsTest : public ServerTest {
+class TlsTest : public PkiServerTest {
  protected:
-  static void SetUpTestSuite() {
-    char pattern[] = "/tmp/arenarpc-tls-XXXXXX";
-    ASSERT_NE(nullptr, mkdtemp(pattern));
-    dir_ = pattern;
-    ASSERT_EQ(0, std::system(("bash " ARENARPC_TEST_PKI_SCRIPT " " + dir_).c_str()));
-  }
-  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
-  static std::string File(const std::string& name) { return dir_ + "/" + name; }
 
   // The server's certificate files live in a copy per test, so that reload tests may replace them.
   ServerOptions TlsServerOptions(bool mtls = false) {
@@ -97,7 +90,6 @@ class TlsTest : public ServerTest {
                       " </dev/null 2>&1");
   }
 
-  static inline std::string dir_;
   static inline int live_ = 0;
 };
 
