@@ -14,26 +14,9 @@ port, gen_dir, max_message = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 sys.path.insert(0, gen_dir)
 import grpc  # noqa: E402
 import e2e_test_pb2 as pb  # noqa: E402
+from grpc_cases import case, expect, failures  # noqa: E402
 
 target = f"127.0.0.1:{port}"
-failures = []
-
-
-def case(name):
-    def run(fn):
-        try:
-            fn()
-            print(f"OK {name}", flush=True)
-        except Exception as e:  # noqa: BLE001
-            failures.append(name)
-            print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
-        return fn
-    return run
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 channel = grpc.insecure_channel(target)
