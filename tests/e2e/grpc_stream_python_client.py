@@ -46,12 +46,16 @@ bidi_raw = method("stream_stream", "Bidi", raw=True)
 push = method("unary_stream", "Push")
 
 
-def in_flight(name):
+def metric(prefix, label=""):
     text = urllib.request.urlopen(f"http://{target}/metrics", timeout=10).read().decode()
     for line in text.splitlines():
-        if line.startswith("arenarpc_server_method_in_flight") and f'StreamService.{name}"' in line:
+        if line.startswith(prefix) and label in line:
             return float(line.rsplit(" ", 1)[1])
     return 0.0
+
+
+def in_flight(name):
+    return metric("arenarpc_server_method_in_flight", f'StreamService.{name}"')
 
 
 def wait_in_flight(name, want, seconds=10):
@@ -171,6 +175,11 @@ def _():
     call = push(pb.StreamRequest(text="r", count=-1, bytes=65536), timeout=30)
     next(call)
     time.sleep(1.5)
+    # What the server holds for it: the stream's max_buffered_bytes (256 KiB, grpc_test.cc) and
+    # the message that crossed it, in whole pages; nothing else on this idle server.
+    held = metric("arenarpc_server_unwritten_held_bytes")
+    print(f"STALLED_HELD {held:.0f}", flush=True)
+    expect(200 << 10 <= held <= 448 << 10, f"held {held} bytes for the stalled stream")
     # the connection and the server still serve other calls meanwhile
     other = grpc.insecure_channel(target)
     good = other.unary_unary(prefix + "Unary", request_serializer=ser,
