@@ -230,5 +230,21 @@ def _():
     expect(elapsed < n * 0.1 / 4, f"{n} streams of 100 ms took {elapsed:.2f} s: not concurrent")
 
 
+@case("stop_with_a_stream_open")
+def _():
+    # The test's server stops (GOAWAY) once this stream is open: the stream goes on until the
+    # server's stop_deadline_ms, then its connection closes.
+    got, code = 0, None
+    start = time.monotonic()
+    try:
+        for _ in push(pb.StreamRequest(text="stop", count=-1, delay_ms=10), timeout=30):
+            got += 1
+    except grpc.RpcError as e:
+        code = e.code()
+    print(f"STOP_STREAM {code} {got} {time.monotonic() - start:.2f}", flush=True)
+    expect(code == grpc.StatusCode.UNAVAILABLE, f"the stream ended with {code}")
+    expect(got > 20, f"{got} messages")
+
+
 channel.close()
 sys.exit(1 if failures else 0)

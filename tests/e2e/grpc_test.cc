@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "../press/run_shell.h"
 #include "arenarpc/fiber.h"
@@ -68,6 +69,9 @@ constexpr size_t kMaxBufferedBytes = 256u << 10;  // GrpcStreamMethodOptions of 
 
 struct PushCounters {
   std::atomic<int> ended{0}, canceled{0}, blocked{0};
+  fiber::Event stop_stream_open;           // the "stop" Push wrote its first message
+  std::atomic<bool> stopping{false};       // Server::Stop() began
+  std::atomic<int> written_while_stopping{0};
   std::atomic<int64_t> bytes_before_block{0};  // the largest, over the calls that blocked
 };
 
@@ -155,6 +159,10 @@ void AddStreamMethods(GrpcStreamService& streams, PushCounters& push) {
           if (rc == 0) rc = stream.TryWrite(&out);
         }
         if (rc != 0) break;
+        if (request.text() == "stop") {
+          push.stop_stream_open.Set();
+          if (push.stopping.load()) push.written_while_stopping.fetch_add(1);
+        }
         written += request.bytes();
         if (request.delay_ms() > 0) fiber::SleepFor(std::chrono::milliseconds(request.delay_ms()));
       }
@@ -180,13 +188,21 @@ TEST_P(GrpcStreamTest, PythonGrpcioStreams) {
   options.memory_mode = GetParam();
   options.num_threads = 2;
   options.max_body_size = kMaxBody;
+  options.stop_deadline_ms = 1000;
   Server server;
   ASSERT_EQ(0, server.AddService(&streams, SERVER_DOESNT_OWN_SERVICE)) << server.last_error();
   ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
   ASSERT_FALSE(PythonModuleDir().empty());
+  std::thread stopper([&] {  // the client's last case: Stop() with a stream open
+    if (!all_cases || !push.stop_stream_open.WaitFor(std::chrono::seconds(60))) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    push.stopping.store(true);
+    server.Stop();
+  });
   const press::ShellOutput run = press::RunShell(
       "timeout 120 /usr/bin/python3 " ARENARPC_SOURCE_DIR "/tests/e2e/grpc_stream_python_client.py " +
       std::to_string(server.listen_port()) + " " + PythonModuleDir() + (all_cases ? "" : " bytes"));
+  stopper.join();
   const std::string& output = run.out;
   EXPECT_EQ(0, run.exit_code) << output;
   // Every strategy: the replies' bytes (the client compares them with its own serialization).
@@ -208,13 +224,16 @@ TEST_P(GrpcStreamTest, PythonGrpcioStreams) {
   }
   for (const char* name :
        {"unary_method_of_a_stream_service", "server_stream_empty", "cancel_mid_stream", "deadline",
-        "client_stops_reading", "client_stream_flood", "concurrent_streams_one_connection"}) {
+        "client_stops_reading", "client_stream_flood", "concurrent_streams_one_connection",
+        "stop_with_a_stream_open"}) {
     EXPECT_NE(std::string::npos, output.find(std::string("OK ") + name + "\n"))
         << name << "\n" << output;
   }
-  // Push ran three times (cancel, deadline, the reader that stopped), canceled each time.
-  EXPECT_EQ(3, push.ended.load()) << output;
-  EXPECT_EQ(3, push.canceled.load()) << output;
+  // Push ran four times (cancel, deadline, the reader that stopped, Stop()), canceled each time.
+  EXPECT_EQ(4, push.ended.load()) << output;
+  EXPECT_EQ(4, push.canceled.load()) << output;
+  // The stream open at Stop() went on after the GOAWAY (10 ms a message, stop_deadline_ms 1 s).
+  EXPECT_GT(push.written_while_stopping.load(), 20) << output;
   // The stalled reader: the writer met the bound, after the client's windows and the stream's
   // max_buffered_bytes took what they could (grpcio's windows grow to a few MiB: BDP probing).
   EXPECT_EQ(1, push.blocked.load()) << output;
