@@ -1,5 +1,6 @@
 #include "server/grpc_server_protocol.h"
 
+#include <asio/post.hpp>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
@@ -479,6 +480,7 @@ int GrpcServerProtocol::StreamWaitRoom(int64_t key, size_t max_stream_bytes, boo
   net::Connection& connection = *waits->connection;
   const auto stream_id = static_cast<int32_t>(key);
   until = std::min(until, waits->deadline);
+  bool flushed = false;
   for (;;) {
     it = calls_.find(key);
     if (it == calls_.end() || it->second.canceled || connection.closed()) return ECANCELED;
@@ -486,6 +488,13 @@ int GrpcServerProtocol::StreamWaitRoom(int64_t key, size_t max_stream_bytes, boo
     const size_t held = session_.StreamHeldBytes(stream_id);
     const bool connection_room = session_.held_bytes() < max_held_bytes_;
     if ((held == 0 || held < max_stream_bytes) && connection_room) return 0;
+    if (!flushed) {  // what is queued goes out (as the windows allow) before we wait for it
+      flushed = true;
+      lock.unlock();
+      Flush(connection);
+      lock.lock();
+      continue;
+    }
     if (!wait) return EAGAIN;
     if (Clock::now() >= until) return ETIMEDOUT;
     writers_wait_for_connection_ = writers_wait_for_connection_ || !connection_room;
@@ -501,10 +510,24 @@ int GrpcServerProtocol::StreamSend(int64_t key, net::BufferChain&& message, bool
   net::Connection& connection = *it->second.stream->connection;
   std::vector<std::pair<std::string, std::string>> headers;
   if (metadata != nullptr) headers.assign(metadata->begin(), metadata->end());
-  if (!session_.SendMessage(static_cast<int32_t>(key), std::move(message), compressed, headers)) {
-    return ECANCELED;
-  }
+  const auto stream_id = static_cast<int32_t>(key);
+  if (!session_.SendMessage(stream_id, std::move(message), compressed, headers)) return ECANCELED;
   PublishLocked();
+  if (session_.StreamHeldBytes(stream_id) < kStreamFlushBytes) {
+    // Small messages written in a row leave in one write: the connection's thread flushes them
+    // once this fiber lets it (or the batch grows to kStreamFlushBytes).
+    if (!flush_posted_) {
+      flush_posted_ = true;
+      asio::post(connection.executor(), [this, owner = connection.shared_from_this()] {
+        {
+          std::lock_guard flush_lock(mutex_);
+          flush_posted_ = false;
+        }
+        Flush(*owner);
+      });
+    }
+    return 0;
+  }
   lock.unlock();
   Flush(connection);
   return 0;

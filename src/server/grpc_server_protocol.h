@@ -121,6 +121,8 @@ class GrpcServerProtocol final : public ServerProtocol {
   const size_t max_held_bytes_;  // max_unwritten_bytes: replies waiting for a window
   bool has_stream_methods_ = false;
   bool writers_wait_for_connection_ = false;  // mutex_: a writer met max_unwritten_bytes
+  bool flush_posted_ = false;                 // mutex_: a Flush() is posted to the connection
+  static constexpr size_t kStreamFlushBytes = 32u << 10;
   std::string error_;  // Next() only
 
   std::atomic<size_t> held_bytes_{0};

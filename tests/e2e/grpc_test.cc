@@ -192,6 +192,23 @@ TEST_P(GrpcStreamTest, PythonGrpcioStreams) {
   Server server;
   ASSERT_EQ(0, server.AddService(&streams, SERVER_DOESNT_OWN_SERVICE)) << server.last_error();
   ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
+  {  // baidu_std: the unary method is served, a streaming one is not
+    Channel channel;
+    ChannelOptions channel_options;
+    channel_options.timeout_ms = 10000;
+    ASSERT_EQ(0, channel.Init("127.0.0.1:" + std::to_string(server.listen_port()), &channel_options));
+    StreamService_Stub stub(&channel);
+    StreamRequest request;
+    request.set_text("b");
+    StreamReply reply;
+    Controller unary_controller;
+    stub.Unary(&unary_controller, &request, &reply, nullptr);
+    EXPECT_FALSE(unary_controller.Failed()) << unary_controller.ErrorText();
+    EXPECT_EQ("b", reply.text());
+    Controller stream_controller;
+    stub.ServerStream(&stream_controller, &request, &reply, nullptr);
+    EXPECT_EQ(ENOMETHOD, stream_controller.ErrorCode()) << stream_controller.ErrorText();
+  }
   ASSERT_FALSE(PythonModuleDir().empty());
   std::thread stopper([&] {  // the client's last case: Stop() with a stream open
     if (!all_cases || !push.stop_stream_open.WaitFor(std::chrono::seconds(60))) return;

@@ -22,6 +22,8 @@ bool IsReserved(std::string_view name) {
          name == "content-type" || name == "user-agent" || name == "content-length";
 }
 
+constexpr size_t kCopiedMessageBytes = 1024;
+
 uint32_t MessageLength(const net::BufferChain& body) {
   unsigned char prefix[kMessagePrefixSize];
   body.CopyTo(prefix, sizeof(prefix));
@@ -577,7 +579,14 @@ bool GrpcServerSession::SendMessage(int32_t stream_id, net::BufferChain&& messag
   EncodeMessagePrefix(compressed, static_cast<uint32_t>(message.size()), prefix);
   const size_t held_before = stream->out.held_bytes();
   stream->out.Append(std::string_view(prefix, sizeof(prefix)));
-  stream->out.Append(std::move(message));
+  if (message.size() <= kCopiedMessageBytes) {  // packed with the ones before, not a page each
+    for (size_t i = 0; i < message.span_count(); ++i) {
+      const std::span<const char> span = message.span(i);
+      stream->out.Append(std::string_view(span.data(), span.size()));
+    }
+  } else {
+    stream->out.Append(std::move(message));
+  }
   held_bytes_ += stream->out.held_bytes() - held_before;
   if (stream->responded) {
     nghttp2_session_resume_data(session_, stream_id);
