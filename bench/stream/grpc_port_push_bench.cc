@@ -24,15 +24,11 @@
 #include "arenarpc/server.h"
 #include "grpc_port_push.pb.h"
 #include "grpc_push.grpc.pb.h"
+#include "push_bench_support.h"
 
 namespace {
 
-double CpuSeconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
+using streambench::CpuSeconds;
 
 void Pin(int cpu) {
   if (cpu < 0) return;
@@ -42,17 +38,6 @@ void Pin(int cpu) {
   sched_setaffinity(0, sizeof(set), &set);
 }
 
-class GrpcPush final : public streambench::Push::Service {
-  grpc::Status Push(grpc::ServerContext*, const streambench::PushRequest* request,
-                    grpc::ServerWriter<streambench::PushMessage>* writer) override {
-    streambench::PushMessage message;
-    message.set_data(std::string(static_cast<size_t>(request->message_bytes()), 'x'));
-    for (int64_t i = 0; i < request->messages(); ++i) {
-      if (!writer->Write(message)) break;
-    }
-    return grpc::Status::OK;
-  }
-};
 
 // The client: one stream through gRPC's sync API on `path`; the number of messages read.
 long ReadStream(int port, const std::string& path, long messages, int message_bytes) {
@@ -120,7 +105,7 @@ int main(int argc, char** argv) {
   Pin(server_cpu);
   int port = 0;
   std::unique_ptr<grpc::Server> grpc_server;
-  GrpcPush grpc_service;
+  streambench::GrpcPushService grpc_service;
   arenarpc::Server arena_server;
   arenarpc::GrpcStreamService arena_service(streambench::ArenaPush::descriptor());
   if (server_kind == "grpc") {
