@@ -45,6 +45,15 @@ std::shared_ptr<grpc::Channel> ChannelTo(const Server& server) {
                              grpc::InsecureChannelCredentials());
 }
 
+// `service` on 127.0.0.1:<any>, two threads, memory strategy `mode`.
+void Start(Server& server, google::protobuf::Service* service, const char* mode) {
+  ASSERT_EQ(0, server.AddService(service, SERVER_DOESNT_OWN_SERVICE));
+  ServerOptions options;
+  options.num_threads = 2;
+  options.memory_mode = mode;
+  ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
+}
+
 class H2GrpcClientTest : public ::testing::TestWithParam<const char*> {};
 INSTANTIATE_TEST_SUITE_P(Modes, H2GrpcClientTest,
                          ::testing::Values("heap", "arena", "paged", "reuse"));
@@ -52,11 +61,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, H2GrpcClientTest,
 TEST_P(H2GrpcClientTest, EchoWorkloadConcurrentlyOnOneChannel) {
   example::EchoServiceImpl service;
   Server server;
-  ASSERT_EQ(0, server.AddService(&service, SERVER_DOESNT_OWN_SERVICE));
-  ServerOptions options;
-  options.num_threads = 2;
-  options.memory_mode = GetParam();
-  ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
+  ASSERT_NO_FATAL_FAILURE(Start(server, &service, GetParam()));
   auto channel = ChannelTo(server);
   constexpr int kThreads = 8, kCalls = 20;
   std::atomic<int> ok{0};
@@ -180,11 +185,7 @@ TEST_P(H2GrpcClientTest, StreamingMethodsFromTheCppClient) {
     stream.Write(std::move(out));
   }));
   Server server;
-  ASSERT_EQ(0, server.AddService(&streams, SERVER_DOESNT_OWN_SERVICE));
-  ServerOptions options;
-  options.num_threads = 2;
-  options.memory_mode = GetParam();
-  ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
+  ASSERT_NO_FATAL_FAILURE(Start(server, &streams, GetParam()));
   auto channel = ChannelTo(server);
 
   auto bidi = [&](int messages, const std::string& tag) {
