@@ -85,7 +85,9 @@ class GrpcServerStream {
   // *messages held before is given back first). Waits for it. false: no more messages — the
   // client ended its side, the call was canceled (RST_STREAM, the connection closed) or its
   // deadline passed (controller().IsCanceled() tells these apart), or the message could not be
-  // parsed (then controller().Failed() with EREQUEST, and the call ends INVALID_ARGUMENT).
+  // parsed or would hold more than max_request_memory once parsed (then controller().Failed()
+  // with EREQUEST: the call ends INVALID_ARGUMENT), or the server's max_inflight_message_memory
+  // is reached (ELIMIT: UNAVAILABLE).
   virtual bool Read(GrpcStreamMessages* messages) = 0;
 
   // Fresh messages from the method's strategy, for a Write() that answers no Read().

@@ -69,6 +69,7 @@ class GrpcServerProtocol final : public ServerProtocol {
   bool IsStreamCall(int64_t key);
   bool StreamAcceptsGzip(int64_t key);
   size_t max_body_size() const noexcept { return max_body_size_; }
+  ServerState& state() const noexcept { return state_; }
   // The next request message (*compress_type: its codec, 0 none): 0; ENODATA the client ended
   // its side; ECANCELED the call was canceled (RST_STREAM, connection closed, broken input) or its
   // deadline passed; EREQUEST a compressed message without grpc-encoding.

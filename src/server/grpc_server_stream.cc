@@ -16,6 +16,7 @@
 #include "protocol/rpc_meta.pb.h"
 #include "server/grpc_server_protocol.h"
 #include "server/server_call.h"
+#include "server/server_state.h"
 
 namespace arenarpc {
 
@@ -33,6 +34,14 @@ void GrpcStreamMessages::Release() noexcept {
 }
 
 namespace {
+
+// What a read message keeps until it goes back to its strategy: its charge against
+// max_inflight_message_memory (returned after the pair), the strategy, the server state.
+struct ReadKeep {
+  std::shared_ptr<server::ServerState> state;
+  std::shared_ptr<server::MethodBinding> binding;
+  memory::MessageMemoryBudget::Charge charge;
+};
 
 class ServerStream final : public GrpcServerStream {
  public:
@@ -76,6 +85,19 @@ class ServerStream final : public GrpcServerStream {
     memory::ParseResult parsed = memory::ParseResult::kInvalidBytes;
     if (protocol::OpenPayload(meta, bytes, no_attachment, &payload, &detail,
                               protocol_.max_body_size())) {
+      // max_request_memory and max_inflight_message_memory, as for a unary request
+      auto keep = std::make_shared<ReadKeep>();
+      keep->state = protocol_.state().shared_from_this();
+      keep->binding = binding_;
+      const memory::RequestMemoryGate::Decision decision = call_.method().request_memory->Admit(
+          payload, protocol_.state().message_memory, &keep->charge);
+      if (decision.verdict != memory::RequestMemoryGate::Verdict::kAdmitted) {
+        controller().SetFailed(
+            decision.verdict == memory::RequestMemoryGate::Verdict::kTooLarge ? EREQUEST : ELIMIT,
+            "request message #" + std::to_string(read_count_) + ": " + decision.text);
+        return false;
+      }
+      Keep(fresh, std::move(keep));
       parsed = PairOf(fresh).ParseRequest(payload);
       if (parsed != memory::ParseResult::kOk) {
         detail = protocol::ParseFailureDetail(*fresh.request(), parsed);

@@ -121,6 +121,19 @@ def _():
     expect(r.index == 0 and r.text == "", f"empty stream reply {r}")
 
 
+@case("client_stream_message_over_max_request_memory")
+def _():
+    # 100 KB of string: within max_body_size (256 KiB), over max_request_memory (64 KiB)
+    requests = iter([pb.StreamRequest(text="small"), pb.StreamRequest(text="y" * 100000)])
+    try:
+        client_stream(requests, timeout=10)
+        raise AssertionError("accepted")
+    except grpc.RpcError as e:
+        expect(e.code() == grpc.StatusCode.INVALID_ARGUMENT, f"status {e.code()} {e.details()}")
+        expect("max_request_memory" in e.details(), f"details {e.details()!r}")
+    expect(unary(pb.StreamRequest(text="next"), timeout=10).text == "next", "next call")
+
+
 @case("bidi")
 def _():
     # one request, then its reply, in turn: the server answers each before the next is sent

@@ -189,6 +189,7 @@ TEST_P(GrpcStreamTest, PythonGrpcioStreams) {
   options.num_threads = 2;
   options.max_body_size = kMaxBody;
   options.stop_deadline_ms = 1000;
+  options.max_request_memory = 64u << 10;
   Server server;
   ASSERT_EQ(0, server.AddService(&streams, SERVER_DOESNT_OWN_SERVICE)) << server.last_error();
   ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
@@ -242,6 +243,7 @@ TEST_P(GrpcStreamTest, PythonGrpcioStreams) {
   for (const char* name :
        {"unary_method_of_a_stream_service", "server_stream_empty", "cancel_mid_stream", "deadline",
         "client_stops_reading", "client_stream_flood", "concurrent_streams_one_connection",
+        "client_stream_message_over_max_request_memory",
         "stop_with_a_stream_open"}) {
     EXPECT_NE(std::string::npos, output.find(std::string("OK ") + name + "\n"))
         << name << "\n" << output;
