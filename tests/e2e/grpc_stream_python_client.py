@@ -156,6 +156,17 @@ def _():
         expect(raw == expected_reply(f"b{i}", i, [str(i)] * (i % 4)), f"reply {i}: {raw!r}")
 
 
+@case("bidi_gzip")
+def _():
+    # compressed requests; texts starting with "z" ask the handler for compressed replies
+    text = "z" + "compressible " * 500
+    requests = (pb.StreamRequest(text=text, items=[str(i)]) for i in range(10))
+    replies = list(bidi_raw(requests, compression=grpc.Compression.Gzip, timeout=10))
+    expect(len(replies) == 10, f"{len(replies)} replies")
+    for i, raw in enumerate(replies):
+        expect(raw == expected_reply(text, i, [str(i)]), f"reply {i}")
+
+
 @case("cancel_mid_stream")
 def _():
     call = push(pb.StreamRequest(text="c", count=-1, delay_ms=5), timeout=30)

@@ -131,6 +131,9 @@ void AddStreamMethods(GrpcStreamService& streams, PushCounters& push) {
   ASSERT_EQ(0, streams.AddMethod("Bidi", [](GrpcServerStream& stream) {
     GrpcStreamMessages messages;
     for (int i = 0; stream.Read(&messages); ++i) {
+      if (i == 0 && messages.request<StreamRequest>().text().starts_with("z")) {
+        stream.controller().set_response_compress_type(COMPRESS_TYPE_GZIP);
+      }
       FillReply(messages.request<StreamRequest>(), i, &messages.response<StreamReply>());
       if (!stream.Write(std::move(messages))) return;
     }
@@ -243,7 +246,7 @@ TEST_P(GrpcStreamTest, PythonGrpcioStreams) {
   for (const char* name :
        {"unary_method_of_a_stream_service", "server_stream_empty", "cancel_mid_stream", "deadline",
         "client_stops_reading", "client_stream_flood", "concurrent_streams_one_connection",
-        "client_stream_message_over_max_request_memory",
+        "client_stream_message_over_max_request_memory", "bidi_gzip",
         "stop_with_a_stream_open"}) {
     EXPECT_NE(std::string::npos, output.find(std::string("OK ") + name + "\n"))
         << name << "\n" << output;
