@@ -198,7 +198,7 @@ def _():
     # 64 KiB replies as fast as the server may send; the client reads one, then nothing for a while
     call = push(pb.StreamRequest(text="r", count=-1, bytes=65536), timeout=30)
     next(call)
-    time.sleep(1.5)
+    time.sleep(0.5)
     # What the server holds for it: the stream's max_buffered_bytes (256 KiB, grpc_test.cc) and
     # the message that crossed it, in whole pages; nothing else on this idle server.
     held = metric("arenarpc_server_unwritten_held_bytes")
@@ -221,19 +221,19 @@ def _():
 
 @case("client_stream_flood")
 def _():
-    # The server reads nothing for 0.8 s: the client's generator is held back by flow control.
+    # The server reads nothing for 0.5 s: the client's generator is held back by flow control.
     yielded = []
     payload = "x" * 16384
 
     def requests():
         for i in range(400):
             yielded.append(time.monotonic())
-            yield pb.StreamRequest(text=payload, delay_ms=800 if i == 0 else 0)
+            yield pb.StreamRequest(text=payload, delay_ms=500 if i == 0 else 0)
 
     start = time.monotonic()
     r = client_stream(requests(), timeout=30)
     expect(r.index == 400, f"count {r.index}")
-    early = sum(1 for t in yielded if t < start + 0.6)
+    early = sum(1 for t in yielded if t < start + 0.4)
     print(f"FLOOD_EARLY {early}", flush=True)
     expect(early < 64, f"{early} messages of 16 KiB were taken while the server read none")
 
@@ -267,7 +267,7 @@ def _():
         code = e.code()
     print(f"STOP_STREAM {code} {got} {time.monotonic() - start:.2f}", flush=True)
     expect(code == grpc.StatusCode.UNAVAILABLE, f"the stream ended with {code}")
-    expect(got > 20, f"{got} messages")
+    expect(got > 10, f"{got} messages")
 
 
 channel.close()
