@@ -198,9 +198,13 @@ def _():
     # 64 KiB replies as fast as the server may send; the client reads one, then nothing for a while
     call = push(pb.StreamRequest(text="r", count=-1, bytes=65536), timeout=30)
     next(call)
-    time.sleep(0.5)
-    # What the server holds for it: the stream's max_buffered_bytes (256 KiB, grpc_test.cc) and
-    # the message that crossed it, in whole pages; nothing else on this idle server.
+    # What the server holds for it once the client's windows are full: the stream's
+    # max_buffered_bytes (256 KiB, grpc_test.cc) and the message that crossed it, in whole pages;
+    # nothing else on this idle server. It stays there.
+    deadline = time.monotonic() + 10
+    while metric("arenarpc_server_unwritten_held_bytes") < 200 << 10 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
     held = metric("arenarpc_server_unwritten_held_bytes")
     print(f"STALLED_HELD {held:.0f}", flush=True)
     expect(200 << 10 <= held <= 448 << 10, f"held {held} bytes for the stalled stream")
@@ -251,7 +255,7 @@ def _():
         results = list(pool.map(one, range(n)))
     elapsed = time.monotonic() - start
     expect(all(r == [0, 1, 2, 3, 4] for r in results), f"results {results}")
-    expect(elapsed < n * 0.1 / 4, f"{n} streams of 100 ms took {elapsed:.2f} s: not concurrent")
+    expect(elapsed < n * 0.1 / 2, f"{n} streams of 100 ms took {elapsed:.2f} s: not concurrent")
 
 
 @case("stop_with_a_stream_open")
