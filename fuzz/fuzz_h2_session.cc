@@ -3,12 +3,14 @@
 // answering the requests it pops (a reply, a refusal, or none) and shutting down midway. Checks
 // the bounds the session promises: no message past the limit, header lists refused past theirs,
 // no more open streams than SETTINGS_MAX_CONCURRENT_STREAMS allows, held bytes back to 0 once
-// every stream is gone.
+// every stream is gone. With bit 0x40 of byte 1, paths of odd length are streaming calls: their
+// messages are popped (within the limit) and echoed one by one, and the call finished at their end.
 // Input: byte 0 chooses how the rest is chopped into reads, byte 1 how the server answers; the
 // rest is what the client sends after the preface.
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "fuzz_check.h"
 #include "protocol/h2/grpc_server_session.h"
@@ -38,6 +40,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.request_bytes_budget = 65535;
   limits.stream_window = 16384;
   h2::GrpcServerSession session(limits);
+  if ((answers & 0x40) != 0) {
+    session.set_streaming_predicate([](std::string_view path) { return path.size() % 2 == 1; });
+  }
+  std::vector<int32_t> streaming;
   BufferChain out;
   size_t pos = 0, round = 0;
   while (pos < bytes.size()) {
@@ -54,6 +60,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       size_t header_bytes = 0;
       for (const auto& [name, value] : request.metadata) header_bytes += name.size() + value.size();
       FUZZ_CHECK(header_bytes <= limits.max_header_list_bytes);
+      if (request.streaming) {
+        FUZZ_CHECK(request.message.empty());
+        streaming.push_back(request.stream_id);
+        continue;
+      }
       switch ((answers >> (round % 4 * 2)) & 3) {
         case 0:
           session.Respond(request.stream_id, std::move(request.message), false, request.metadata);
@@ -69,9 +80,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           break;
       }
     }
+    session.TakeReadable();
+    for (auto it = streaming.begin(); it != streaming.end();) {
+      BufferChain message;
+      bool compressed = false;
+      h2::GrpcServerSession::StreamInput input;
+      while ((input = session.PopMessage(*it, &message, &compressed)) ==
+             h2::GrpcServerSession::StreamInput::kMessage) {
+        FUZZ_CHECK(message.size() <= limits.max_message_bytes);
+        session.SendMessage(*it, std::move(message), compressed, {{"x-fuzz", "1"}});
+      }
+      if (input == h2::GrpcServerSession::StreamInput::kEnd) {
+        session.FinishStream(*it, h2::GrpcStatus::kOk, "", {}, {{"x-trailer", "t"}});
+        it = streaming.erase(it);
+      } else {
+        ++it;
+      }
+    }
     session.TakeCanceled();
     if (round == 3 && (answers & 0x80) != 0) session.Shutdown();
     session.TakeOutput(&out);
+    session.TakeDrained();
     out.clear();
   }
   session.TakeOutput(&out);

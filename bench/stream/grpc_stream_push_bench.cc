@@ -16,27 +16,12 @@
 #include <string>
 
 #include "grpc_push.grpc.pb.h"
+#include "push_bench_support.h"
 
 namespace {
 
-double CpuSeconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
+using streambench::CpuSeconds;
 
-class PushService final : public streambench::Push::Service {
-  grpc::Status Push(grpc::ServerContext*, const streambench::PushRequest* request,
-                    grpc::ServerWriter<streambench::PushMessage>* writer) override {
-    streambench::PushMessage message;
-    message.set_data(std::string(static_cast<size_t>(request->message_bytes()), 'x'));
-    for (int64_t i = 0; i < request->messages(); ++i) {
-      if (!writer->Write(message)) break;
-    }
-    return grpc::Status::OK;
-  }
-};
 
 }  // namespace
 
@@ -51,7 +36,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: grpc_stream_push_bench [--messages N] [--message_bytes B]\n");
     return 2;
   }
-  PushService service;
+  streambench::GrpcPushService service;
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);

@@ -21,15 +21,11 @@
 #include "arenarpc/server.h"
 #include "arenarpc/stream.h"
 #include "echo.pb.h"
+#include "push_bench_support.h"
 
 namespace {
 
-double CpuSeconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
+using streambench::CpuSeconds;
 
 class PushService : public example::EchoService {
  public:

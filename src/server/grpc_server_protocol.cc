@@ -1,5 +1,6 @@
 #include "server/grpc_server_protocol.h"
 
+#include <asio/post.hpp>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>
@@ -8,6 +9,7 @@
 #include <climits>
 
 #include "arenarpc/error_codes.h"
+#include "arenarpc/grpc_stream.h"
 #include "call/controller_access.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
@@ -73,7 +75,26 @@ GrpcServerProtocol::GrpcServerProtocol(ServerState& state)
     : state_(state),
       max_body_size_(state.options.max_body_size),
       max_held_bytes_(state.options.max_unwritten_bytes),
-      session_(LimitsFor(state.options)) {}
+      session_(LimitsFor(state.options)) {
+  for (const auto& entry : state_.registry.methods()) {
+    has_stream_methods_ = has_stream_methods_ ||
+                          dynamic_cast<const GrpcStreamService*>(entry->service) != nullptr;
+  }
+  if (has_stream_methods_) {
+    session_.set_streaming_predicate([this](std::string_view path) { return IsStreamPath(path); });
+  }
+}
+
+bool GrpcServerProtocol::IsStreamPath(std::string_view path) const {
+  std::string_view service, method;
+  if (!SplitMethodPath(path, &service, &method)) return false;
+  int code = 0;
+  std::string text;
+  const MethodEntry* entry = state_.registry.Resolve(service, method, &code, &text);
+  if (entry == nullptr) return false;
+  const auto* streams = dynamic_cast<const GrpcStreamService*>(entry->service);
+  return streams != nullptr && streams->Find(entry->descriptor) != nullptr;
+}
 
 std::unique_ptr<ServerProtocol> GrpcServerProtocol::Create(ServerState& state,
                                                            ServerConnection& /*owner*/,
@@ -91,6 +112,7 @@ void GrpcServerProtocol::MarkCanceled(std::vector<std::shared_ptr<CancelState>>*
     auto it = calls_.find(stream_id);
     if (it == calls_.end()) continue;
     it->second.canceled = true;
+    if (it->second.stream) it->second.stream->changed.notify_all();
     if (auto cancel = it->second.cancel.lock()) fire->push_back(std::move(cancel));
   }
 }
@@ -110,8 +132,9 @@ ServerProtocol::Step GrpcServerProtocol::Next(ServerConnection& server,
       failed = !session_.Receive(input);
       input.clear();
       MarkCanceled(&fire);
+      WakeLocked(session_.TakeReadable());
     }
-    session_.TakeOutput(&unsent_);  // a GOAWAY for bad input counts as it is produced
+    TakeOutputLocked();  // a GOAWAY for bad input counts as it is produced
     failed = failed || session_.counters().connection_errors != errors_before;
     if (failed) error_ = session_.error();
     if (!failed) have = session_.PopRequest(&request);
@@ -151,7 +174,16 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(ServerConnection& server,
   }
   {
     std::lock_guard lock(mutex_);
-    calls_[key].accepts_gzip = request.accepts_gzip;
+    Call& entry = calls_[key];
+    entry.accepts_gzip = request.accepts_gzip;
+    if (request.streaming) {
+      entry.stream = std::make_shared<StreamWaits>();
+      entry.stream->connection = &connection;
+      entry.stream->compress_type = compress_type;
+      if (request.timeout_ms >= 0) {
+        entry.stream->deadline = read_at + std::chrono::milliseconds(request.timeout_ms);
+      }
+    }
   }
   ServerConnection::CallHead head;
   head.service_name = service;
@@ -225,6 +257,21 @@ bool GrpcServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
     std::lock_guard lock(mutex_);
     auto it = calls_.find(call.correlation_id());
     if (it != calls_.end()) accepts_gzip = it->second.accepts_gzip;
+    if (it != calls_.end() && it->second.stream) {  // its messages went out as they were written
+      Call& stream_call = it->second;
+      stream_call.metadata.assign(controller.response_user_fields().begin(),
+                                  controller.response_user_fields().end());
+      stream_call.failed = controller.Failed();
+      if (!stream_call.failed && Clock::now() >= stream_call.stream->deadline) {
+        stream_call.failed = true;  // the handler gave up at the deadline: say so, not OK
+        stream_call.status = GrpcStatus::kDeadlineExceeded;
+        stream_call.text = "the stream's deadline (grpc-timeout) passed";
+      } else if (stream_call.failed) {
+        stream_call.status = protocol::h2::GrpcStatusForError(controller.ErrorCode());
+        stream_call.text = controller.ErrorText();
+      }
+      return !stream_call.failed;
+    }
   }
   int code = controller.ErrorCode();
   std::string text = controller.ErrorText();
@@ -264,7 +311,11 @@ void GrpcServerProtocol::SendReply(net::Connection& connection, int64_t key,
     if (it == calls_.end()) return;
     const Call& call = it->second;
     const auto stream_id = static_cast<int32_t>(key);
-    if (call.failed) {
+    if (call.stream) {
+      session_.FinishStream(stream_id, call.failed ? call.status : GrpcStatus::kOk,
+                            call.failed ? call.text : std::string(), call.metadata,
+                            call.stream->trailers);
+    } else if (call.failed) {
       session_.Fail(stream_id, call.status, call.text);
     } else if (session_.held_bytes() > 0 &&
                session_.held_bytes() + reply.held_bytes() > max_held_bytes_) {
@@ -324,7 +375,7 @@ void GrpcServerProtocol::OnServerStopping(net::Connection& connection) {
 
 void GrpcServerProtocol::Flush(net::Connection& connection) {
   std::unique_lock lock(mutex_);
-  session_.TakeOutput(&unsent_);
+  TakeOutputLocked();
   if (writing_) return;  // that thread writes these bytes too, in order
   writing_ = true;
   while (!unsent_.empty()) {
@@ -333,7 +384,7 @@ void GrpcServerProtocol::Flush(net::Connection& connection) {
     lock.unlock();
     connection.Write(std::move(out));  // may close the connection and reply on this thread
     lock.lock();
-    session_.TakeOutput(&unsent_);
+    TakeOutputLocked();
   }
   writing_ = false;
   const bool close = session_.Finished();
@@ -342,6 +393,149 @@ void GrpcServerProtocol::Flush(net::Connection& connection) {
   PublishLocked();
   lock.unlock();
   if (issue) connection.CloseWhenFlushed();
+}
+
+void GrpcServerProtocol::TakeOutputLocked() {
+  session_.TakeOutput(&unsent_);
+  if (!has_stream_methods_) return;
+  const std::vector<int32_t> drained = session_.TakeDrained();
+  if (writers_wait_for_connection_ && session_.held_bytes() < max_held_bytes_) {
+    writers_wait_for_connection_ = false;  // every writer may have waited for the connection
+    for (auto& [key, call] : calls_) {
+      if (call.stream) call.stream->changed.notify_all();
+    }
+    return;
+  }
+  WakeLocked(drained);
+}
+
+void GrpcServerProtocol::WakeLocked(const std::vector<int32_t>& stream_ids) {
+  for (int32_t stream_id : stream_ids) {
+    auto it = calls_.find(stream_id);
+    if (it != calls_.end() && it->second.stream) it->second.stream->changed.notify_all();
+  }
+}
+
+void GrpcServerProtocol::OnClosed() {
+  std::lock_guard lock(mutex_);
+  for (auto& [key, call] : calls_) {
+    call.canceled = true;
+    if (call.stream) call.stream->changed.notify_all();
+  }
+}
+
+bool GrpcServerProtocol::IsStreamCall(int64_t key) {
+  std::lock_guard lock(mutex_);
+  auto it = calls_.find(key);
+  return it != calls_.end() && it->second.stream != nullptr;
+}
+
+bool GrpcServerProtocol::StreamAcceptsGzip(int64_t key) {
+  std::lock_guard lock(mutex_);
+  auto it = calls_.find(key);
+  return it != calls_.end() && it->second.accepts_gzip;
+}
+
+void GrpcServerProtocol::WakeStream(int64_t key) {
+  std::lock_guard lock(mutex_);
+  WakeLocked({static_cast<int32_t>(key)});
+}
+
+void GrpcServerProtocol::AddStreamTrailer(int64_t key, std::string name, std::string value) {
+  std::lock_guard lock(mutex_);
+  auto it = calls_.find(key);
+  if (it != calls_.end() && it->second.stream) {
+    it->second.stream->trailers.emplace_back(std::move(name), std::move(value));
+  }
+}
+
+int GrpcServerProtocol::StreamRead(int64_t key, net::BufferChain* message, int* compress_type) {
+  std::unique_lock lock(mutex_);
+  auto it = calls_.find(key);
+  if (it == calls_.end() || !it->second.stream) return ECANCELED;
+  const std::shared_ptr<StreamWaits> waits = it->second.stream;
+  net::Connection& connection = *waits->connection;
+  for (;;) {
+    it = calls_.find(key);
+    if (it == calls_.end() || it->second.canceled || connection.closed()) return ECANCELED;
+    bool compressed = false;
+    switch (session_.PopMessage(static_cast<int32_t>(key), message, &compressed)) {
+      case protocol::h2::GrpcServerSession::StreamInput::kMessage:
+        *compress_type = compressed ? waits->compress_type : 0;
+        PublishLocked();
+        lock.unlock();
+        Flush(connection);  // a window that reopened
+        return compressed && waits->compress_type == 0 ? EREQUEST : 0;
+      case protocol::h2::GrpcServerSession::StreamInput::kEnd:
+        return ENODATA;
+      case protocol::h2::GrpcServerSession::StreamInput::kNone:
+        break;
+    }
+    if (Clock::now() >= waits->deadline) return ECANCELED;
+    waits->changed.wait_until(lock, waits->deadline);
+  }
+}
+
+int GrpcServerProtocol::StreamWaitRoom(int64_t key, size_t max_stream_bytes, bool wait,
+                                       Clock::time_point until) {
+  std::unique_lock lock(mutex_);
+  auto it = calls_.find(key);
+  if (it == calls_.end() || !it->second.stream) return ECANCELED;
+  const std::shared_ptr<StreamWaits> waits = it->second.stream;
+  net::Connection& connection = *waits->connection;
+  const auto stream_id = static_cast<int32_t>(key);
+  until = std::min(until, waits->deadline);
+  bool flushed = false;
+  for (;;) {
+    it = calls_.find(key);
+    if (it == calls_.end() || it->second.canceled || connection.closed()) return ECANCELED;
+    if (Clock::now() >= waits->deadline) return ECANCELED;
+    const size_t held = session_.StreamHeldBytes(stream_id);
+    const bool connection_room = session_.held_bytes() < max_held_bytes_;
+    if ((held == 0 || held < max_stream_bytes) && connection_room) return 0;
+    if (!flushed) {  // what is queued goes out (as the windows allow) before we wait for it
+      flushed = true;
+      lock.unlock();
+      Flush(connection);
+      lock.lock();
+      continue;
+    }
+    if (!wait) return EAGAIN;
+    if (Clock::now() >= until) return ETIMEDOUT;
+    writers_wait_for_connection_ = writers_wait_for_connection_ || !connection_room;
+    waits->changed.wait_until(lock, until);
+  }
+}
+
+int GrpcServerProtocol::StreamSend(int64_t key, net::BufferChain&& message, bool compressed,
+                                   const std::map<std::string, std::string>* metadata) {
+  std::unique_lock lock(mutex_);
+  auto it = calls_.find(key);
+  if (it == calls_.end() || !it->second.stream || it->second.canceled) return ECANCELED;
+  net::Connection& connection = *it->second.stream->connection;
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (metadata != nullptr) headers.assign(metadata->begin(), metadata->end());
+  const auto stream_id = static_cast<int32_t>(key);
+  if (!session_.SendMessage(stream_id, std::move(message), compressed, headers)) return ECANCELED;
+  PublishLocked();
+  if (session_.StreamHeldBytes(stream_id) < kStreamFlushBytes) {
+    // Small messages written in a row leave in one write: the connection's thread flushes them
+    // once this fiber lets it (or the batch grows to kStreamFlushBytes).
+    if (!flush_posted_) {
+      flush_posted_ = true;
+      asio::post(connection.executor(), [this, owner = connection.shared_from_this()] {
+        {
+          std::lock_guard flush_lock(mutex_);
+          flush_posted_ = false;
+        }
+        Flush(*owner);
+      });
+    }
+    return 0;
+  }
+  lock.unlock();
+  Flush(connection);
+  return 0;
 }
 
 }  // namespace arenarpc::server

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "arenarpc/fiber.h"
 #include "arenarpc/server.h"
 #include "protocol/h2/grpc_server_session.h"
 #include "server/server_protocol.h"
@@ -20,6 +21,15 @@
 namespace arenarpc::server {
 
 class CancelState;
+
+// A streaming call's waits: its reader and writer fibers park here (under the protocol's mutex).
+struct StreamWaits {
+  fiber::ConditionVariable changed;
+  net::Connection* connection = nullptr;  // lives while the call does
+  int compress_type = 0;                   // grpc-encoding
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  std::vector<std::pair<std::string, std::string>> trailers;
+};
 
 class GrpcServerProtocol final : public ServerProtocol {
  public:
@@ -52,6 +62,28 @@ class GrpcServerProtocol final : public ServerProtocol {
   bool CallCanceled(int64_t key) override;
   void WatchCancel(int64_t key, const std::shared_ptr<CancelState>& state) override;
   void OnServerStopping(net::Connection& connection) override;
+  void OnClosed() override;
+
+  // Streaming calls (arenarpc/grpc_stream.h; server/grpc_server_stream.cc), by the call's key.
+  using Clock = std::chrono::steady_clock;
+  bool IsStreamCall(int64_t key);
+  bool StreamAcceptsGzip(int64_t key);
+  size_t max_body_size() const noexcept { return max_body_size_; }
+  ServerState& state() const noexcept { return state_; }
+  // The next request message (*compress_type: its codec, 0 none): 0; ENODATA the client ended
+  // its side; ECANCELED the call was canceled (RST_STREAM, connection closed, broken input) or its
+  // deadline passed; EREQUEST a compressed message without grpc-encoding.
+  int StreamRead(int64_t key, net::BufferChain* message, int* compress_type);
+  // Waits (`wait`) until the stream may queue one more message: it holds less than
+  // `max_stream_bytes` (or nothing) and the connection less than max_unwritten_bytes. 0; EAGAIN
+  // (not `wait`); ETIMEDOUT `until` passed; ECANCELED as above.
+  int StreamWaitRoom(int64_t key, size_t max_stream_bytes, bool wait, Clock::time_point until);
+  // Queues one response message; the headers (with *metadata) go first, with the first one.
+  int StreamSend(int64_t key, net::BufferChain&& message, bool compressed,
+                 const std::map<std::string, std::string>* metadata);
+  void AddStreamTrailer(int64_t key, std::string name, std::string value);
+  // Wakes the call's waits (its controller's NotifyOnCancel fired).
+  void WakeStream(int64_t key);
 
  private:
   // A call between its admission and its reply.
@@ -64,6 +96,7 @@ class GrpcServerProtocol final : public ServerProtocol {
     std::string text;
     std::vector<std::pair<std::string, std::string>> metadata;  // response headers
     std::weak_ptr<CancelState> cancel;
+    std::shared_ptr<StreamWaits> stream;  // streaming calls only
   };
 
   Step Dispatch(ServerConnection& server, net::Connection& connection,
@@ -78,10 +111,19 @@ class GrpcServerProtocol final : public ServerProtocol {
   // once the session is done.
   void Flush(net::Connection& connection);
   void PublishLocked();  // mutex_ held: held_bytes_, in_request_
+  // mutex_ held: the session's output into unsent_; wakes the writers whose streams drained.
+  void TakeOutputLocked();
+  void WakeLocked(const std::vector<int32_t>& stream_ids);
+  // The streaming method `path` names, if a GrpcStreamService serves it (any thread).
+  bool IsStreamPath(std::string_view path) const;
 
   ServerState& state_;
   const size_t max_body_size_;
   const size_t max_held_bytes_;  // max_unwritten_bytes: replies waiting for a window
+  bool has_stream_methods_ = false;
+  bool writers_wait_for_connection_ = false;  // mutex_: a writer met max_unwritten_bytes
+  bool flush_posted_ = false;                 // mutex_: a Flush() is posted to the connection
+  static constexpr size_t kStreamFlushBytes = 32u << 10;
   std::string error_;  // Next() only
 
   std::atomic<size_t> held_bytes_{0};

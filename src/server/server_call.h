@@ -48,6 +48,7 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   int64_t correlation_id() const noexcept { return correlation_id_; }
   const MethodEntry& method() const noexcept { return *method_; }
   const net::Connection& connection() const noexcept { return *connection_; }
+  ServerProtocol& protocol() const noexcept { return *protocol_; }
   // The request being parsed (before the handler runs).
   const google::protobuf::Message& request() const noexcept { return *pair_.request(); }
   // The protocol found the request too large for max_request_memory before opening it (a JSON

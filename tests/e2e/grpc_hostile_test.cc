@@ -1,6 +1,7 @@
 // Hostile HTTP/2 on the RPC port, from raw sockets: malformed frames of several classes, a PING
 // and a SETTINGS flood from a client that never reads, an HPACK bomb, 10,000 streams opened and
-// never finished, a client whose flow-control window stays 0 — while a good baidu_std client on
+// never finished, a client whose flow-control window stays 0, streaming calls whose handlers do
+// not read what the client streams — while a good baidu_std client on
 // another connection keeps 0 errors, and the server's memory for the bad connection stays within
 // the bound docs/grpc.md states.
 #include <arpa/inet.h>
@@ -17,6 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "arenarpc/fiber.h"
+#include "arenarpc/grpc_stream.h"
+#include "grpc_stream_test.pb.h"
 #include "server_fixture.h"
 
 namespace arenarpc::e2e {
@@ -63,9 +67,9 @@ std::string Literal(std::string_view name, std::string_view value, bool indexed 
   return out;
 }
 
-std::string RequestBlock() {
+std::string RequestBlock(std::string_view path = "/arenarpc.e2e.TestService/Echo") {
   return Literal(":method", "POST") + Literal(":scheme", "http") +
-         Literal(":path", "/arenarpc.e2e.TestService/Echo") + Literal(":authority", "test") +
+         Literal(":path", path) + Literal(":authority", "test") +
          Literal("content-type", "application/grpc") + Literal("te", "trailers");
 }
 
@@ -167,6 +171,7 @@ class H2Socket {
   }
 
   bool closed() const { return closed_; }
+  int stream_window_updates() const { return stream_window_updates_; }
   int frames_of(uint8_t type) const { return counts_.count(type) ? counts_.at(type) : 0; }
   // The response header fields of a stream (trailers included), in order.
   const std::vector<std::pair<std::string, std::string>>& fields(uint32_t stream) {
@@ -189,6 +194,7 @@ class H2Socket {
       const uint32_t stream = ((uint32_t{b[5]} & 0x7f) << 24) | (uint32_t{b[6]} << 16) |
                               (uint32_t{b[7]} << 8) | b[8];
       ++counts_[type];
+      if (type == kWindowUpdate && stream != 0) ++stream_window_updates_;
       if (type == kHeaders) Inflate(stream, b + 9, length, b[4]);
       buffer_.erase(0, 9 + length);
     }
@@ -222,6 +228,7 @@ class H2Socket {
 
   int fd_ = -1;
   bool closed_ = false;
+  int stream_window_updates_ = 0;
   std::string buffer_;
   nghttp2_hd_inflater* inflater_ = nullptr;
   std::map<uint8_t, int> counts_;
@@ -360,6 +367,71 @@ TEST_P(GrpcHostileTest, RepliesWaitingForAWindowAreBounded) {
   const uint64_t held = server_->GetServerStats().unwritten_held_bytes;
   EXPECT_LE(held, options_.max_unwritten_bytes + (80u << 10));  // + the reply that crossed it
   EXPECT_GE(held, 512u << 10);                                   // replies are held indeed
+}
+
+// Streaming calls whose handlers never read: each stream's window (64 KiB) is all the client may
+// send; the server reopens none of them, and the connection still serves a unary call.
+TEST_P(GrpcHostileTest, StreamingCallsNotReadHoldOneWindowEach) {
+  GrpcStreamService streams(StreamService::descriptor());
+  ASSERT_EQ(0, streams.AddMethod("ClientStream", [](GrpcServerStream& stream) {
+    while (!stream.controller().IsCanceled()) fiber::SleepFor(std::chrono::milliseconds(5));
+  }));
+  options_.memory_mode = GetParam();
+  options_.num_threads = 2;
+  options_.max_queued_request_bytes = 512u << 10;
+  service_ = std::make_unique<TestServiceImpl>();
+  server_ = std::make_unique<Server>();
+  ASSERT_EQ(0, server_->AddService(service_.get(), SERVER_DOESNT_OWN_SERVICE));
+  ASSERT_EQ(0, server_->AddService(&streams, SERVER_DOESNT_OWN_SERVICE));
+  ASSERT_EQ(0, server_->Start("127.0.0.1:0", options_)) << server_->last_error();
+  port_ = server_->listen_port();
+  good_ = StartGoodClient();
+  {
+    H2Socket client(port_);
+    std::string bytes = std::string(kPreface) + Settings();
+    constexpr int kStreams = 32;
+    const std::string block = RequestBlock("/arenarpc.e2e.StreamService/ClientStream");
+    StreamRequest message;
+    message.set_text(std::string(1000, 'x'));
+    const std::string bytes_of = message.SerializeAsString();
+    std::string data;
+    while (data.size() + 5 + bytes_of.size() <= 65535) {
+      const auto n = static_cast<uint32_t>(bytes_of.size());
+      data += std::string{0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                          static_cast<char>(n >> 8), static_cast<char>(n)} + bytes_of;
+    }
+    for (int i = 0; i < kStreams; ++i) {
+      const auto stream = static_cast<uint32_t>(2 * i + 1);
+      bytes += Frame(kHeaders, kEndHeaders, stream, block);
+      for (size_t at = 0; at < data.size(); at += 16384) {
+        bytes += Frame(kData, 0, stream, std::string_view(data).substr(at, 16384));
+      }
+    }
+    ASSERT_TRUE(client.Send(bytes));
+    EXPECT_FALSE(client.ReadUntil([] { return false; }, std::chrono::milliseconds(500)));
+    EXPECT_EQ(0, client.stream_window_updates());  // no stream may send more
+    EXPECT_EQ(0, client.frames_of(kRstStream));
+    // a unary call on the same connection is served
+    TestRequest request;
+    request.set_message("unary");
+    const uint32_t unary = 2 * kStreams + 1;
+    ASSERT_TRUE(client.Send(Frame(kHeaders, kEndHeaders, unary, RequestBlock()) +
+                            Frame(kData, kEndStream, unary, GrpcMessage(request))));
+    EXPECT_TRUE(client.ReadUntil([&] { return !client.field(unary, "grpc-status").empty(); }));
+    EXPECT_EQ("0", client.field(unary, "grpc-status"));
+    EXPECT_EQ(kStreams, server_->GetMethodStats("arenarpc.e2e.StreamService.ClientStream").in_flight);
+  }
+  // the connection closed: the handlers were canceled and ended
+  for (int i = 0; i < 500 && server_->GetMethodStats(
+                                 "arenarpc.e2e.StreamService.ClientStream").in_flight > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(0, server_->GetMethodStats("arenarpc.e2e.StreamService.ClientStream").in_flight);
+  good_->Stop();
+  EXPECT_EQ(0, good_->failures()) << good_->last_error();
+  EXPECT_GE(good_->calls(), 10);
+  good_.reset();
+  server_.reset();  // before `streams`
 }
 
 }  // namespace

@@ -7,8 +7,10 @@ import sys
 failures = []
 
 
-def case(name):
+def case(name, skip=False):
     def run(fn):
+        if skip:
+            return fn
         try:
             fn()
             print(f"OK {name}", flush=True)

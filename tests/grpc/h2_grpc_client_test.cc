@@ -1,11 +1,13 @@
 // Debian's gRPC C++ 1.51 client calling the arenarpc port (gRPC over HTTP/2) with the workload's
 // generated messages: the echo service of the benchmark in every memory strategy, many calls at
 // once on one channel, deadlines, and Stop() with a call in flight (GOAWAY: the call completes,
-// later calls are refused).
+// later calls are refused); streaming methods (GrpcStreamService): bidirectional, server and
+// client streams, 16 streams at once on one channel.
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <grpcpp/impl/codegen/rpc_method.h>
+#include <grpcpp/impl/codegen/sync_stream.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,7 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "arenarpc/grpc_stream.h"
 #include "arenarpc/server.h"
+#include "grpc_stream_test.pb.h"
 #include "e2e_test.pb.h"
 #include "echo/echo_service.h"
 #include "echo/payload_generator.h"
@@ -41,6 +45,15 @@ std::shared_ptr<grpc::Channel> ChannelTo(const Server& server) {
                              grpc::InsecureChannelCredentials());
 }
 
+// `service` on 127.0.0.1:<any>, two threads, memory strategy `mode`.
+void Start(Server& server, google::protobuf::Service* service, const char* mode) {
+  ASSERT_EQ(0, server.AddService(service, SERVER_DOESNT_OWN_SERVICE));
+  ServerOptions options;
+  options.num_threads = 2;
+  options.memory_mode = mode;
+  ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
+}
+
 class H2GrpcClientTest : public ::testing::TestWithParam<const char*> {};
 INSTANTIATE_TEST_SUITE_P(Modes, H2GrpcClientTest,
                          ::testing::Values("heap", "arena", "paged", "reuse"));
@@ -48,11 +61,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, H2GrpcClientTest,
 TEST_P(H2GrpcClientTest, EchoWorkloadConcurrentlyOnOneChannel) {
   example::EchoServiceImpl service;
   Server server;
-  ASSERT_EQ(0, server.AddService(&service, SERVER_DOESNT_OWN_SERVICE));
-  ServerOptions options;
-  options.num_threads = 2;
-  options.memory_mode = GetParam();
-  ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
+  ASSERT_NO_FATAL_FAILURE(Start(server, &service, GetParam()));
   auto channel = ChannelTo(server);
   constexpr int kThreads = 8, kCalls = 20;
   std::atomic<int> ok{0};
@@ -142,6 +151,116 @@ TEST(H2GrpcClient, StopIsLosslessForCallsInFlight) {
                  std::chrono::milliseconds(2000))
                 .error_code());
   server.Join();
+}
+
+using e2e::StreamReply;
+using e2e::StreamRequest;
+
+TEST_P(H2GrpcClientTest, StreamingMethodsFromTheCppClient) {
+  GrpcStreamService streams(e2e::StreamService::descriptor());
+  ASSERT_EQ(0, streams.AddMethod("Bidi", [](GrpcServerStream& stream) {
+    GrpcStreamMessages m;
+    for (int i = 0; stream.Read(&m); ++i) {
+      m.response<StreamReply>().set_text(m.request<StreamRequest>().text());
+      m.response<StreamReply>().set_index(i);
+      if (!stream.Write(std::move(m))) return;
+    }
+  }));
+  ASSERT_EQ(0, streams.AddMethod("ServerStream", [](GrpcServerStream& stream) {
+    GrpcStreamMessages in;
+    if (!stream.Read(&in)) return;
+    for (int i = 0; i < in.request<StreamRequest>().count(); ++i) {
+      GrpcStreamMessages out = stream.NewMessages();
+      out.response<StreamReply>().set_index(i);
+      out.response<StreamReply>().set_payload(std::string(in.request<StreamRequest>().bytes(), 'p'));
+      if (!stream.Write(std::move(out))) return;
+    }
+  }));
+  ASSERT_EQ(0, streams.AddMethod("ClientStream", [](GrpcServerStream& stream) {
+    GrpcStreamMessages in;
+    int count = 0;
+    while (stream.Read(&in)) ++count;
+    GrpcStreamMessages out = stream.NewMessages();
+    out.response<StreamReply>().set_index(count);
+    stream.Write(std::move(out));
+  }));
+  Server server;
+  ASSERT_NO_FATAL_FAILURE(Start(server, &streams, GetParam()));
+  auto channel = ChannelTo(server);
+
+  auto bidi = [&](int messages, const std::string& tag) {
+    const grpc::internal::RpcMethod method("/arenarpc.e2e.StreamService/Bidi",
+                                           grpc::internal::RpcMethod::BIDI_STREAMING);
+    grpc::ClientContext context;
+    context.set_deadline(system_clock::now() + std::chrono::seconds(20));
+    std::unique_ptr<grpc::ClientReaderWriter<StreamRequest, StreamReply>> call(
+        grpc::internal::ClientReaderWriterFactory<StreamRequest, StreamReply>::Create(
+            channel.get(), method, &context));
+    int good = 0;
+    for (int i = 0; i < messages; ++i) {
+      StreamRequest request;
+      request.set_text(tag + std::to_string(i));
+      StreamReply reply;
+      if (call->Write(request) && call->Read(&reply) && reply.index() == i &&
+          reply.text() == request.text()) {
+        ++good;
+      }
+    }
+    call->WritesDone();
+    StreamReply extra;
+    EXPECT_FALSE(call->Read(&extra));
+    const grpc::Status status = call->Finish();
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return good;
+  };
+  EXPECT_EQ(100, bidi(100, "b"));
+
+  {  // server stream of 1000 replies of 100 bytes
+    const grpc::internal::RpcMethod method("/arenarpc.e2e.StreamService/ServerStream",
+                                           grpc::internal::RpcMethod::SERVER_STREAMING);
+    grpc::ClientContext context;
+    StreamRequest request;
+    request.set_count(1000);
+    request.set_bytes(100);
+    std::unique_ptr<grpc::ClientReader<StreamReply>> call(
+        grpc::internal::ClientReaderFactory<StreamReply>::Create(channel.get(), method, &context,
+                                                                 request));
+    StreamReply reply;
+    int got = 0;
+    while (call->Read(&reply)) got += reply.index() == got && reply.payload().size() == 100;
+    EXPECT_EQ(1000, got);
+    EXPECT_TRUE(call->Finish().ok());
+  }
+  {  // client stream of 50 messages
+    const grpc::internal::RpcMethod method("/arenarpc.e2e.StreamService/ClientStream",
+                                           grpc::internal::RpcMethod::CLIENT_STREAMING);
+    grpc::ClientContext context;
+    StreamReply reply;
+    std::unique_ptr<grpc::ClientWriter<StreamRequest>> call(
+        grpc::internal::ClientWriterFactory<StreamRequest>::Create(channel.get(), method,
+                                                                   &context, &reply));
+    StreamRequest request;
+    for (int i = 0; i < 50; ++i) EXPECT_TRUE(call->Write(request));
+    call->WritesDone();
+    EXPECT_TRUE(call->Finish().ok());
+    EXPECT_EQ(50, reply.index());
+  }
+  std::atomic<int> good{0};  // 16 bidirectional streams at once on the one channel
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] { good += bidi(30, "t" + std::to_string(t) + "-"); });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(16 * 30, good.load());
+  server.Stop();
+  server.Join();
+  for (const char* name : {"arenarpc.e2e.StreamService.Bidi",
+                           "arenarpc.e2e.StreamService.ServerStream",
+                           "arenarpc.e2e.StreamService.ClientStream"}) {
+    const MethodStats stats = server.GetMethodStats(name);
+    EXPECT_GT(stats.memory.acquired, 0u) << name;
+    EXPECT_EQ(stats.memory.acquired, stats.memory.released) << name;
+  }
 }
 
 }  // namespace

@@ -68,10 +68,16 @@ class Exchange {
 
   // Sends `message` (gRPC-prefixed) on a new stream; returns its id.
   int32_t Call(const std::string& message, std::vector<std::pair<std::string, std::string>> extra = {}) {
-    std::string body = {0, static_cast<char>(message.size() >> 24),
-                        static_cast<char>(message.size() >> 16),
-                        static_cast<char>(message.size() >> 8), static_cast<char>(message.size())};
-    body += message;
+    return CallWithBody(Prefixed(message), std::move(extra));
+  }
+  static std::string Prefixed(const std::string& message) {
+    return std::string{0, static_cast<char>(message.size() >> 24),
+                       static_cast<char>(message.size() >> 16),
+                       static_cast<char>(message.size() >> 8), static_cast<char>(message.size())} +
+           message;
+  }
+  // Sends `body` (any number of gRPC-prefixed messages) on a new stream.
+  int32_t CallWithBody(std::string body, std::vector<std::pair<std::string, std::string>> extra = {}) {
     std::vector<std::pair<std::string, std::string>> headers = {
         {":method", "POST"}, {":scheme", "http"}, {":path", "/a.B/C"}, {":authority", "x"},
         {"content-type", "application/grpc"}, {"te", "trailers"}};
@@ -265,6 +271,81 @@ TEST(GrpcServerSessionTest, ShutdownSendsGoawayAndStreamsInFlightFinish) {
   EXPECT_EQ("14", exchange.header(id, "grpc-status"));
   EXPECT_EQ("bye", exchange.header(id, "grpc-message"));
   EXPECT_TRUE(exchange.server().Finished());
+}
+
+// Streaming calls: the request goes out with its headers; the messages come one by one as they
+// complete, and the stream's window reopens only while none of them waits for the call, so a
+// client that streams faster than the call reads is held at one window. Responses go out message
+// by message and end with trailers.
+TEST(GrpcServerSessionTest, StreamingCallReadsMessagesWithinItsWindowAndWritesMessages) {
+  GrpcServerSession::Limits limits;
+  limits.stream_window = 16384;
+  Exchange exchange(limits);
+  exchange.server().set_streaming_predicate([](std::string_view path) { return path == "/a.B/C"; });
+  exchange.Pump();  // the client knows the server's SETTINGS (the window) before it sends
+  constexpr int kMessages = 40;
+  std::string body;
+  for (int i = 0; i < kMessages; ++i) body += Exchange::Prefixed(std::string(4000, 'a' + i % 26));
+  const int32_t id = exchange.CallWithBody(body);
+  exchange.Pump();
+  GrpcRequest request;
+  ASSERT_TRUE(exchange.server().PopRequest(&request));
+  EXPECT_TRUE(request.streaming);
+  EXPECT_EQ(id, request.stream_id);
+  EXPECT_LE(exchange.sent(), limits.stream_window);  // nothing read yet: one window
+  EXPECT_EQ(std::vector<int32_t>{id}, exchange.server().TakeReadable());
+  int got = 0;
+  for (int round = 0; round < 100; ++round) {
+    net::BufferChain message;
+    bool compressed = true;
+    GrpcServerSession::StreamInput input;
+    while ((input = exchange.server().PopMessage(id, &message, &compressed)) ==
+           GrpcServerSession::StreamInput::kMessage) {
+      EXPECT_FALSE(compressed);
+      EXPECT_EQ(std::string(4000, 'a' + got % 26), message.ToString()) << got;
+      ++got;
+    }
+    if (input == GrpcServerSession::StreamInput::kEnd) break;
+    exchange.Pump();
+    // read + one window (+ the part of a message that had arrived when the window reopened)
+    EXPECT_LE(exchange.sent(), got * 4005u + limits.stream_window + 4005u);
+  }
+  EXPECT_EQ(kMessages, got);
+  for (const char* reply : {"one", "two"}) {
+    net::BufferChain message;
+    message.Append(reply);
+    ASSERT_TRUE(exchange.server().SendMessage(id, std::move(message), false, {{"x-h", "1"}}));
+    exchange.Pump();
+  }
+  EXPECT_EQ(Exchange::Prefixed("one") + Exchange::Prefixed("two"), exchange.data(id));
+  EXPECT_EQ("", exchange.header(id, "grpc-status"));  // not finished yet
+  exchange.server().FinishStream(id, GrpcStatus::kOk, "", {}, {{"x-t", "2"}});
+  exchange.Pump();
+  EXPECT_EQ("1", exchange.header(id, "x-h"));
+  EXPECT_EQ("0", exchange.header(id, "grpc-status"));
+  EXPECT_EQ("2", exchange.header(id, "x-t"));
+  EXPECT_FALSE(exchange.server().SendMessage(id, net::BufferChain(), false, {}));
+  EXPECT_EQ(0u, exchange.server().open_streams());
+  EXPECT_EQ(0u, exchange.server().held_bytes());
+  EXPECT_TRUE(exchange.server().TakeCanceled().empty());
+}
+
+TEST(GrpcServerSessionTest, StreamingCallMessageOverTheLimitEndsTheCall) {
+  GrpcServerSession::Limits limits;
+  limits.max_message_bytes = 1000;
+  Exchange exchange(limits);
+  exchange.server().set_streaming_predicate([](std::string_view) { return true; });
+  const int32_t id =
+      exchange.CallWithBody(Exchange::Prefixed("ok") + Exchange::Prefixed(std::string(5000, 'x')));
+  exchange.Pump();
+  EXPECT_EQ("8", exchange.header(id, "grpc-status"));  // RESOURCE_EXHAUSTED
+  EXPECT_EQ(std::vector<int32_t>{id}, exchange.server().TakeCanceled());
+  GrpcRequest request;  // answered and gone before a call took it: no call
+  EXPECT_FALSE(exchange.server().PopRequest(&request));
+  net::BufferChain message;
+  bool compressed = false;
+  EXPECT_EQ(GrpcServerSession::StreamInput::kEnd,
+            exchange.server().PopMessage(id, &message, &compressed));
 }
 
 }  // namespace

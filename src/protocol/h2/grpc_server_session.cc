@@ -22,6 +22,8 @@ bool IsReserved(std::string_view name) {
          name == "content-type" || name == "user-agent" || name == "content-length";
 }
 
+constexpr size_t kCopiedMessageBytes = 1024;
+
 uint32_t MessageLength(const net::BufferChain& body) {
   unsigned char prefix[kMessagePrefixSize];
   body.CopyTo(prefix, sizeof(prefix));
@@ -45,6 +47,16 @@ struct GrpcServerSession::Stream {
   bool reset_after_send = false;  // answered before the client ended its side
   net::BufferChain out;      // response bytes for DATA frames
   Headers trailers;
+  // Streaming calls
+  struct InMessage {
+    bool compressed = false;
+    net::BufferChain bytes;
+  };
+  bool streaming = false;
+  bool finished = false;     // trailers submitted (or the stream was answered / reset)
+  bool input_ended = false;  // END_STREAM from the client, or its input broke
+  std::deque<InMessage> inbox;  // complete messages the call did not take yet
+  size_t inbox_bytes = 0;
 };
 
 struct GrpcServerSession::Callbacks {
@@ -102,7 +114,13 @@ struct GrpcServerSession::Callbacks {
     GrpcServerSession& self = Self(user_data);
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     Stream* stream = self.Find(frame->hd.stream_id);
-    if (stream == nullptr || stream->complete) return 0;
+    if (stream == nullptr) return 0;
+    const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (stream->streaming) {
+      if (end && !stream->input_ended) self.EndStreamInput(*stream);
+      return 0;
+    }
+    if (stream->complete) return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
       if (stream->headers_too_large) {
         self.Refuse(*stream, GrpcStatus::kResourceExhausted,
@@ -115,8 +133,13 @@ struct GrpcServerSession::Callbacks {
                     "this port serves gRPC over HTTP/2: POST with content-type application/grpc");
         return 0;
       }
+      if (self.is_streaming_ && self.is_streaming_(stream->request.path)) {
+        self.Open(*stream);
+        if (end) self.EndStreamInput(*stream);
+        return 0;
+      }
     }
-    if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) self.Complete(*stream);
+    if (end) self.Complete(*stream);
     return 0;
   }
 
@@ -125,6 +148,10 @@ struct GrpcServerSession::Callbacks {
     GrpcServerSession& self = Self(user_data);
     nghttp2_session_consume_connection(session, size);  // stream windows bound what is held
     Stream* stream = self.Find(stream_id);
+    if (stream != nullptr && stream->streaming && !stream->input_ended) {
+      self.ReceiveStreamData(*stream, std::string_view(reinterpret_cast<const char*>(data), size));
+      return 0;
+    }
     if (stream == nullptr || stream->complete) {
       nghttp2_session_consume_stream(session, stream_id, size);
       return 0;
@@ -154,12 +181,12 @@ struct GrpcServerSession::Callbacks {
     auto it = self.streams_.find(stream_id);
     if (it == self.streams_.end()) return 0;
     Stream& stream = *it->second;
-    if (!stream.responded) {
+    if (!stream.responded || (stream.streaming && !stream.finished)) {
       self.canceled_.push_back(stream_id);
       ++self.counters_.canceled_streams;
     }
     if (!stream.complete) --self.incomplete_;
-    self.request_bytes_ -= stream.body.size();
+    self.request_bytes_ -= stream.body.size() + stream.inbox_bytes;
     self.held_bytes_ -= stream.out.held_bytes();
     self.streams_.erase(it);
     self.GrantWindows();
@@ -199,11 +226,17 @@ struct GrpcServerSession::Callbacks {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;
       return 0;
     }
+    if (stream->out.empty() && stream->streaming && !stream->finished) {
+      return NGHTTP2_ERR_DEFERRED;  // SendMessage / FinishStream resume it
+    }
     const size_t held_before = stream->out.held_bytes();
     const size_t n = stream->out.CopyTo(buf, length);
     stream->out.PopFront(n);
     self.held_bytes_ -= held_before - stream->out.held_bytes();
-    if (stream->out.empty()) {
+    if (stream->streaming && n > 0 && (self.drained_.empty() || self.drained_.back() != stream_id)) {
+      self.drained_.push_back(stream_id);
+    }
+    if (stream->out.empty() && (!stream->streaming || stream->finished)) {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
       std::vector<nghttp2_nv> nv;
       for (auto& [name, value] : stream->trailers) {
@@ -288,7 +321,7 @@ bool GrpcServerSession::PopRequest(GrpcRequest* request) {
   while (!ready_.empty()) {
     GrpcRequest next = std::move(ready_.front());
     ready_.pop_front();
-    request_bytes_ -= kMessagePrefixSize + next.message.size();
+    if (!next.streaming) request_bytes_ -= kMessagePrefixSize + next.message.size();
     GrantWindows();
     if (Find(next.stream_id) == nullptr) continue;  // reset by the client meanwhile
     *request = std::move(next);
@@ -311,7 +344,14 @@ GrpcServerSession::Stream* GrpcServerSession::Find(int32_t stream_id) {
 void GrpcServerSession::GrantWindows() {
   bool oldest = ready_.empty();  // nothing to pop: the oldest unfinished stream must progress
   for (auto& [id, stream] : streams_) {
-    if (stream->complete) continue;
+    if (stream->streaming) {
+      // A streaming call's window reopens only while no message of it waits for the call; only
+      // one with a message in progress takes the oldest stream's turn.
+      if (stream->input_ended || !stream->inbox.empty()) continue;
+      if (stream->body.empty() && stream->unreleased == 0) continue;
+    } else if (stream->complete) {
+      continue;
+    }
     if (stream->unreleased > 0 && (oldest || request_bytes_ < limits_.request_bytes_budget)) {
       nghttp2_session_consume_stream(session_, id, stream->unreleased);
       stream->unreleased = 0;
@@ -398,6 +438,7 @@ void GrpcServerSession::Fail(int32_t stream_id, GrpcStatus status, std::string_v
                      {"content-type", "application/grpc"},
                      {"grpc-status", std::to_string(static_cast<int>(status))}};
   if (!text.empty()) headers.emplace_back("grpc-message", PercentEncode(text));
+  stream->finished = true;
   Submit(*stream, std::move(headers), /*with_body=*/false);
 }
 
@@ -424,6 +465,164 @@ bool GrpcServerSession::Closing() const { return nghttp2_session_want_read(sessi
 
 bool GrpcServerSession::Finished() const {
   return nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0;
+}
+
+// --- streaming calls
+
+void GrpcServerSession::Open(Stream& stream) {
+  stream.streaming = true;
+  stream.complete = true;  // the unary paths leave it alone from here
+  --incomplete_;
+  stream.request.streaming = true;
+  ready_.push_back(std::move(stream.request));
+}
+
+void GrpcServerSession::ReceiveStreamData(Stream& stream, std::string_view data) {
+  stream.unreleased += data.size();
+  request_bytes_ += data.size();
+  stream.body.Append(data);
+  while (stream.body.size() >= kMessagePrefixSize) {
+    const uint32_t length = MessageLength(stream.body);
+    if (length > limits_.max_message_bytes) {
+      BreakStream(stream, GrpcStatus::kResourceExhausted,
+                  "gRPC message of " + std::to_string(length) +
+                      " bytes is larger than the server's max_body_size=" +
+                      std::to_string(limits_.max_message_bytes));
+      return;
+    }
+    if (stream.body.size() < kMessagePrefixSize + length) break;
+    Stream::InMessage message;
+    unsigned char flag = 0;
+    stream.body.CopyTo(&flag, 1);
+    message.compressed = flag != 0;
+    stream.body.PopFront(kMessagePrefixSize);
+    stream.body.CutFront(length, &message.bytes);
+    request_bytes_ -= kMessagePrefixSize;
+    stream.inbox_bytes += length;
+    stream.inbox.push_back(std::move(message));
+    if (readable_.empty() || readable_.back() != stream.id) readable_.push_back(stream.id);
+  }
+  GrantWindows();
+}
+
+void GrpcServerSession::EndStreamInput(Stream& stream) {
+  if (!stream.body.empty()) {
+    BreakStream(stream, GrpcStatus::kInternal, "the request stream ended inside a message");
+    return;
+  }
+  stream.input_ended = true;
+  nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
+  stream.unreleased = 0;
+  if (readable_.empty() || readable_.back() != stream.id) readable_.push_back(stream.id);
+}
+
+void GrpcServerSession::BreakStream(Stream& stream, GrpcStatus status, std::string text) {
+  ++counters_.refused_streams;
+  request_bytes_ -= stream.body.size() + stream.inbox_bytes;
+  stream.body.clear();
+  stream.inbox.clear();
+  stream.inbox_bytes = 0;
+  stream.input_ended = true;
+  nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
+  stream.unreleased = 0;
+  if (!stream.finished) {
+    if (!stream.responded) {
+      Fail(stream.id, status, text);
+    } else {
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream.id, NGHTTP2_INTERNAL_ERROR);
+    }
+    stream.finished = true;
+    canceled_.push_back(stream.id);  // the call stops
+  }
+  GrantWindows();
+}
+
+GrpcServerSession::StreamInput GrpcServerSession::PopMessage(int32_t stream_id,
+                                                             net::BufferChain* message,
+                                                             bool* compressed) {
+  Stream* stream = Find(stream_id);
+  if (stream == nullptr || !stream->streaming) return StreamInput::kEnd;
+  if (stream->inbox.empty()) return stream->input_ended ? StreamInput::kEnd : StreamInput::kNone;
+  Stream::InMessage& next = stream->inbox.front();
+  *compressed = next.compressed;
+  const size_t size = next.bytes.size();
+  *message = std::move(next.bytes);
+  stream->inbox.pop_front();
+  stream->inbox_bytes -= size;
+  request_bytes_ -= size;
+  GrantWindows();
+  return StreamInput::kMessage;
+}
+
+std::vector<int32_t> GrpcServerSession::TakeReadable() {
+  std::vector<int32_t> ids;
+  ids.swap(readable_);
+  return ids;
+}
+
+std::vector<int32_t> GrpcServerSession::TakeDrained() {
+  std::vector<int32_t> ids;
+  ids.swap(drained_);
+  return ids;
+}
+
+size_t GrpcServerSession::StreamHeldBytes(int32_t stream_id) {
+  Stream* stream = Find(stream_id);
+  return stream == nullptr ? 0 : stream->out.held_bytes();
+}
+
+bool GrpcServerSession::SendMessage(int32_t stream_id, net::BufferChain&& message,
+                                    bool compressed, const Headers& metadata) {
+  Stream* stream = Find(stream_id);
+  if (stream == nullptr || !stream->streaming || stream->finished) return false;
+  char prefix[kMessagePrefixSize];
+  EncodeMessagePrefix(compressed, static_cast<uint32_t>(message.size()), prefix);
+  const size_t held_before = stream->out.held_bytes();
+  stream->out.Append(std::string_view(prefix, sizeof(prefix)));
+  if (message.size() <= kCopiedMessageBytes) {  // packed with the ones before, not a page each
+    for (size_t i = 0; i < message.span_count(); ++i) {
+      const std::span<const char> span = message.span(i);
+      stream->out.Append(std::string_view(span.data(), span.size()));
+    }
+  } else {
+    stream->out.Append(std::move(message));
+  }
+  held_bytes_ += stream->out.held_bytes() - held_before;
+  if (stream->responded) {
+    nghttp2_session_resume_data(session_, stream_id);
+    return true;
+  }
+  Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
+  if (compressed) headers.emplace_back("grpc-encoding", "gzip");
+  for (const auto& [name, value] : metadata) {
+    if (!IsReserved(name)) headers.emplace_back(name, value);
+  }
+  Submit(*stream, std::move(headers), /*with_body=*/true);
+  return true;
+}
+
+void GrpcServerSession::FinishStream(int32_t stream_id, GrpcStatus status, std::string_view text,
+                                     const Headers& metadata, const Headers& trailers) {
+  Stream* stream = Find(stream_id);
+  if (stream == nullptr || stream->finished) return;
+  stream->finished = true;
+  Headers status_fields = {{"grpc-status", std::to_string(static_cast<int>(status))}};
+  if (!text.empty()) status_fields.emplace_back("grpc-message", PercentEncode(text));
+  for (const auto& [name, value] : trailers) {
+    if (!IsReserved(name)) status_fields.emplace_back(name, value);
+  }
+  if (!stream->responded) {  // trailers-only
+    Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
+    for (const auto& [name, value] : metadata) {
+      if (!IsReserved(name)) headers.emplace_back(name, value);
+    }
+    headers.insert(headers.end(), status_fields.begin(), status_fields.end());
+    Submit(*stream, std::move(headers), /*with_body=*/false);
+    return;
+  }
+  stream->trailers = std::move(status_fields);
+  stream->reset_after_send = nghttp2_session_get_stream_remote_close(session_, stream_id) == 0;
+  nghttp2_session_resume_data(session_, stream_id);
 }
 
 }  // namespace arenarpc::protocol::h2

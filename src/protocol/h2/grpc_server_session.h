@@ -11,10 +11,16 @@
 // max_concurrent_streams, header lists by max_header_list_bytes (larger ones are answered
 // RESOURCE_EXHAUSTED without being kept), a message by max_message_bytes. Responses wait in
 // held_bytes() until the client's flow-control windows take them.
+//
+// Streaming calls (a path the streaming predicate names): the request is popped as soon as its
+// headers are complete; its messages are queued on the stream as they complete (PopMessage) and
+// its window reopens only while none waits there, within the same budget; responses are started,
+// sent message by message and finished (StartStream / SendMessage / FinishStream).
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,6 +44,7 @@ struct GrpcRequest {
   bool accepts_gzip = false;  // grpc-accept-encoding lists gzip
   std::vector<std::pair<std::string, std::string>> metadata;  // custom headers, as received
   net::BufferChain message;   // the message bytes after the 5-byte prefix
+  bool streaming = false;     // a streaming call: its messages come through PopMessage()
   // != kOk: the request is refused without a call (e.g. not gRPC, or no message)
   GrpcStatus refusal = GrpcStatus::kOk;
   std::string refusal_text;
@@ -81,6 +88,29 @@ class GrpcServerSession {
                const std::vector<std::pair<std::string, std::string>>& metadata);
   // A trailers-only response with `status` and `text`.
   void Fail(int32_t stream_id, GrpcStatus status, std::string_view text);
+  // Streaming calls. `predicate(path)`: the stream is a streaming call.
+  void set_streaming_predicate(std::function<bool(std::string_view path)> predicate) {
+    is_streaming_ = std::move(predicate);
+  }
+  enum class StreamInput { kMessage, kNone, kEnd };
+  // The next complete message of a streaming call (its window may reopen). kNone: none yet;
+  // kEnd: the client ended its side (or the stream is gone).
+  StreamInput PopMessage(int32_t stream_id, net::BufferChain* message, bool* compressed);
+  // Streaming calls with new input (a message, or the end) since the last call.
+  std::vector<int32_t> TakeReadable();
+  // Streaming calls whose queued response bytes went (partly) out since the last call.
+  std::vector<int32_t> TakeDrained();
+  // Response bytes one stream holds that its window did not take yet.
+  size_t StreamHeldBytes(int32_t stream_id);
+  // Sends the response headers (with `metadata`) once, then `message` as one length-prefixed
+  // message. false: the stream is gone or finished.
+  bool SendMessage(int32_t stream_id, net::BufferChain&& message, bool compressed,
+                   const std::vector<std::pair<std::string, std::string>>& metadata);
+  // Ends a streaming response: trailers with `status`, `text` and `trailers`; a stream with no
+  // message sent gets a trailers-only response (with `metadata`).
+  void FinishStream(int32_t stream_id, GrpcStatus status, std::string_view text,
+                    const std::vector<std::pair<std::string, std::string>>& metadata,
+                    const std::vector<std::pair<std::string, std::string>>& trailers);
   // GOAWAY (NO_ERROR) naming the last stream taken: the client opens no new stream here, and
   // streams already taken finish.
   void Shutdown();
@@ -105,6 +135,12 @@ class GrpcServerSession {
   Stream* Find(int32_t stream_id);
   void Refuse(Stream& stream, GrpcStatus status, std::string text);
   void Complete(Stream& stream);
+  void Open(Stream& stream);  // a streaming call: its request goes out at once
+  void ReceiveStreamData(Stream& stream, std::string_view data);
+  void EndStreamInput(Stream& stream);
+  // A streaming call's input broke (a message over the limit): answered `status` if nothing was
+  // sent yet, reset otherwise; the call sees a cancel.
+  void BreakStream(Stream& stream, GrpcStatus status, std::string text);
   void Submit(Stream& stream, std::vector<std::pair<std::string, std::string>> headers,
               bool with_body);
   // Reopens the stream windows the budget allows (see the top of this file).
@@ -116,6 +152,8 @@ class GrpcServerSession {
   std::map<int32_t, std::unique_ptr<Stream>> streams_;  // by id: the oldest first
   std::deque<GrpcRequest> ready_;
   std::vector<int32_t> canceled_;
+  std::vector<int32_t> readable_, drained_;
+  std::function<bool(std::string_view)> is_streaming_;
   size_t held_bytes_ = 0;
   size_t incomplete_ = 0;
   size_t request_bytes_ = 0;  // DATA of unfinished streams and of requests not popped
