@@ -142,6 +142,9 @@ void ClientConnection::SubmitGrpc(std::shared_ptr<ClientCall> call, int64_t corr
 }
 
 void ClientConnection::FlushGrpc() {
+  if (grpc_->goaway_received()) {  // before the refused calls retry: they need a new connection
+    retiring_.store(true, std::memory_order_release);
+  }
   if (connection_ && !closed()) {
     net::BufferChain out;
     grpc_->TakeOutput(&out);
@@ -183,13 +186,10 @@ void ClientConnection::FlushGrpc() {
     close_code_ = EINVAL;
     close_text_ = "Bad HTTP/2 from " + server_->remote_side() + ": " + grpc_->error();
     connection_->Close();
-  } else if (grpc_->goaway_received()) {
-    retiring_.store(true, std::memory_order_release);  // new calls go to a new connection
-    if (grpc_->Idle()) {
-      close_code_ = EFAILEDSOCKET;
-      close_text_ = "Connection to " + server_->remote_side() + " closed after GOAWAY";
-      connection_->Close();
-    }
+  } else if (grpc_->goaway_received() && grpc_->Idle()) {
+    close_code_ = EFAILEDSOCKET;
+    close_text_ = "Connection to " + server_->remote_side() + " closed after GOAWAY";
+    connection_->Close();
   }
 }
 
