@@ -1,7 +1,9 @@
 #pragma once
-// ClientConnection: one TCP connection of a channel. Connects (with the connect timeout), then
-// runs on a net::Connection; keeps the calls sent on it by correlation id and hands replies to
-// them. All of its state lives on its loop thread: the public methods post there.
+// ClientConnection: one TCP connection of a channel (baidu_std frames, or with protocol "grpc"
+// one HTTP/2 session whose streams are the calls: protocol/h2/grpc_client_session.h). Connects
+// (with the connect timeout), then runs on a net::Connection; keeps the calls sent on it by
+// correlation id and hands replies to them. All of its state lives on its loop thread: the public
+// methods post there. A gRPC call counts as sent once its HEADERS reached the kernel.
 //
 // A request counts as sent once the kernel accepted its last byte (net::Connection::
 // bytes_written()). When the connection breaks, unsent calls get a retryable failure, sent calls
