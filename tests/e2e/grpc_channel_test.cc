@@ -1,10 +1,10 @@
 // arenarpc::Channel speaking gRPC over HTTP/2 (ChannelOptions::protocol "grpc"): against the
 // arenarpc server's own gRPC port — unary calls, metadata both ways, gzip both ways, status
 // mapping, deadlines (grpc-timeout) and cancellation (RST_STREAM), messages past the limits, many
-// concurrent calls on one connection, a cluster with rr and a dead server — and against scripted
-// HTTP/2 servers on sockets: GOAWAY with calls past its last stream (retried on a new
-// connection), a server that never answers, a huge header list and endless DATA, while a good
-// gRPC client on another channel keeps 0 errors.
+// concurrent calls on one connection, a cluster with rr and a dead server, backup requests — and
+// against scripted HTTP/2 servers on sockets: GOAWAY with calls past its last stream (retried on
+// a new connection), a server that never answers, a huge header list and endless DATA, while a
+// good gRPC client on another channel keeps 0 errors.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -403,6 +403,40 @@ TEST(GrpcChannelScripted, ServerThatNeverAnswers) {
   EXPECT_EQ(20, canceled);
   EXPECT_EQ(1, fake.accepted());
   EXPECT_EQ(20u, channel->stats().timeouts);
+}
+
+// Backup requests: rr over a server that never answers and the arenarpc server; a call that went
+// to the silent one sends its backup to the other after backup_request_ms and succeeds; the
+// loser's stream is reset.
+TEST_P(GrpcChannelTest, BackupRequestWinsOverASilentServer) {
+  StartServer();
+  ScriptedSocketServer silent([](int, ScriptedH2Server&) {});
+  ChannelOptions options = GrpcOptions();
+  options.backup_request_ms = 30;
+  options.timeout_ms = 5000;
+  auto channel = GrpcChannel("list://" + silent.address() + "," + Address(), options, "rr");
+  TestService_Stub stub(channel.get());
+  for (int i = 0; i < 6; ++i) {
+    Controller cntl;
+    TestRequest request;
+    request.set_message("b" + std::to_string(i));
+    TestResponse response;
+    stub.Echo(&cntl, &request, &response, nullptr);
+    EXPECT_FALSE(cntl.Failed()) << cntl.ErrorText();
+    EXPECT_EQ(request.message(), response.message());
+  }
+  const ChannelStats stats = channel->stats();
+  EXPECT_GE(stats.backup_requests, 3u);
+  int canceled = 0;
+  for (int i = 0; i < 200 && canceled < static_cast<int>(stats.backup_requests); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    canceled = silent.With([](auto& connections) {
+      int n = 0;
+      for (auto& connection : connections) n += connection.server->canceled_by_client();
+      return n;
+    });
+  }
+  EXPECT_EQ(static_cast<int>(stats.backup_requests), canceled);  // each loser's RST_STREAM
 }
 
 // Hostile responses: a header list of megabytes (the connection ends: its calls fail), one just
