@@ -28,7 +28,8 @@ using e2e::TestRequest;
 using e2e::TestResponse;
 
 // TestService.Echo on gRPC's own server, with the arenarpc test service's knobs: fail_code is a
-// gRPC status here; metadata comes back with "-back"; delay_ms waits (watching for cancellation).
+// gRPC status here; metadata comes back with "-back" (and as "<name>-trailer" in the trailers);
+// delay_ms waits (watching for cancellation).
 class GrpcTestService : public grpc::Service {
  public:
   GrpcTestService() {
@@ -52,6 +53,7 @@ class GrpcTestService : public grpc::Service {
       const std::string name(key.data(), key.size());
       if (name.rfind("x-", 0) == 0) {
         context->AddInitialMetadata(name, std::string(value.data(), value.size()) + "-back");
+        context->AddTrailingMetadata(name + "-trailer", "t");
       }
     }
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(request->delay_ms());
@@ -122,6 +124,7 @@ TEST(GrpcChannelInterop, UnaryMetadataGzipStatusesAndLimits) {
     EXPECT_EQ(request.message(), response.message());
     EXPECT_EQ(1, response.items_size());
     EXPECT_EQ("t1-back", cntl.response_user_fields()["x-trace"]);
+    EXPECT_EQ("t", cntl.response_user_fields()["x-trace-trailer"]);  // from the trailers
     EXPECT_EQ(COMPRESS_TYPE_GZIP, cntl.response_compress_type());
     EXPECT_GT(server.service.last_deadline_ms.load(), 9000);  // grpc-timeout: the 10 s budget
     EXPECT_LE(server.service.last_deadline_ms.load(), 10000);
