@@ -71,7 +71,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(response.tag >= 0 && response.tag < started);
       FUZZ_CHECK(response.message.size() <= limits.max_message_bytes);
       size_t header_bytes = 0;
-      for (const auto& [name, value] : response.metadata) header_bytes += name.size() + value.size();
+      for (const auto& [name, value] : response.metadata) {
+        header_bytes += name.size() + value.size();
+      }
       FUZZ_CHECK(header_bytes <= limits.max_header_list_bytes);
       FUZZ_CHECK(response.error_code != 0 || response.grpc_status >= 0);
     }

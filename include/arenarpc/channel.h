@@ -1,6 +1,7 @@
 #pragma once
-// Channel: the client end of baidu_std (spec §6, §7), or of gRPC (ChannelOptions::protocol). A google::protobuf::RpcChannel, so stubs
-// generated with `option cc_generic_services = true` work unchanged:
+// Channel: the client end of baidu_std (spec §6, §7), or of gRPC (ChannelOptions::protocol).
+// A google::protobuf::RpcChannel, so stubs generated with `option cc_generic_services = true` work
+// unchanged:
 //
 //   arenarpc::Channel channel;
 //   arenarpc::ChannelOptions options;            // timeout 500 ms, connect 200 ms, 3 retries
