@@ -1,9 +1,8 @@
 #include "protocol/h2/grpc_server_session.h"
 
+#include <nghttp2/nghttp2.h>
 
 #include <algorithm>
-
-#include "protocol/h2/nghttp2_glue.h"
 
 namespace arenarpc::protocol::h2 {
 
@@ -15,6 +14,19 @@ bool IsGrpcContentType(std::string_view type) {
   constexpr std::string_view kGrpc = "application/grpc";
   return type.substr(0, kGrpc.size()) == kGrpc &&
          (type.size() == kGrpc.size() || type[kGrpc.size()] == '+' || type[kGrpc.size()] == ';');
+}
+
+// Headers gRPC itself defines, or HTTP/2's own: not the call's metadata.
+bool IsReserved(std::string_view name) {
+  return name.empty() || name[0] == ':' || name.substr(0, 5) == "grpc-" || name == "te" ||
+         name == "content-type" || name == "user-agent" || name == "content-length";
+}
+
+uint32_t MessageLength(const net::BufferChain& body) {
+  unsigned char prefix[kMessagePrefixSize];
+  body.CopyTo(prefix, sizeof(prefix));
+  return (uint32_t{prefix[1]} << 24) | (uint32_t{prefix[2]} << 16) | (uint32_t{prefix[3]} << 8) |
+         uint32_t{prefix[4]};
 }
 
 }  // namespace
@@ -80,7 +92,7 @@ struct GrpcServerSession::Callbacks {
       request.encoding = value == "identity" ? "" : value;
     } else if (name == "grpc-accept-encoding") {
       request.accepts_gzip = value.find("gzip") != std::string_view::npos;
-    } else if (!IsReservedHeader(name)) {
+    } else if (!IsReserved(name)) {
       request.metadata.emplace_back(name, value);
     }
     return 0;
@@ -122,7 +134,7 @@ struct GrpcServerSession::Callbacks {
     stream->body.Append(std::string_view(reinterpret_cast<const char*>(data), size));
     const size_t limit = self.limits_.max_message_bytes;
     if (stream->body.size() >= kMessagePrefixSize) {
-      const uint32_t length = DecodeMessageLength(stream->body);
+      const uint32_t length = MessageLength(stream->body);
       if (length > limit) {
         self.Refuse(*stream, GrpcStatus::kResourceExhausted,
                     "gRPC message of " + std::to_string(length) +
@@ -208,15 +220,24 @@ struct GrpcServerSession::Callbacks {
 };
 
 GrpcServerSession::GrpcServerSession(const Limits& limits) : limits_(limits) {
-  SessionCallbacks callbacks;
-  callbacks.on_begin_headers = &Callbacks::OnBeginHeaders;
-  callbacks.on_header = &Callbacks::OnHeader;
-  callbacks.on_frame_recv = &Callbacks::OnFrameRecv;
-  callbacks.on_data_chunk_recv = &Callbacks::OnDataChunk;
-  callbacks.on_stream_close = &Callbacks::OnStreamClose;
-  callbacks.on_frame_send = &Callbacks::OnFrameSend;
-  callbacks.on_invalid_frame_recv = &Callbacks::OnInvalidFrame;
-  session_ = NewSession(/*server=*/true, callbacks, this);
+  nghttp2_session_callbacks* callbacks = nullptr;
+  nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, &Callbacks::OnBeginHeaders);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, &Callbacks::OnHeader);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &Callbacks::OnFrameRecv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &Callbacks::OnDataChunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &Callbacks::OnStreamClose);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, &Callbacks::OnFrameSend);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks,
+                                                               &Callbacks::OnInvalidFrame);
+  nghttp2_option* option = nullptr;
+  nghttp2_option_new(&option);
+  // Stream windows reopen as the budget allows (GrantWindows): the memory bound.
+  nghttp2_option_set_no_auto_window_update(option, 1);
+  nghttp2_option_set_no_closed_streams(option, 1);
+  nghttp2_session_server_new2(&session_, callbacks, this, option);
+  nghttp2_option_del(option);
+  nghttp2_session_callbacks_del(callbacks);
 
   const nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams},
@@ -304,7 +325,7 @@ void GrpcServerSession::Complete(Stream& stream) {
   --incomplete_;
   GrpcRequest& request = stream.request;
   if (stream.body.size() < kMessagePrefixSize ||
-      stream.body.size() != kMessagePrefixSize + DecodeMessageLength(stream.body)) {
+      stream.body.size() != kMessagePrefixSize + MessageLength(stream.body)) {
     stream.complete = false;  // Refuse() counts it
     ++incomplete_;
     Refuse(stream, GrpcStatus::kInternal,
@@ -365,7 +386,7 @@ void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, b
   Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
   if (compressed) headers.emplace_back("grpc-encoding", "gzip");
   for (const auto& [name, value] : metadata) {
-    if (!IsReservedHeader(name)) headers.emplace_back(name, value);
+    if (!IsReserved(name)) headers.emplace_back(name, value);
   }
   Submit(*stream, std::move(headers), /*with_body=*/true);
 }
@@ -388,7 +409,15 @@ void GrpcServerSession::Shutdown() {
 }
 
 void GrpcServerSession::TakeOutput(net::BufferChain* out) {
-  if (const int rv = DrainSession(session_, out); rv < 0) Check(rv, "HTTP/2 send");
+  for (;;) {
+    const uint8_t* data = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(session_, &data);
+    if (n <= 0) {
+      if (n < 0) Check(static_cast<int>(n), "HTTP/2 send");
+      return;
+    }
+    out->Append(std::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(n)));
+  }
 }
 
 bool GrpcServerSession::Closing() const { return nghttp2_session_want_read(session_) == 0; }
