@@ -3,6 +3,8 @@
 #   release: -O2 -g, everything (library, tests, examples, tools, benchmarks)
 #   asan:    AddressSanitizer + UndefinedBehaviorSanitizer, library + tests
 #   tsan:    ThreadSanitizer, library + tests (the suite's "concurrency" label runs under it)
+# The sanitizer flavours keep line tables only (-g1: file:line in every report, a smaller build);
+# every flavour links with lld when it is installed (scripts/install_deps.sh installs it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 flavour=${1:-release}
@@ -11,11 +13,15 @@ jobs=${JOBS:-$(nproc)}
 case "$flavour" in
   release) args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DARENARPC_BUILD_BENCH=ON) ;;
   asan)    args=(-DCMAKE_BUILD_TYPE=Debug -DARENARPC_SANITIZE=address,undefined -DARENARPC_BUILD_BENCH=OFF
-                 -DCMAKE_CXX_FLAGS=-O1) ;;
+                 -DCMAKE_CXX_FLAGS=-O1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1) ;;
   tsan)    args=(-DCMAKE_BUILD_TYPE=Debug -DARENARPC_SANITIZE=thread -DARENARPC_BUILD_BENCH=OFF
-                 -DCMAKE_CXX_FLAGS=-O1) ;;
+                 -DCMAKE_CXX_FLAGS=-O1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1) ;;
   *) echo "build.sh: unknown flavour '$flavour' (release | asan | tsan)" >&2; exit 2 ;;
 esac
+if command -v ld.lld >/dev/null 2>&1; then
+  args+=(-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld
+         -DCMAKE_MODULE_LINKER_FLAGS=-fuse-ld=lld)
+fi
 dir="$root/build/$flavour"
 gen=()
 if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi

@@ -10,7 +10,7 @@ PACKAGES=(
   libasio-dev libboost-context-dev libgflags-dev libsnappy-dev zlib1g-dev
   libgoogle-perftools-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev lld
   valgrind util-linux procps
   gnuplot-nox python3
   libhttp-parser-dev prometheus-cpp-dev libc-ares-dev curl libssl-dev openssl

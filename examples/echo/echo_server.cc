@@ -161,7 +161,7 @@ DEFINE_uint64(fiber_stack_size, arenarpc::ServerOptions{}.fiber_stack_size,
 DEFINE_string(registry_url, "",
               "Register in a registry while running, e.g. etcd://127.0.0.1:2379/services/echo "
               "(docs/cluster.md); empty = not registered");
-DEFINE_int32(registry_lease_ttl_s, arenarpc::ServerOptions{}.registry_lease_ttl_s,
+DEFINE_int32(registry_lease_ttl_ms, arenarpc::ServerOptions{}.registry_lease_ttl_ms,
              "Registration lease: a crashed server disappears this long after it died");
 DEFINE_string(advertised_address, "", "ip:port to register (default: the listening address)");
 
@@ -224,7 +224,17 @@ int main(int argc, char** argv) {
   options.tls.key_file = FLAGS_tls_key;
   options.tls.client_ca_file = FLAGS_tls_client_ca;
   options.tls.require_tls = FLAGS_tls_require;
-  options.main_port_pages = FLAGS_main_port_pages;
+  if (FLAGS_main_port_pages == "all") {
+    options.main_port_pages = arenarpc::MainPortPages::kAll;
+  } else if (FLAGS_main_port_pages == "health") {
+    options.main_port_pages = arenarpc::MainPortPages::kHealth;
+  } else if (FLAGS_main_port_pages == "none") {
+    options.main_port_pages = arenarpc::MainPortPages::kNone;
+  } else {
+    std::fprintf(stderr, "--main_port_pages=%s: expected all | health | none\n",
+                 FLAGS_main_port_pages.c_str());
+    return 1;
+  }
   options.max_body_size = FLAGS_max_body_size;
   options.idle_timeout_sec = FLAGS_idle_timeout_sec;
   options.read_timeout_ms = FLAGS_read_timeout_ms;
@@ -234,7 +244,7 @@ int main(int argc, char** argv) {
   options.max_fibers = FLAGS_max_fibers;
   options.fiber_stack_size = FLAGS_fiber_stack_size;
   options.registry_url = FLAGS_registry_url;
-  options.registry_lease_ttl_s = FLAGS_registry_lease_ttl_s;
+  options.registry_lease_ttl_ms = FLAGS_registry_lease_ttl_ms;
   options.advertised_address = FLAGS_advertised_address;
   options.memory.page_size = FLAGS_page_size;
   options.memory.page_cache_capacity = FLAGS_page_cache_capacity;

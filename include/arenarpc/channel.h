@@ -42,6 +42,7 @@
 #include "arenarpc/authenticator.h"
 #include "arenarpc/cluster/retry_policy.h"
 #include "arenarpc/controller.h"
+#include "arenarpc/tls_version.h"
 
 namespace arenarpc {
 
@@ -66,7 +67,7 @@ struct ChannelTlsOptions {
   // Client certificate and key (PEM) for servers that require mTLS; empty = none.
   std::string cert_file;
   std::string key_file;
-  std::string min_version = "TLS1.2";  // "TLS1.2" | "TLS1.3"
+  TlsVersion min_version = TlsVersion::kTls12;
   std::string ciphers;       // TLS 1.2 cipher list, OpenSSL syntax; empty = OpenSSL's default
   std::string ciphersuites;  // TLS 1.3 suites; empty = OpenSSL's default
 };
@@ -94,8 +95,8 @@ struct ChannelOptions {
   // "pooled": idle connections kept per channel; more are closed after their call.
   int max_pooled_connections = 100;
   // Send the remaining budget in RpcRequestMeta.timeout_ms (brpc's
-  // -baidu_std_protocol_deliver_timeout_ms; off by default there too).
-  bool deliver_timeout_ms = false;
+  // -baidu_std_protocol_deliver_timeout_ms flag; off by default there too).
+  bool deliver_timeout = false;
   // "baidu_std" (or empty), or "grpc" / "h2:grpc" (brpc's name): unary calls as gRPC over
   // HTTP/2 (cleartext), many at once on one connection (docs/grpc.md).
   std::string protocol = "baidu_std";

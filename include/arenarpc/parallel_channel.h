@@ -92,12 +92,13 @@ class ParallelChannel : public google::protobuf::RpcChannel {
   ParallelChannel(const ParallelChannel&) = delete;
   ParallelChannel& operator=(const ParallelChannel&) = delete;
 
-  // options == nullptr: defaults. Returns 0.
+  // options == nullptr: defaults. Returns 0, or -1 with last_error() saying why (invalid options).
   int Init(const ParallelChannelOptions* options);
   // mapper/merger: nullptr = the defaults; otherwise owned by this channel (the same object may
-  // be added with several sub-channels). Returns 0, or -1 after the first call or for nullptr.
+  // be added with several sub-channels). Returns 0, or -1 (after the first call, or nullptr).
   int AddChannel(google::protobuf::RpcChannel* sub_channel, ChannelOwnership ownership,
                  CallMapper* mapper, ResponseMerger* merger);
+  const std::string& last_error() const noexcept { return last_error_; }
   size_t channel_count() const noexcept { return subs_.size(); }
 
   // controller must be an arenarpc::Controller. done == nullptr: synchronous.
@@ -120,6 +121,7 @@ class ParallelChannel : public google::protobuf::RpcChannel {
   std::vector<Sub> subs_;
   std::vector<std::shared_ptr<void>> adopted_;  // mappers and mergers, each once
   std::atomic<bool> started_{false};  // AddChannel is refused after the first call
+  std::string last_error_;
 };
 
 }  // namespace arenarpc

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "arenarpc/channel.h"
@@ -35,11 +36,12 @@ class SelectiveChannel : public google::protobuf::RpcChannel {
   SelectiveChannel(const SelectiveChannel&) = delete;
   SelectiveChannel& operator=(const SelectiveChannel&) = delete;
 
-  // lb_name: "rr" (or nullptr/""); options == nullptr: defaults. Returns 0, or -1 for another
-  // balancer or invalid options.
+  // lb_name: "rr" (or nullptr/""); options == nullptr: defaults. Returns 0, or -1 with
+  // last_error() saying why (another balancer, invalid options, a second Init).
   int Init(const char* lb_name, const ChannelOptions* options);
-  // Takes ownership of sub_channel. Returns 0, or -1 after the first call or for nullptr.
+  // Takes ownership of sub_channel. Returns 0, or -1 (after the first call, or nullptr).
   int AddChannel(google::protobuf::RpcChannel* sub_channel, ChannelHandle* handle);
+  const std::string& last_error() const noexcept { return last_error_; }
   size_t channel_count() const noexcept { return subs_.size(); }
 
   // controller must be an arenarpc::Controller. done == nullptr: synchronous.
@@ -54,6 +56,7 @@ class SelectiveChannel : public google::protobuf::RpcChannel {
   std::atomic<bool> started_{false};  // AddChannel is refused after the first call
   std::vector<std::unique_ptr<google::protobuf::RpcChannel>> subs_;
   std::atomic<uint64_t> next_{0};
+  std::string last_error_;
 };
 
 }  // namespace arenarpc

@@ -29,6 +29,7 @@
 #include "arenarpc/max_concurrency.h"
 #include "arenarpc/memory/message_memory.h"
 #include "arenarpc/method_stats.h"
+#include "arenarpc/tls_version.h"
 
 namespace google::protobuf {
 class Service;
@@ -53,7 +54,7 @@ struct ServerTlsOptions {
   // mTLS: non-empty = clients must present a certificate that verifies against this PEM CA
   // bundle; the handler sees it in Controller::tls_peer(). Empty = client certificates not asked.
   std::string client_ca_file;
-  std::string min_version = "TLS1.2";  // "TLS1.2" | "TLS1.3" (no older versions are offered)
+  TlsVersion min_version = TlsVersion::kTls12;
   std::string ciphers;       // TLS 1.2 cipher list, OpenSSL syntax; empty = OpenSSL's default
   std::string ciphersuites;  // TLS 1.3 suites, e.g. "TLS_AES_128_GCM_SHA256"; empty = default
   // > 0: a new handshake checks the files' modification times at most this often and reloads
@@ -61,6 +62,9 @@ struct ServerTlsOptions {
   // open keep the certificate they started with.
   int reload_check_interval_ms = 0;
 };
+
+// Which built-in pages the main port serves (ServerOptions::main_port_pages).
+enum class MainPortPages { kAll, kHealth, kNone };
 
 struct ServerOptions {
   // Threads that read connections and run handlers (all of them serve every connection; see
@@ -148,7 +152,8 @@ struct ServerOptions {
   // "etcd://host:port[,host:port]/prefix": Start() puts "<prefix>/<advertised_address>" on a lease
   // and keeps it alive; Stop() deletes it first. Empty = not registered.
   std::string registry_url;
-  int registry_lease_ttl_s = 10;       // a crashed server's key expires this long after it died
+  int registry_lease_ttl_ms = 10000;   // a crashed server's key expires this long after it died
+                                       // (etcd leases count whole seconds: rounded up)
   // "ip:port" clients should use; empty = the listening address, with 0.0.0.0 / :: replaced by
   // the first IPv4 address of an interface that is up and not loopback (else 127.0.0.1).
   std::string advertised_address;
@@ -159,10 +164,10 @@ struct ServerOptions {
   ServerTlsOptions tls;
 
   // --- built-in pages on the main port (docs/server.md, "Built-in pages")
-  // "all": every page; "health": only /health (load balancers, Channel's health_check_path);
-  // "none": 404 for every page. With internal_port >= 0, "all" means the pages moved there (the
-  // main port answers them 403); "health" still answers /health on the main port.
-  std::string main_port_pages = "all";
+  // kAll: every page; kHealth: only /health (load balancers, Channel's health_check_path);
+  // kNone: 404 for every page. With internal_port >= 0, kAll means the pages moved there (the
+  // main port answers them 403); kHealth still answers /health on the main port.
+  MainPortPages main_port_pages = MainPortPages::kAll;
 
   // --- authentication (docs/auth.md): verifies baidu_std's authentication_data (once per
   // connection) and HTTP's Authorization header (per request; built-in pages other than /health

@@ -177,7 +177,7 @@ bool ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup) {
     grpc_request.message.AppendShared(payload_);
   } else {
     meta_.set_correlation_id(correlation_id);
-    if (core_->options().deliver_timeout_ms && deadline_ != Clock::time_point::max()) {
+    if (core_->options().deliver_timeout && deadline_ != Clock::time_point::max()) {
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
       meta_.mutable_request()->set_timeout_ms(static_cast<int32_t>(

@@ -171,7 +171,14 @@ ParallelChannel::~ParallelChannel() {
 }
 
 int ParallelChannel::Init(const ParallelChannelOptions* options) {
-  options_ = options != nullptr ? *options : ParallelChannelOptions{};
+  const ParallelChannelOptions chosen = options != nullptr ? *options : ParallelChannelOptions{};
+  if (chosen.timeout_ms <= 0 && chosen.timeout_ms != -1) {
+    last_error_ = "invalid ParallelChannelOptions: timeout_ms=" +
+                  std::to_string(chosen.timeout_ms) + " (expected > 0 or -1)";
+    return -1;
+  }
+  options_ = chosen;
+  last_error_.clear();
   return 0;
 }
 
@@ -189,7 +196,11 @@ std::shared_ptr<T> ParallelChannel::Adopt(T* object) {
 int ParallelChannel::AddChannel(google::protobuf::RpcChannel* sub_channel,
                                 ChannelOwnership ownership, CallMapper* mapper,
                                 ResponseMerger* merger) {
-  if (sub_channel == nullptr || started_) return -1;
+  if (sub_channel == nullptr || started_) {
+    last_error_ = sub_channel == nullptr ? "AddChannel(nullptr)"
+                                         : "AddChannel after the first call";
+    return -1;
+  }
   subs_.push_back(Sub{sub_channel, ownership == OWNS_CHANNEL, Adopt(mapper), Adopt(merger)});
   return 0;
 }

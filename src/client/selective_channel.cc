@@ -146,17 +146,32 @@ SelectiveChannel::SelectiveChannel() = default;
 SelectiveChannel::~SelectiveChannel() = default;
 
 int SelectiveChannel::Init(const char* lb_name, const ChannelOptions* options) {
-  if (initialized_ || (lb_name != nullptr && *lb_name != '\0' && std::string(lb_name) != "rr")) {
+  if (initialized_) {
+    last_error_ = "SelectiveChannel is already initialized";
+    return -1;
+  }
+  if (lb_name != nullptr && *lb_name != '\0' && std::string(lb_name) != "rr") {
+    last_error_ = "load balancer \"" + std::string(lb_name) + "\" is not supported (\"rr\")";
     return -1;
   }
   options_ = options != nullptr ? *options : ChannelOptions{};
-  if ((options_.timeout_ms <= 0 && options_.timeout_ms != -1) || options_.max_retry < 0) return -1;
+  if ((options_.timeout_ms <= 0 && options_.timeout_ms != -1) || options_.max_retry < 0) {
+    last_error_ = "invalid ChannelOptions: timeout_ms=" + std::to_string(options_.timeout_ms) +
+                  " (expected > 0 or -1), max_retry=" + std::to_string(options_.max_retry) +
+                  " (expected >= 0)";
+    return -1;
+  }
   initialized_ = true;
+  last_error_.clear();
   return 0;
 }
 
 int SelectiveChannel::AddChannel(google::protobuf::RpcChannel* sub_channel, ChannelHandle* handle) {
-  if (sub_channel == nullptr || started_) return -1;
+  if (sub_channel == nullptr || started_) {
+    last_error_ = sub_channel == nullptr ? "AddChannel(nullptr)"
+                                         : "AddChannel after the first call";
+    return -1;
+  }
   subs_.emplace_back(sub_channel);
   if (handle != nullptr) *handle = subs_.size() - 1;
   return 0;

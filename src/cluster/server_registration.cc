@@ -73,9 +73,10 @@ std::unique_ptr<ServerRegistration> MakeServerRegistration(std::string_view url,
   return factory(url.substr(separator + 3), info, error);
 }
 
-std::string ValidateRegistrationOptions(int lease_ttl_s, int weight, std::string_view tag) {
-  if (lease_ttl_s < 1 || lease_ttl_s > 86400) {
-    return "registry_lease_ttl_s=" + std::to_string(lease_ttl_s) + " is invalid (expected 1..86400)";
+std::string ValidateRegistrationOptions(int lease_ttl_ms, int weight, std::string_view tag) {
+  if (lease_ttl_ms < 1000 || lease_ttl_ms > 86400 * 1000) {
+    return "registry_lease_ttl_ms=" + std::to_string(lease_ttl_ms) +
+           " is invalid (expected 1000..86400000)";
   }
   if (weight < 1 || weight > kMaxServerWeight) {
     return "registry_weight=" + std::to_string(weight) + " is invalid (expected 1.." +

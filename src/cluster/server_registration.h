@@ -38,7 +38,9 @@ std::unique_ptr<ServerRegistration> MakeServerRegistration(std::string_view url,
                                                            std::string* error);
 
 // ServerOptions' registry_* values: empty if valid, else a message naming the option.
-std::string ValidateRegistrationOptions(int lease_ttl_s, int weight, std::string_view tag);
+std::string ValidateRegistrationOptions(int lease_ttl_ms, int weight, std::string_view tag);
+// The registry's lease in whole seconds (etcd's unit), rounded up.
+constexpr int LeaseTtlSeconds(int lease_ttl_ms) { return (lease_ttl_ms + 999) / 1000; }
 
 // "ip:port" to advertise for a server listening on `listening`: itself, or for an unspecified
 // address (0.0.0.0, ::) the first IPv4 address of an interface that is up and not loopback,

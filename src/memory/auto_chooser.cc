@@ -85,8 +85,8 @@ void AutoChooser::CheckRecheck(int64_t now_ms) {
                std::to_string(static_cast<uint64_t>(request_bytes_)) + " bytes");
   } else if (calls_since_ >= settings_.recheck_calls) {
     StartTrial("periodic recheck (" + std::to_string(settings_.recheck_calls) + " calls)");
-  } else if (now_ms - decided_ms_ >= int64_t{settings_.recheck_seconds} * 1000) {
-    StartTrial("periodic recheck (" + std::to_string(settings_.recheck_seconds) + " s)");
+  } else if (now_ms - decided_ms_ >= int64_t{settings_.recheck_interval_ms}) {
+    StartTrial("periodic recheck (" + std::to_string(settings_.recheck_interval_ms) + " ms)");
   }
 }
 

@@ -50,7 +50,7 @@ void ValidateAutoSettings(const AutoSettings& s) {
   if (s.trial_block == 0) throw std::invalid_argument("auto trial_block must be >= 1");
   if (s.sample_every == 0) throw std::invalid_argument("auto sample_every must be >= 1");
   if (s.recheck_calls == 0) throw std::invalid_argument("auto recheck_calls must be >= 1");
-  if (s.recheck_seconds == 0) throw std::invalid_argument("auto recheck_seconds must be >= 1");
+  if (s.recheck_interval_ms == 0) throw std::invalid_argument("auto recheck_interval_ms must be >= 1");
   if (!(s.shape_change > 1)) throw std::invalid_argument("auto shape_change must be > 1");
   if (!(s.switch_margin >= 0 && s.switch_margin < 1)) {
     throw std::invalid_argument("auto switch_margin must be in [0, 1)");

@@ -47,15 +47,12 @@ int SelectAlpn(SSL*, const unsigned char** out, unsigned char* out_len, const un
   return SSL_TLSEXT_ERR_OK;
 }
 
-bool ParseVersion(const std::string& name, int* version) {
-  if (name.empty() || name == "TLS1.2") {
-    *version = TLS1_2_VERSION;
-  } else if (name == "TLS1.3") {
-    *version = TLS1_3_VERSION;
-  } else {
-    return false;
+bool OpenSslVersion(TlsVersion version, int* openssl_version) {
+  switch (version) {
+    case TlsVersion::kTls12: *openssl_version = TLS1_2_VERSION; return true;
+    case TlsVersion::kTls13: *openssl_version = TLS1_3_VERSION; return true;
   }
-  return true;
+  return false;
 }
 
 std::shared_ptr<const TlsContextState> Build(const TlsConfig& config, std::string* error) {
@@ -68,8 +65,9 @@ std::shared_ptr<const TlsContextState> Build(const TlsConfig& config, std::strin
   }
   SSL_CTX* ctx = state->ctx;
   int min_version = 0;
-  if (!ParseVersion(config.min_version, &min_version)) {
-    *error = "min_version=\"" + config.min_version + "\" (\"TLS1.2\" | \"TLS1.3\")";
+  if (!OpenSslVersion(config.min_version, &min_version)) {
+    *error = "min_version=" + std::to_string(static_cast<int>(config.min_version)) +
+             " is not a TlsVersion";
     return nullptr;
   }
   SSL_CTX_set_min_proto_version(ctx, min_version);

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "arenarpc/tls_version.h"
+
 namespace arenarpc::net {
 
 class TlsSession;
@@ -23,7 +25,7 @@ struct TlsConfig {
   // Client: the CA that verifies the server; empty = OpenSSL's default trust store.
   std::string ca_file;
   bool verify_peer = true;            // client only: check the server's chain and name
-  std::string min_version = "TLS1.2";  // "TLS1.2" | "TLS1.3"
+  TlsVersion min_version = TlsVersion::kTls12;
   std::string ciphers;                // TLS 1.2 cipher list (OpenSSL syntax); empty = default
   std::string ciphersuites;           // TLS 1.3 suites; empty = default
   std::vector<std::string> alpn;      // server: what it accepts, in preference order; client: offers

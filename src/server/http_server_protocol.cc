@@ -224,11 +224,11 @@ ServerProtocol::Step HttpServerProtocol::ServeBuiltin(ServerConnection& server,
     Respond(connection, sequence, Head(404), "no method or page at " + request.path + "\n");
     return Step::kAnswered;
   }
-  if (!internal_port_ && options.main_port_pages != "all" &&
-      !(options.main_port_pages == "health" && request.path == "/health")) {
+  if (!internal_port_ && options.main_port_pages != MainPortPages::kAll &&
+      !(options.main_port_pages == MainPortPages::kHealth && request.path == "/health")) {
     Respond(connection, sequence, Head(404),
             "built-in page " + request.path + " is not served on this port (main_port_pages=" +
-                options.main_port_pages + ")\n");
+                (options.main_port_pages == MainPortPages::kHealth ? "kHealth" : "kNone") + ")\n");
     return Step::kAnswered;
   }
   // With an authenticator, pages other than /health need a valid Authorization header too.
@@ -244,7 +244,8 @@ ServerProtocol::Step HttpServerProtocol::ServeBuiltin(ServerConnection& server,
       return Step::kAnswered;
     }
   }
-  if (options.internal_port >= 0 && !internal_port_ && options.main_port_pages == "all") {
+  if (options.internal_port >= 0 && !internal_port_ &&
+      options.main_port_pages == MainPortPages::kAll) {
     Respond(connection, sequence, Head(403),
             "built-in services are served on internal_port=" +
                 std::to_string(options.internal_port) + "\n");

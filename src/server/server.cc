@@ -111,7 +111,7 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
   }
   if (!options.registry_url.empty()) {
     if (std::string error = cluster::ValidateRegistrationOptions(
-            options.registry_lease_ttl_s, options.registry_weight, options.registry_tag);
+            options.registry_lease_ttl_ms, options.registry_weight, options.registry_tag);
         !error.empty()) {
       return Fail(error);
     }
@@ -170,10 +170,11 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
                   " is invalid (expected an IP address, e.g. 127.0.0.1): " + error.message());
     }
   }
-  if (options.main_port_pages != "all" && options.main_port_pages != "health" &&
-      options.main_port_pages != "none") {
-    return Fail("main_port_pages=" + Quoted(options.main_port_pages) +
-                " is invalid (expected \"all\", \"health\" or \"none\")");
+  if (options.main_port_pages != MainPortPages::kAll &&
+      options.main_port_pages != MainPortPages::kHealth &&
+      options.main_port_pages != MainPortPages::kNone) {
+    return Fail("main_port_pages=" + std::to_string(static_cast<int>(options.main_port_pages)) +
+                " is not a MainPortPages value");
   }
   if (options.max_fibers < 1) {
     return Fail("max_fibers=" + std::to_string(options.max_fibers) + " is invalid (expected >= 1)");
@@ -388,7 +389,7 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
                        : options.advertised_address;
     info.weight = options.registry_weight;
     info.tag = options.registry_tag;
-    info.lease_ttl_s = options.registry_lease_ttl_s;
+    info.lease_ttl_s = cluster::LeaseTtlSeconds(options.registry_lease_ttl_ms);
     std::string error;
     impl.registration = cluster::MakeServerRegistration(options.registry_url, info, &error);
     if (!impl.registration || !impl.registration->Start(&error)) {

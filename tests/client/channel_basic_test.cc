@@ -160,7 +160,7 @@ TEST(Channel, MetaCarriesIdsTraceAndUserFieldsBothWays) {
   });
   Channel channel;
   ChannelOptions options = TestOptions();
-  options.deliver_timeout_ms = true;
+  options.deliver_timeout = true;
   ASSERT_EQ(channel.Init(server.address(), &options), 0);
   EchoService_Stub stub(&channel);
   for (int i = 0; i < 2; ++i) {

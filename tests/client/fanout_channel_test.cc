@@ -176,6 +176,30 @@ TEST_F(Fanout, ParallelSkippedAndBadSubCalls) {
   EXPECT_EQ(servers_[0]->requests_received(), 0);
 }
 
+// Setup errors follow the API's one convention: -1, and last_error() names the problem.
+TEST(FanoutSetup, InitAndAddChannelFailuresSayWhy) {
+  ParallelChannel parallel;
+  ParallelChannelOptions bad_parallel;
+  bad_parallel.timeout_ms = 0;
+  EXPECT_EQ(parallel.Init(&bad_parallel), -1);
+  EXPECT_NE(parallel.last_error().find("timeout_ms=0"), std::string::npos) << parallel.last_error();
+  EXPECT_EQ(parallel.Init(nullptr), 0);
+  EXPECT_EQ(parallel.last_error(), "");
+  EXPECT_EQ(parallel.AddChannel(nullptr, DOESNT_OWN_CHANNEL, nullptr, nullptr), -1);
+  EXPECT_EQ(parallel.last_error(), "AddChannel(nullptr)");
+
+  SelectiveChannel selective;
+  EXPECT_EQ(selective.Init("la", nullptr), -1);
+  EXPECT_NE(selective.last_error().find("\"la\""), std::string::npos) << selective.last_error();
+  ChannelOptions bad_options;
+  bad_options.max_retry = -1;
+  EXPECT_EQ(selective.Init("rr", &bad_options), -1);
+  EXPECT_NE(selective.last_error().find("max_retry=-1"), std::string::npos);
+  EXPECT_EQ(selective.Init("rr", nullptr), 0);
+  EXPECT_EQ(selective.Init("rr", nullptr), -1);
+  EXPECT_NE(selective.last_error().find("already initialized"), std::string::npos);
+}
+
 TEST_F(Fanout, SelectiveRetriesARequestThatDidNotRunOnAnotherSubChannel) {
   SelectiveChannel channel;
   ChannelOptions options = TestOptions();

@@ -137,7 +137,7 @@ class EtcdCluster : public ::testing::Test {
     ServerOptions options;
     options.num_threads = 2;
     options.registry_url = Url();
-    options.registry_lease_ttl_s = ttl_s;
+    options.registry_lease_ttl_ms = ttl_s * 1000;
     EXPECT_TRUE(server->Start(0, options));
     return server;
   }
@@ -179,9 +179,10 @@ TEST_F(EtcdCluster, BadUrlsAndUnreachableEtcdFailWithAMessage) {
   server_options.registry_url = dead;
   EXPECT_FALSE(server.Start(0, server_options, /*expect_success=*/false));
   EXPECT_NE(server.last_error().find("registry_url"), std::string::npos) << server.last_error();
-  server_options.registry_lease_ttl_s = 0;
+  server_options.registry_lease_ttl_ms = 999;
   EXPECT_FALSE(server.Start(0, server_options, /*expect_success=*/false));
-  EXPECT_NE(server.last_error().find("registry_lease_ttl_s"), std::string::npos);
+  EXPECT_NE(server.last_error().find("registry_lease_ttl_ms=999"), std::string::npos)
+      << server.last_error();
 }
 
 TEST_F(EtcdCluster, ClientFollowsServersThatRegisterAndStop) {
@@ -223,7 +224,7 @@ TEST_F(EtcdCluster, AKilledServerProcessDisappearsAfterItsLeaseTtl) {
   ASSERT_EQ(::pipe(out), 0);
   ChildProcess child;
   ASSERT_TRUE(child.Spawn({ECHO_SERVER_PATH, "--address=127.0.0.1:0", "--threads=1",
-                           "--registry_url=" + Url(), "--registry_lease_ttl_s=2"},
+                           "--registry_url=" + Url(), "--registry_lease_ttl_ms=2000"},
                           etcd_->dir() + "/echo_server.log", out[1]));
   ::close(out[1]);
   // "echo_server listening on 127.0.0.1:<port> ..."

@@ -200,7 +200,7 @@ TEST_F(BrpcApiTest, PassedDeadlineCancelsTheCall) {
   Channel channel;
   ChannelOptions options;
   options.timeout_ms = 200;
-  options.deliver_timeout_ms = true;  // the server learns the deadline from the request meta
+  options.deliver_timeout = true;  // the server learns the deadline from the request meta
   ASSERT_EQ(0, channel.Init("127.0.0.1", server_.listen_port(), &options)) << channel.last_error();
   TestService_Stub stub(&channel);
   Controller cntl;

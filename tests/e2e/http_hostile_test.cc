@@ -177,9 +177,9 @@ TEST_P(HttpHostileTest, InternalPortServesBuiltinsAndTheMainPortMethods) {
   EXPECT_EQ("", CallEcho(channel.get(), "rpc"));
 }
 
-// main_port_pages: "health" keeps only /health on the main port, "none" no page; methods stay.
+// main_port_pages: kHealth keeps only /health on the main port, kNone no page; methods stay.
 TEST_P(HttpHostileTest, MainPortPagesPolicyLimitsThePages) {
-  for (const char* policy : {"health", "none"}) {
+  for (MainPortPages policy : {MainPortPages::kHealth, MainPortPages::kNone}) {
     for (int internal_port : {-1, 0}) {
       ServerOptions options;
       options.main_port_pages = policy;
@@ -191,10 +191,11 @@ TEST_P(HttpHostileTest, MainPortPagesPolicyLimitsThePages) {
         std::optional<HttpResponse> response = client.Read();
         return response ? response->status : -1;
       };
-      const bool health = std::string(policy) == "health";
-      EXPECT_EQ(health ? 200 : 404, get(port_, "/health")) << policy << " " << internal_port;
+      const bool health = policy == MainPortPages::kHealth;
+      const char* name = health ? "kHealth" : "kNone";
+      EXPECT_EQ(health ? 200 : 404, get(port_, "/health")) << name << " " << internal_port;
       for (const char* page : {"/status", "/connections", "/flags", "/vars", "/metrics", "/"}) {
-        EXPECT_EQ(404, get(port_, page)) << policy << " " << page;
+        EXPECT_EQ(404, get(port_, page)) << name << " " << page;
       }
       if (internal_port == 0) {
         EXPECT_EQ(200, get(server_->internal_listen_port(), "/connections"));
@@ -272,7 +273,8 @@ TEST(HttpOptionsTest, BadHttpOptionsFailStartNamingThem) {
            {[](ServerOptions& o) { o.max_http_header_size = 1 << 20; }, "max_http_header_size"},
            {[](ServerOptions& o) { o.internal_port = -2; }, "internal_port"},
            {[](ServerOptions& o) { o.internal_port = 70000; }, "internal_port"},
-           {[](ServerOptions& o) { o.main_port_pages = "some"; }, "main_port_pages"},
+           {[](ServerOptions& o) { o.main_port_pages = static_cast<MainPortPages>(7); },
+            "main_port_pages"},
            {[](ServerOptions& o) {
               o.internal_port = 0;
               o.internal_address = "localhost:1";

@@ -281,7 +281,7 @@ TEST_P(TlsTest, CurlOpensslAndPythonSpeakToTheTlsPort) {
 
 TEST_P(TlsTest, VersionsAndCiphersAreConfigurable) {
   ServerOptions options = TlsServerOptions();
-  options.tls.min_version = "TLS1.3";
+  options.tls.min_version = TlsVersion::kTls13;
   options.tls.ciphersuites = "TLS_CHACHA20_POLY1305_SHA256";
   StartServer(options);
   EXPECT_NE(std::string::npos, SClient("-tls1_2").find("alert protocol version"));

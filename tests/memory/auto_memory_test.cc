@@ -127,7 +127,7 @@ TEST(AutoChooser, ARequestSizeChangeStartsATrial) {
 TEST(AutoChooser, ARecheckAfterTime) {
   AutoSettings s = QuickAutoSettings();
   s.sample_every = 1;
-  s.recheck_seconds = 60;
+  s.recheck_interval_ms = 60000;
   AutoChooser chooser({"a", "b"}, s);
   Feed(chooser, {1000, 2000}, 2 * 10, 100, 1000);
   ASSERT_FALSE(chooser.Report().in_trial);

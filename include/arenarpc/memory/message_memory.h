@@ -73,7 +73,7 @@ struct ReuseSettings {
 // blocks of trial_block calls), charges each call the thread CPU time from Acquire() to Release() (parse, handler,
 // serialize, release; a call is measured only if it ran on one thread without suspending), and
 // serves the method with the cheapest candidate (median CPU per call). It runs a new trial after
-// recheck_calls calls or recheck_seconds, and when the method's request size moves by
+// recheck_calls calls or recheck_interval_ms, and when the method's request size moves by
 // shape_change times. Every candidate is exact, so a switch never changes what goes on the wire.
 struct AutoSettings {
   // The first one serves a method until its first trial ends, and whenever no call can be
@@ -87,7 +87,7 @@ struct AutoSettings {
   uint32_t trial_block = 8;
   uint32_t sample_every = 64;  // between trials: the chosen candidate is measured once in N calls
   uint64_t recheck_calls = 200000;
-  uint32_t recheck_seconds = 300;
+  uint32_t recheck_interval_ms = 300000;
   double shape_change = 2.0;    // > 1
   double switch_margin = 0.05;  // a trial moves the method only to a candidate this much cheaper
 };
