@@ -10,7 +10,8 @@ if ! [[ "$total" =~ ^[0-9]+$ ]] || [ "$total" -lt 2 ]; then
   echo "fuzz.sh: SECONDS must be an integer >= 2, got '$total'" >&2
   exit 2
 fi
-targets=(fuzz_frame_decoder fuzz_h2_session fuzz_http_request_decoder fuzz_payload fuzz_shape)
+targets=(fuzz_frame_decoder fuzz_h2_client_session fuzz_h2_session fuzz_http_request_decoder fuzz_payload
+         fuzz_shape)
 per_target=$(( total / ${#targets[@]} ))
 dir="$root/build/fuzz"
 jobs=${JOBS:-2}

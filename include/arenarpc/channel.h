@@ -1,6 +1,7 @@
 #pragma once
-// Channel: the client end of baidu_std (spec §6, §7). A google::protobuf::RpcChannel, so stubs
-// generated with `option cc_generic_services = true` work unchanged:
+// Channel: the client end of baidu_std (spec §6, §7), or of gRPC (ChannelOptions::protocol).
+// A google::protobuf::RpcChannel, so stubs generated with `option cc_generic_services = true` work
+// unchanged:
 //
 //   arenarpc::Channel channel;
 //   arenarpc::ChannelOptions options;            // timeout 500 ms, connect 200 ms, 3 retries
@@ -97,8 +98,19 @@ struct ChannelOptions {
   // Send the remaining budget in RpcRequestMeta.timeout_ms (brpc's
   // -baidu_std_protocol_deliver_timeout_ms flag; off by default there too).
   bool deliver_timeout = false;
-  // brpc's option; only "baidu_std" (or empty) is accepted.
+  // "baidu_std" (or empty), or "grpc" / "h2:grpc" (brpc's name): unary calls as gRPC over
+  // HTTP/2 (cleartext), many at once on one connection (docs/grpc.md).
   std::string protocol = "baidu_std";
+  // --- protocol "grpc" only. A connection holds at most max_body_size (response budget) +
+  // max_body_size (the oldest response) + grpc_max_concurrent_streams x (grpc_stream_window +
+  // grpc_max_header_list_bytes) of responses (docs/grpc.md).
+  // Streams open at once on one connection (the server's SETTINGS_MAX_CONCURRENT_STREAMS caps it
+  // further); more calls wait for a stream in order, their bytes counted in max_unwritten_bytes.
+  uint32_t grpc_max_concurrent_streams = 100;
+  // A response header list (headers, and trailers) larger than this fails the call (ERESPONSE).
+  size_t grpc_max_header_list_bytes = 64u << 10;
+  // Flow-control window of each stream (SETTINGS_INITIAL_WINDOW_SIZE).
+  uint32_t grpc_stream_window = 1u << 20;
   // Bytes of requests queued on one connection and not yet accepted by the kernel; a call that
   // would queue more fails with EOVERCROWDED (brpc's socket_max_unwritten_bytes). One request
   // larger than this still goes when nothing else waits.

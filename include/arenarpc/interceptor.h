@@ -50,7 +50,7 @@ class ClientInterceptor {
   // Before the call is sent, on the calling thread. 0 = send it (after the next interceptors).
   // Anything else fails the call without sending it: that code (a negative value: EREJECT, 1018)
   // and *error_text. `credential`: sent as the request's credential (baidu_std
-  // authentication_data), initially empty; a non-empty one set here is sent instead of
+  // authentication_data, gRPC `authorization` metadata), initially empty; a non-empty one set here is sent instead of
   // ChannelOptions::auth's (which is then not generated). An exception fails the call with
   // EINTERNAL.
   virtual int BeforeSend(const InterceptedClientCall& call, std::string* credential,

@@ -15,6 +15,7 @@
 #include "client/connection_manager.h"
 #include "call/controller_access.h"
 #include "client/sub_channel.h"
+#include "protocol/compression.h"
 #include "protocol/meta_builder.h"
 #include "stream/stream.h"
 #include "protocol/payload_codec.h"
@@ -30,6 +31,7 @@ ClientCall::ClientCall(std::shared_ptr<ChannelCore> core,
       response_(response),
       done_(done),
       call_id_(controller->call_id().value),
+      grpc_(core_->options().protocol == "grpc" || core_->options().protocol == "h2:grpc"),
       deadline_timer_(core_->loops().Next()) {
   const ChannelOptions& options = core_->options();
   // Per-call overrides: a positive timeout, a non-negative retry count.
@@ -40,7 +42,36 @@ ClientCall::ClientCall(std::shared_ptr<ChannelCore> core,
 
 ClientCall::~ClientCall() = default;
 
+bool ClientCall::PrepareGrpc(const google::protobuf::Message& request, std::string credential) {
+  const int compress_type = static_cast<int>(controller_->request_compress_type());
+  std::string error;
+  if (compress_type != 0 && compress_type != static_cast<int>(COMPRESS_TYPE_GZIP)) {
+    error = std::string("gRPC compresses with gzip only, not ") +
+            protocol::CompressTypeName(compress_type);
+  } else if (!controller_->request_attachment().empty()) {
+    error = "gRPC has no attachments: request_attachment must be empty";
+  } else if (protocol::SerializePayload(request, compress_type, &payload_, &error, "request")) {
+    if (!ResolveCredential(&credential)) return false;
+    grpc_path_ = "/" + method_->service()->full_name() + "/" + method_->name();
+    grpc_credential_ = std::move(credential);
+    return true;
+  }
+  FailLocked(EREQUEST, error);  // not started: nothing else can see the call
+  internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
+  return false;
+}
+
+bool ClientCall::ResolveCredential(std::string* credential) {
+  const Authenticator* auth = core_->options().auth;
+  if (auth == nullptr || !credential->empty()) return true;
+  if (auth->GenerateCredential(credential) == 0) return true;
+  FailLocked(ERPCAUTH, "Fail to generate credential");  // not started
+  internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
+  return false;
+}
+
 bool ClientCall::Prepare(const google::protobuf::Message& request, std::string credential) {
+  if (grpc_) return PrepareGrpc(request, std::move(credential));
   const auto fail = [this](std::string text) {  // not started: nothing else can see the call
     FailLocked(EREQUEST, text);
     internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
@@ -69,15 +100,10 @@ bool ClientCall::Prepare(const google::protobuf::Message& request, std::string c
   fields.span_id = controller_->span_id();
   fields.parent_span_id = controller_->parent_span_id();
   fields.user_fields = &controller_->request_user_fields();
-  const Authenticator* auth = core_->options().auth;
-  if (auth != nullptr && credential.empty()) {
-    if (auth->GenerateCredential(&credential) != 0) {
-      FailLocked(ERPCAUTH, "Fail to generate credential");
-      internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
-      return false;
-    }
+  if (!ResolveCredential(&credential)) return false;
+  if (core_->options().auth != nullptr || !credential.empty()) {
+    fields.authentication_data = credential;
   }
-  if (auth != nullptr || !credential.empty()) fields.authentication_data = credential;
   protocol::PayloadFields payload_fields;
   payload_fields.compress_type = compress_type;
   payload_fields.attachment_size = attachment_.size();
@@ -141,16 +167,34 @@ bool ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup) {
     tried_[attempts_ % kMaxTried] = server.get();
   }
   const int64_t correlation_id = MakeCorrelationId(slot_, attempts_++);
-  meta_.set_correlation_id(correlation_id);
-  if (core_->options().deliver_timeout && deadline_ != Clock::time_point::max()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
-    meta_.mutable_request()->set_timeout_ms(static_cast<int32_t>(
-        std::clamp<int64_t>(left.count(), 1, std::numeric_limits<int32_t>::max())));
+  net::BufferChain frame;
+  protocol::h2::GrpcClientRequest grpc_request;
+  if (grpc_) {
+    grpc_request.path = grpc_path_;
+    grpc_request.authority = server->remote_side();
+    if (deadline_ != Clock::time_point::max()) {  // the budget left, as grpc-timeout
+      grpc_request.timeout_ms = std::max<int64_t>(
+          1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now())
+                 .count());
+    }
+    grpc_request.gzip = controller_->request_compress_type() == COMPRESS_TYPE_GZIP;
+    grpc_request.metadata.assign(controller_->request_user_fields().begin(),
+                                 controller_->request_user_fields().end());
+    if (!grpc_credential_.empty()) grpc_request.metadata.emplace_back("authorization", grpc_credential_);
+    grpc_request.message.AppendShared(payload_);
+  } else {
+    meta_.set_correlation_id(correlation_id);
+    if (core_->options().deliver_timeout && deadline_ != Clock::time_point::max()) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
+      meta_.mutable_request()->set_timeout_ms(static_cast<int32_t>(
+          std::clamp<int64_t>(left.count(), 1, std::numeric_limits<int32_t>::max())));
+    }
+    net::BufferChain payload, attachment;
+    payload.AppendShared(payload_);
+    attachment.AppendShared(attachment_);
+    protocol::EncodeFrame(meta_, std::move(payload), std::move(attachment), &frame);
   }
-  net::BufferChain payload, attachment, frame;
-  payload.AppendShared(payload_);
-  attachment.AppendShared(attachment_);
-  protocol::EncodeFrame(meta_, std::move(payload), std::move(attachment), &frame);
 
   std::shared_ptr<ClientConnection> connection = server->connections().Acquire();
   last_server_ = server;
@@ -170,7 +214,11 @@ bool ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup) {
   attempt.server = std::move(server);
   attempt.connection = connection;
   // Submit only posts to the connection's loop: no callback into this call from inside it.
-  connection->Submit(shared_from_this(), correlation_id, std::move(frame));
+  if (grpc_) {
+    connection->SubmitGrpc(shared_from_this(), correlation_id, std::move(grpc_request));
+  } else {
+    connection->Submit(shared_from_this(), correlation_id, std::move(frame));
+  }
   return true;
 }
 
@@ -227,16 +275,22 @@ void ClientCall::OnBackupTimer() {
   }
 }
 
-void ClientCall::OnReply(int64_t correlation_id, protocol::Frame& frame,
-                         bool attachment_too_large) {
-  std::unique_lock lock(mutex_);
+int ClientCall::ReplyAttempt(std::unique_lock<std::mutex>& lock, int64_t correlation_id) {
   const int index = completed_ ? -1 : FindAttempt(correlation_id);
   if (index < 0) {
     lock.unlock();
     core_->counters().dropped_responses.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return -1;
   }
   last_server_ = active_[index].server;
+  return index;
+}
+
+void ClientCall::OnReply(int64_t correlation_id, protocol::Frame& frame,
+                         bool attachment_too_large) {
+  std::unique_lock lock(mutex_);
+  const int index = ReplyAttempt(lock, correlation_id);
+  if (index < 0) return;
   const protocol::RpcMeta& meta = frame.meta;
   const bool error_reply = meta.has_response() && meta.response().error_code() != 0;
   EndAttempt(index, error_reply ? AttemptEnd::kFailed : AttemptEnd::kOk);
@@ -247,6 +301,52 @@ void ClientCall::OnReply(int64_t correlation_id, protocol::Frame& frame,
   }
   InterpretReplyLocked(frame, attachment_too_large);
   CompleteLocked(lock);
+}
+
+void ClientCall::OnGrpcReply(int64_t correlation_id, protocol::h2::GrpcClientResponse& response) {
+  std::unique_lock lock(mutex_);
+  const int index = ReplyAttempt(lock, correlation_id);
+  if (index < 0) return;
+  if (response.error_code != 0 || response.grpc_status != 0) {
+    EndAttempt(index, AttemptEnd::kFailed);
+    const int code = response.error_code != 0
+                         ? response.error_code
+                         : protocol::h2::ErrorCodeForGrpcStatus(response.grpc_status);
+    std::string text = response.error_code != 0 ? std::move(response.error_text)
+                                                : std::move(response.grpc_message);
+    if (response.error_code == 0) {
+      text += " (grpc-status " + std::to_string(response.grpc_status) + ")";
+    }
+    HandleAttemptFailure(lock, code, text, /*request_sent=*/true, /*server_replied=*/true);
+    return;
+  }
+  EndAttempt(index, AttemptEnd::kOk);
+  InterpretGrpcReplyLocked(response);
+  CompleteLocked(lock);
+}
+
+void ClientCall::InterpretGrpcReplyLocked(protocol::h2::GrpcClientResponse& response) {
+  protocol::RpcMeta meta;  // what MergePayload needs to know: the compression
+  if (response.compressed) {
+    if (response.encoding != "gzip" && response.encoding != "deflate") {
+      FailLocked(ERESPONSE, "gRPC response compressed with unsupported grpc-encoding \"" +
+                                response.encoding + "\"");
+      return;
+    }
+    meta.set_compress_type(response.encoding == "gzip" ? 2 : 3);
+  }
+  response_->Clear();  // as for baidu_std: a reused response does not accumulate
+  std::string detail;
+  if (!protocol::MergePayload(meta, response.message, net::BufferChain(), response_, &detail,
+                              core_->options().max_decompressed_size)) {
+    FailLocked(EREQUEST, protocol::ParseFailureText("response", *response_, meta,
+                                                    response.message.size()));
+    return;
+  }
+  controller_->set_response_compress_type(static_cast<CompressType>(meta.compress_type()));
+  for (auto& [key, value] : response.metadata) {
+    controller_->response_user_fields()[key] = std::move(value);
+  }
 }
 
 void ClientCall::OnAttemptFailed(int64_t correlation_id, int code, const std::string& text,

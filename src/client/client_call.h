@@ -28,6 +28,7 @@
 #include "arenarpc/fiber.h"
 #include "cluster/server_state.h"
 #include "protocol/frame_codec.h"
+#include "protocol/h2/grpc_client_session.h"
 #include "protocol/rpc_meta.pb.h"
 
 namespace google::protobuf {
@@ -68,6 +69,8 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   // events of an older attempt or of a completed call are ignored (a reply is counted as dropped).
   // attachment_too_large: the frame's attachment_size exceeded its body (FrameDecoder said so).
   void OnReply(int64_t correlation_id, protocol::Frame& frame, bool attachment_too_large);
+  // The server finished a gRPC attempt (protocol "grpc"): a status, and a message when OK.
+  void OnGrpcReply(int64_t correlation_id, protocol::h2::GrpcClientResponse& response);
   // request_sent: the kernel accepted the whole request, so it may have run; never retried then.
   void OnAttemptFailed(int64_t correlation_id, int code, const std::string& text,
                        bool request_sent);
@@ -87,6 +90,9 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   // Sends one more attempt to a server picked by the balancer. `backup`: only to a server not
   // tried yet, and never fails the call. Returns false if no attempt was issued.
   bool IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup);
+  // A reply's attempt: its index (last_server_ set), or -1 after unlocking and counting the reply
+  // as dropped (the call completed, or the attempt was abandoned).
+  int ReplyAttempt(std::unique_lock<std::mutex>& lock, int64_t correlation_id);
   // Index into active_ of the attempt with this id, or -1.
   int FindAttempt(int64_t correlation_id) const noexcept;
   enum class AttemptEnd { kOk, kFailed, kAbandoned };
@@ -102,6 +108,11 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   void FailLocked(int code, const std::string& text);
   // Reads a successful or failed reply into controller/response (spec §6.2).
   void InterpretReplyLocked(protocol::Frame& frame, bool attachment_too_large);
+  // gRPC: Prepare()'s part, and the reply of an OK status into controller/response.
+  bool PrepareGrpc(const google::protobuf::Message& request, std::string credential);
+  // An empty *credential becomes ChannelOptions::auth's (if set). false: it failed (ERPCAUTH).
+  bool ResolveCredential(std::string* credential);
+  void InterpretGrpcReplyLocked(protocol::h2::GrpcClientResponse& response);
   // Sets completed_, fills latency etc., wakes the waiter; runs done after unlocking (here, or on
   // the channel's callback threads).
   void CompleteLocked(std::unique_lock<std::mutex>& lock);
@@ -118,6 +129,9 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   Clock::time_point deadline_ = Clock::time_point::max();
   int64_t timeout_ms_ = -1;
   int max_retry_ = 0;
+  const bool grpc_;        // ChannelOptions::protocol "grpc" / "h2:grpc"
+  std::string grpc_path_;  // "/pkg.Service/Method"
+  std::string grpc_credential_;  // sent as the `authorization` metadata
 
   std::mutex mutex_;
   // Synchronous calls and Join() wait on it: a waiting fiber suspends, a plain thread blocks.

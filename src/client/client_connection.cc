@@ -51,7 +51,18 @@ ClientConnection::ClientConnection(ChannelCore* core, std::shared_ptr<SubChannel
       connect_timer_(loop),
       decoder_(core->options().max_body_size),
       stream_decoder_(core->options().max_body_size),
-      watchdog_(loop) {}
+      watchdog_(loop) {
+  const ChannelOptions& options = core->options();
+  if (options.protocol == "grpc" || options.protocol == "h2:grpc") {
+    protocol::h2::GrpcClientSession::Limits limits;
+    limits.max_concurrent_streams = options.grpc_max_concurrent_streams;
+    limits.max_header_list_bytes = options.grpc_max_header_list_bytes;
+    limits.max_message_bytes = options.max_body_size;
+    limits.response_bytes_budget = options.max_body_size;
+    limits.stream_window = options.grpc_stream_window;
+    grpc_ = std::make_unique<protocol::h2::GrpcClientSession>(limits);
+  }
+}
 
 ClientConnection::~ClientConnection() = default;
 
@@ -104,6 +115,7 @@ void ClientConnection::OnConnected(const asio::error_code& error) {
     connection_->StartTls(std::move(session));  // requests wait for the handshake
   }
   connection_->Start();
+  if (grpc_) FlushGrpc();  // the preface, SETTINGS and the calls that waited for the connect
   DrainWaiting();
   if (!closed()) ArmWatchdog(!waiting_.empty());
 }
@@ -116,31 +128,114 @@ void ClientConnection::Submit(std::shared_ptr<ClientCall> call, int64_t correlat
   });
 }
 
-void ClientConnection::DoSubmit(std::shared_ptr<ClientCall> call, int64_t correlation_id,
-                                net::BufferChain frame) {
+void ClientConnection::SubmitGrpc(std::shared_ptr<ClientCall> call, int64_t correlation_id,
+                                  protocol::h2::GrpcClientRequest request) {
+  asio::post(loop_, [self = shared_from_this(), call = std::move(call), correlation_id,
+                     request = std::move(request)]() mutable {
+    Pending* pending = self->Admit(call, correlation_id, request.message.size());
+    if (pending == nullptr) return;
+    pending->call = std::move(call);
+    self->grpc_->Start(correlation_id, std::move(request));
+    self->FlushGrpc();
+    if (!self->watchdog_armed_ && !self->closed()) self->ArmWatchdog(/*fast=*/false);
+  });
+}
+
+void ClientConnection::FlushGrpc() {
+  if (grpc_->goaway_received()) {  // before the refused calls retry: they need a new connection
+    retiring_.store(true, std::memory_order_release);
+  }
+  if (connection_ && !closed()) {
+    net::BufferChain out;
+    grpc_->TakeOutput(&out);
+    const uint64_t end = queued_bytes_ + out.size();
+    for (int64_t id : grpc_->TakeStarted()) {  // their HEADERS are in `out`: sent with its end
+      auto it = pending_.find(id);
+      if (it != pending_.end()) it->second.end_offset = end, it->second.queued = true;
+    }
+    if (!out.empty()) {
+      queued_bytes_ = end;
+      const std::shared_ptr<net::Connection> connection = connection_;
+      connection->Write(std::move(out));  // may close (FailAll) right here
+    }
+  }
+  protocol::h2::GrpcClientResponse response;
+  while (!closed() && grpc_->PopResponse(&response)) {
+    auto it = pending_.find(response.tag);
+    if (it == pending_.end()) {
+      core_->counters().dropped_responses.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    std::shared_ptr<ClientCall> call = std::move(it->second.call);
+    pending_.erase(it);
+    if (response.unprocessed) {  // never reached the server: may go again, elsewhere
+      call->OnAttemptFailed(response.tag, response.error_code, response.error_text, false);
+      continue;
+    }
+    if (exclusive_ && pending_.empty() && !closed()) {
+      server_->connections().OnExclusiveCallDone(shared_from_this());
+    }
+    if (response.error_code == EFAILEDSOCKET) {  // the stream broke after the request went
+      call->OnAttemptFailed(response.tag, response.error_code, response.error_text, true);
+    } else {
+      call->OnGrpcReply(response.tag, response);
+    }
+  }
+  if (closed() || !connection_) return;
+  if (grpc_->failed()) {
+    close_code_ = EINVAL;
+    close_text_ = "Bad HTTP/2 from " + server_->remote_side() + ": " + grpc_->error();
+    connection_->Close();
+  } else if (grpc_->goaway_received() && grpc_->Idle()) {
+    close_code_ = EFAILEDSOCKET;
+    close_text_ = "Connection to " + server_->remote_side() + " closed after GOAWAY";
+    connection_->Close();
+  }
+}
+
+bool ClientConnection::OnGrpcInput(net::BufferChain& input) {
+  const bool ok = grpc_->Receive(input);
+  input.clear();
+  if (timeouts_in_a_row_.load(std::memory_order_relaxed) != 0) {
+    timeouts_in_a_row_.store(0, std::memory_order_relaxed);
+  }
+  FlushGrpc();  // on a bad input: the GOAWAY goes out, then the connection closes
+  return ok || closed();
+}
+
+ClientConnection::Pending* ClientConnection::Admit(const std::shared_ptr<ClientCall>& call,
+                                                  int64_t correlation_id, size_t bytes) {
   if (closed()) {  // lost a race with a failure: retryable, nothing was sent
     call->OnAttemptFailed(correlation_id, close_code_ != 0 ? close_code_ : EFAILEDSOCKET,
                           close_text_.empty() ? "Connection to " + server_->remote_side() + " closed"
                                               : close_text_,
                           false);
-    return;
+    return nullptr;
   }
-  const uint64_t unsent = UnsentBytes();
+  const uint64_t unsent = UnsentBytes() + (grpc_ ? grpc_->unsent_request_bytes() : 0);
   const size_t max_unwritten = core_->options().max_unwritten_bytes;
-  if (unsent > 0 && unsent + frame.size() > max_unwritten) {
+  if (unsent > 0 && unsent + bytes > max_unwritten) {
     call->OnAttemptFailed(correlation_id, EOVERCROWDED,
                           "Unsent requests to " + server_->remote_side() + " reached " +
                               std::to_string(unsent) + " bytes (max_unwritten_bytes=" +
                               std::to_string(max_unwritten) + ")",
                           false);
-    return;
+    return nullptr;
   }
   auto [it, inserted] = pending_.try_emplace(correlation_id);
   if (!inserted) {  // needs 2^32 calls between two attempts still in flight
     call->OnAttemptFailed(correlation_id, EINTERNAL, "correlation_id collision", false);
-    return;
+    return nullptr;
   }
-  it->second.call = std::move(call);
+  return &it->second;
+}
+
+void ClientConnection::DoSubmit(std::shared_ptr<ClientCall> call, int64_t correlation_id,
+                                net::BufferChain frame) {
+  Pending* pending = Admit(call, correlation_id, frame.size());
+  if (pending == nullptr) return;
+  const uint64_t unsent = UnsentBytes();
+  pending->call = std::move(call);
   if (!connection_ || !waiting_.empty() || unsent - waiting_bytes_ > kHandOffWindow) {
     waiting_bytes_ += frame.size();
     waiting_.emplace_back(correlation_id, std::move(frame));
@@ -255,7 +350,12 @@ void ClientConnection::Abandon(int64_t correlation_id, bool timed_out, Clock::ti
   const bool stuck = timed_out && !exclusive_ && CountTimeout(call_start, ended);
   asio::post(loop_, [self = shared_from_this(), correlation_id, stuck] {
     // An unsent request stays in waiting_ until DrainWaiting() drops it.
-    if (self->pending_.erase(correlation_id) == 0 && !stuck) return;
+    const bool forgot = self->pending_.erase(correlation_id) != 0;
+    if (forgot && self->grpc_) {  // RST_STREAM CANCEL, or dropped while it waits for a stream
+      self->grpc_->Cancel(correlation_id);
+      self->FlushGrpc();
+    }
+    if (!forgot && !stuck) return;
     if (stuck) {
       self->CloseStuck(std::to_string(self->core_->options().max_consecutive_timeouts) +
                        " calls in a row timed out with no reply read in between");
@@ -304,6 +404,7 @@ void ClientConnection::Close(int code, std::string text) {
 }
 
 bool ClientConnection::OnInput(net::BufferChain& input) {
+  if (grpc_) return OnGrpcInput(input);
   bool got_frame = false;
   for (;;) {
     const protocol::FrameKind kind = protocol::PeekFrameKind(input);

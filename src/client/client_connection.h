@@ -1,7 +1,9 @@
 #pragma once
-// ClientConnection: one TCP connection of a channel. Connects (with the connect timeout), then
-// runs on a net::Connection; keeps the calls sent on it by correlation id and hands replies to
-// them. All of its state lives on its loop thread: the public methods post there.
+// ClientConnection: one TCP connection of a channel (baidu_std frames, or with protocol "grpc"
+// one HTTP/2 session whose streams are the calls: protocol/h2/grpc_client_session.h). Connects
+// (with the connect timeout), then runs on a net::Connection; keeps the calls sent on it by
+// correlation id and hands replies to them. All of its state lives on its loop thread: the public
+// methods post there. A gRPC call counts as sent once its HEADERS reached the kernel.
 //
 // A request counts as sent once the kernel accepted its last byte (net::Connection::
 // bytes_written()). When the connection breaks, unsent calls get a retryable failure, sent calls
@@ -30,6 +32,7 @@
 #include "arenarpc/buffer_chain.h"
 #include "net/connection.h"
 #include "protocol/frame_codec.h"
+#include "protocol/h2/grpc_client_session.h"
 #include "protocol/stream_frame.h"
 #include "stream/stream_host.h"
 
@@ -52,6 +55,10 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
 
   // Any thread: queue one attempt's frame. Never calls back into `call` before returning.
   void Submit(std::shared_ptr<ClientCall> call, int64_t correlation_id, net::BufferChain frame);
+  // Any thread: queue one attempt of a gRPC call (protocol "grpc": the connection speaks HTTP/2;
+  // calls are streams of one protocol::h2::GrpcClientSession, see docs/grpc.md).
+  void SubmitGrpc(std::shared_ptr<ClientCall> call, int64_t correlation_id,
+                  protocol::h2::GrpcClientRequest request);
   // Any thread: the call with this id (started at `call_start`) ended without a reply at `ended`
   // (timed_out: its deadline passed; else cancelled or a backup's loser). Forgets it, and drops its
   // request if still unsent; an exclusive connection is closed instead (its late reply must not
@@ -84,6 +91,13 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   void StartConnect();
   void OnConnected(const asio::error_code& error);
   void DoSubmit(std::shared_ptr<ClientCall> call, int64_t correlation_id, net::BufferChain frame);
+  // Checks a new attempt against the closed state and max_unwritten_bytes and registers it;
+  // nullptr: the call was told why not.
+  Pending* Admit(const std::shared_ptr<ClientCall>& call, int64_t correlation_id, size_t bytes);
+  // gRPC: writes what the session has to send, hands finished calls to their ClientCall, and
+  // closes the connection once a GOAWAY'd session has nothing left.
+  void FlushGrpc();
+  bool OnGrpcInput(net::BufferChain& input);
   void WriteFrame(int64_t correlation_id, net::BufferChain frame);
   // Hands queued requests to the socket while its window allows; skips abandoned ones.
   void DrainWaiting();
@@ -116,6 +130,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   std::shared_ptr<net::Connection> connection_;
   protocol::FrameDecoder decoder_;
   protocol::StreamFrameDecoder stream_decoder_;
+  std::unique_ptr<protocol::h2::GrpcClientSession> grpc_;  // protocol "grpc" only
   std::shared_ptr<stream::StreamHost> stream_host_;  // streams on this connection (docs/streaming.md)
   std::unordered_map<int64_t, Pending> pending_;
   // Frames not handed to the socket yet (connecting, or its window is full), in call order.

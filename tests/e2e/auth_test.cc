@@ -145,6 +145,29 @@ TEST_P(AuthTest, HttpCredentialIsVerifiedPerRequestAndGuardsThePages) {
                     .rfind("200", 0));
 }
 
+TEST_P(AuthTest, GrpcChannelSendsItsCredentialAsAuthorizationMetadataPerCall) {
+  StartWithAuth();
+  auto grpc_channel = [&](const Authenticator* auth) {
+    ChannelOptions options;
+    options.protocol = "grpc";
+    options.auth = auth;
+    options.max_retry = 0;
+    return MakeChannel(options);
+  };
+  TokenAuthenticator alice("token-alice");
+  auto channel = grpc_channel(&alice);
+  EXPECT_EQ("alice", User(channel.get()));
+  EXPECT_EQ("alice", User(channel.get()));
+  EXPECT_EQ(2, server_auth_.verified());  // HTTP/2: every request carries and checks it
+  TokenAuthenticator mallory("token-mallory");
+  const std::string refused = User(grpc_channel(&mallory).get());
+  EXPECT_NE(std::string::npos, refused.find("[1004]")) << refused;  // UNAUTHENTICATED
+  EXPECT_NE(std::string::npos, User(grpc_channel(nullptr).get()).find("[1004]"));
+  TokenAuthenticator broken("");  // GenerateCredential fails: not sent
+  EXPECT_NE(std::string::npos, User(grpc_channel(&broken).get()).find("Fail to generate"));
+  EXPECT_EQ(4, server_auth_.verified());
+}
+
 ARENARPC_ALL_MODES(AuthTest);
 
 // What interceptors saw, in the order they ran: "<name>:<method>:<user>:<tls cn>".

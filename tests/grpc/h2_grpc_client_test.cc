@@ -2,7 +2,7 @@
 // generated messages: the echo service of the benchmark in every memory strategy, many calls at
 // once on one channel, deadlines, and Stop() with a call in flight (GOAWAY: the call completes,
 // later calls are refused); streaming methods (GrpcStreamService): bidirectional, server and
-// client streams, 16 streams at once on one channel.
+// client streams, 16 streams at once on one channel; a ServerInterceptor refusing a stream.
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/impl/codegen/client_unary_call.h>
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "arenarpc/grpc_stream.h"
+#include "arenarpc/interceptor.h"
 #include "arenarpc/server.h"
 #include "grpc_stream_test.pb.h"
 #include "e2e_test.pb.h"
@@ -261,6 +262,74 @@ TEST_P(H2GrpcClientTest, StreamingMethodsFromTheCppClient) {
     EXPECT_GT(stats.memory.acquired, 0u) << name;
     EXPECT_EQ(stats.memory.acquired, stats.memory.released) << name;
   }
+}
+
+// Streaming calls pass the server's interceptors before their handler: a refused one never runs.
+TEST(H2GrpcClient, InterceptorsSeeAndMayRefuseStreamingCalls) {
+  class RefuseServerStream final : public ServerInterceptor {
+   public:
+    int Intercept(const InterceptedServerCall& call, std::string* error_text) const override {
+      seen.push_back(call.method.name());
+      if (call.method.name() != "ServerStream") return 0;
+      *error_text = "no server streams for you";
+      return EPERM;
+    }
+    mutable std::vector<std::string> seen;  // one stream at a time below
+  } interceptor;
+  std::atomic<int> handled{0};
+  GrpcStreamService streams(e2e::StreamService::descriptor());
+  for (const char* name : {"Bidi", "ServerStream"}) {
+    ASSERT_EQ(0, streams.AddMethod(name, [&](GrpcServerStream& stream) {
+      ++handled;
+      GrpcStreamMessages m;
+      while (stream.Read(&m)) {
+        m.response<StreamReply>().set_text(m.request<StreamRequest>().text());
+        if (!stream.Write(std::move(m))) return;
+      }
+    }));
+  }
+  Server server;
+  ASSERT_EQ(0, server.AddService(&streams, SERVER_DOESNT_OWN_SERVICE));
+  ServerOptions options;
+  options.interceptors = {&interceptor};
+  ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
+  auto channel = ChannelTo(server);
+  {
+    const grpc::internal::RpcMethod method("/arenarpc.e2e.StreamService/ServerStream",
+                                           grpc::internal::RpcMethod::SERVER_STREAMING);
+    grpc::ClientContext context;
+    context.set_deadline(system_clock::now() + std::chrono::seconds(10));
+    std::unique_ptr<grpc::ClientReader<StreamReply>> call(
+        grpc::internal::ClientReaderFactory<StreamReply>::Create(channel.get(), method, &context,
+                                                                 StreamRequest()));
+    StreamReply reply;
+    EXPECT_FALSE(call->Read(&reply));
+    const grpc::Status status = call->Finish();
+    EXPECT_EQ(grpc::StatusCode::PERMISSION_DENIED, status.error_code());
+    EXPECT_EQ("no server streams for you", status.error_message());
+  }
+  {
+    const grpc::internal::RpcMethod method("/arenarpc.e2e.StreamService/Bidi",
+                                           grpc::internal::RpcMethod::BIDI_STREAMING);
+    grpc::ClientContext context;
+    context.set_deadline(system_clock::now() + std::chrono::seconds(10));
+    std::unique_ptr<grpc::ClientReaderWriter<StreamRequest, StreamReply>> call(
+        grpc::internal::ClientReaderWriterFactory<StreamRequest, StreamReply>::Create(
+            channel.get(), method, &context));
+    StreamRequest request;
+    request.set_text("passes");
+    StreamReply reply;
+    EXPECT_TRUE(call->Write(request));
+    EXPECT_TRUE(call->Read(&reply));
+    EXPECT_EQ("passes", reply.text());
+    call->WritesDone();
+    EXPECT_TRUE(call->Finish().ok());
+  }
+  EXPECT_EQ(1, handled.load());  // the refused stream's handler never ran
+  EXPECT_EQ((std::vector<std::string>{"ServerStream", "Bidi"}), interceptor.seen);
+  server.Stop();
+  server.Join();
+  EXPECT_EQ(1u, server.GetMethodStats("arenarpc.e2e.StreamService.ServerStream").errors);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // End to end: spawns echo_server in each memory mode and runs arenarpc_press against it (open and
-// closed loop, --json, --server_pid); also checks that both binaries fail fast on bad flags.
+// closed loop, --json, --server_pid; baidu_std, and gRPC through --protocol grpc_channel); also
+// checks that both binaries fail fast on bad flags.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -111,6 +112,19 @@ TEST_P(PressEndToEnd, ClosedLoopAgainstEchoServer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, PressEndToEnd, ::testing::Values("heap", "arena", "paged", "reuse"));
+
+// --protocol grpc_channel: arenarpc's Channel speaking gRPC to the echo_server's port (its
+// replies are verified against the requests, as for baidu_std).
+TEST(PressEndToEnd, GrpcChannelTransportAgainstEchoServer) {
+  EchoServerProcess server("heap");
+  ASSERT_GT(server.port(), 0) << server.first_line();
+  const Output r =
+      RunShell(Press(server.port(), server.pid(), "--concurrency=4 --protocol=grpc_channel"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"protocol\":\"grpc_channel\""), std::string::npos) << r.out;
+  EXPECT_GT(JsonNumber(r.out, "achieved_qps"), 10) << r.out;
+  EXPECT_EQ(JsonNumber(r.out, "calls_failed"), 0) << r.out;
+}
 
 TEST(PressEndToEnd, PressReportsConnectionFailuresByCode) {
   // Nothing listens on port 1: every call fails with a socket error; the report counts them.

@@ -1,5 +1,6 @@
 // baidu_std transport of arenarpc_press: arenarpc::Channel (works against brpc servers too), for
-// the echo workload or any method (--method).
+// the echo workload or any method (--method). "grpc_channel" is the same Channel speaking gRPC
+// (ChannelOptions::protocol "grpc"), to any gRPC server.
 #include <condition_variable>
 #include <mutex>
 
@@ -14,8 +15,9 @@
 namespace arenarpc::press {
 namespace {
 
-class BaiduStdTransport final : public Transport {
+class BaiduStdTransport : public Transport {
  public:
+  explicit BaiduStdTransport(std::string protocol = "baidu_std") : protocol_(std::move(protocol)) {}
   bool Init(const TransportOptions& options, std::string* error) override {
     method_ = options.method != nullptr
                   ? options.method
@@ -23,6 +25,7 @@ class BaiduStdTransport final : public Transport {
     echo_ = options.method == nullptr;
     response_prototype_ = options.response_prototype;
     ChannelOptions channel_options;
+    channel_options.protocol = protocol_;
     channel_options.timeout_ms = options.timeout_ms;
     channel_options.connection_type = options.connection_type;
     channel_options.io_threads = options.io_threads;
@@ -119,6 +122,7 @@ class BaiduStdTransport final : public Transport {
     if (--pending_ == 0) drained_.notify_all();
   }
 
+  const std::string protocol_;
   const google::protobuf::MethodDescriptor* method_ = nullptr;
   bool echo_ = true;
   const google::protobuf::Message* response_prototype_ = nullptr;
@@ -129,8 +133,14 @@ class BaiduStdTransport final : public Transport {
   int64_t pending_ = 0;
 };
 
+class ChannelGrpcTransport final : public BaiduStdTransport {
+ public:
+  ChannelGrpcTransport() : BaiduStdTransport("grpc") {}
+};
+
 }  // namespace
 
 ARENARPC_PRESS_REGISTER_TRANSPORT("baidu_std", BaiduStdTransport);
+ARENARPC_PRESS_REGISTER_TRANSPORT("grpc_channel", ChannelGrpcTransport);
 
 }  // namespace arenarpc::press

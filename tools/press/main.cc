@@ -51,7 +51,8 @@ DEFINE_string(lb, "",
               "Load balancer (rr, random, wrr, c_murmurhash, la) over the servers of --server "
               "given as a naming URL (list://a:1,b:2, file://path, dns://host:port, "
               "etcd://host:port/prefix); the report adds each server's share");
-DEFINE_string(protocol, "baidu_std", "Protocol (a registered transport: baidu_std, grpc if built)");
+DEFINE_string(protocol, "baidu_std",
+              "Protocol (a registered transport: baidu_std, http, grpc_channel, grpc if built)");
 DEFINE_string(grpc_path, "",
               "--protocol grpc: the echo method's path (default: grpc_echo_server's "
               "/arenarpc.example.GrpcEchoService/Echo; /arenarpc.example.EchoService/Echo "

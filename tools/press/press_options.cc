@@ -37,8 +37,8 @@ std::string Validate(const PressOptions& o) {
     return o.lb.empty() ? "--server '" + o.server + "' is a naming URL: give --lb too"
                         : "--lb needs --server to be a naming URL (list://, file://, dns://, etcd://)";
   }
-  if (!o.lb.empty() && o.protocol != "baidu_std") {
-    return "--lb works with --protocol baidu_std only";
+  if (!o.lb.empty() && o.protocol != "baidu_std" && o.protocol != "grpc_channel") {
+    return "--lb works with --protocol baidu_std or grpc_channel only";
   }
   if ((o.qps > 0) == (o.concurrency > 0)) {
     return "give exactly one of --qps (open loop) or --concurrency (closed loop)";

@@ -33,6 +33,21 @@ GrpcStatus GrpcStatusForError(int error_code) noexcept {
   }
 }
 
+int ErrorCodeForGrpcStatus(int grpc_status) noexcept {
+  switch (grpc_status) {
+    case 0: return 0;
+    case 1: return ECANCELED;                  // CANCELLED
+    case 3: return EINVAL;                     // INVALID_ARGUMENT
+    case 4: return ERPCTIMEDOUT;               // DEADLINE_EXCEEDED
+    case 6: return EEXIST;                     // ALREADY_EXISTS
+    case 7: return EPERM;                      // PERMISSION_DENIED
+    case 8: return ELIMIT;                     // RESOURCE_EXHAUSTED
+    case 12: return ENOMETHOD;                 // UNIMPLEMENTED
+    case 16: return ERPCAUTH;                  // UNAUTHENTICATED
+    default: return EINTERNAL;                 // UNKNOWN, NOT_FOUND, UNAVAILABLE, INTERNAL, ...
+  }
+}
+
 int64_t ParseGrpcTimeoutMs(std::string_view value) noexcept {
   if (value.size() < 2 || value.size() > 9) return -1;
   int64_t amount = 0;
@@ -69,12 +84,48 @@ std::string PercentEncode(std::string_view text) {
   return out;
 }
 
+std::string PercentDecode(std::string_view text) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 void EncodeMessagePrefix(bool compressed, uint32_t length, char out[kMessagePrefixSize]) noexcept {
   out[0] = compressed ? 1 : 0;
   out[1] = static_cast<char>(length >> 24);
   out[2] = static_cast<char>(length >> 16);
   out[3] = static_cast<char>(length >> 8);
   out[4] = static_cast<char>(length);
+}
+
+}  // namespace arenarpc::protocol::h2
+
+namespace arenarpc::protocol::h2 {
+
+uint32_t DecodeMessageLength(const net::BufferChain& body) noexcept {
+  unsigned char prefix[kMessagePrefixSize];
+  body.CopyTo(prefix, sizeof(prefix));
+  return (uint32_t{prefix[1]} << 24) | (uint32_t{prefix[2]} << 16) | (uint32_t{prefix[3]} << 8) |
+         uint32_t{prefix[4]};
+}
+
+bool IsReservedHeader(std::string_view name) noexcept {
+  return name.empty() || name[0] == ':' || name.substr(0, 5) == "grpc-" || name == "te" ||
+         name == "content-type" || name == "user-agent" || name == "content-length";
 }
 
 }  // namespace arenarpc::protocol::h2

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "arenarpc/buffer_chain.h"
+
 namespace arenarpc::protocol::h2 {
 
 enum class GrpcStatus : int {
@@ -27,14 +29,25 @@ enum class GrpcStatus : int {
 // A brpc/arenarpc error code (arenarpc/error_codes.h) as the gRPC status brpc sends for it.
 GrpcStatus GrpcStatusForError(int error_code) noexcept;
 
+// A gRPC status (any number) as the error code brpc's client reports for it (brpc's
+// GrpcStatusToErrorCode); 0 for OK.
+int ErrorCodeForGrpcStatus(int grpc_status) noexcept;
+
 // "grpc-timeout" ("<1..8 digits><H|M|S|m|u|n>") in milliseconds, rounded up, capped at INT32_MAX;
 // -1 when the value is malformed.
 int64_t ParseGrpcTimeoutMs(std::string_view value) noexcept;
 
 // grpc-message's percent-encoding: bytes outside 0x20..0x7e and '%' as %XX.
 std::string PercentEncode(std::string_view text);
+// Its inverse; a '%' not followed by two hex digits stays as it is.
+std::string PercentDecode(std::string_view text);
 
 inline constexpr size_t kMessagePrefixSize = 5;  // compressed flag + big-endian length
 void EncodeMessagePrefix(bool compressed, uint32_t length, char out[kMessagePrefixSize]) noexcept;
+// The length in the prefix at the front of `body` (which holds at least kMessagePrefixSize bytes).
+uint32_t DecodeMessageLength(const net::BufferChain& body) noexcept;
+
+// Headers gRPC itself defines, or HTTP/2's own: not a call's metadata.
+bool IsReservedHeader(std::string_view name) noexcept;
 
 }  // namespace arenarpc::protocol::h2

@@ -1,0 +1,442 @@
+#include "protocol/h2/grpc_client_session.h"
+
+
+#include <algorithm>
+#include <cctype>
+
+#include "arenarpc/error_codes.h"
+#include "protocol/h2/nghttp2_glue.h"
+
+namespace arenarpc::protocol::h2 {
+
+namespace {
+
+nghttp2_nv Nv(const std::string& name, const std::string& value) {
+  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+          NGHTTP2_NV_FLAG_NONE};
+}
+
+}  // namespace
+
+struct GrpcClientSession::Stream {
+  int32_t id = 0;
+  int64_t tag = 0;
+  net::BufferChain out;       // request bytes not handed to nghttp2 yet (prefix + message)
+  size_t header_bytes = 0;    // of the header block being received, as HTTP/2 counts them
+  bool canceled = false;      // by the owner: no response
+  bool headers_seen = false;  // the response's HEADERS arrived
+  bool ended = false;         // the server ended its side (END_STREAM)
+  int http_status = 0;
+  GrpcClientResponse response;
+  net::BufferChain body;      // DATA so far (prefix + message)
+  size_t unreleased = 0;      // DATA bytes whose stream window was not reopened yet
+};
+
+struct GrpcClientSession::Callbacks {
+  static GrpcClientSession& Self(void* user_data) {
+    return *static_cast<GrpcClientSession*>(user_data);
+  }
+
+  static int OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    if (Stream* stream = Self(user_data).Find(frame->hd.stream_id)) {
+      stream->header_bytes = 0;
+      stream->headers_seen = true;
+    }
+    return 0;
+  }
+
+  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name_bytes,
+                      size_t name_size, const uint8_t* value_bytes, size_t value_size, uint8_t,
+                      void* user_data) {
+    GrpcClientSession& self = Self(user_data);
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    Stream* stream = self.Find(frame->hd.stream_id);
+    if (stream == nullptr || stream->canceled || stream->response.error_code != 0) return 0;
+    stream->header_bytes += name_size + value_size + 32;
+    if (stream->header_bytes > self.limits_.max_header_list_bytes) {
+      ++self.counters_.header_limit_hits;
+      self.Abort(*stream, ERESPONSE,
+                 "gRPC response header list larger than " +
+                     std::to_string(self.limits_.max_header_list_bytes) + " bytes",
+                 NGHTTP2_ENHANCE_YOUR_CALM);
+      return 0;
+    }
+    const std::string_view name(reinterpret_cast<const char*>(name_bytes), name_size);
+    const std::string_view value(reinterpret_cast<const char*>(value_bytes), value_size);
+    GrpcClientResponse& response = stream->response;
+    if (name == ":status") {
+      stream->http_status = 0;
+      for (char c : value) {
+        stream->http_status = std::isdigit(static_cast<unsigned char>(c))
+                                  ? std::min(stream->http_status * 10 + (c - '0'), 1000)
+                                  : 1000;
+      }
+    } else if (name == "grpc-status") {
+      int status = value.empty() ? -1 : 0;
+      for (char c : value) {
+        status = std::isdigit(static_cast<unsigned char>(c)) && status < 1000000
+                     ? status * 10 + (c - '0')
+                     : -1;
+        if (status < 0) break;
+      }
+      response.grpc_status = status < 0 ? 2 : status;  // unparsable: UNKNOWN
+    } else if (name == "grpc-message") {
+      response.grpc_message = PercentDecode(value);
+    } else if (name == "grpc-encoding") {
+      response.encoding = value == "identity" ? "" : value;
+    } else if (!IsReservedHeader(name)) {
+      response.metadata.emplace_back(name, value);
+    }
+    return 0;
+  }
+
+  static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    GrpcClientSession& self = Self(user_data);
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+      self.goaway_ = true;  // nghttp2 closes the streams past last_stream_id as REFUSED_STREAM
+      self.FailWaiting("the server sent GOAWAY");
+      return 0;
+    }
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
+    if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
+    if (Stream* stream = self.Find(frame->hd.stream_id)) stream->ended = true;
+    return 0;
+  }
+
+  static int OnDataChunk(nghttp2_session* session, uint8_t, int32_t stream_id,
+                         const uint8_t* data, size_t size, void* user_data) {
+    GrpcClientSession& self = Self(user_data);
+    nghttp2_session_consume_connection(session, size);  // stream windows bound what is held
+    Stream* stream = self.Find(stream_id);
+    if (stream == nullptr || stream->canceled || stream->response.error_code != 0) {
+      nghttp2_session_consume_stream(session, stream_id, size);
+      return 0;
+    }
+    stream->unreleased += size;
+    self.response_bytes_ += size;
+    stream->body.Append(std::string_view(reinterpret_cast<const char*>(data), size));
+    if (stream->body.size() >= kMessagePrefixSize) {
+      const uint32_t length = DecodeMessageLength(stream->body);
+      if (length > self.limits_.max_message_bytes) {
+        ++self.counters_.message_limit_hits;
+        self.Abort(*stream, ERESPONSE,
+                   "gRPC response message of " + std::to_string(length) +
+                       " bytes is larger than max_body_size=" +
+                       std::to_string(self.limits_.max_message_bytes),
+                   NGHTTP2_CANCEL);
+      } else if (stream->body.size() > kMessagePrefixSize + length) {
+        self.Abort(*stream, ERESPONSE, "more than one gRPC response message: the call is unary",
+                   NGHTTP2_CANCEL);
+      }
+    }
+    self.GrantWindows();
+    return 0;
+  }
+
+  static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code,
+                           void* user_data) {
+    GrpcClientSession& self = Self(user_data);
+    auto it = self.streams_.find(stream_id);
+    if (it == self.streams_.end()) return 0;
+    self.Finish(*it->second, error_code);
+    self.streams_.erase(it);
+    self.GrantWindows();
+    return 0;
+  }
+
+  static int OnFrameSend(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+    GrpcClientSession& self = Self(user_data);
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+      if (Stream* stream = self.Find(frame->hd.stream_id)) self.started_.push_back(stream->tag);
+    }
+    return 0;
+  }
+
+  static ssize_t ReadBody(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t length,
+                          uint32_t* data_flags, nghttp2_data_source*, void* user_data) {
+    GrpcClientSession& self = Self(user_data);
+    Stream* stream = self.Find(stream_id);
+    if (stream == nullptr) {
+      *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+      return 0;
+    }
+    const size_t n = stream->out.CopyTo(buf, length);
+    stream->out.PopFront(n);
+    self.unsent_bytes_ -= n;
+    if (stream->out.empty()) *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(n);
+  }
+};
+
+GrpcClientSession::GrpcClientSession(const Limits& limits) : limits_(limits) {
+  SessionCallbacks callbacks;
+  callbacks.on_begin_headers = &Callbacks::OnBeginHeaders;
+  callbacks.on_header = &Callbacks::OnHeader;
+  callbacks.on_frame_recv = &Callbacks::OnFrameRecv;
+  callbacks.on_data_chunk_recv = &Callbacks::OnDataChunk;
+  callbacks.on_stream_close = &Callbacks::OnStreamClose;
+  callbacks.on_frame_send = &Callbacks::OnFrameSend;
+  session_ = NewSession(/*server=*/false, callbacks, this);
+
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+       std::clamp<uint32_t>(limits_.stream_window, 1, INT32_MAX)},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+       static_cast<uint32_t>(std::min<size_t>(limits_.max_header_list_bytes, UINT32_MAX))},
+  };
+  Check(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)),
+        "SETTINGS");
+  // The connection window is given back as bytes arrive; stream windows do the bounding.
+  Check(nghttp2_session_set_local_window_size(
+            session_, NGHTTP2_FLAG_NONE, 0,
+            static_cast<int32_t>(
+                std::clamp<size_t>(limits_.response_bytes_budget, 65535, INT32_MAX))),
+        "WINDOW_UPDATE");
+}
+
+GrpcClientSession::~GrpcClientSession() { nghttp2_session_del(session_); }
+
+bool GrpcClientSession::Check(int rv, std::string_view what) {
+  if (rv >= 0) return true;
+  if (!failed_) {
+    failed_ = true;
+    error_ = std::string(what) + ": " + nghttp2_strerror(rv);
+    nghttp2_session_terminate_session(
+        session_, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+    FailWaiting(error_);
+  }
+  return false;
+}
+
+GrpcClientSession::Stream* GrpcClientSession::Find(int32_t stream_id) {
+  auto it = streams_.find(stream_id);
+  return it == streams_.end() ? nullptr : it->second.get();
+}
+
+void GrpcClientSession::Start(int64_t tag, GrpcClientRequest&& request) {
+  if (goaway_ || failed_) {
+    GrpcClientResponse response;
+    response.tag = tag;
+    response.unprocessed = true;
+    response.error_code = EFAILEDSOCKET;
+    response.error_text = goaway_ ? "the server sent GOAWAY" : error_;
+    ready_.push_back(std::move(response));
+    return;
+  }
+  unsent_bytes_ += kMessagePrefixSize + request.message.size();
+  waiting_.emplace_back(tag, std::move(request));
+  StartWaiting();
+}
+
+void GrpcClientSession::StartWaiting() {
+  const uint32_t limit = std::min(
+      limits_.max_concurrent_streams,
+      nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
+  while (!waiting_.empty() && streams_.size() < limit && !goaway_ && !failed_) {
+    auto [tag, request] = std::move(waiting_.front());
+    waiting_.pop_front();
+    Submit(tag, std::move(request));
+  }
+}
+
+void GrpcClientSession::Submit(int64_t tag, GrpcClientRequest&& request) {
+  auto stream = std::make_unique<Stream>();
+  stream->tag = tag;
+  char prefix[kMessagePrefixSize];
+  EncodeMessagePrefix(request.gzip, static_cast<uint32_t>(request.message.size()), prefix);
+  stream->out.Append(std::string_view(prefix, sizeof(prefix)));
+  stream->out.Append(std::move(request.message));
+
+  static const std::string kMethod = ":method", kPost = "POST", kScheme = ":scheme",
+                           kHttp = "http", kPath = ":path", kAuthority = ":authority", kTe = "te",
+                           kTrailers = "trailers", kContentType = "content-type",
+                           kGrpc = "application/grpc", kAccept = "grpc-accept-encoding",
+                           kAccepted = "identity,gzip", kEncoding = "grpc-encoding",
+                           kGzip = "gzip", kTimeout = "grpc-timeout", kAgent = "user-agent",
+                           kArenarpc = "arenarpc";
+  const std::string timeout =
+      request.timeout_ms >= 0
+          ? std::to_string(std::clamp<int64_t>(request.timeout_ms, 1, 99999999)) + "m"
+          : std::string();
+  std::vector<nghttp2_nv> nv = {Nv(kMethod, kPost),        Nv(kScheme, kHttp),
+                                Nv(kPath, request.path),   Nv(kAuthority, request.authority),
+                                Nv(kTe, kTrailers),        Nv(kContentType, kGrpc),
+                                Nv(kAgent, kArenarpc),     Nv(kAccept, kAccepted)};
+  if (request.gzip) nv.push_back(Nv(kEncoding, kGzip));
+  if (!timeout.empty()) nv.push_back(Nv(kTimeout, timeout));
+  for (auto& [name, value] : request.metadata) {
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (!IsReservedHeader(name)) nv.push_back(Nv(name, value));
+  }
+  nghttp2_data_provider body{};
+  body.read_callback = &Callbacks::ReadBody;
+  const int32_t id = nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(), &body, nullptr);
+  if (id < 0) {  // e.g. stream ids exhausted: the request never left
+    unsent_bytes_ -= stream->out.size();
+    GrpcClientResponse response;
+    response.tag = tag;
+    response.unprocessed = true;
+    response.error_code = EFAILEDSOCKET;
+    response.error_text = std::string("HTTP/2 request: ") + nghttp2_strerror(id);
+    ready_.push_back(std::move(response));
+    return;
+  }
+  ++counters_.streams_started;
+  stream->id = id;
+  stream_of_tag_[tag] = id;
+  streams_[id] = std::move(stream);
+}
+
+void GrpcClientSession::Cancel(int64_t tag) {
+  auto it = stream_of_tag_.find(tag);
+  if (it == stream_of_tag_.end()) {
+    auto waiting = std::find_if(waiting_.begin(), waiting_.end(),
+                                [tag](const auto& entry) { return entry.first == tag; });
+    if (waiting != waiting_.end()) {
+      unsent_bytes_ -= kMessagePrefixSize + waiting->second.message.size();
+      waiting_.erase(waiting);
+    }
+    std::erase_if(ready_, [tag](const GrpcClientResponse& r) { return r.tag == tag; });
+    return;
+  }
+  Stream* stream = Find(it->second);
+  stream_of_tag_.erase(it);
+  if (stream == nullptr || stream->canceled) return;
+  stream->canceled = true;
+  response_bytes_ -= stream->body.size();
+  stream->body.clear();
+  nghttp2_session_consume_stream(session_, stream->id, stream->unreleased);
+  stream->unreleased = 0;
+  ++counters_.streams_reset;
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_CANCEL);
+  GrantWindows();
+}
+
+void GrpcClientSession::Abort(Stream& stream, int error_code, std::string text, uint32_t h2_error) {
+  stream.response.error_code = error_code;
+  stream.response.error_text = std::move(text);
+  stream.response.metadata.clear();
+  response_bytes_ -= stream.body.size();
+  stream.body.clear();
+  nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
+  stream.unreleased = 0;
+  ++counters_.streams_reset;
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream.id, h2_error);
+}
+
+void GrpcClientSession::Finish(Stream& stream, uint32_t h2_error) {
+  unsent_bytes_ -= stream.out.size();
+  response_bytes_ -= stream.body.size();
+  if (stream.canceled) return;
+  stream_of_tag_.erase(stream.tag);
+  GrpcClientResponse response = std::move(stream.response);
+  response.tag = stream.tag;
+  if (response.error_code != 0) {
+    // a local limit ended it
+  } else if (!stream.ended) {
+    if (h2_error == NGHTTP2_REFUSED_STREAM && !stream.headers_seen) {
+      response.unprocessed = true;
+      response.error_code = EFAILEDSOCKET;
+      response.error_text = goaway_ ? "the server sent GOAWAY before taking the call"
+                                    : "the server refused the stream (REFUSED_STREAM)";
+    } else {
+      response.error_code = EFAILEDSOCKET;
+      response.error_text = std::string("the gRPC stream was reset (") +
+                            nghttp2_http2_strerror(h2_error) + ")";
+    }
+  } else if (response.grpc_status < 0) {
+    response.error_code = ERESPONSE;
+    response.error_text = "gRPC response without grpc-status (HTTP status " +
+                          std::to_string(stream.http_status) + ")";
+  } else if (response.grpc_status == 0) {
+    if (stream.body.size() < kMessagePrefixSize ||
+        stream.body.size() != kMessagePrefixSize + DecodeMessageLength(stream.body)) {
+      response.error_code = ERESPONSE;
+      response.error_text = stream.body.empty() ? "gRPC response with status OK but no message"
+                                                : "gRPC response ended inside its message";
+    } else {
+      unsigned char flag = 0;
+      stream.body.CopyTo(&flag, 1);
+      response.compressed = flag != 0;
+      stream.body.PopFront(kMessagePrefixSize);
+      response.message = std::move(stream.body);
+      response_bytes_ += response.message.size();  // until popped
+    }
+  }
+  stream.body.clear();
+  if (response.error_code != 0) response.metadata.clear();
+  ready_.push_back(std::move(response));
+}
+
+void GrpcClientSession::FailWaiting(std::string_view why) {
+  for (auto& [tag, request] : waiting_) {
+    unsent_bytes_ -= kMessagePrefixSize + request.message.size();
+    GrpcClientResponse response;
+    response.tag = tag;
+    response.unprocessed = true;
+    response.error_code = EFAILEDSOCKET;
+    response.error_text = std::string(why);
+    ready_.push_back(std::move(response));
+  }
+  waiting_.clear();
+}
+
+void GrpcClientSession::GrantWindows() {
+  bool first = true;  // the oldest stream that is receiving always progresses
+  for (auto& [id, stream] : streams_) {
+    if (stream->body.empty()) continue;
+    if (stream->unreleased > 0 && (first || response_bytes_ < limits_.response_bytes_budget)) {
+      nghttp2_session_consume_stream(session_, id, stream->unreleased);
+      stream->unreleased = 0;
+    }
+    first = false;
+  }
+}
+
+bool GrpcClientSession::Receive(std::string_view input) {
+  if (failed_) return false;
+  const ssize_t rv = nghttp2_session_mem_recv(
+      session_, reinterpret_cast<const uint8_t*>(input.data()), input.size());
+  if (!Check(static_cast<int>(std::min<ssize_t>(rv, 0)), "HTTP/2")) return false;
+  StartWaiting();
+  return true;
+}
+
+bool GrpcClientSession::Receive(const net::BufferChain& input) {
+  for (size_t i = 0; i < input.span_count(); ++i) {
+    const std::span<const char> span = input.span(i);
+    if (!Receive(std::string_view(span.data(), span.size()))) return false;
+  }
+  return true;
+}
+
+bool GrpcClientSession::PopResponse(GrpcClientResponse* response) {
+  if (ready_.empty()) return false;
+  *response = std::move(ready_.front());
+  ready_.pop_front();
+  response_bytes_ -= response->message.size();
+  GrantWindows();
+  return true;
+}
+
+std::vector<int64_t> GrpcClientSession::TakeStarted() {
+  std::vector<int64_t> started;
+  started.swap(started_);
+  return started;
+}
+
+void GrpcClientSession::TakeOutput(net::BufferChain* out) {
+  StartWaiting();
+  if (const int rv = DrainSession(session_, out); rv < 0) Check(rv, "HTTP/2 send");
+}
+
+bool GrpcClientSession::Idle() const {
+  return streams_.empty() && waiting_.empty() && ready_.empty() &&
+         nghttp2_session_want_write(session_) == 0;
+}
+
+}  // namespace arenarpc::protocol::h2

@@ -1,0 +1,145 @@
+#pragma once
+// GrpcClientSession: the client side of one HTTP/2 connection carrying unary gRPC calls, on
+// libnghttp2. Requests in (Start / Cancel), bytes out (TakeOutput), bytes in (Receive), finished
+// calls out (PopResponse). No sockets, no timers, no locking: the owner serializes the calls.
+//
+// Streams: at most min(max_concurrent_streams, the server's SETTINGS_MAX_CONCURRENT_STREAMS) are
+// open; later requests wait here, in order (queued_bytes() counts them). GOAWAY from the server:
+// streams past its last-stream-id and every waiting request come out `unprocessed` (the server
+// never saw them: safe to send again elsewhere); no request starts here any more.
+//
+// Memory (docs/grpc.md): response bytes held (DATA of open streams and responses not popped) stay
+// under response_bytes_budget + max_message_bytes + open streams x stream_window: a stream's window
+// reopens as its bytes arrive only while the session holds less than the budget, except the oldest
+// open stream's (one response always completes). A response header list (headers, then trailers)
+// larger than max_header_list_bytes, or a message larger than max_message_bytes, ends its stream
+// with RST_STREAM and an error, without keeping the rest.
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "arenarpc/buffer_chain.h"
+#include "protocol/h2/grpc_wire.h"
+
+struct nghttp2_session;
+
+namespace arenarpc::protocol::h2 {
+
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
+struct GrpcClientRequest {
+  std::string path;          // "/pkg.Service/Method"
+  std::string authority;     // ":authority", e.g. "127.0.0.1:8000"
+  int64_t timeout_ms = -1;   // sent as grpc-timeout; -1 none
+  bool gzip = false;         // `message` is gzip-compressed (grpc-encoding: gzip)
+  Metadata metadata;         // custom headers (names are lower-cased on the wire)
+  net::BufferChain message;  // the serialized request, without the 5-byte prefix
+};
+
+struct GrpcClientResponse {
+  int64_t tag = 0;
+  // The request never reached the server (REFUSED_STREAM, past GOAWAY's last-stream-id, or still
+  // waiting here): it may be sent again.
+  bool unprocessed = false;
+  // 0: the server finished the call with grpc_status (and, when 0, `message`). Otherwise the
+  // call failed here or on the wire (an arenarpc error code, e.g. ERESPONSE) with error_text.
+  int error_code = 0;
+  std::string error_text;
+  int grpc_status = -1;
+  std::string grpc_message;  // percent-decoded
+  bool compressed = false;   // the message's compressed flag
+  std::string encoding;      // grpc-encoding ("" = identity)
+  Metadata metadata;         // custom headers and trailers, as received
+  net::BufferChain message;  // the response message after the 5-byte prefix
+};
+
+class GrpcClientSession {
+ public:
+  struct Limits {
+    uint32_t max_concurrent_streams = 100;
+    size_t max_header_list_bytes = 64u << 10;
+    size_t max_message_bytes = 4u << 20;
+    size_t response_bytes_budget = 4u << 20;
+    uint32_t stream_window = 1u << 20;  // SETTINGS_INITIAL_WINDOW_SIZE we announce
+  };
+  struct Counters {
+    uint64_t streams_started = 0;
+    uint64_t streams_reset = 0;      // RST_STREAM sent (cancel, limits)
+    uint64_t header_limit_hits = 0;  // response header lists past max_header_list_bytes
+    uint64_t message_limit_hits = 0; // response messages past max_message_bytes
+  };
+
+  explicit GrpcClientSession(const Limits& limits);
+  ~GrpcClientSession();
+  GrpcClientSession(const GrpcClientSession&) = delete;
+  GrpcClientSession& operator=(const GrpcClientSession&) = delete;
+
+  // Queues a call under `tag` (unique among the calls in the session); it starts when a stream
+  // slot is free. After GOAWAY or a connection error its response is `unprocessed` at once.
+  void Start(int64_t tag, GrpcClientRequest&& request);
+  // Forgets the call: an open stream is reset (RST_STREAM CANCEL), a waiting request dropped. No
+  // response comes for it.
+  void Cancel(int64_t tag);
+
+  // Feeds `input` (all of it). false: a connection error (error() says why); the session sends
+  // GOAWAY (in TakeOutput) and reads nothing more.
+  bool Receive(const net::BufferChain& input);
+  bool Receive(std::string_view input);
+  const std::string& error() const noexcept { return error_; }
+  bool PopResponse(GrpcClientResponse* response);
+  // Tags whose request HEADERS went into TakeOutput()'s bytes since the last call.
+  std::vector<int64_t> TakeStarted();
+  // Appends every byte the session may send now to *out.
+  void TakeOutput(net::BufferChain* out);
+
+  // The server sent GOAWAY: no new call starts here.
+  bool goaway_received() const noexcept { return goaway_; }
+  // Nothing left to do: no stream open, nothing waiting, nothing to write.
+  bool Idle() const;
+  bool failed() const noexcept { return failed_; }
+  size_t open_streams() const noexcept { return streams_.size(); }
+  // Request bytes not written out yet (waiting for a stream slot or for the server's windows).
+  size_t unsent_request_bytes() const noexcept { return unsent_bytes_; }
+  // Response bytes held (see the top of this file).
+  size_t held_response_bytes() const noexcept { return response_bytes_; }
+  const Counters& counters() const noexcept { return counters_; }
+
+ private:
+  struct Stream;
+  struct Callbacks;  // nghttp2's callbacks, friends of this class
+
+  Stream* Find(int32_t stream_id);
+  // Opens streams for waiting requests while slots are free.
+  void StartWaiting();
+  void Submit(int64_t tag, GrpcClientRequest&& request);
+  // Ends the stream with RST_STREAM and a local error (its response carries it).
+  void Abort(Stream& stream, int error_code, std::string text, uint32_t h2_error);
+  void Finish(Stream& stream, uint32_t h2_error);
+  void FailWaiting(std::string_view why);
+  void GrantWindows();
+  bool Check(int rv, std::string_view what);
+
+  const Limits limits_;
+  nghttp2_session* session_ = nullptr;
+  std::map<int32_t, std::unique_ptr<Stream>> streams_;  // by id: the oldest first
+  std::unordered_map<int64_t, int32_t> stream_of_tag_;
+  std::deque<std::pair<int64_t, GrpcClientRequest>> waiting_;
+  std::deque<GrpcClientResponse> ready_;
+  std::vector<int64_t> started_;
+  size_t unsent_bytes_ = 0;
+  size_t response_bytes_ = 0;
+  bool goaway_ = false;
+  bool failed_ = false;
+  std::string error_;
+  Counters counters_;
+};
+
+}  // namespace arenarpc::protocol::h2

@@ -1,0 +1,45 @@
+#include "protocol/h2/nghttp2_glue.h"
+
+#include <string_view>
+
+namespace arenarpc::protocol::h2 {
+
+nghttp2_session* NewSession(bool server, const SessionCallbacks& set, void* user_data) {
+  nghttp2_session_callbacks* callbacks = nullptr;
+  nghttp2_session_callbacks_new(&callbacks);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, set.on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, set.on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, set.on_frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, set.on_data_chunk_recv);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, set.on_stream_close);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, set.on_frame_send);
+  if (set.on_invalid_frame_recv != nullptr) {
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks,
+                                                                 set.on_invalid_frame_recv);
+  }
+  nghttp2_option* option = nullptr;
+  nghttp2_option_new(&option);
+  // Stream windows reopen as the owner's budget allows: its memory bound.
+  nghttp2_option_set_no_auto_window_update(option, 1);
+  nghttp2_option_set_no_closed_streams(option, 1);
+  nghttp2_session* session = nullptr;
+  if (server) {
+    nghttp2_session_server_new2(&session, callbacks, user_data, option);
+  } else {
+    nghttp2_session_client_new2(&session, callbacks, user_data, option);
+  }
+  nghttp2_option_del(option);
+  nghttp2_session_callbacks_del(callbacks);
+  return session;
+}
+
+int DrainSession(nghttp2_session* session, net::BufferChain* out) {
+  for (;;) {
+    const uint8_t* data = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(session, &data);
+    if (n <= 0) return static_cast<int>(n);
+    out->Append(std::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(n)));
+  }
+}
+
+}  // namespace arenarpc::protocol::h2

@@ -1,0 +1,28 @@
+#pragma once
+// What the client and server gRPC sessions share of libnghttp2's setup and output: one session
+// with the callbacks they install, stream windows reopened by hand (the sessions' memory bounds),
+// and the loop that collects every byte it may send.
+
+#include <nghttp2/nghttp2.h>
+
+#include "arenarpc/buffer_chain.h"
+
+namespace arenarpc::protocol::h2 {
+
+struct SessionCallbacks {
+  nghttp2_on_begin_headers_callback on_begin_headers = nullptr;
+  nghttp2_on_header_callback on_header = nullptr;
+  nghttp2_on_frame_recv_callback on_frame_recv = nullptr;
+  nghttp2_on_data_chunk_recv_callback on_data_chunk_recv = nullptr;
+  nghttp2_on_stream_close_callback on_stream_close = nullptr;
+  nghttp2_on_frame_send_callback on_frame_send = nullptr;
+  nghttp2_on_invalid_frame_recv_callback on_invalid_frame_recv = nullptr;  // optional
+};
+
+// A server or client session without automatic WINDOW_UPDATEs and without closed-stream history.
+nghttp2_session* NewSession(bool server, const SessionCallbacks& callbacks, void* user_data);
+
+// Appends everything `session` may send now to *out. Returns 0, or nghttp2's error.
+int DrainSession(nghttp2_session* session, net::BufferChain* out);
+
+}  // namespace arenarpc::protocol::h2

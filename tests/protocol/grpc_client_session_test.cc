@@ -1,0 +1,268 @@
+// The client side of the HTTP/2 + gRPC glue (protocol/h2/grpc_client_session) without sockets:
+// against our own GrpcServerSession (requests, responses, statuses, metadata, the stream cap,
+// cancellation), and against a scripted nghttp2 server for what a server may do wrong — GOAWAY
+// with calls past its last stream, a huge header list, endless DATA under flow control — checking
+// the memory bound of docs/grpc.md after every exchange.
+#include <gtest/gtest.h>
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "arenarpc/error_codes.h"
+#include "protocol/h2/grpc_client_session.h"
+#include "protocol/h2/grpc_server_session.h"
+#include "scripted_h2_server.h"
+
+namespace arenarpc::protocol::h2 {
+namespace {
+
+using testing_h2::ScriptedH2Server;
+
+GrpcClientRequest Request(const std::string& message, Metadata metadata = {},
+                          int64_t timeout_ms = -1) {
+  GrpcClientRequest request;
+  request.path = "/a.B/C";
+  request.authority = "test";
+  request.timeout_ms = timeout_ms;
+  request.metadata = std::move(metadata);
+  request.message.Append(message);
+  return request;
+}
+
+// Moves bytes both ways until neither side has more; `check` runs after every step.
+template <class Server>
+void Pump(GrpcClientSession& client, Server& server, const std::function<void()>& check = {}) {
+  for (int round = 0; round < 10000; ++round) {
+    net::BufferChain out;
+    client.TakeOutput(&out);
+    std::string to_client = server.Output();
+    if (out.empty() && to_client.empty()) return;
+    if (!out.empty()) {
+      ASSERT_TRUE(server.Input(out.ToString()));
+    }
+    if (!to_client.empty()) client.Receive(to_client);
+    if (check) check();
+  }
+}
+
+// GrpcServerSession with the Input/Output shape of ScriptedH2Server.
+struct OurServer {
+  explicit OurServer(const GrpcServerSession::Limits& limits) : session(limits) {}
+  bool Input(const std::string& bytes) { return session.Receive(bytes); }
+  std::string Output() {
+    net::BufferChain out;
+    session.TakeOutput(&out);
+    return out.ToString();
+  }
+  GrpcServerSession session;
+};
+
+std::vector<GrpcClientResponse> Responses(GrpcClientSession& client) {
+  std::vector<GrpcClientResponse> all;
+  GrpcClientResponse response;
+  while (client.PopResponse(&response)) all.push_back(std::move(response));
+  return all;
+}
+
+TEST(GrpcClientSessionTest, CallsStatusesMetadataAndTheStreamCap) {
+  EXPECT_EQ("a%b\n\xc3\xa9 c", PercentDecode("a%25b%0A%C3%A9 c"));
+  EXPECT_EQ("100%", PercentDecode("100%"));
+  EXPECT_EQ(ENOMETHOD, ErrorCodeForGrpcStatus(12));
+  EXPECT_EQ(ERPCTIMEDOUT, ErrorCodeForGrpcStatus(4));
+  EXPECT_EQ(ELIMIT, ErrorCodeForGrpcStatus(8));
+  EXPECT_EQ(EINTERNAL, ErrorCodeForGrpcStatus(14));  // UNAVAILABLE, as brpc maps it
+
+  GrpcClientSession::Limits limits;
+  limits.max_concurrent_streams = 2;
+  GrpcClientSession client(limits);
+  OurServer server({});
+  for (int i = 0; i < 5; ++i) {
+    client.Start(100 + i, Request("m" + std::to_string(i), {{"X-Key", "v" + std::to_string(i)}},
+                                  250));
+  }
+  Pump(client, server);
+  // Only two streams are open; three requests wait (their bytes counted as unsent).
+  EXPECT_EQ(2u, client.open_streams());
+  EXPECT_EQ(3u * (5 + 2), client.unsent_request_bytes());
+  std::vector<int64_t> started = client.TakeStarted();
+  EXPECT_EQ((std::vector<int64_t>{100, 101}), started);
+  int answered = 0;
+  for (int round = 0; round < 10; ++round) {
+    GrpcRequest request;
+    while (server.session.PopRequest(&request)) {
+      EXPECT_EQ("/a.B/C", request.path);
+      EXPECT_GT(request.timeout_ms, 0);
+      EXPECT_LE(request.timeout_ms, 250);
+      ASSERT_EQ(1u, request.metadata.size());
+      EXPECT_EQ("x-key", request.metadata[0].first);  // lower-cased on the wire
+      const std::string message = request.message.ToString();
+      if (message == "m3") {
+        server.session.Fail(request.stream_id, GrpcStatus::kPermissionDenied, "no\n100%");
+      } else {
+        net::BufferChain reply;
+        reply.Append("re:" + message);
+        server.session.Respond(request.stream_id, std::move(reply), false,
+                               {{"y-back", request.metadata[0].second}});
+      }
+      ++answered;
+    }
+    Pump(client, server);
+  }
+  EXPECT_EQ(5, answered);
+  std::vector<GrpcClientResponse> responses = Responses(client);
+  ASSERT_EQ(5u, responses.size());
+  for (const GrpcClientResponse& response : responses) {
+    const int i = static_cast<int>(response.tag - 100);
+    EXPECT_EQ(0, response.error_code) << response.error_text;
+    if (i == 3) {
+      EXPECT_EQ(7, response.grpc_status);
+      EXPECT_EQ("no\n100%", response.grpc_message);
+    } else {
+      EXPECT_EQ(0, response.grpc_status);
+      EXPECT_EQ("re:m" + std::to_string(i), response.message.ToString());
+      ASSERT_EQ(1u, response.metadata.size());
+      EXPECT_EQ("v" + std::to_string(i), response.metadata[0].second);
+    }
+  }
+  EXPECT_EQ(0u, client.open_streams());
+  EXPECT_EQ(0u, client.unsent_request_bytes());
+  EXPECT_EQ(0u, client.held_response_bytes());
+
+  // Cancel: the open stream is reset (the server sees it), a waiting request is dropped.
+  client.Start(7, Request("slow"));
+  client.Start(8, Request("a"));
+  client.Start(9, Request("b"));
+  Pump(client, server);
+  client.Cancel(7);
+  client.Cancel(9);  // still waiting for a slot
+  Pump(client, server);
+  EXPECT_EQ((std::vector<int32_t>{11}), server.session.TakeCanceled());  // the 6th stream
+  GrpcRequest request;
+  while (server.session.PopRequest(&request)) {
+    server.session.Fail(request.stream_id, GrpcStatus::kInternal, "x");
+  }
+  Pump(client, server);
+  responses = Responses(client);
+  ASSERT_EQ(1u, responses.size());  // none for the canceled ones
+  EXPECT_EQ(8, responses[0].tag);
+  EXPECT_EQ(0u, client.unsent_request_bytes());
+}
+
+TEST(GrpcClientSessionTest, GoawayLeavesLaterStreamsUnprocessed) {
+  GrpcClientSession client({});
+  ScriptedH2Server server;
+  server.on_request = [&](int32_t id) {
+    if (id == 3) {  // two requests arrived: take the first only
+      server.GoAway(1);
+      server.RespondOk(1, "one");
+    }
+  };
+  client.Start(1, Request("x"));
+  client.Start(2, Request("y"));
+  Pump(client, server);
+  EXPECT_TRUE(client.goaway_received());
+  client.Start(3, Request("z"));  // after GOAWAY: not sent here at all
+  std::vector<GrpcClientResponse> responses = Responses(client);
+  ASSERT_EQ(3u, responses.size());
+  std::sort(responses.begin(), responses.end(),
+            [](const auto& a, const auto& b) { return a.tag < b.tag; });
+  EXPECT_FALSE(responses[0].unprocessed);
+  EXPECT_EQ("one", responses[0].message.ToString());
+  EXPECT_TRUE(responses[1].unprocessed) << responses[1].error_text;
+  EXPECT_TRUE(responses[2].unprocessed);
+  EXPECT_TRUE(client.Idle());
+}
+
+// A header list past max_header_list_bytes fails its call (the connection goes on); one of
+// megabytes ends the connection (nghttp2 refuses more than a few CONTINUATION frames). Neither
+// leaves anything held.
+TEST(GrpcClientSessionTest, HugeHeaderListIsCutAtTheLimit) {
+  GrpcClientSession::Limits limits;
+  limits.max_header_list_bytes = 16u << 10;
+  for (const int count : {100, 2000}) {  // ~100 KB, ~2 MB of distinct headers
+    GrpcClientSession client(limits);
+    ScriptedH2Server server;
+    server.on_request = [&](int32_t id) {
+      testing_h2::Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
+      for (int i = 0; i < count; ++i) {
+        headers.emplace_back("x-h" + std::to_string(i), std::string(1000, 'h'));
+      }
+      server.Respond(id, std::move(headers), nullptr, {});
+    };
+    client.Start(1, Request("x"));
+    Pump(client, server, [&] { EXPECT_EQ(0u, client.held_response_bytes()); });
+    EXPECT_EQ(1u, client.counters().header_limit_hits);
+    std::vector<GrpcClientResponse> responses = Responses(client);
+    if (count == 100) {
+      EXPECT_FALSE(client.failed()) << client.error();
+      ASSERT_EQ(1u, responses.size());
+      EXPECT_EQ(ERESPONSE, responses[0].error_code);
+      EXPECT_NE(std::string::npos, responses[0].error_text.find("header list"))
+          << responses[0].error_text;
+      EXPECT_TRUE(responses[0].metadata.empty());
+    } else {
+      EXPECT_TRUE(client.failed());  // the owner fails the connection's calls
+      EXPECT_NE(std::string::npos, client.error().find("CONTINUATION")) << client.error();
+    }
+  }
+}
+
+// Eight streams of endless DATA (each message declares 200 KB, within the limit, then more keeps
+// coming) against a 64 KB budget and 16 KB windows: what the session holds never passes
+// budget + one message + streams x window, and every call fails cleanly.
+TEST(GrpcClientSessionTest, EndlessDataStaysWithinTheBound) {
+  GrpcClientSession::Limits limits;
+  limits.response_bytes_budget = 64u << 10;
+  limits.max_message_bytes = 256u << 10;
+  limits.stream_window = 16u << 10;
+  limits.max_concurrent_streams = 8;
+  GrpcClientSession client(limits);
+  ScriptedH2Server server;
+  constexpr uint32_t kDeclared = 200u << 10;
+  std::vector<size_t> sent(32, 0);
+  server.on_request = [&](int32_t id) {
+    server.Respond(id, {{":status", "200"}, {"content-type", "application/grpc"}},
+                   [&sent, id](uint8_t* buf, size_t length, bool*) {
+                     for (size_t i = 0; i < length; ++i) {
+                       const size_t at = sent[id]++;
+                       buf[i] = at == 0 ? 0 : at < 5 ? static_cast<uint8_t>(kDeclared >> (8 * (4 - at))) : 'd';
+                     }
+                     return length;  // never ends
+                   },
+                   {});
+  };
+  const size_t bound = limits.response_bytes_budget + limits.max_message_bytes + 5 +
+                       limits.max_concurrent_streams * limits.stream_window;
+  size_t peak = 0;
+  for (int i = 0; i < 8; ++i) client.Start(i, Request("x"));
+  Pump(client, server, [&] {
+    peak = std::max(peak, client.held_response_bytes());
+    ASSERT_LE(client.held_response_bytes(), bound);
+  });
+  std::vector<GrpcClientResponse> responses = Responses(client);
+  ASSERT_EQ(8u, responses.size());
+  for (const GrpcClientResponse& response : responses) {
+    EXPECT_EQ(ERESPONSE, response.error_code);
+    EXPECT_NE(std::string::npos, response.error_text.find("more than one")) << response.error_text;
+  }
+  EXPECT_GT(peak, limits.response_bytes_budget);  // the budget was really pressed
+  EXPECT_EQ(0u, client.held_response_bytes());
+  // A message declared past max_message_bytes is refused at its prefix.
+  GrpcClientSession small(limits);
+  ScriptedH2Server big;
+  big.on_request = [&](int32_t id) {
+    big.RespondOk(id, std::string((256u << 10) + 1, 'b'));
+  };
+  small.Start(1, Request("x"));
+  Pump(small, big, [&] { ASSERT_LE(small.held_response_bytes(), 64u << 10); });
+  responses = Responses(small);
+  ASSERT_EQ(1u, responses.size());
+  EXPECT_EQ(ERESPONSE, responses[0].error_code);
+  EXPECT_NE(std::string::npos, responses[0].error_text.find("max_body_size"));
+}
+
+}  // namespace
+}  // namespace arenarpc::protocol::h2
