@@ -63,7 +63,9 @@ TEST_P(LifecycleTest, StopFinishesCallsInFlightAndRefusesNewOnes) {
   EXPECT_TRUE(client.WaitForClose());
   EXPECT_EQ(0, server_->Join());
   RawClient refused(port_);
-  if (refused.connected()) EXPECT_TRUE(refused.WaitForClose(std::chrono::seconds(2)));
+  if (refused.connected()) {
+    EXPECT_TRUE(refused.WaitForClose(std::chrono::seconds(2)));
+  }
   ExpectAllPairsReleased();
 }
 

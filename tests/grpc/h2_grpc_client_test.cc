@@ -275,7 +275,8 @@ TEST(H2GrpcClient, InterceptorsSeeAndMayRefuseStreamingCalls) {
       return EPERM;
     }
     mutable std::vector<std::string> seen;  // one stream at a time below
-  } interceptor;
+  };
+  auto interceptor = std::make_shared<RefuseServerStream>();
   std::atomic<int> handled{0};
   GrpcStreamService streams(e2e::StreamService::descriptor());
   for (const char* name : {"Bidi", "ServerStream"}) {
@@ -291,7 +292,7 @@ TEST(H2GrpcClient, InterceptorsSeeAndMayRefuseStreamingCalls) {
   Server server;
   ASSERT_EQ(0, server.AddService(&streams, SERVER_DOESNT_OWN_SERVICE));
   ServerOptions options;
-  options.interceptors = {&interceptor};
+  options.interceptors = {interceptor};
   ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
   auto channel = ChannelTo(server);
   {
@@ -326,7 +327,7 @@ TEST(H2GrpcClient, InterceptorsSeeAndMayRefuseStreamingCalls) {
     EXPECT_TRUE(call->Finish().ok());
   }
   EXPECT_EQ(1, handled.load());  // the refused stream's handler never ran
-  EXPECT_EQ((std::vector<std::string>{"ServerStream", "Bidi"}), interceptor.seen);
+  EXPECT_EQ((std::vector<std::string>{"ServerStream", "Bidi"}), interceptor->seen);
   server.Stop();
   server.Join();
   EXPECT_EQ(1u, server.GetMethodStats("arenarpc.e2e.StreamService.ServerStream").errors);
