@@ -46,17 +46,57 @@ std::string IpToString(const ASN1_OCTET_STRING* ip) {
   return text;
 }
 
+// The session's BIO: SSL reads ciphertext straight from the chain Decrypt() was given and writes
+// records straight into output_, one copy each way (a memory BIO copies in and out again).
+int ChainBioRead(BIO* bio, char* data, size_t len, size_t* read) {
+  BIO_clear_retry_flags(bio);
+  BufferChain* input = static_cast<TlsSession*>(BIO_get_data(bio))->input();
+  if (input == nullptr || input->empty()) {
+    BIO_set_retry_read(bio);  // "wait for more", not end of stream
+    return 0;
+  }
+  *read = input->CopyTo(data, len);
+  input->PopFront(*read);
+  return 1;
+}
+
+int ChainBioWrite(BIO* bio, const char* data, size_t len, size_t* written) {
+  BIO_clear_retry_flags(bio);
+  static_cast<TlsSession*>(BIO_get_data(bio))->output().Append(std::string_view(data, len));
+  *written = len;
+  return 1;
+}
+
+long ChainBioCtrl(BIO* bio, int cmd, long /*num*/, void* /*ptr*/) {
+  TlsSession* session = static_cast<TlsSession*>(BIO_get_data(bio));
+  switch (cmd) {
+    case BIO_CTRL_FLUSH: return 1;
+    case BIO_CTRL_PENDING:
+      return session->input() == nullptr ? 0 : static_cast<long>(session->input()->size());
+    case BIO_CTRL_WPENDING: return static_cast<long>(session->output().size());
+    default: return 0;
+  }
+}
+
+BIO_METHOD* ChainBioMethod() {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "arenarpc chain");
+    BIO_meth_set_read_ex(m, ChainBioRead);
+    BIO_meth_set_write_ex(m, ChainBioWrite);
+    BIO_meth_set_ctrl(m, ChainBioCtrl);
+    return m;
+  }();
+  return method;
+}
+
 }  // namespace
 
 TlsSession::TlsSession(std::shared_ptr<const TlsContextState> context, SSL* ssl, bool server)
-    : context_(std::move(context)),
-      ssl_(ssl),
-      network_in_(BIO_new(BIO_s_mem())),
-      network_out_(BIO_new(BIO_s_mem())),
-      server_(server) {
-  // Reading an empty input BIO means "wait for more", not end of file.
-  BIO_set_mem_eof_return(network_in_, -1);
-  SSL_set_bio(ssl_, network_in_, network_out_);  // the SSL owns both BIOs now
+    : context_(std::move(context)), ssl_(ssl), server_(server) {
+  BIO* bio = BIO_new(ChainBioMethod());
+  BIO_set_data(bio, this);
+  BIO_set_init(bio, 1);
+  SSL_set_bio(ssl_, bio, bio);  // the SSL owns the BIO now (one reference for both directions)
   if (server_) {
     SSL_set_accept_state(ssl_);
   } else {
@@ -143,34 +183,29 @@ void TlsSession::ReadPeer() {
 
 TlsSession::Status TlsSession::Decrypt(BufferChain& ciphertext, BufferChain& plaintext) {
   std::lock_guard lock(mutex_);
-  // One page of ciphertext at a time, decrypted before the next goes in: the input BIO holds at
-  // most a page plus a partial record.
-  while (!ciphertext.empty()) {
-    const std::span<const char> span = ciphertext.span(0);
-    const int n = BIO_write(network_in_, span.data(), static_cast<int>(span.size()));
-    if (n <= 0) {
-      error_ = "BIO_write failed";
-      return Status::kFailed;
+  input_ = &ciphertext;  // SSL's reads take from it until it is empty
+  const Status status = DecryptLocked(plaintext);
+  input_ = nullptr;
+  return status;
+}
+
+TlsSession::Status TlsSession::DecryptLocked(BufferChain& plaintext) {
+  if (!Handshake()) return Status::kFailed;
+  if (!handshake_done()) return Status::kOk;
+  for (;;) {
+    const std::span<char> space = plaintext.PrepareWrite(kMinDecryptSpace);
+    ERR_clear_error();
+    const int got = SSL_read(ssl_, space.data(), static_cast<int>(space.size()));
+    if (got > 0) {
+      plaintext.CommitWrite(static_cast<size_t>(got));
+      continue;
     }
-    ciphertext.PopFront(static_cast<size_t>(n));
-    if (!Handshake()) return Status::kFailed;
-    if (!handshake_done()) continue;
-    for (;;) {
-      const std::span<char> space = plaintext.PrepareWrite(kMinDecryptSpace);
-      ERR_clear_error();
-      const int got = SSL_read(ssl_, space.data(), static_cast<int>(space.size()));
-      if (got > 0) {
-        plaintext.CommitWrite(static_cast<size_t>(got));
-        continue;
-      }
-      const int ssl_error = SSL_get_error(ssl_, got);
-      if (ssl_error == SSL_ERROR_WANT_READ || ssl_error == SSL_ERROR_WANT_WRITE) break;
-      if (ssl_error == SSL_ERROR_ZERO_RETURN) return Status::kClosed;
-      Fail(got, ssl_error);
-      return Status::kFailed;
-    }
+    const int ssl_error = SSL_get_error(ssl_, got);
+    if (ssl_error == SSL_ERROR_WANT_READ || ssl_error == SSL_ERROR_WANT_WRITE) return Status::kOk;
+    if (ssl_error == SSL_ERROR_ZERO_RETURN) return Status::kClosed;
+    Fail(got, ssl_error);
+    return Status::kFailed;
   }
-  return Status::kOk;
 }
 
 size_t TlsSession::EncryptRecord(BufferChain& plaintext, BufferChain& ciphertext) {
@@ -188,15 +223,7 @@ size_t TlsSession::EncryptRecord(BufferChain& plaintext, BufferChain& ciphertext
   return static_cast<size_t>(written);
 }
 
-void TlsSession::TakeOutputLocked(BufferChain& ciphertext) {
-  // Read out (not BIO_reset(), which zeroes the BIO's whole buffer every time).
-  while (BIO_ctrl_pending(network_out_) > 0) {
-    const std::span<char> space = ciphertext.PrepareWrite(kMinDecryptSpace);
-    const int n = BIO_read(network_out_, space.data(), static_cast<int>(space.size()));
-    if (n <= 0) break;
-    ciphertext.CommitWrite(static_cast<size_t>(n));
-  }
-}
+void TlsSession::TakeOutputLocked(BufferChain& ciphertext) { ciphertext.Append(std::move(output_)); }
 
 void TlsSession::TakeOutput(BufferChain& ciphertext) {
   std::lock_guard lock(mutex_);
@@ -205,12 +232,13 @@ void TlsSession::TakeOutput(BufferChain& ciphertext) {
 
 bool TlsSession::HasOutput() const {
   std::lock_guard lock(mutex_);
-  return BIO_ctrl_pending(network_out_) > 0;
+  return !output_.empty();
 }
 
 bool TlsSession::InRecord() const {
   std::lock_guard lock(mutex_);
-  return !handshake_done() || BIO_ctrl_pending(network_in_) > 0 || SSL_has_pending(ssl_) == 1;
+  // SSL keeps the part of a record it read so far in its own buffer: pending until complete.
+  return !handshake_done() || SSL_has_pending(ssl_) == 1;
 }
 
 }  // namespace arenarpc::net

@@ -1,13 +1,13 @@
 #pragma once
-// TlsSession: one connection's TLS state over memory BIOs. The connection keeps doing the socket
+// TlsSession: one connection's TLS state over its own BIO. The connection keeps doing the socket
 // I/O with its own buffers: ciphertext it read goes in through Decrypt(), plaintext to send goes
 // through Encrypt(), and the records TLS produced (handshake, alerts, data) come out of
 // TakeOutput() into the connection's write queue. The reading and the flushing thread may use a
 // session at once (one mutex guards the SSL object).
 //
-// Memory: ciphertext is fed one buffer page at a time and encrypted one record (16 KiB) at a time,
-// so the BIOs hold at most about one record each; the rest lives in the connection's counted
-// buffers.
+// Memory: SSL reads ciphertext from the connection's chain into its record buffer (at most one
+// record) and plaintext is encrypted one record (16 KiB) at a time into output_, which
+// TakeOutput() moves on; the rest lives in the connection's counted buffers.
 
 #include <atomic>
 #include <cstdint>
@@ -61,6 +61,10 @@ class TlsSession {
   bool InRecord() const;
 
   bool handshake_done() const noexcept { return handshake_done_.load(std::memory_order_acquire); }
+  // For the session's BIO only (called by SSL with mutex_ held): the ciphertext being decrypted
+  // (nullptr outside Decrypt()) and the records SSL wrote that TakeOutput() has not moved yet.
+  BufferChain* input() const noexcept { return input_; }
+  BufferChain& output() noexcept { return output_; }
   // Valid once handshake_done() (never changes after).
   const TlsPeer& peer() const noexcept { return peer_; }
   // Why the session failed (OpenSSL's reason, and the certificate check's).
@@ -69,14 +73,15 @@ class TlsSession {
  private:
   bool Handshake();  // mutex_ held; false = failed
   void Fail(int ssl_result, int ssl_error);  // mutex_ held
+  Status DecryptLocked(BufferChain& plaintext);  // mutex_ held, input_ set
   void TakeOutputLocked(BufferChain& ciphertext);
   size_t EncryptRecord(BufferChain& plaintext, BufferChain& ciphertext);  // mutex_ held; 0 = failed
   void ReadPeer();
 
   std::shared_ptr<const TlsContextState> context_;  // keeps the SSL_CTX and its ALPN list alive
   SSL* ssl_;
-  BIO* network_in_;   // ciphertext we received, read by SSL
-  BIO* network_out_;  // ciphertext SSL produced, sent by us
+  BufferChain* input_ = nullptr;  // mutex_; Decrypt()'s ciphertext while it runs
+  BufferChain output_;             // mutex_; records SSL wrote, not yet taken
   const bool server_;
   mutable std::mutex mutex_;
   std::string error_;
