@@ -5,6 +5,7 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/repeated_ptr_field.h>
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -37,6 +38,9 @@ struct ShapePlan::Type {
   bool strings_only = true;  // every tracked field is kStrings: scanned by WireScanner::SkipAll
   std::vector<Field> fields;
   std::vector<int16_t> dense;  // field number -> index into fields, -1: not tracked
+  // Field numbers below 16 (one-byte tags) -> index into fields, or fields.size() (a count slot
+  // nobody reads) when not tracked: WireScanner::CountAll's table.
+  std::array<uint16_t, 16> small_slots{};
 
   int Find(uint32_t number) const noexcept {
     if (number < dense.size()) return dense[number];
@@ -71,11 +75,11 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
                   std::vector<uint32_t>& scratch, std::vector<const Message*>* absent,
                   int depth) noexcept {
   const size_t n = type.fields.size();
-  uint32_t inline_counts[kInlineCounts] = {};
+  uint32_t inline_counts[kInlineCounts + 1] = {};  // the last: CountAll's untracked fields
   const size_t frame = scratch.size();
   if (n > kInlineCounts) {
     try {
-      scratch.resize(frame + n, 0);
+      scratch.resize(frame + n + 1, 0);
     } catch (...) {
       return false;
     }
@@ -93,8 +97,9 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
   bool ok = true;
   try {
     if (type.strings_only) {
-      ok = in.SkipAll(end, [&](uint32_t number) {
-        if (const int index = type.Find(number); index >= 0) ++counts()[index];
+      ok = in.CountAll(end, type.small_slots.data(), counts(), [&](uint32_t number) {
+        const int index = type.Find(number);
+        return index >= 0 ? static_cast<size_t>(index) : n;
       });
     }
     while (!type.strings_only) {
@@ -245,6 +250,10 @@ const ShapePlan::Type& ShapePlan::TypeFor(const Descriptor& d) {
   for (size_t i = 0; i < type.fields.size(); ++i) {
     const auto number = static_cast<uint32_t>(type.fields[i].descriptor->number());
     if (number < kDenseNumbers) type.dense[number] = static_cast<int16_t>(i);
+  }
+  for (uint32_t number = 0; number < type.small_slots.size(); ++number) {
+    const int index = type.Find(number);
+    type.small_slots[number] = static_cast<uint16_t>(index >= 0 ? index : type.fields.size());
   }
   return type;
 }
