@@ -60,9 +60,10 @@ using Kind = ShapePlan::Type::Kind;
 
 using moves::FitStrings;
 
-moves::GatherView<Type> GatherViewOf(const Type::Field& f) {
+// A closure, not a function: the walks in element_moves.h take it by type and inline it.
+constexpr auto GatherViewOf = [](const Type::Field& f) -> moves::GatherView<Type> {
   return {&f.slot, f.kind, f.element, f.element != nullptr ? f.element->id : 0};
-}
+};
 
 constexpr size_t kInlineCounts = 16;
 // A count meaning: this repeated message field already had content, leave it alone (making its
@@ -164,12 +165,14 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
   } catch (...) {  // bad_alloc while making an element live: stop shaping
     ok = false;
   }
-  // Fit every tracked field, also on failure, so no element is left live.
+  // Fit every tracked field, also on failure, so no element is left live. (Fitting never
+  // recurses: the counts stay where they are.)
+  const uint32_t* const fitted = counts();
   for (size_t i = 0; i < n; ++i) {
     const Type::Field& f = type.fields[i];
     if (f.kind == Kind::kStrings) {
-      FitStrings(f.slot.Of<std::string>(m), static_cast<int>(counts()[i]), spares);
-    } else if (f.kind == Kind::kMessages && counts()[i] != kHasContent) {
+      FitStrings(f.slot.Of<std::string>(m), static_cast<int>(fitted[i]), spares);
+    } else if (f.kind == Kind::kMessages && fitted[i] != kHasContent) {
       auto& field = f.slot.Of<Message>(m);
       moves::ReleaseCleared(field, f.element->id, spares);
       field.Clear();  // the elements made live become cleared, in wire order
