@@ -89,7 +89,7 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
   auto counts = [&]() -> uint32_t* {
     return n > kInlineCounts ? scratch.data() + frame : inline_counts;
   };
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n && !type.strings_only; ++i) {
     const Type::Field& f = type.fields[i];
     if (f.kind == Kind::kMessages && f.slot.Of<Message>(m).size() != 0) {
       counts()[i] = kHasContent;  // not handed out empty: shaping is for empty messages
@@ -153,7 +153,8 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
         break;
       }
     }
-    if (ok && absent != nullptr) {  // kept sub-messages the bytes leave out (see Shape())
+    // Kept sub-messages the bytes leave out (see Shape()); a strings-only type has none.
+    if (ok && absent != nullptr && !type.strings_only) {
       const Reflection& r = *m.GetReflection();
       for (size_t i = 0; i < n; ++i) {
         const Type::Field& f = type.fields[i];
