@@ -35,7 +35,7 @@ struct ShapePlan::Type {
     moves::FieldSlot slot;  // kMessages, kStrings
   };
   size_t id = 0;             // SpareTypeId of this type
-  bool strings_only = true;  // every tracked field is kStrings: scanned by WireScanner::SkipAll
+  bool strings_only = true;  // every tracked field is kStrings: scanned by WireScanner::CountAll
   std::vector<Field> fields;
   std::vector<int16_t> dense;  // field number -> index into fields, -1: not tracked
   // Field numbers below 16 (one-byte tags) -> index into fields, or fields.size() (a count slot
