@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "memory/reuse/cleared_tail.h"
 #include "memory/reuse/kept_tree.h"
 #include "arenarpc/memory/message_memory.h"
 #include "memory/reuse/reuse_pool.h"
@@ -132,6 +133,40 @@ TEST(ShapePlan, GenericMessagesWithOneofsMapsAndNestedSingulars) {
       ASSERT_TRUE(expected.ParseFromString(wire));
       ASSERT_TRUE(MessageDifferencer::Equals(object.message(), expected));
       object.Clear();
+    }
+  }
+}
+
+TEST(ShapePlan, CountsEveryStringFieldWhateverItsTagLength) {
+  using memtest::Wide;
+  std::vector<Wide> shapes(6);
+  for (int i = 0; i < 6; ++i) {
+    Wide& w = shapes[i];
+    for (int k = 0; k < (i * 5) % 7; ++k) w.add_low(std::string(k, 'l'));
+    for (int k = 0; k < (i * 3) % 5 + 1; ++k) w.add_high(std::string(k * 40, 'h'));  // 2-byte lengths too
+    for (int k = 0; k < i % 3; ++k) w.add_far("far");
+    if (i % 2 == 0) w.set_untracked("skipped by the scan");
+    w.set_n(i * 1000);
+  }
+  ShapePlan plan(*Wide::descriptor());
+  Wide object;
+  SpareElements spares;
+  std::vector<uint32_t> scratch;
+  for (int round = 0; round < 3; ++round) {
+    for (const Wide& shape : shapes) {
+      const std::string wire = shape.SerializeAsString();
+      for (int block : {-1, 1, 7}) {
+        ArrayInputStream in(wire.data(), static_cast<int>(wire.size()), block);
+        ASSERT_TRUE(plan.Shape(object, in, spares, scratch));
+        if (round > 0) {  // the spares hold enough strings: each field gets exactly its count
+          EXPECT_EQ(cleared_tail::ClearedCount(*object.mutable_low()), shape.low_size());
+          EXPECT_EQ(cleared_tail::ClearedCount(*object.mutable_high()), shape.high_size());
+          EXPECT_EQ(cleared_tail::ClearedCount(*object.mutable_far()), shape.far_size());
+        }
+        ASSERT_TRUE(object.MergeFromString(wire));
+        ASSERT_EQ(object.SerializeAsString(), wire) << "block " << block;
+        object.Clear();
+      }
     }
   }
 }

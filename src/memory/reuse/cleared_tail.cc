@@ -47,17 +47,12 @@ bool LayoutChecked() noexcept {
 #endif
 }
 
-std::atomic<bool>& UseBlocks() noexcept {
-  static std::atomic<bool> use{LayoutChecked()};
-  return use;
-}
-
 }  // namespace
 
-bool BlocksAvailable() noexcept { return UseBlocks().load(std::memory_order_relaxed); }
+std::atomic<bool> detail::use_blocks{LayoutChecked()};
 
 bool UseBlocksForTesting(bool use) noexcept {
-  UseBlocks().store(use && LayoutChecked(), std::memory_order_relaxed);
+  detail::use_blocks.store(use && LayoutChecked(), std::memory_order_relaxed);
   return BlocksAvailable();
 }
 

@@ -14,6 +14,7 @@
 #include <google/protobuf/repeated_ptr_field.h>
 #include <google/protobuf/stubs/common.h>
 
+#include <atomic>
 #include <cstring>
 #include <span>
 
@@ -83,8 +84,17 @@ Tail TailOf(google::protobuf::RepeatedPtrField<T>& field) noexcept {
 }  // namespace detail
 #endif
 
+namespace detail {
+// Set during static initialization from the run-time layout check (cleared_tail.cc); false until
+// then, which only means the per-element calls.
+extern std::atomic<bool> use_blocks;
+}  // namespace detail
+
 // Whether the block moves are in use (protobuf 3.21 and its layout passed the run-time check).
-bool BlocksAvailable() noexcept;
+// Inline: it is asked for every field a walk visits.
+inline bool BlocksAvailable() noexcept {
+  return detail::use_blocks.load(std::memory_order_relaxed);
+}
 // Tests: switches between block moves (where available) and per-element calls; returns whether
 // block moves are now in use. Not for use while other threads move elements.
 bool UseBlocksForTesting(bool use) noexcept;

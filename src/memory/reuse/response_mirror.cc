@@ -36,9 +36,10 @@ namespace {
 using Pair = ResponseMirror::Pair;
 using Kind = Pair::Kind;
 
-moves::GatherView<Pair> GatherViewOf(const Pair::Field& f) {
+// A closure, not a function: the walks in element_moves.h take it by type and inline it.
+constexpr auto GatherViewOf = [](const Pair::Field& f) -> moves::GatherView<Pair> {
   return {&f.response_slot, f.kind, f.element, f.spare_type};
-}
+};
 
 void FitPair(Message& response, const Message& request, const Pair& pair, SpareElements& spares,
              int depth) {

@@ -5,6 +5,7 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/repeated_ptr_field.h>
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -34,9 +35,12 @@ struct ShapePlan::Type {
     moves::FieldSlot slot;  // kMessages, kStrings
   };
   size_t id = 0;             // SpareTypeId of this type
-  bool strings_only = true;  // every tracked field is kStrings: scanned by WireScanner::SkipAll
+  bool strings_only = true;  // every tracked field is kStrings: scanned by WireScanner::CountAll
   std::vector<Field> fields;
   std::vector<int16_t> dense;  // field number -> index into fields, -1: not tracked
+  // Field numbers below 16 (one-byte tags) -> index into fields, or fields.size() (a count slot
+  // nobody reads) when not tracked: WireScanner::CountAll's table.
+  std::array<uint16_t, 16> small_slots{};
 
   int Find(uint32_t number) const noexcept {
     if (number < dense.size()) return dense[number];
@@ -56,9 +60,10 @@ using Kind = ShapePlan::Type::Kind;
 
 using moves::FitStrings;
 
-moves::GatherView<Type> GatherViewOf(const Type::Field& f) {
+// A closure, not a function: the walks in element_moves.h take it by type and inline it.
+constexpr auto GatherViewOf = [](const Type::Field& f) -> moves::GatherView<Type> {
   return {&f.slot, f.kind, f.element, f.element != nullptr ? f.element->id : 0};
-}
+};
 
 constexpr size_t kInlineCounts = 16;
 // A count meaning: this repeated message field already had content, leave it alone (making its
@@ -71,11 +76,11 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
                   std::vector<uint32_t>& scratch, std::vector<const Message*>* absent,
                   int depth) noexcept {
   const size_t n = type.fields.size();
-  uint32_t inline_counts[kInlineCounts] = {};
+  uint32_t inline_counts[kInlineCounts + 1] = {};  // the last: CountAll's untracked fields
   const size_t frame = scratch.size();
   if (n > kInlineCounts) {
     try {
-      scratch.resize(frame + n, 0);
+      scratch.resize(frame + n + 1, 0);
     } catch (...) {
       return false;
     }
@@ -84,7 +89,7 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
   auto counts = [&]() -> uint32_t* {
     return n > kInlineCounts ? scratch.data() + frame : inline_counts;
   };
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n && !type.strings_only; ++i) {
     const Type::Field& f = type.fields[i];
     if (f.kind == Kind::kMessages && f.slot.Of<Message>(m).size() != 0) {
       counts()[i] = kHasContent;  // not handed out empty: shaping is for empty messages
@@ -93,8 +98,9 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
   bool ok = true;
   try {
     if (type.strings_only) {
-      ok = in.SkipAll(end, [&](uint32_t number) {
-        if (const int index = type.Find(number); index >= 0) ++counts()[index];
+      ok = in.CountAll(end, type.small_slots.data(), counts(), [&](uint32_t number) {
+        const int index = type.Find(number);
+        return index >= 0 ? static_cast<size_t>(index) : n;
       });
     }
     while (!type.strings_only) {
@@ -147,7 +153,8 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
         break;
       }
     }
-    if (ok && absent != nullptr) {  // kept sub-messages the bytes leave out (see Shape())
+    // Kept sub-messages the bytes leave out (see Shape()); a strings-only type has none.
+    if (ok && absent != nullptr && !type.strings_only) {
       const Reflection& r = *m.GetReflection();
       for (size_t i = 0; i < n; ++i) {
         const Type::Field& f = type.fields[i];
@@ -159,12 +166,14 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
   } catch (...) {  // bad_alloc while making an element live: stop shaping
     ok = false;
   }
-  // Fit every tracked field, also on failure, so no element is left live.
+  // Fit every tracked field, also on failure, so no element is left live. (Fitting never
+  // recurses: the counts stay where they are.)
+  const uint32_t* const fitted = counts();
   for (size_t i = 0; i < n; ++i) {
     const Type::Field& f = type.fields[i];
     if (f.kind == Kind::kStrings) {
-      FitStrings(f.slot.Of<std::string>(m), static_cast<int>(counts()[i]), spares);
-    } else if (f.kind == Kind::kMessages && counts()[i] != kHasContent) {
+      FitStrings(f.slot.Of<std::string>(m), static_cast<int>(fitted[i]), spares);
+    } else if (f.kind == Kind::kMessages && fitted[i] != kHasContent) {
       auto& field = f.slot.Of<Message>(m);
       moves::ReleaseCleared(field, f.element->id, spares);
       field.Clear();  // the elements made live become cleared, in wire order
@@ -245,6 +254,10 @@ const ShapePlan::Type& ShapePlan::TypeFor(const Descriptor& d) {
   for (size_t i = 0; i < type.fields.size(); ++i) {
     const auto number = static_cast<uint32_t>(type.fields[i].descriptor->number());
     if (number < kDenseNumbers) type.dense[number] = static_cast<int16_t>(i);
+  }
+  for (uint32_t number = 0; number < type.small_slots.size(); ++number) {
+    const int index = type.Find(number);
+    type.small_slots[number] = static_cast<uint16_t>(index >= 0 ? index : type.fields.size());
   }
   return type;
 }

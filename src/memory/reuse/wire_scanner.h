@@ -63,21 +63,30 @@ class WireScanner {
     return true;
   }
 
-  // Skips every field up to `end` (kNoLimit: the end of the stream), calling on_bytes(number) for
-  // each length-delimited one. The common case — one-byte tag and length, value inside the current
-  // chunk — runs in a tight loop on local pointers (the bulk of a request is short strings).
-  template <typename OnBytes>
-  bool SkipAll(int64_t end, OnBytes&& on_bytes) noexcept {
+  // Skips every field up to `end` (kNoLimit: the end of the stream), counting each
+  // length-delimited one in counts[slot]: slot is small_slots[number] for a one-byte tag (field
+  // numbers below 16), slot_of(number) otherwise; untracked fields count in a slot the caller
+  // ignores, so the loop has no branch on the field. The common case — one-byte tag and length,
+  // value inside the current chunk — runs in a tight loop on local pointers (the bulk of a request
+  // is short strings).
+  template <typename SlotOf>
+  bool CountAll(int64_t end, const uint16_t* small_slots, uint32_t* counts,
+                SlotOf&& slot_of) noexcept {
     for (;;) {
       const uint8_t* p = p_;
       const uint8_t* stop = end_;
       if (end != kNoLimit && end - position() < stop - p) stop = p + (end - position());
-      while (stop - p >= 2) {
-        const uint32_t tag = p[0];
-        const uint32_t length = p[1];
-        if (((tag | length) & 0x80) != 0 || (tag & 7) != 2 || length > stop - p - 2) break;
-        on_bytes(tag >> 3);
-        p += 2 + length;
+      if (stop - p >= 2) {
+        const uint8_t* const last = stop - 2;  // the last position a whole tag and length fit
+        do {
+          const uint32_t tag = p[0];
+          const uint32_t length = p[1];
+          // A one-byte tag of wire type 2 and a one-byte length whose value is in the chunk.
+          if (((tag | length << 8) & 0x8087) != 2 || length > static_cast<uint32_t>(last - p))
+            break;
+          ++counts[small_slots[tag >> 3]];
+          p += 2 + length;
+        } while (p <= last);
       }
       p_ = p;
       if (end == kNoLimit ? AtEnd() : position() >= end) return true;
@@ -87,7 +96,7 @@ class WireScanner {
       if ((tag & 7) == 2) {
         uint32_t length;
         if (!ReadVarint32(&length) || !Skip(length)) return false;
-        on_bytes(tag >> 3);
+        ++counts[slot_of(tag >> 3)];
       } else if (!SkipField(tag)) {
         return false;
       }
