@@ -59,12 +59,8 @@ class TokenAuthenticator final : public Authenticator {
 
 // Echo of `message`: "ok <the handler's AuthContext user>" or the error as "[code] text".
 std::string EchoOutcome(Channel* channel, const std::string& message) {
-  TestService_Stub stub(channel);
   Controller controller;
-  TestRequest request;
-  request.set_message(message);
-  TestResponse response;
-  stub.Echo(&controller, &request, &response, nullptr);
+  const TestResponse response = EchoOnce(channel, message, &controller);
   if (controller.Failed()) {
     return "[" + std::to_string(controller.ErrorCode()) + "] " + controller.ErrorText();
   }

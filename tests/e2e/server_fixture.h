@@ -101,14 +101,21 @@ class ServerTest : public ::testing::TestWithParam<const char*> {
   int port_ = -1;
 };
 
-// One Echo call of `message` over `channel`: "" when it came back, else what went wrong.
-inline std::string CallEcho(google::protobuf::RpcChannel* channel, const std::string& message) {
+// One synchronous Echo of `message` over `channel`; the outcome is on *controller.
+inline TestResponse EchoOnce(google::protobuf::RpcChannel* channel, const std::string& message,
+                             Controller* controller) {
   TestService_Stub stub(channel);
-  Controller controller;
   TestRequest request;
   request.set_message(message);
   TestResponse response;
-  stub.Echo(&controller, &request, &response, nullptr);
+  stub.Echo(controller, &request, &response, nullptr);
+  return response;
+}
+
+// One Echo call of `message` over `channel`: "" when it came back, else what went wrong.
+inline std::string CallEcho(google::protobuf::RpcChannel* channel, const std::string& message) {
+  Controller controller;
+  const TestResponse response = EchoOnce(channel, message, &controller);
   if (controller.Failed()) return controller.ErrorText();
   return response.message() == message ? "" : "echoed '" + response.message() + "'";
 }

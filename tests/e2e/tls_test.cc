@@ -68,12 +68,8 @@ class TlsTest : public PkiServerTest {
 
   // One Echo; "" and the handler's view of the TLS peer, or the error text.
   std::pair<std::string, std::string> EchoPeer(Channel* channel, const std::string& message) {
-    TestService_Stub stub(channel);
     Controller controller;
-    TestRequest request;
-    request.set_message(message);
-    TestResponse response;
-    stub.Echo(&controller, &request, &response, nullptr);
+    const TestResponse response = EchoOnce(channel, message, &controller);
     if (controller.Failed()) return {controller.ErrorText(), ""};
     if (response.message() != message) return {"echoed " + response.message(), ""};
     return {"", response.tls_peer()};
