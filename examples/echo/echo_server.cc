@@ -68,7 +68,7 @@ DEFINE_int32(threads, 0, "I/O threads (handlers run on them unless --worker_thre
 DEFINE_validator(threads, &CheckNonNegative);
 DEFINE_int32(worker_threads, 0, "> 0: run handlers on a separate pool of this many threads");
 DEFINE_validator(worker_threads, &CheckNonNegative);
-DEFINE_string(mode, "heap", "Message memory: heap | arena | paged | reuse | auto");
+DEFINE_string(mode, "auto", "Message memory: auto | heap | arena | paged | reuse");
 DEFINE_validator(mode, &CheckMode);
 DEFINE_uint64(page_size, 4096, "paged: bytes per page of the page pool");
 DEFINE_validator(page_size, &CheckPositive);

@@ -40,7 +40,7 @@ int main(int argc, char* argv[]) {
     return 1;
   }
   arenarpc::ServerOptions options;
-  options.memory_mode = argc > 2 ? argv[2] : "heap";  // heap | arena | paged | reuse
+  options.memory_mode = argc > 2 ? argv[2] : "auto";  // auto | heap | arena | paged | reuse
   if (server.Start(address, options) != 0) {
     std::fprintf(stderr, "Start: %s\n", server.last_error().c_str());
     return 1;

@@ -72,7 +72,7 @@ struct ServerOptions {
   // docs/server.md, "Execution"); 0 = one per CPU.
   int num_threads = 0;
   int worker_threads = 0;              // >0: handlers run on a separate pool of this size
-  std::string memory_mode = "heap";    // "heap" | "arena" | "paged" | "reuse"
+  std::string memory_mode = "auto";    // "auto" | "heap" | "arena" | "paged" | "reuse" (docs/memory.md)
   memory::MemoryOptions memory;        // arena block sizes, page size/cache capacity, reuse caps
   std::map<std::string, std::string> method_memory_mode;  // "pkg.Service.Method" -> mode override
   // Strategy objects (your own MessageMemory, or one shared with other servers) instead of names:
