@@ -54,9 +54,6 @@ std::string ValidateOptions(const ChannelOptions& o) {
            "\" is not supported (\"baidu_std\", \"grpc\" or \"h2:grpc\")";
   }
   if (o.protocol == "grpc" || o.protocol == "h2:grpc") {
-    if (o.tls.enable) {
-      return "protocol=\"" + o.protocol + "\" runs over cleartext HTTP/2 only (no TLS)";
-    }
     if (o.grpc_max_concurrent_streams < 1 || o.grpc_stream_window < 1 ||
         o.grpc_stream_window > 0x7fffffffu || o.grpc_max_header_list_bytes < 1) {
       return "grpc_max_concurrent_streams, grpc_stream_window (<= 2^31-1) and "

@@ -45,6 +45,8 @@ bool ChannelCore::InitTls(std::string_view host, std::string* error) {
   net::TlsConfig config = net::CommonTlsConfig(o, /*server=*/false);
   config.ca_file = o.ca_file;
   config.verify_peer = o.verify;
+  // gRPC servers take HTTP/2 over TLS only when ALPN agreed on "h2" (RFC 7540, 3.3).
+  if (options_.protocol == "grpc" || options_.protocol == "h2:grpc") config.alpn = {"h2"};
   std::string build_error;
   tls_ = net::TlsContext::Create(config, &build_error);
   if (!tls_) {

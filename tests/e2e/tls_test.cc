@@ -123,6 +123,19 @@ TEST_P(TlsTest, ChannelOverTlsAndClearTextShareThePort) {
   EXPECT_EQ(std::string(500000, 'r'), response.message());
 }
 
+TEST_P(TlsTest, GrpcChannelRunsHttp2OverTlsAgreedByAlpn) {
+  StartServer(TlsServerOptions(/*mtls=*/true));
+  ChannelOptions options = TlsChannelOptions("client");
+  options.protocol = "grpc";
+  auto channel = Connect(options);
+  auto [error, peer] = EchoPeer(channel.get(), "over h2");
+  EXPECT_EQ("", error);
+  EXPECT_NE(std::string::npos, peer.find("alpn=h2 ")) << peer;  // gRPC over HTTP/2 inside TLS
+  EXPECT_NE(std::string::npos, peer.find("verified=1")) << peer;
+  options.tls.ca_file = File("other_ca.pem");  // the server's certificate is not trusted
+  EXPECT_NE("", CallEcho(Connect(options).get(), "refused"));
+}
+
 TEST_P(TlsTest, ClusterChannelsAndHealthProbesRunTls) {
   StartServer(TlsServerOptions());
   ChannelOptions options = TlsChannelOptions();
