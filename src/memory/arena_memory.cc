@@ -31,7 +31,7 @@ class ArenaMemory final : public MessageMemory, public std::enable_shared_from_t
       Message* request = request_prototype().New(arena.get());
       Message* response = response_prototype().New(arena.get());
       owner_->counters_.OnAcquire();
-      return MakePair(request, response, arena.release(), nullptr);
+      return MakePair(request, response, arena.release(), nullptr, /*response_plain=*/true);
     }
 
    protected:

@@ -51,7 +51,8 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       call->timer.Start();
       call->pair = candidate.Acquire();
       const MessagePair& pair = call->pair;
-      return MakePair(pair.request(), pair.response(), pair.arena(), call.release());
+      return MakePair(pair.request(), pair.response(), pair.arena(), call.release(),
+                      pair.response_plain());
     }
 
     std::optional<MemoryChoice> Choice() const override { return chooser_.Report(); }

@@ -22,7 +22,8 @@ class HeapMemory final : public MessageMemory, public std::enable_shared_from_th
       std::unique_ptr<Message> request(request_prototype().New());
       std::unique_ptr<Message> response(response_prototype().New());
       owner_->counters_.OnAcquire();
-      return MakePair(request.release(), response.release(), nullptr, nullptr);
+      return MakePair(request.release(), response.release(), nullptr, nullptr,
+                      /*response_plain=*/true);
     }
 
    protected:

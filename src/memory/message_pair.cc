@@ -11,6 +11,7 @@ MessagePair& MessagePair::operator=(MessagePair&& other) noexcept {
     response_ = std::exchange(other.response_, nullptr);
     arena_ = std::exchange(other.arena_, nullptr);
     cookie_ = std::exchange(other.cookie_, nullptr);
+    response_plain_ = other.response_plain_;
   }
   return *this;
 }
@@ -37,13 +38,15 @@ ParseResult MethodMemory::ParseRequest(google::protobuf::Message* request, void*
 
 MessagePair MethodMemory::MakePair(google::protobuf::Message* request,
                                    google::protobuf::Message* response,
-                                   google::protobuf::Arena* arena, void* cookie) noexcept {
+                                   google::protobuf::Arena* arena, void* cookie,
+                                   bool response_plain) noexcept {
   MessagePair pair;
   pair.owner_ = this;
   pair.request_ = request;
   pair.response_ = response;
   pair.arena_ = arena;
   pair.cookie_ = cookie;
+  pair.response_plain_ = response_plain;
   return pair;
 }
 

@@ -35,7 +35,7 @@ class PagedMemory final : public MessageMemory, public std::enable_shared_from_t
         Message* request = request_prototype().New(arena);
         Message* response = response_prototype().New(arena);
         owner_->counters_.OnAcquire();
-        return MakePair(request, response, arena, nullptr);
+        return MakePair(request, response, arena, nullptr, /*response_plain=*/true);
       } catch (...) {
         factory.Destroy(arena);
         throw;

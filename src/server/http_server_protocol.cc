@@ -386,11 +386,10 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
     std::string body;
     bool packed = false;
     if (exchange.json) {
-      // heap/arena/paged responses are plain messages; reuse's (and a user strategy's) pooled
-      // objects may hold more than their bytes say (docs/memory.md): print those from the wire.
-      const std::string& mode = call.method().memory_mode;
-      const bool via_wire = mode != "heap" && mode != "arena" && mode != "paged";
-      packed = protocol::MessageToJson(response, &body, &error_text, via_wire);
+      // reuse's (and a user strategy's) pooled objects may hold more than their bytes say
+      // (docs/memory.md): print those from the wire.
+      packed = protocol::MessageToJson(response, &body, &error_text,
+                                       /*via_wire=*/!call.messages().response_plain());
     } else if (!(packed = response.IsInitialized() && response.SerializeToString(&body))) {
       error_text = "cannot serialize " + response.GetTypeName() + ": " +
                    response.InitializationErrorString();

@@ -231,9 +231,13 @@ bool ServerCall::AdmitMessageMemory(memory::SerializedMessage& bytes, int* code,
   return false;
 }
 
+const memory::MessagePair& ServerCall::messages() const noexcept {
+  return retained_ ? retained_->pair : pair_;
+}
+
 void ServerCall::Run() {
   std::unique_ptr<ServerCall> self(this);
-  const memory::MessagePair& pair = retained_ ? retained_->pair : pair_;
+  const memory::MessagePair& pair = messages();
   const bool close = controller_.Failed() && controller_.ErrorCode() == ECLOSE;
   net::BufferChain frame;
   if (!close && !controller_.Failed()) pair.PrepareResponse();

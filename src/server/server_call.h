@@ -51,6 +51,8 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   ServerProtocol& protocol() const noexcept { return *protocol_; }
   // The request being parsed (before the handler runs).
   const google::protobuf::Message& request() const noexcept { return *pair_.request(); }
+  // The call's messages (also once RetainMessages() took them).
+  const memory::MessagePair& messages() const noexcept;
   // The protocol found the request too large for max_request_memory before opening it (a JSON
   // body): the EREQUEST it answers is sent as such (HTTP 413).
   void MarkRequestTooLarge() noexcept { too_large_ = true; }

@@ -210,6 +210,23 @@ TEST(AutoMemory, EveryCandidateRepliesWithTheSameBytes) {
   EXPECT_GT(method->Choice()->trials, 5u);
 }
 
+TEST(AutoMemory, APairIsPlainWhenItsCandidateIsMeasuredOrNot) {
+  for (const char* candidate : {"heap", "reuse"}) {
+    SCOPED_TRACE(candidate);
+    MemoryOptions options;
+    options.automatic.candidates = {candidate};
+    options.automatic.warmup_calls = 0;
+    options.automatic.sample_every = 2;  // measured and unmeasured pairs alternate at random
+    auto automatic = MakeMessageMemory("auto", options);
+    auto method =
+        automatic->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
+    for (int i = 0; i < 64; ++i) {
+      MessagePair pair = method->Acquire();
+      ASSERT_EQ(pair.response_plain(), std::string(candidate) == "heap") << "call " << i;
+    }
+  }
+}
+
 TEST(AutoMemory, CallsReleasedOnAnotherThreadAreNotCharged) {
   auto automatic = MakeMessageMemory("auto", MemoryOptions{});
   auto method = automatic->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());

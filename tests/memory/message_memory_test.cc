@@ -144,6 +144,18 @@ TEST(MessageMemory, ArenaStrategiesPutMessagesOnTheArena) {
   }
 }
 
+TEST(MessageMemory, FreshResponsesArePlainPooledOnesAreNot) {
+  for (const char* name : kStrategies) {
+    SCOPED_TRACE(name);
+    auto memory = MakeMessageMemory(name);
+    auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
+    MessagePair pair = method->Acquire();
+    EXPECT_EQ(pair.response_plain(), std::string(name) != "reuse");  // JSON printed directly
+    MessagePair moved = std::move(pair);
+    EXPECT_EQ(moved.response_plain(), std::string(name) != "reuse");
+  }
+}
+
 TEST(MessageMemory, PagedReturnsEveryPageOnRelease) {
   auto memory = MakeMessageMemory("paged");
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());

@@ -161,6 +161,10 @@ class MessagePair {
   // The arena both messages live on, or nullptr (heap, reuse).
   google::protobuf::Arena* arena() const noexcept { return arena_; }
   explicit operator bool() const noexcept { return owner_ != nullptr; }
+  // The response holds exactly what its bytes say (heap, arena, paged), so reflection — a JSON
+  // reply — may read it directly; false (reuse, your own strategies unless they say so): print it
+  // from its serialized bytes.
+  bool response_plain() const noexcept { return response_plain_; }
 
   // Returns the messages to their strategy now. Idempotent; any thread.
   void Release() noexcept;
@@ -181,6 +185,7 @@ class MessagePair {
   google::protobuf::Message* response_ = nullptr;
   google::protobuf::Arena* arena_ = nullptr;
   void* cookie_ = nullptr;  // strategy-private (e.g. the pooled arena holder)
+  bool response_plain_ = false;
 };
 
 // One method's binding to a strategy. Thread-safe. Must outlive every pair it handed out.
@@ -197,8 +202,10 @@ class MethodMemory {
   MethodMemory(const google::protobuf::Message& request_prototype,
                const google::protobuf::Message& response_prototype)
       : request_prototype_(&request_prototype), response_prototype_(&response_prototype) {}
+  // response_plain: see MessagePair::response_plain().
   MessagePair MakePair(google::protobuf::Message* request, google::protobuf::Message* response,
-                       google::protobuf::Arena* arena, void* cookie) noexcept;
+                       google::protobuf::Arena* arena, void* cookie,
+                       bool response_plain = false) noexcept;
   // Called once per pair by MessagePair::Release().
   virtual void Release(google::protobuf::Message* request, google::protobuf::Message* response,
                        google::protobuf::Arena* arena, void* cookie) noexcept = 0;
