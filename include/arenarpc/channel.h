@@ -227,6 +227,7 @@ class Channel : public google::protobuf::RpcChannel {
   int InitWithNaming(std::unique_ptr<cluster::NamingService> naming, std::string name,
                      std::string_view load_balancer, const ChannelOptions* options);
   friend class PartitionChannel;
+  friend class GrpcClientStream;
 
   std::shared_ptr<client::ChannelCore> core_;
   std::string last_error_;

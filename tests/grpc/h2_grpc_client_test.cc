@@ -291,7 +291,7 @@ TEST(H2GrpcClient, InterceptorsSeeAndMayRefuseStreamingCalls) {
   Server server;
   ASSERT_EQ(0, server.AddService(&streams, SERVER_DOESNT_OWN_SERVICE));
   ServerOptions options;
-  options.interceptors = {&interceptor};
+  options.interceptors = {std::shared_ptr<const ServerInterceptor>(&interceptor, [](auto*) {})};
   ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
   auto channel = ChannelTo(server);
   {
