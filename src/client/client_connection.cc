@@ -192,6 +192,11 @@ void ClientConnection::CancelGrpcStream(int64_t tag) {
     if (self->closed() || self->grpc_streams_.erase(tag) == 0) return;
     self->grpc_->Cancel(tag);  // RST_STREAM CANCEL, or dropped while it waits for a stream
     self->FlushGrpc();
+    if (self->exclusive_ && !self->closed() && self->connection_) {  // as Abandon() does
+      self->close_code_ = EFAILEDSOCKET;
+      self->close_text_ = "Connection closed after its gRPC stream was canceled";
+      self->connection_->Close();
+    }
   });
 }
 
@@ -227,6 +232,10 @@ void ClientConnection::FlushGrpc() {
     if (auto stream = grpc_streams_.find(response.tag); stream != grpc_streams_.end()) {
       std::shared_ptr<GrpcStreamCall> call = std::move(stream->second.call);
       grpc_streams_.erase(stream);
+      // Back to the pool before the caller hears of the end, so that its next call finds it.
+      if (exclusive_ && pending_.empty() && grpc_streams_.empty() && !closed()) {
+        server_->connections().OnExclusiveCallDone(shared_from_this());
+      }
       call->OnEnd(response);
       continue;
     }
@@ -241,7 +250,7 @@ void ClientConnection::FlushGrpc() {
       call->OnAttemptFailed(response.tag, response.error_code, response.error_text, false);
       continue;
     }
-    if (exclusive_ && pending_.empty() && !closed()) {
+    if (exclusive_ && pending_.empty() && grpc_streams_.empty() && !closed()) {
       server_->connections().OnExclusiveCallDone(shared_from_this());
     }
     if (response.error_code == EFAILEDSOCKET) {  // the stream broke after the request went

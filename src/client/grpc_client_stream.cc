@@ -102,6 +102,7 @@ void GrpcStreamCall::Cancel(int code, const std::string& text) {
   {
     std::lock_guard lock(mutex_);
     if (!EndLocked(code, text)) return;
+    inbox_.clear();  // Read() returns false from now on
   }
   if (auto connection = connection_.lock()) connection->CancelGrpcStream(tag_);
 }

@@ -355,6 +355,43 @@ TEST_F(GrpcClientStreamTest, StreamFromAHandlerFiberSuspendsIt) {
   EXPECT_EQ(0, reply.index());  // the inner stream's Finish()
 }
 
+// connection_type "pooled": a stream holds its connection alone until it ends, then the
+// connection goes back to the pool for the next stream or call.
+TEST_F(GrpcClientStreamTest, PooledConnectionsCarryOneStreamAtATime) {
+  ChannelOptions options = StreamChannelOptions();
+  options.connection_type = "pooled";
+  Channel channel;
+  ASSERT_EQ(0, channel.Init(address_, &options));
+  const auto echo_once = [&](GrpcClientStream& stream, Controller& cntl, const std::string& text) {
+    ASSERT_EQ(0, stream.Open(channel, Method("Bidi"), &cntl));
+    StreamRequest request;
+    request.set_text(text);
+    ASSERT_TRUE(stream.Write(request));
+    StreamReply reply;
+    ASSERT_TRUE(stream.Read(&reply));
+    EXPECT_EQ(text, reply.text());
+  };
+  {
+    Controller c1, c2;
+    GrpcClientStream s1, s2;
+    echo_once(s1, c1, "one");
+    echo_once(s2, c2, "two");  // s1 still holds its connection: a second one opens
+    EXPECT_EQ(2u, channel.stats().connections_opened);
+    s1.WritesDone();
+    s2.WritesDone();
+    EXPECT_EQ(0, s1.Finish()) << c1.ErrorText();
+    EXPECT_EQ(0, s2.Finish()) << c2.ErrorText();
+  }
+  for (int i = 0; i < 3; ++i) {  // both went back to the pool: no new connection
+    Controller cntl;
+    GrpcClientStream stream;
+    echo_once(stream, cntl, "again");
+    stream.WritesDone();
+    EXPECT_EQ(0, stream.Finish()) << cntl.ErrorText();
+  }
+  EXPECT_EQ(2u, channel.stats().connections_opened);
+}
+
 TEST(GrpcClientStreamOpen, RefusesANonGrpcChannel) {
   Channel channel;
   ASSERT_EQ(0, channel.Init("127.0.0.1:1", nullptr));
