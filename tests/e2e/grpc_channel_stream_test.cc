@@ -1,8 +1,9 @@
 // GrpcClientStream: a Channel with protocol "grpc" calling the streaming methods of an arenarpc
 // server's GrpcStreamService — bidirectional echo with metadata both ways, a server stream of 1000
 // messages, a client stream of 50, a reader that stalls (the server's writes stop at the window),
-// cancellation, a deadline, an error status, a non-waiting writer, and a stream opened from a
-// handler fiber on a one-thread server (it must suspend, not block).
+// cancellation, a deadline, an error status, a non-waiting writer, a message past max_body_size,
+// pooled connections, and a stream opened from a handler fiber on a one-thread server (it must
+// suspend, not block).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -353,6 +354,39 @@ TEST_F(GrpcClientStreamTest, StreamFromAHandlerFiberSuspendsIt) {
   ASSERT_FALSE(cntl.Failed()) << cntl.ErrorText();
   EXPECT_EQ("f0;f1;f2;", reply.text());
   EXPECT_EQ(0, reply.index());  // the inner stream's Finish()
+}
+
+// A response message past max_body_size ends its stream (ERESPONSE, RST_STREAM) from its prefix;
+// the connection and the other streams on it go on.
+TEST_F(GrpcClientStreamTest, MessagePastMaxBodySizeFailsOnlyItsStream) {
+  ChannelOptions options = StreamChannelOptions();
+  options.max_body_size = 64u << 10;
+  Channel channel;
+  ASSERT_EQ(0, channel.Init(address_, &options));
+  Controller good_cntl;
+  GrpcClientStream good;  // open on the same connection all along
+  ASSERT_EQ(0, good.Open(channel, Method("Bidi"), &good_cntl));
+  Controller cntl;
+  GrpcClientStream stream;
+  ASSERT_EQ(0, stream.Open(channel, Method("Push"), &cntl));
+  StreamRequest request;
+  request.set_count(3);
+  request.set_bytes(100u << 10);
+  ASSERT_TRUE(stream.Write(request));
+  StreamReply reply;
+  EXPECT_FALSE(stream.Read(&reply));
+  EXPECT_EQ(ERESPONSE, stream.Finish());
+  EXPECT_NE(std::string::npos, cntl.ErrorText().find("max_body_size")) << cntl.ErrorText();
+  for (int i = 0; i < 5; ++i) {
+    StreamRequest echo;
+    echo.set_text("still " + std::to_string(i));
+    ASSERT_TRUE(good.Write(echo));
+    ASSERT_TRUE(good.Read(&reply));
+    EXPECT_EQ(echo.text(), reply.text());
+  }
+  good.WritesDone();
+  EXPECT_EQ(0, good.Finish()) << good_cntl.ErrorText();
+  EXPECT_EQ(1u, channel.stats().connections_opened);
 }
 
 // connection_type "pooled": a stream holds its connection alone until it ends, then the
