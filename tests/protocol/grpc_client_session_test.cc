@@ -278,6 +278,30 @@ TEST(GrpcClientSessionTest, StreamingMessagesWaitForReleaseWithinTheWindow) {
   EXPECT_FALSE(client.PopResponse(&response));
 }
 
+// A server that finishes a streaming call before the client ended its side: the call ends with
+// the server's status (the client resets the stream, NO_ERROR) and takes no more requests.
+TEST(GrpcClientSessionTest, ServerFinishingAStreamEarlyEndsIt) {
+  GrpcClientSession client(GrpcClientSession::Limits{});
+  ScriptedH2Server server;
+  server.on_open_request = [&](int32_t id) { server.RespondOk(id, "early"); };
+  GrpcClientRequest request = Request("");
+  request.message.clear();
+  request.streaming = true;
+  client.Start(4, std::move(request));
+  Pump(client, server);
+  GrpcStreamMessage message;
+  ASSERT_TRUE(client.PopMessage(&message));
+  EXPECT_EQ("early", message.message.ToString());
+  client.Release(4, message.wire_bytes);
+  std::vector<GrpcClientResponse> responses = Responses(client);
+  ASSERT_EQ(1u, responses.size());
+  EXPECT_EQ(0, responses[0].error_code) << responses[0].error_text;
+  EXPECT_EQ(0, responses[0].grpc_status);
+  EXPECT_EQ(0u, client.open_streams());
+  EXPECT_FALSE(client.Send(4, net::BufferChain(), false));
+  EXPECT_TRUE(client.Idle());
+}
+
 TEST(GrpcClientSessionTest, EndlessDataStaysWithinTheBound) {
   GrpcClientSession::Limits limits;
   limits.response_bytes_budget = 64u << 10;

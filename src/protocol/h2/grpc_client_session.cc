@@ -95,7 +95,7 @@ struct GrpcClientSession::Callbacks {
     return 0;
   }
 
-  static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+  static int OnFrameRecv(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
     GrpcClientSession& self = Self(user_data);
     if (frame->hd.type == NGHTTP2_GOAWAY) {
       self.goaway_ = true;  // nghttp2 closes the streams past last_stream_id as REFUSED_STREAM
@@ -104,7 +104,17 @@ struct GrpcClientSession::Callbacks {
     }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
-    if (Stream* stream = self.Find(frame->hd.stream_id)) stream->ended = true;
+    Stream* stream = self.Find(frame->hd.stream_id);
+    if (stream == nullptr) return 0;
+    stream->ended = true;
+    if (stream->streaming && (!stream->send_closed || !stream->out.empty())) {
+      // The server finished the call while requests were still to come: they never will (gRPC
+      // clients end such a stream with RST_STREAM NO_ERROR too).
+      self.unsent_bytes_ -= stream->out.size();
+      stream->out.clear();
+      stream->send_closed = true;
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_NO_ERROR);
+    }
     return 0;
   }
 
