@@ -3,7 +3,9 @@
 // some and drains responses. Checks the bounds the session promises: held response bytes within
 // budget + one message + streams x window, no message past the limit, no metadata past the header
 // list limit, no more open streams than allowed, and nothing held or unsent once every call is
-// answered or canceled.
+// answered or canceled. Odd calls are streaming: they send two messages and end their side, their
+// response messages are released only on some rounds, and the bytes popped and not released stay
+// within max_message_bytes + 5 + stream_window per stream.
 // Input: byte 0 chooses how the rest is chopped into reads, byte 1 which calls start and which
 // get canceled; the rest is what the server sends.
 #include <algorithm>
@@ -47,12 +49,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                        h2::kMessagePrefixSize +
                        limits.max_concurrent_streams * limits.stream_window;
   int started = 0;
+  size_t unreleased[8] = {};
+  const size_t stream_bound = limits.max_message_bytes + h2::kMessagePrefixSize + limits.stream_window;
   BufferChain out;
   size_t pos = 0, round = 0;
   while (pos < bytes.size()) {
     if (started < 8 && ((script >> (round % 8)) & 1) != 0) {
-      session.Start(started, Request(started));
+      const bool live = !session.goaway_received() && !session.failed();
+      h2::GrpcClientRequest request = Request(started);
+      if (started % 2 == 1) {
+        request.streaming = true;
+        request.message.clear();
+      }
+      session.Start(started, std::move(request));
+      if (started % 2 == 1) {
+        BufferChain message;
+        message.Append("m");
+        FUZZ_CHECK(session.Send(started, std::move(message), false) == live);
+        FUZZ_CHECK(session.Send(started, BufferChain(), false) == live);
+        FUZZ_CHECK(session.CloseSend(started) == live);
+        FUZZ_CHECK(!session.CloseSend(started));
+      }
       ++started;
+    }
+    if (round % 3 == 0) {  // the owner reads what it holds now
+      for (int tag = 0; tag < 8; ++tag) {
+        session.Release(tag, unreleased[tag]);
+        unreleased[tag] = 0;
+      }
     }
     if (round == 5 && (script & 0x80) != 0) session.Cancel(0);
     session.TakeOutput(&out);
@@ -66,6 +90,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pos += n;
     FUZZ_CHECK(session.open_streams() <= limits.max_concurrent_streams);
     FUZZ_CHECK(session.held_response_bytes() <= bound);
+    h2::GrpcStreamMessage message;
+    while (session.PopMessage(&message)) {
+      FUZZ_CHECK(message.tag >= 0 && message.tag < started && message.tag % 2 == 1);
+      FUZZ_CHECK(message.message.size() <= limits.max_message_bytes);
+      FUZZ_CHECK(message.wire_bytes == message.message.size() + h2::kMessagePrefixSize);
+      unreleased[message.tag] += message.wire_bytes;
+      FUZZ_CHECK(unreleased[message.tag] <= stream_bound);
+    }
     h2::GrpcClientResponse response;
     while (session.PopResponse(&response)) {
       FUZZ_CHECK(response.tag >= 0 && response.tag < started);

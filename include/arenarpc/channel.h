@@ -99,7 +99,8 @@ struct ChannelOptions {
   // -baidu_std_protocol_deliver_timeout_ms flag; off by default there too).
   bool deliver_timeout = false;
   // "baidu_std" (or empty), or "grpc" / "h2:grpc" (brpc's name): unary calls as gRPC over
-  // HTTP/2 (cleartext), many at once on one connection (docs/grpc.md).
+  // HTTP/2 (cleartext), many at once on one connection, and streaming calls through
+  // GrpcClientStream (arenarpc/grpc_client_stream.h; docs/grpc.md).
   std::string protocol = "baidu_std";
   // --- protocol "grpc" only. A connection holds at most max_body_size (response budget) +
   // max_body_size (the oldest response) + grpc_max_concurrent_streams x (grpc_stream_window +
@@ -227,6 +228,7 @@ class Channel : public google::protobuf::RpcChannel {
   int InitWithNaming(std::unique_ptr<cluster::NamingService> naming, std::string name,
                      std::string_view load_balancer, const ChannelOptions* options);
   friend class PartitionChannel;
+  friend class GrpcClientStream;
 
   std::shared_ptr<client::ChannelCore> core_;
   std::string last_error_;

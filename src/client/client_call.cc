@@ -13,6 +13,7 @@
 #include "client/channel_core.h"
 #include "client/client_connection.h"
 #include "client/connection_manager.h"
+#include "client/grpc_reply.h"
 #include "call/controller_access.h"
 #include "client/sub_channel.h"
 #include "protocol/compression.h"
@@ -307,16 +308,9 @@ void ClientCall::OnGrpcReply(int64_t correlation_id, protocol::h2::GrpcClientRes
   std::unique_lock lock(mutex_);
   const int index = ReplyAttempt(lock, correlation_id);
   if (index < 0) return;
-  if (response.error_code != 0 || response.grpc_status != 0) {
+  std::string text;
+  if (const int code = GrpcOutcome(response, &text); code != 0) {
     EndAttempt(index, AttemptEnd::kFailed);
-    const int code = response.error_code != 0
-                         ? response.error_code
-                         : protocol::h2::ErrorCodeForGrpcStatus(response.grpc_status);
-    std::string text = response.error_code != 0 ? std::move(response.error_text)
-                                                : std::move(response.grpc_message);
-    if (response.error_code == 0) {
-      text += " (grpc-status " + std::to_string(response.grpc_status) + ")";
-    }
     HandleAttemptFailure(lock, code, text, /*request_sent=*/true, /*server_replied=*/true);
     return;
   }
@@ -326,24 +320,16 @@ void ClientCall::OnGrpcReply(int64_t correlation_id, protocol::h2::GrpcClientRes
 }
 
 void ClientCall::InterpretGrpcReplyLocked(protocol::h2::GrpcClientResponse& response) {
-  protocol::RpcMeta meta;  // what MergePayload needs to know: the compression
-  if (response.compressed) {
-    if (response.encoding != "gzip" && response.encoding != "deflate") {
-      FailLocked(ERESPONSE, "gRPC response compressed with unsupported grpc-encoding \"" +
-                                response.encoding + "\"");
-      return;
-    }
-    meta.set_compress_type(response.encoding == "gzip" ? 2 : 3);
-  }
-  response_->Clear();  // as for baidu_std: a reused response does not accumulate
-  std::string detail;
-  if (!protocol::MergePayload(meta, response.message, net::BufferChain(), response_, &detail,
-                              core_->options().max_decompressed_size)) {
-    FailLocked(EREQUEST, protocol::ParseFailureText("response", *response_, meta,
-                                                    response.message.size()));
+  CompressType compress_type = COMPRESS_TYPE_NONE;
+  std::string text;
+  if (const int code = ParseGrpcMessage(response.compressed, response.encoding, response.message,
+                                        core_->options().max_decompressed_size, response_,
+                                        &compress_type, &text);
+      code != 0) {
+    FailLocked(code, text);
     return;
   }
-  controller_->set_response_compress_type(static_cast<CompressType>(meta.compress_type()));
+  controller_->set_response_compress_type(compress_type);
   for (auto& [key, value] : response.metadata) {
     controller_->response_user_fields()[key] = std::move(value);
   }

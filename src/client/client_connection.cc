@@ -10,6 +10,7 @@
 #include "client/channel_core.h"
 #include "client/client_call.h"
 #include "client/connection_manager.h"
+#include "client/grpc_stream_call.h"
 #include "client/sub_channel.h"
 #include "net/tls_session.h"
 
@@ -141,6 +142,64 @@ void ClientConnection::SubmitGrpc(std::shared_ptr<ClientCall> call, int64_t corr
   });
 }
 
+void ClientConnection::OpenGrpcStream(std::shared_ptr<GrpcStreamCall> call, int64_t tag,
+                                      protocol::h2::GrpcClientRequest request) {
+  asio::post(loop_, [self = shared_from_this(), call = std::move(call), tag,
+                     request = std::move(request)]() mutable {
+    if (self->closed()) {
+      call->OnFailed(self->close_code_ != 0 ? self->close_code_ : EFAILEDSOCKET,
+                     self->close_text_.empty()
+                         ? "Connection to " + self->server_->remote_side() + " closed"
+                         : self->close_text_);
+      return;
+    }
+    if (!self->grpc_streams_.try_emplace(tag, GrpcStreamEntry{std::move(call), 0}).second) {
+      return;  // needs 2^32 calls between two still in flight
+    }
+    self->grpc_->Start(tag, std::move(request));
+    self->FlushGrpc();
+  });
+}
+
+void ClientConnection::SendGrpcStream(int64_t tag, net::BufferChain message, bool gzip) {
+  asio::post(loop_, [self = shared_from_this(), tag, message = std::move(message), gzip]() mutable {
+    auto it = self->grpc_streams_.find(tag);
+    if (it == self->grpc_streams_.end() || self->closed()) return;
+    const size_t bytes = protocol::h2::kMessagePrefixSize + message.size();
+    if (self->grpc_->Send(tag, std::move(message), gzip)) it->second.sent += bytes;
+    self->FlushGrpc();
+  });
+}
+
+void ClientConnection::CloseGrpcStreamSend(int64_t tag) {
+  asio::post(loop_, [self = shared_from_this(), tag] {
+    if (self->closed() || !self->grpc_streams_.contains(tag)) return;
+    self->grpc_->CloseSend(tag);
+    self->FlushGrpc();
+  });
+}
+
+void ClientConnection::ReleaseGrpcStream(int64_t tag, size_t bytes) {
+  asio::post(loop_, [self = shared_from_this(), tag, bytes] {
+    if (self->closed() || !self->grpc_streams_.contains(tag)) return;
+    self->grpc_->Release(tag, bytes);
+    self->FlushGrpc();  // the WINDOW_UPDATE
+  });
+}
+
+void ClientConnection::CancelGrpcStream(int64_t tag) {
+  asio::post(loop_, [self = shared_from_this(), tag] {
+    if (self->closed() || self->grpc_streams_.erase(tag) == 0) return;
+    self->grpc_->Cancel(tag);  // RST_STREAM CANCEL, or dropped while it waits for a stream
+    self->FlushGrpc();
+    if (self->exclusive_ && !self->closed() && self->connection_) {  // as Abandon() does
+      self->close_code_ = EFAILEDSOCKET;
+      self->close_text_ = "Connection closed after its gRPC stream was canceled";
+      self->connection_->Close();
+    }
+  });
+}
+
 void ClientConnection::FlushGrpc() {
   if (grpc_->goaway_received()) {  // before the refused calls retry: they need a new connection
     retiring_.store(true, std::memory_order_release);
@@ -153,14 +212,33 @@ void ClientConnection::FlushGrpc() {
       auto it = pending_.find(id);
       if (it != pending_.end()) it->second.end_offset = end, it->second.queued = true;
     }
+    for (int64_t tag : grpc_->TakeDrained()) {
+      auto it = grpc_streams_.find(tag);
+      if (it != grpc_streams_.end()) it->second.call->OnTaken(it->second.sent - grpc_->unsent_bytes(tag));
+    }
     if (!out.empty()) {
       queued_bytes_ = end;
       const std::shared_ptr<net::Connection> connection = connection_;
       connection->Write(std::move(out));  // may close (FailAll) right here
     }
   }
+  protocol::h2::GrpcStreamMessage message;
+  while (!closed() && grpc_->PopMessage(&message)) {
+    auto it = grpc_streams_.find(message.tag);
+    if (it != grpc_streams_.end()) it->second.call->OnMessage(std::move(message));
+  }
   protocol::h2::GrpcClientResponse response;
   while (!closed() && grpc_->PopResponse(&response)) {
+    if (auto stream = grpc_streams_.find(response.tag); stream != grpc_streams_.end()) {
+      std::shared_ptr<GrpcStreamCall> call = std::move(stream->second.call);
+      grpc_streams_.erase(stream);
+      // Back to the pool before the caller hears of the end, so that its next call finds it.
+      if (exclusive_ && pending_.empty() && grpc_streams_.empty() && !closed()) {
+        server_->connections().OnExclusiveCallDone(shared_from_this());
+      }
+      call->OnEnd(response);
+      continue;
+    }
     auto it = pending_.find(response.tag);
     if (it == pending_.end()) {
       core_->counters().dropped_responses.fetch_add(1, std::memory_order_relaxed);
@@ -172,7 +250,7 @@ void ClientConnection::FlushGrpc() {
       call->OnAttemptFailed(response.tag, response.error_code, response.error_text, false);
       continue;
     }
-    if (exclusive_ && pending_.empty() && !closed()) {
+    if (exclusive_ && pending_.empty() && grpc_streams_.empty() && !closed()) {
       server_->connections().OnExclusiveCallDone(shared_from_this());
     }
     if (response.error_code == EFAILEDSOCKET) {  // the stream broke after the request went
@@ -533,6 +611,9 @@ void ClientConnection::FailAll(int code, const std::string& text, uint64_t bytes
     const bool sent = entry.queued && entry.end_offset <= bytes_written;
     entry.call->OnAttemptFailed(correlation_id, code, text, sent);
   }
+  std::unordered_map<int64_t, GrpcStreamEntry> streams = std::move(grpc_streams_);
+  grpc_streams_.clear();
+  for (auto& [tag, entry] : streams) entry.call->OnFailed(code, text);
   if (stream_host_) stream_host_->Close(code, text);
   connection_.reset();  // breaks the cycle through our Delegate
 }

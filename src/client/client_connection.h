@@ -40,6 +40,7 @@ namespace arenarpc::client {
 
 class ChannelCore;
 class ClientCall;
+class GrpcStreamCall;
 class SubChannel;
 
 class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
@@ -59,6 +60,15 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // calls are streams of one protocol::h2::GrpcClientSession, see docs/grpc.md).
   void SubmitGrpc(std::shared_ptr<ClientCall> call, int64_t correlation_id,
                   protocol::h2::GrpcClientRequest request);
+  // Any thread: a gRPC streaming call (client/grpc_stream_call.h) under `tag` (a correlation id):
+  // open it, queue one request message, end its request side, give back `bytes` of its response
+  // messages the caller has read (its window reopens once all are), cancel it (RST_STREAM).
+  void OpenGrpcStream(std::shared_ptr<GrpcStreamCall> call, int64_t tag,
+                      protocol::h2::GrpcClientRequest request);
+  void SendGrpcStream(int64_t tag, net::BufferChain message, bool gzip);
+  void CloseGrpcStreamSend(int64_t tag);
+  void ReleaseGrpcStream(int64_t tag, size_t bytes);
+  void CancelGrpcStream(int64_t tag);
   // Any thread: the call with this id (started at `call_start`) ended without a reply at `ended`
   // (timed_out: its deadline passed; else cancelled or a backup's loser). Forgets it, and drops its
   // request if still unsent; an exclusive connection is closed instead (its late reply must not
@@ -133,6 +143,11 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   std::unique_ptr<protocol::h2::GrpcClientSession> grpc_;  // protocol "grpc" only
   std::shared_ptr<stream::StreamHost> stream_host_;  // streams on this connection (docs/streaming.md)
   std::unordered_map<int64_t, Pending> pending_;
+  struct GrpcStreamEntry {
+    std::shared_ptr<GrpcStreamCall> call;
+    uint64_t sent = 0;  // request bytes handed to the session (prefixes included)
+  };
+  std::unordered_map<int64_t, GrpcStreamEntry> grpc_streams_;
   // Frames not handed to the socket yet (connecting, or its window is full), in call order.
   std::deque<std::pair<int64_t, net::BufferChain>> waiting_;
   uint64_t waiting_bytes_ = 0;

@@ -2,7 +2,9 @@
 // metadata both ways, gzip both ways, gRPC statuses mapped back to brpc codes, grpc-timeout and
 // deadline, cancellation seen by the server, a request past the server's limit, a response past
 // the channel's, many concurrent calls on one connection under the server's
-// MAX_CONCURRENT_STREAMS, and an rr cluster of two gRPC servers.
+// MAX_CONCURRENT_STREAMS, an rr cluster of two gRPC servers; and GrpcClientStream against a
+// handwritten sync streaming service: bidi echo with metadata, a server stream with an error
+// status after its messages, a client stream, a cancel seen by the server.
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/method_handler.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
@@ -19,7 +21,9 @@
 #include "arenarpc/callback.h"
 #include "arenarpc/channel.h"
 #include "arenarpc/error_codes.h"
+#include "arenarpc/grpc_client_stream.h"
 #include "e2e_test.pb.h"
+#include "grpc_stream_test.pb.h"
 
 namespace arenarpc {
 namespace {
@@ -257,6 +261,165 @@ TEST(GrpcChannelInterop, RoundRobinOverTwoGrpcServers) {
   }
   EXPECT_EQ(10, a.service.calls.load());
   EXPECT_EQ(10, b.service.calls.load());
+}
+
+// StreamService's streaming rpcs on gRPC's own sync server, written by hand (no grpc plugin).
+class GrpcStreamingService : public grpc::Service {
+ public:
+  using Self = GrpcStreamingService;
+  using e2eReq = e2e::StreamRequest;
+  using e2eRep = e2e::StreamReply;
+  GrpcStreamingService() {
+    AddMethod(new grpc::internal::RpcServiceMethod(
+        "/arenarpc.e2e.StreamService/Bidi", grpc::internal::RpcMethod::BIDI_STREAMING,
+        new grpc::internal::BidiStreamingHandler<Self, e2eReq, e2eRep>(
+            [](Self*, grpc::ServerContext* context,
+               grpc::ServerReaderWriter<e2eRep, e2eReq>* stream) {
+              for (const auto& [key, value] : context->client_metadata()) {
+                if (std::string(key.data(), key.size()) == "x-user") {
+                  context->AddInitialMetadata("x-stream", std::string(value.data(), value.size()) + "-back");
+                }
+              }
+              context->AddTrailingMetadata("x-trailer", "t");
+              e2eReq request;
+              for (int i = 0; stream->Read(&request); ++i) {
+                e2eRep reply;
+                reply.set_text(request.text());
+                reply.set_index(i);
+                if (!stream->Write(reply)) break;
+              }
+              return grpc::Status::OK;
+            },
+            this)));
+    AddMethod(new grpc::internal::RpcServiceMethod(
+        "/arenarpc.e2e.StreamService/ServerStream", grpc::internal::RpcMethod::SERVER_STREAMING,
+        new grpc::internal::ServerStreamingHandler<Self, e2eReq, e2eRep>(
+            [this](Self*, grpc::ServerContext* context, const e2eReq* request,
+                   grpc::ServerWriter<e2eRep>* writer) {
+              for (int i = 0; request->count() < 0 || i < request->count(); ++i) {
+                if (context->IsCancelled()) {
+                  ++canceled;
+                  return grpc::Status::CANCELLED;
+                }
+                e2eRep reply;
+                reply.set_index(i);
+                if (!writer->Write(reply)) {
+                  if (context->IsCancelled()) ++canceled;
+                  return grpc::Status::CANCELLED;
+                }
+                if (request->delay_ms() > 0) {
+                  std::this_thread::sleep_for(std::chrono::milliseconds(request->delay_ms()));
+                }
+              }
+              if (request->fail_code() != 0) {
+                return grpc::Status(static_cast<grpc::StatusCode>(request->fail_code()), request->text());
+              }
+              return grpc::Status::OK;
+            },
+            this)));
+    AddMethod(new grpc::internal::RpcServiceMethod(
+        "/arenarpc.e2e.StreamService/ClientStream", grpc::internal::RpcMethod::CLIENT_STREAMING,
+        new grpc::internal::ClientStreamingHandler<Self, e2eReq, e2eRep>(
+            [](Self*, grpc::ServerContext*, grpc::ServerReader<e2eReq>* reader, e2eRep* reply) {
+              e2eReq request;
+              int count = 0;
+              int64_t sum = 0;
+              while (reader->Read(&request)) ++count, sum += request.count();
+              reply->set_index(count);
+              reply->set_text(std::to_string(sum));
+              return grpc::Status::OK;
+            },
+            this)));
+  }
+  std::atomic<int> canceled{0};
+};
+
+const google::protobuf::MethodDescriptor* StreamMethod(const char* name) {
+  return e2e::StreamService::descriptor()->FindMethodByName(name);
+}
+
+TEST(GrpcChannelInterop, ClientStreamsAgainstGrpcsOwnServer) {
+  GrpcStreamingService service;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(0, port);
+  auto channel = GrpcChannel("127.0.0.1:" + std::to_string(port));
+  {  // bidi echo, metadata both ways
+    Controller cntl;
+    cntl.request_user_fields()["x-user"] = "bob";
+    GrpcClientStream stream;
+    ASSERT_EQ(0, stream.Open(*channel, StreamMethod("Bidi"), &cntl));
+    for (int i = 0; i < 10; ++i) {
+      e2e::StreamRequest request;
+      request.set_text("b" + std::to_string(i));
+      ASSERT_TRUE(stream.Write(request));
+      e2e::StreamReply reply;
+      ASSERT_TRUE(stream.Read(&reply));
+      EXPECT_EQ("b" + std::to_string(i), reply.text());
+      EXPECT_EQ(i, reply.index());
+    }
+    ASSERT_TRUE(stream.WritesDone());
+    e2e::StreamReply reply;
+    EXPECT_FALSE(stream.Read(&reply));
+    EXPECT_EQ(0, stream.Finish()) << cntl.ErrorText();
+    EXPECT_EQ("bob-back", cntl.response_user_fields()["x-stream"]);
+    EXPECT_EQ("t", cntl.response_user_fields()["x-trailer"]);
+  }
+  {  // a server stream of 500, then PERMISSION_DENIED
+    Controller cntl;
+    GrpcClientStream stream;
+    ASSERT_EQ(0, stream.Open(*channel, StreamMethod("ServerStream"), &cntl));
+    e2e::StreamRequest request;
+    request.set_count(500);
+    request.set_fail_code(grpc::StatusCode::PERMISSION_DENIED);
+    request.set_text("denied");
+    ASSERT_TRUE(stream.Write(request));
+    ASSERT_TRUE(stream.WritesDone());
+    e2e::StreamReply reply;
+    int n = 0;
+    while (stream.Read(&reply)) ASSERT_EQ(n++, reply.index());
+    EXPECT_EQ(500, n);
+    EXPECT_EQ(EPERM, stream.Finish());
+    EXPECT_NE(std::string::npos, cntl.ErrorText().find("denied")) << cntl.ErrorText();
+  }
+  {  // a client stream of 50
+    Controller cntl;
+    GrpcClientStream stream;
+    ASSERT_EQ(0, stream.Open(*channel, StreamMethod("ClientStream"), &cntl));
+    for (int i = 1; i <= 50; ++i) {
+      e2e::StreamRequest request;
+      request.set_count(i);
+      ASSERT_TRUE(stream.Write(request));
+    }
+    ASSERT_TRUE(stream.WritesDone());
+    e2e::StreamReply reply;
+    ASSERT_TRUE(stream.Read(&reply));
+    EXPECT_EQ(50, reply.index());
+    EXPECT_EQ(std::to_string(50 * 51 / 2), reply.text());
+    EXPECT_EQ(0, stream.Finish()) << cntl.ErrorText();
+  }
+  {  // a cancel mid-stream reaches the server
+    Controller cntl;
+    GrpcClientStream stream;
+    ASSERT_EQ(0, stream.Open(*channel, StreamMethod("ServerStream"), &cntl));
+    e2e::StreamRequest request;
+    request.set_count(-1);
+    request.set_delay_ms(1);
+    ASSERT_TRUE(stream.Write(request));
+    e2e::StreamReply reply;
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(stream.Read(&reply));
+    stream.StartCancel();
+    EXPECT_EQ(ECANCELED, stream.Finish());
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (service.canceled.load() == 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(1, service.canceled.load());
+  }
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
 }  // namespace

@@ -213,6 +213,95 @@ TEST(GrpcClientSessionTest, HugeHeaderListIsCutAtTheLimit) {
 // Eight streams of endless DATA (each message declares 200 KB, within the limit, then more keeps
 // coming) against a 64 KB budget and 16 KB windows: what the session holds never passes
 // budget + one message + streams x window, and every call fails cleanly.
+// A streaming call whose server sends small messages without end: messages come out one by one,
+// and while any popped one is not Release()d the stream's window stays shut, so what the session
+// and the owner hold stays within max_message_bytes + 5 + stream_window; releasing lets more in.
+TEST(GrpcClientSessionTest, StreamingMessagesWaitForReleaseWithinTheWindow) {
+  GrpcClientSession::Limits limits;
+  limits.max_message_bytes = 4096;
+  limits.stream_window = 16u << 10;
+  GrpcClientSession client(limits);
+  ScriptedH2Server server;
+  constexpr size_t kWire = 100;  // each message: 5-byte prefix + 95 bytes
+  size_t sent = 0;
+  std::string request_bytes;
+  server.on_request = [&](int32_t id) {
+    server.Respond(id, {{":status", "200"}, {"content-type", "application/grpc"}},
+                   [&sent](uint8_t* buf, size_t length, bool*) {
+                     for (size_t i = 0; i < length; ++i, ++sent) {
+                       const size_t at = sent % kWire;
+                       buf[i] = at < 4 ? 0 : at == 4 ? kWire - 5 : 'd';
+                     }
+                     return length;  // never ends
+                   },
+                   {});
+  };
+  GrpcClientRequest request = Request("");
+  request.message.clear();
+  request.streaming = true;
+  client.Start(1, std::move(request));
+  ASSERT_TRUE(client.Send(1, [] { net::BufferChain m; m.Append("hello"); return m; }(), false));
+  EXPECT_EQ(10u, client.unsent_bytes(1));
+  EXPECT_TRUE(client.CloseSend(1));  // the scripted server answers a complete request
+  EXPECT_FALSE(client.CloseSend(1));
+  const size_t bound = limits.max_message_bytes + 5 + limits.stream_window;
+  size_t popped = 0, released = 0;
+  GrpcStreamMessage message;
+  const auto pop_all = [&] {
+    while (client.PopMessage(&message)) {
+      ASSERT_EQ(1, message.tag);
+      ASSERT_EQ(kWire, message.wire_bytes);
+      ASSERT_EQ(std::string(kWire - 5, 'd'), message.message.ToString());
+      popped += message.wire_bytes;
+    }
+  };
+  Pump(client, server, [&] {
+    pop_all();
+    ASSERT_LE(popped - released, bound);
+  });
+  EXPECT_EQ(0u, client.unsent_bytes(1));  // "hello" went out
+  EXPECT_GT(popped, limits.stream_window / 2);  // the first window's worth arrived
+  EXPECT_LE(popped, bound);
+  const size_t first = popped;
+  client.Release(1, popped - released);  // read: the window reopens
+  released = popped;
+  Pump(client, server, [&] {
+    pop_all();
+    ASSERT_LE(popped - released, bound);
+  });
+  EXPECT_GT(popped, first);
+  client.Cancel(1);  // RST_STREAM; nothing more comes out for it
+  Pump(client, server);
+  EXPECT_FALSE(client.PopMessage(&message));
+  EXPECT_FALSE(client.Send(1, net::BufferChain(), false));
+  GrpcClientResponse response;
+  EXPECT_FALSE(client.PopResponse(&response));
+}
+
+// A server that finishes a streaming call before the client ended its side: the call ends with
+// the server's status (the client resets the stream, NO_ERROR) and takes no more requests.
+TEST(GrpcClientSessionTest, ServerFinishingAStreamEarlyEndsIt) {
+  GrpcClientSession client(GrpcClientSession::Limits{});
+  ScriptedH2Server server;
+  server.on_open_request = [&](int32_t id) { server.RespondOk(id, "early"); };
+  GrpcClientRequest request = Request("");
+  request.message.clear();
+  request.streaming = true;
+  client.Start(4, std::move(request));
+  Pump(client, server);
+  GrpcStreamMessage message;
+  ASSERT_TRUE(client.PopMessage(&message));
+  EXPECT_EQ("early", message.message.ToString());
+  client.Release(4, message.wire_bytes);
+  std::vector<GrpcClientResponse> responses = Responses(client);
+  ASSERT_EQ(1u, responses.size());
+  EXPECT_EQ(0, responses[0].error_code) << responses[0].error_text;
+  EXPECT_EQ(0, responses[0].grpc_status);
+  EXPECT_EQ(0u, client.open_streams());
+  EXPECT_FALSE(client.Send(4, net::BufferChain(), false));
+  EXPECT_TRUE(client.Idle());
+}
+
 TEST(GrpcClientSessionTest, EndlessDataStaysWithinTheBound) {
   GrpcClientSession::Limits limits;
   limits.response_bytes_budget = 64u << 10;

@@ -42,6 +42,8 @@ class ScriptedH2Server {
 
   // Called once per stream whose request ended (END_STREAM from the client).
   std::function<void(int32_t stream_id)> on_request;
+  // Called once per stream whose request HEADERS came without END_STREAM (a streaming client).
+  std::function<void(int32_t stream_id)> on_open_request;
 
   bool Input(const std::string& bytes) {
     return nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(bytes.data()),
@@ -144,6 +146,8 @@ class ScriptedH2Server {
         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
       self.request_order_.push_back(frame->hd.stream_id);
       if (self.on_request) self.on_request(frame->hd.stream_id);
+    } else if (frame->hd.type == NGHTTP2_HEADERS && self.on_open_request) {
+      self.on_open_request(frame->hd.stream_id);
     }
     return 0;
   }

@@ -31,6 +31,9 @@ struct GrpcClientSession::Stream {
   GrpcClientResponse response;
   net::BufferChain body;      // DATA so far (prefix + message)
   size_t unreleased = 0;      // DATA bytes whose stream window was not reopened yet
+  bool streaming = false;
+  bool send_closed = false;   // streaming: END_STREAM goes after `out`
+  size_t unread = 0;          // streaming: popped message bytes not Release()d yet
 };
 
 struct GrpcClientSession::Callbacks {
@@ -92,7 +95,7 @@ struct GrpcClientSession::Callbacks {
     return 0;
   }
 
-  static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+  static int OnFrameRecv(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
     GrpcClientSession& self = Self(user_data);
     if (frame->hd.type == NGHTTP2_GOAWAY) {
       self.goaway_ = true;  // nghttp2 closes the streams past last_stream_id as REFUSED_STREAM
@@ -101,7 +104,17 @@ struct GrpcClientSession::Callbacks {
     }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
-    if (Stream* stream = self.Find(frame->hd.stream_id)) stream->ended = true;
+    Stream* stream = self.Find(frame->hd.stream_id);
+    if (stream == nullptr) return 0;
+    stream->ended = true;
+    if (stream->streaming && (!stream->send_closed || !stream->out.empty())) {
+      // The server finished the call while requests were still to come: they never will (gRPC
+      // clients end such a stream with RST_STREAM NO_ERROR too).
+      self.unsent_bytes_ -= stream->out.size();
+      stream->out.clear();
+      stream->send_closed = true;
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_NO_ERROR);
+    }
     return 0;
   }
 
@@ -115,8 +128,16 @@ struct GrpcClientSession::Callbacks {
       return 0;
     }
     stream->unreleased += size;
-    self.response_bytes_ += size;
+    if (!stream->streaming) self.response_bytes_ += size;
     stream->body.Append(std::string_view(reinterpret_cast<const char*>(data), size));
+    if (stream->streaming) {
+      self.SplitMessages(*stream);
+      if (stream->unread == 0 && stream->unreleased > 0 && stream->response.error_code == 0) {
+        nghttp2_session_consume_stream(session, stream_id, stream->unreleased);
+        stream->unreleased = 0;
+      }
+      return 0;
+    }
     if (stream->body.size() >= kMessagePrefixSize) {
       const uint32_t length = DecodeMessageLength(stream->body);
       if (length > self.limits_.max_message_bytes) {
@@ -162,10 +183,16 @@ struct GrpcClientSession::Callbacks {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;
       return 0;
     }
+    if (stream->out.empty() && stream->streaming && !stream->send_closed) {
+      return NGHTTP2_ERR_DEFERRED;  // Send() / CloseSend() resume it
+    }
     const size_t n = stream->out.CopyTo(buf, length);
     stream->out.PopFront(n);
     self.unsent_bytes_ -= n;
-    if (stream->out.empty()) *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (stream->streaming && n > 0) self.drained_.push_back(stream->tag);
+    if (stream->out.empty() && (!stream->streaming || stream->send_closed)) {
+      *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    }
     return static_cast<ssize_t>(n);
   }
 };
@@ -226,8 +253,8 @@ void GrpcClientSession::Start(int64_t tag, GrpcClientRequest&& request) {
     ready_.push_back(std::move(response));
     return;
   }
-  unsent_bytes_ += kMessagePrefixSize + request.message.size();
-  waiting_.emplace_back(tag, std::move(request));
+  unsent_bytes_ += request.streaming ? 0 : kMessagePrefixSize + request.message.size();
+  waiting_.push_back(Waiting{tag, std::move(request), {}, false});
   StartWaiting();
 }
 
@@ -236,19 +263,27 @@ void GrpcClientSession::StartWaiting() {
       limits_.max_concurrent_streams,
       nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
   while (!waiting_.empty() && streams_.size() < limit && !goaway_ && !failed_) {
-    auto [tag, request] = std::move(waiting_.front());
+    Waiting waiting = std::move(waiting_.front());
     waiting_.pop_front();
-    Submit(tag, std::move(request));
+    Submit(std::move(waiting));
   }
 }
 
-void GrpcClientSession::Submit(int64_t tag, GrpcClientRequest&& request) {
+void GrpcClientSession::Submit(Waiting&& waiting) {
+  const int64_t tag = waiting.tag;
+  GrpcClientRequest& request = waiting.request;
   auto stream = std::make_unique<Stream>();
   stream->tag = tag;
-  char prefix[kMessagePrefixSize];
-  EncodeMessagePrefix(request.gzip, static_cast<uint32_t>(request.message.size()), prefix);
-  stream->out.Append(std::string_view(prefix, sizeof(prefix)));
-  stream->out.Append(std::move(request.message));
+  stream->streaming = request.streaming;
+  if (request.streaming) {
+    stream->out = std::move(waiting.sent);
+    stream->send_closed = waiting.send_closed;
+  } else {
+    char prefix[kMessagePrefixSize];
+    EncodeMessagePrefix(request.gzip, static_cast<uint32_t>(request.message.size()), prefix);
+    stream->out.Append(std::string_view(prefix, sizeof(prefix)));
+    stream->out.Append(std::move(request.message));
+  }
 
   static const std::string kMethod = ":method", kPost = "POST", kScheme = ":scheme",
                            kHttp = "http", kPath = ":path", kAuthority = ":authority", kTe = "te",
@@ -295,19 +330,23 @@ void GrpcClientSession::Cancel(int64_t tag) {
   auto it = stream_of_tag_.find(tag);
   if (it == stream_of_tag_.end()) {
     auto waiting = std::find_if(waiting_.begin(), waiting_.end(),
-                                [tag](const auto& entry) { return entry.first == tag; });
+                                [tag](const Waiting& entry) { return entry.tag == tag; });
     if (waiting != waiting_.end()) {
-      unsent_bytes_ -= kMessagePrefixSize + waiting->second.message.size();
+      unsent_bytes_ -= waiting->request.streaming
+                           ? waiting->sent.size()
+                           : kMessagePrefixSize + waiting->request.message.size();
       waiting_.erase(waiting);
     }
     std::erase_if(ready_, [tag](const GrpcClientResponse& r) { return r.tag == tag; });
+    std::erase_if(messages_, [tag](const GrpcStreamMessage& m) { return m.tag == tag; });
     return;
   }
+  std::erase_if(messages_, [tag](const GrpcStreamMessage& m) { return m.tag == tag; });
   Stream* stream = Find(it->second);
   stream_of_tag_.erase(it);
   if (stream == nullptr || stream->canceled) return;
   stream->canceled = true;
-  response_bytes_ -= stream->body.size();
+  if (!stream->streaming) response_bytes_ -= stream->body.size();
   stream->body.clear();
   nghttp2_session_consume_stream(session_, stream->id, stream->unreleased);
   stream->unreleased = 0;
@@ -320,7 +359,7 @@ void GrpcClientSession::Abort(Stream& stream, int error_code, std::string text, 
   stream.response.error_code = error_code;
   stream.response.error_text = std::move(text);
   stream.response.metadata.clear();
-  response_bytes_ -= stream.body.size();
+  if (!stream.streaming) response_bytes_ -= stream.body.size();
   stream.body.clear();
   nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
   stream.unreleased = 0;
@@ -330,7 +369,7 @@ void GrpcClientSession::Abort(Stream& stream, int error_code, std::string text, 
 
 void GrpcClientSession::Finish(Stream& stream, uint32_t h2_error) {
   unsent_bytes_ -= stream.out.size();
-  response_bytes_ -= stream.body.size();
+  if (!stream.streaming) response_bytes_ -= stream.body.size();
   if (stream.canceled) return;
   stream_of_tag_.erase(stream.tag);
   GrpcClientResponse response = std::move(stream.response);
@@ -352,6 +391,11 @@ void GrpcClientSession::Finish(Stream& stream, uint32_t h2_error) {
     response.error_code = ERESPONSE;
     response.error_text = "gRPC response without grpc-status (HTTP status " +
                           std::to_string(stream.http_status) + ")";
+  } else if (stream.streaming) {
+    if (response.grpc_status == 0 && !stream.body.empty()) {
+      response.error_code = ERESPONSE;
+      response.error_text = "gRPC stream ended inside a response message";
+    }
   } else if (response.grpc_status == 0) {
     if (stream.body.size() < kMessagePrefixSize ||
         stream.body.size() != kMessagePrefixSize + DecodeMessageLength(stream.body)) {
@@ -373,10 +417,12 @@ void GrpcClientSession::Finish(Stream& stream, uint32_t h2_error) {
 }
 
 void GrpcClientSession::FailWaiting(std::string_view why) {
-  for (auto& [tag, request] : waiting_) {
-    unsent_bytes_ -= kMessagePrefixSize + request.message.size();
+  for (Waiting& waiting : waiting_) {
+    unsent_bytes_ -= waiting.request.streaming
+                         ? waiting.sent.size()
+                         : kMessagePrefixSize + waiting.request.message.size();
     GrpcClientResponse response;
-    response.tag = tag;
+    response.tag = waiting.tag;
     response.unprocessed = true;
     response.error_code = EFAILEDSOCKET;
     response.error_text = std::string(why);
@@ -388,7 +434,7 @@ void GrpcClientSession::FailWaiting(std::string_view why) {
 void GrpcClientSession::GrantWindows() {
   bool first = true;  // the oldest stream that is receiving always progresses
   for (auto& [id, stream] : streams_) {
-    if (stream->body.empty()) continue;
+    if (stream->body.empty() || stream->streaming) continue;
     if (stream->unreleased > 0 && (first || response_bytes_ < limits_.response_bytes_budget)) {
       nghttp2_session_consume_stream(session_, id, stream->unreleased);
       stream->unreleased = 0;
@@ -423,6 +469,115 @@ bool GrpcClientSession::PopResponse(GrpcClientResponse* response) {
   return true;
 }
 
+void GrpcClientSession::SplitMessages(Stream& stream) {
+  while (stream.response.error_code == 0 && stream.body.size() >= kMessagePrefixSize) {
+    const uint32_t length = DecodeMessageLength(stream.body);
+    if (length > limits_.max_message_bytes) {
+      ++counters_.message_limit_hits;
+      Abort(stream, ERESPONSE,
+            "gRPC response message of " + std::to_string(length) +
+                " bytes is larger than max_body_size=" + std::to_string(limits_.max_message_bytes),
+            NGHTTP2_CANCEL);
+      return;
+    }
+    if (stream.body.size() < kMessagePrefixSize + length) return;
+    GrpcStreamMessage message;
+    message.tag = stream.tag;
+    unsigned char flag = 0;
+    stream.body.CopyTo(&flag, 1);
+    message.compressed = flag != 0;
+    message.encoding = stream.response.encoding;
+    message.wire_bytes = kMessagePrefixSize + length;
+    stream.body.PopFront(kMessagePrefixSize);
+    stream.body.CutFront(length, &message.message);
+    stream.unread += message.wire_bytes;
+    messages_.push_back(std::move(message));
+  }
+}
+
+GrpcClientSession::Waiting* GrpcClientSession::FindWaiting(int64_t tag) {
+  for (Waiting& waiting : waiting_) {
+    if (waiting.tag == tag) return &waiting;
+  }
+  return nullptr;
+}
+
+bool GrpcClientSession::Send(int64_t tag, net::BufferChain message, bool gzip) {
+  char prefix[kMessagePrefixSize];
+  EncodeMessagePrefix(gzip, static_cast<uint32_t>(message.size()), prefix);
+  const size_t bytes = kMessagePrefixSize + message.size();
+  net::BufferChain* out = nullptr;
+  if (auto it = stream_of_tag_.find(tag); it != stream_of_tag_.end()) {
+    Stream* stream = Find(it->second);
+    if (stream == nullptr || !stream->streaming || stream->send_closed || stream->canceled) {
+      return false;
+    }
+    out = &stream->out;
+  } else if (Waiting* waiting = FindWaiting(tag);
+             waiting != nullptr && waiting->request.streaming && !waiting->send_closed) {
+    out = &waiting->sent;
+  } else {
+    return false;
+  }
+  out->Append(std::string_view(prefix, sizeof(prefix)));
+  out->Append(std::move(message));
+  unsent_bytes_ += bytes;
+  if (auto it = stream_of_tag_.find(tag); it != stream_of_tag_.end()) {
+    nghttp2_session_resume_data(session_, it->second);
+  }
+  return true;
+}
+
+bool GrpcClientSession::CloseSend(int64_t tag) {
+  if (auto it = stream_of_tag_.find(tag); it != stream_of_tag_.end()) {
+    Stream* stream = Find(it->second);
+    if (stream == nullptr || !stream->streaming || stream->send_closed) return false;
+    stream->send_closed = true;
+    nghttp2_session_resume_data(session_, it->second);
+    return true;
+  }
+  Waiting* waiting = FindWaiting(tag);
+  if (waiting == nullptr || !waiting->request.streaming || waiting->send_closed) return false;
+  waiting->send_closed = true;
+  return true;
+}
+
+size_t GrpcClientSession::unsent_bytes(int64_t tag) const {
+  if (auto it = stream_of_tag_.find(tag); it != stream_of_tag_.end()) {
+    auto stream = streams_.find(it->second);
+    return stream == streams_.end() ? 0 : stream->second->out.size();
+  }
+  for (const Waiting& waiting : waiting_) {
+    if (waiting.tag == tag) return waiting.sent.size();
+  }
+  return 0;
+}
+
+bool GrpcClientSession::PopMessage(GrpcStreamMessage* message) {
+  if (messages_.empty()) return false;
+  *message = std::move(messages_.front());
+  messages_.pop_front();
+  return true;
+}
+
+void GrpcClientSession::Release(int64_t tag, size_t wire_bytes) {
+  auto it = stream_of_tag_.find(tag);
+  if (it == stream_of_tag_.end()) return;
+  Stream* stream = Find(it->second);
+  if (stream == nullptr) return;
+  stream->unread -= std::min(stream->unread, wire_bytes);
+  if (stream->unread == 0 && stream->unreleased > 0) {
+    nghttp2_session_consume_stream(session_, stream->id, stream->unreleased);
+    stream->unreleased = 0;
+  }
+}
+
+std::vector<int64_t> GrpcClientSession::TakeDrained() {
+  std::vector<int64_t> drained;
+  drained.swap(drained_);
+  return drained;
+}
+
 std::vector<int64_t> GrpcClientSession::TakeStarted() {
   std::vector<int64_t> started;
   started.swap(started_);
@@ -435,7 +590,7 @@ void GrpcClientSession::TakeOutput(net::BufferChain* out) {
 }
 
 bool GrpcClientSession::Idle() const {
-  return streams_.empty() && waiting_.empty() && ready_.empty() &&
+  return streams_.empty() && waiting_.empty() && ready_.empty() && messages_.empty() &&
          nghttp2_session_want_write(session_) == 0;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// GrpcClientSession: the client side of one HTTP/2 connection carrying unary gRPC calls, on
-// libnghttp2. Requests in (Start / Cancel), bytes out (TakeOutput), bytes in (Receive), finished
+// GrpcClientSession: the client side of one HTTP/2 connection carrying gRPC calls (unary, and
+// streams whose messages go both ways while they are open), on libnghttp2. Requests in (Start / Cancel), bytes out (TakeOutput), bytes in (Receive), finished
 // calls out (PopResponse). No sockets, no timers, no locking: the owner serializes the calls.
 //
 // Streams: at most min(max_concurrent_streams, the server's SETTINGS_MAX_CONCURRENT_STREAMS) are
@@ -14,6 +14,12 @@
 // open stream's (one response always completes). A response header list (headers, then trailers)
 // larger than max_header_list_bytes, or a message larger than max_message_bytes, ends its stream
 // with RST_STREAM and an error, without keeping the rest.
+//
+// A streaming call (GrpcClientRequest::streaming) sends what Send() queues until CloseSend(); its
+// response messages come out one by one (PopMessage) before its final response (status and
+// metadata only). Its stream window reopens only while none of its popped messages is unreleased
+// (Release): one stream holds at most max_message_bytes + 5 + stream_window of received bytes,
+// popped-unreleased ones included.
 
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +48,17 @@ struct GrpcClientRequest {
   bool gzip = false;         // `message` is gzip-compressed (grpc-encoding: gzip)
   Metadata metadata;         // custom headers (names are lower-cased on the wire)
   net::BufferChain message;  // the serialized request, without the 5-byte prefix
+  // A streaming call: `message` must be empty; messages come with Send(), the end with CloseSend().
+  bool streaming = false;
+};
+
+// One response message of a streaming call.
+struct GrpcStreamMessage {
+  int64_t tag = 0;
+  bool compressed = false;   // the message's compressed flag
+  std::string encoding;      // grpc-encoding ("" = identity)
+  size_t wire_bytes = 0;     // prefix + message: what Release() gives back
+  net::BufferChain message;  // after the 5-byte prefix
 };
 
 struct GrpcClientResponse {
@@ -89,6 +106,21 @@ class GrpcClientSession {
   // response comes for it.
   void Cancel(int64_t tag);
 
+  // Streaming calls (started with request.streaming): queues one request message (serialized,
+  // gzip-compressed when `gzip`) / ends the request side (END_STREAM after what is queued). false:
+  // no such open call (it ended), or its request side is closed.
+  bool Send(int64_t tag, net::BufferChain message, bool gzip);
+  bool CloseSend(int64_t tag);
+  // Request bytes of the call not taken by its HTTP/2 windows yet (0 for an unknown tag).
+  size_t unsent_bytes(int64_t tag) const;
+  // The next response message of a streaming call, in arrival order.
+  bool PopMessage(GrpcStreamMessage* message);
+  // The owner is done with `wire_bytes` of popped messages of the call: once all are, its stream
+  // window reopens.
+  void Release(int64_t tag, size_t wire_bytes);
+  // Tags of streaming calls whose unsent request bytes went into TakeOutput() since the last call.
+  std::vector<int64_t> TakeDrained();
+
   // Feeds `input` (all of it). false: a connection error (error() says why); the session sends
   // GOAWAY (in TakeOutput) and reads nothing more.
   bool Receive(const net::BufferChain& input);
@@ -115,25 +147,37 @@ class GrpcClientSession {
  private:
   struct Stream;
   struct Callbacks;  // nghttp2's callbacks, friends of this class
+  struct Waiting {
+    int64_t tag = 0;
+    GrpcClientRequest request;
+    net::BufferChain sent;     // streaming: prefixed messages Send() queued meanwhile
+    bool send_closed = false;  // streaming: CloseSend() came meanwhile
+  };
 
   Stream* Find(int32_t stream_id);
   // Opens streams for waiting requests while slots are free.
   void StartWaiting();
-  void Submit(int64_t tag, GrpcClientRequest&& request);
+  void Submit(Waiting&& waiting);
   // Ends the stream with RST_STREAM and a local error (its response carries it).
   void Abort(Stream& stream, int error_code, std::string text, uint32_t h2_error);
   void Finish(Stream& stream, uint32_t h2_error);
   void FailWaiting(std::string_view why);
   void GrantWindows();
+  // A streaming call: cuts complete messages off its body into messages_.
+  void SplitMessages(Stream& stream);
+  // The queued request of a call that waits for a stream slot, or nullptr.
+  Waiting* FindWaiting(int64_t tag);
   bool Check(int rv, std::string_view what);
 
   const Limits limits_;
   nghttp2_session* session_ = nullptr;
   std::map<int32_t, std::unique_ptr<Stream>> streams_;  // by id: the oldest first
   std::unordered_map<int64_t, int32_t> stream_of_tag_;
-  std::deque<std::pair<int64_t, GrpcClientRequest>> waiting_;
+  std::deque<Waiting> waiting_;
   std::deque<GrpcClientResponse> ready_;
+  std::deque<GrpcStreamMessage> messages_;
   std::vector<int64_t> started_;
+  std::vector<int64_t> drained_;
   size_t unsent_bytes_ = 0;
   size_t response_bytes_ = 0;
   bool goaway_ = false;
