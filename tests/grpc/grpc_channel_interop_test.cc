@@ -12,6 +12,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -81,9 +84,11 @@ class GrpcTestService : public grpc::Service {
 };
 
 struct GrpcServer {
-  explicit GrpcServer(int max_streams = 0) {
+  explicit GrpcServer(int max_streams = 0,
+                      std::shared_ptr<grpc::ServerCredentials> credentials =
+                          grpc::InsecureServerCredentials()) {
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.AddListeningPort("127.0.0.1:0", credentials, &port);
     builder.RegisterService(&service);
     builder.SetMaxReceiveMessageSize(64 << 10);
     if (max_streams > 0) builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, max_streams);
@@ -181,6 +186,39 @@ TEST(GrpcChannelInterop, UnaryMetadataGzipStatusesAndLimits) {
   stub.Echo(&cntl, &request, &response, nullptr);
   EXPECT_FALSE(cntl.Failed()) << cntl.ErrorText();
   EXPECT_EQ(1u, channel->stats().connections_opened);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// gRPC's secure server takes HTTP/2 only when ALPN agreed on h2: the Channel offers it.
+TEST(GrpcChannelInterop, TlsToGrpcsSecureServer) {
+  char pattern[] = "/tmp/arenarpc-pki-XXXXXX";
+  ASSERT_NE(nullptr, mkdtemp(pattern));
+  const std::string dir = pattern;
+  ASSERT_EQ(0, std::system(("bash " ARENARPC_TEST_PKI_SCRIPT " " + dir + " >/dev/null").c_str()));
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({ReadFile(dir + "/server.key"), ReadFile(dir + "/server.pem")});
+  {
+    GrpcServer server(0, grpc::SslServerCredentials(ssl));
+    ASSERT_GT(server.port, 0);
+    ChannelOptions options;
+    options.tls.enable = true;
+    options.tls.ca_file = dir + "/ca.pem";
+    auto channel = GrpcChannel("localhost:" + std::to_string(server.port), options);
+    e2e::TestService_Stub stub(channel.get());
+    Controller cntl;
+    TestRequest request;
+    request.set_message("secure");
+    TestResponse response;
+    stub.Echo(&cntl, &request, &response, nullptr);
+    EXPECT_FALSE(cntl.Failed()) << cntl.ErrorText();
+    EXPECT_EQ("secure", response.message());
+    EXPECT_EQ(1, server.service.calls.load());
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(GrpcChannelInterop, DeadlineAndCancellationReachTheServer) {

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "protocol/h2/grpc_wire.h"
+#include "protocol/h2/nghttp2_glue.h"
+
 namespace arenarpc::protocol::h2 {
 
 namespace {
@@ -16,20 +19,7 @@ bool IsGrpcContentType(std::string_view type) {
          (type.size() == kGrpc.size() || type[kGrpc.size()] == '+' || type[kGrpc.size()] == ';');
 }
 
-// Headers gRPC itself defines, or HTTP/2's own: not the call's metadata.
-bool IsReserved(std::string_view name) {
-  return name.empty() || name[0] == ':' || name.substr(0, 5) == "grpc-" || name == "te" ||
-         name == "content-type" || name == "user-agent" || name == "content-length";
-}
-
 constexpr size_t kCopiedMessageBytes = 1024;
-
-uint32_t MessageLength(const net::BufferChain& body) {
-  unsigned char prefix[kMessagePrefixSize];
-  body.CopyTo(prefix, sizeof(prefix));
-  return (uint32_t{prefix[1]} << 24) | (uint32_t{prefix[2]} << 16) | (uint32_t{prefix[3]} << 8) |
-         uint32_t{prefix[4]};
-}
 
 }  // namespace
 
@@ -104,7 +94,7 @@ struct GrpcServerSession::Callbacks {
       request.encoding = value == "identity" ? "" : value;
     } else if (name == "grpc-accept-encoding") {
       request.accepts_gzip = value.find("gzip") != std::string_view::npos;
-    } else if (!IsReserved(name)) {
+    } else if (!IsReservedHeader(name)) {
       request.metadata.emplace_back(name, value);
     }
     return 0;
@@ -161,7 +151,7 @@ struct GrpcServerSession::Callbacks {
     stream->body.Append(std::string_view(reinterpret_cast<const char*>(data), size));
     const size_t limit = self.limits_.max_message_bytes;
     if (stream->body.size() >= kMessagePrefixSize) {
-      const uint32_t length = MessageLength(stream->body);
+      const uint32_t length = DecodeMessageLength(stream->body);
       if (length > limit) {
         self.Refuse(*stream, GrpcStatus::kResourceExhausted,
                     "gRPC message of " + std::to_string(length) +
@@ -253,24 +243,16 @@ struct GrpcServerSession::Callbacks {
 };
 
 GrpcServerSession::GrpcServerSession(const Limits& limits) : limits_(limits) {
-  nghttp2_session_callbacks* callbacks = nullptr;
-  nghttp2_session_callbacks_new(&callbacks);
-  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, &Callbacks::OnBeginHeaders);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks, &Callbacks::OnHeader);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &Callbacks::OnFrameRecv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &Callbacks::OnDataChunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &Callbacks::OnStreamClose);
-  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, &Callbacks::OnFrameSend);
-  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks,
-                                                               &Callbacks::OnInvalidFrame);
-  nghttp2_option* option = nullptr;
-  nghttp2_option_new(&option);
+  SessionCallbacks callbacks;
+  callbacks.on_begin_headers = &Callbacks::OnBeginHeaders;
+  callbacks.on_header = &Callbacks::OnHeader;
+  callbacks.on_frame_recv = &Callbacks::OnFrameRecv;
+  callbacks.on_data_chunk_recv = &Callbacks::OnDataChunk;
+  callbacks.on_stream_close = &Callbacks::OnStreamClose;
+  callbacks.on_frame_send = &Callbacks::OnFrameSend;
+  callbacks.on_invalid_frame_recv = &Callbacks::OnInvalidFrame;
   // Stream windows reopen as the budget allows (GrantWindows): the memory bound.
-  nghttp2_option_set_no_auto_window_update(option, 1);
-  nghttp2_option_set_no_closed_streams(option, 1);
-  nghttp2_session_server_new2(&session_, callbacks, this, option);
-  nghttp2_option_del(option);
-  nghttp2_session_callbacks_del(callbacks);
+  session_ = NewSession(/*server=*/true, callbacks, this);
 
   const nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams},
@@ -365,7 +347,7 @@ void GrpcServerSession::Complete(Stream& stream) {
   --incomplete_;
   GrpcRequest& request = stream.request;
   if (stream.body.size() < kMessagePrefixSize ||
-      stream.body.size() != kMessagePrefixSize + MessageLength(stream.body)) {
+      stream.body.size() != kMessagePrefixSize + DecodeMessageLength(stream.body)) {
     stream.complete = false;  // Refuse() counts it
     ++incomplete_;
     Refuse(stream, GrpcStatus::kInternal,
@@ -426,7 +408,7 @@ void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, b
   Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
   if (compressed) headers.emplace_back("grpc-encoding", "gzip");
   for (const auto& [name, value] : metadata) {
-    if (!IsReserved(name)) headers.emplace_back(name, value);
+    if (!IsReservedHeader(name)) headers.emplace_back(name, value);
   }
   Submit(*stream, std::move(headers), /*with_body=*/true);
 }
@@ -450,15 +432,7 @@ void GrpcServerSession::Shutdown() {
 }
 
 void GrpcServerSession::TakeOutput(net::BufferChain* out) {
-  for (;;) {
-    const uint8_t* data = nullptr;
-    const ssize_t n = nghttp2_session_mem_send(session_, &data);
-    if (n <= 0) {
-      if (n < 0) Check(static_cast<int>(n), "HTTP/2 send");
-      return;
-    }
-    out->Append(std::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(n)));
-  }
+  if (const int rv = DrainSession(session_, out); rv < 0) Check(rv, "HTTP/2 send");
 }
 
 bool GrpcServerSession::Closing() const { return nghttp2_session_want_read(session_) == 0; }
@@ -482,7 +456,7 @@ void GrpcServerSession::ReceiveStreamData(Stream& stream, std::string_view data)
   request_bytes_ += data.size();
   stream.body.Append(data);
   while (stream.body.size() >= kMessagePrefixSize) {
-    const uint32_t length = MessageLength(stream.body);
+    const uint32_t length = DecodeMessageLength(stream.body);
     if (length > limits_.max_message_bytes) {
       BreakStream(stream, GrpcStatus::kResourceExhausted,
                   "gRPC message of " + std::to_string(length) +
@@ -595,7 +569,7 @@ bool GrpcServerSession::SendMessage(int32_t stream_id, net::BufferChain&& messag
   Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
   if (compressed) headers.emplace_back("grpc-encoding", "gzip");
   for (const auto& [name, value] : metadata) {
-    if (!IsReserved(name)) headers.emplace_back(name, value);
+    if (!IsReservedHeader(name)) headers.emplace_back(name, value);
   }
   Submit(*stream, std::move(headers), /*with_body=*/true);
   return true;
@@ -609,12 +583,12 @@ void GrpcServerSession::FinishStream(int32_t stream_id, GrpcStatus status, std::
   Headers status_fields = {{"grpc-status", std::to_string(static_cast<int>(status))}};
   if (!text.empty()) status_fields.emplace_back("grpc-message", PercentEncode(text));
   for (const auto& [name, value] : trailers) {
-    if (!IsReserved(name)) status_fields.emplace_back(name, value);
+    if (!IsReservedHeader(name)) status_fields.emplace_back(name, value);
   }
   if (!stream->responded) {  // trailers-only
     Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
     for (const auto& [name, value] : metadata) {
-      if (!IsReserved(name)) headers.emplace_back(name, value);
+      if (!IsReservedHeader(name)) headers.emplace_back(name, value);
     }
     headers.insert(headers.end(), status_fields.begin(), status_fields.end());
     Submit(*stream, std::move(headers), /*with_body=*/false);
