@@ -123,6 +123,9 @@ DEFINE_string(auto_candidates, "paged,reuse,arena,heap",
               "decides");
 DEFINE_uint32(auto_trial_calls, arenarpc::memory::AutoSettings{}.trial_calls,
               "auto: counted calls per candidate in a trial");
+DEFINE_double(auto_max_held_ratio, arenarpc::memory::AutoSettings{}.max_held_ratio,
+              "auto: > 0 (>= 1), candidates holding more than this many times the leanest's "
+              "bytes per call are not chosen; 0 = CPU alone");
 DEFINE_bool(reuse_arena_responses, arenarpc::memory::ReuseSettings{}.arena_responses,
             "reuse: make response types with subtrees exact reuse cannot keep on a paged arena");
 DEFINE_string(handler, "copy",
@@ -262,6 +265,7 @@ int main(int argc, char** argv) {
     begin = end + 1;
   }
   options.memory.automatic.trial_calls = FLAGS_auto_trial_calls;
+  options.memory.automatic.max_held_ratio = FLAGS_auto_max_held_ratio;
   options.memory.arena.start_block_size = FLAGS_arena_start_block_size;
   options.memory.arena.max_block_size = FLAGS_arena_max_block_size;
   try {

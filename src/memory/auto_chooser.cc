@@ -1,6 +1,7 @@
 #include "memory/auto_chooser.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "util/sampling.h"
@@ -108,14 +109,26 @@ void AutoChooser::MaybeFinishTrial(int64_t now_ms) {
 void AutoChooser::FinishTrial(int64_t now_ms) {
   const uint64_t enough = std::max<uint64_t>(1, settings_.trial_calls / 4);
   const uint32_t current = chosen_.load(std::memory_order_relaxed);
-  int best = -1;
+  uint64_t leanest = UINT64_MAX;
   for (size_t i = 0; i < names_.size(); ++i) {
     const Trial& t = trial_[i];
     Figures& f = figures_[i];
     f.samples = t.cpu_ns.size();
     f.cpu_ns = Median(t.cpu_ns);
     f.held_bytes = t.cpu_ns.empty() ? 0 : t.held_sum / t.cpu_ns.size();
-    if (f.samples >= enough && (best < 0 || f.cpu_ns < figures_[best].cpu_ns)) {
+    if (f.samples >= enough) leanest = std::min(leanest, f.held_bytes);
+  }
+  // Measured, and within max_held_ratio of the leanest: may serve the method.
+  const auto eligible = [&](size_t i) {
+    const Figures& f = figures_[i];
+    return f.samples >= enough &&
+           (settings_.max_held_ratio == 0 ||
+            static_cast<double>(f.held_bytes) <=
+                settings_.max_held_ratio * static_cast<double>(leanest));
+  };
+  int best = -1;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (eligible(i) && (best < 0 || figures_[i].cpu_ns < figures_[best].cpu_ns)) {
       best = static_cast<int>(i);
     }
   }
@@ -128,7 +141,7 @@ void AutoChooser::FinishTrial(int64_t now_ms) {
         names_[current];
   } else {
     const Figures& incumbent = figures_[current];
-    const bool incumbent_ok = incumbent.samples >= enough;
+    const bool incumbent_ok = eligible(current);
     const double bar = (1 - settings_.switch_margin) * static_cast<double>(incumbent.cpu_ns);
     if (!incumbent_ok || static_cast<double>(figures_[best].cpu_ns) < bar) {
       next = static_cast<uint32_t>(best);
@@ -139,6 +152,7 @@ void AutoChooser::FinishTrial(int64_t now_ms) {
       found +=
           names_[i] + " " +
           (figures_[i].samples >= enough ? Micros(figures_[i].cpu_ns) + " us" : std::string("-"));
+      if (figures_[i].samples >= enough && !eligible(i)) found += " [holds > max_held_ratio]";
     }
     found += " per call)";
   }

@@ -55,6 +55,9 @@ void ValidateAutoSettings(const AutoSettings& s) {
   if (!(s.switch_margin >= 0 && s.switch_margin < 1)) {
     throw std::invalid_argument("auto switch_margin must be in [0, 1)");
   }
+  if (!(s.max_held_ratio == 0 || s.max_held_ratio >= 1)) {
+    throw std::invalid_argument("auto max_held_ratio must be 0 (off) or >= 1");
+  }
 }
 
 ArenaSettings DefaultArenaSettings() {

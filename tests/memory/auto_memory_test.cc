@@ -54,6 +54,31 @@ TEST(AutoChooser, ConvergesToTheCheapestCandidate) {
   EXPECT_NE(choice.reason.find("reuse 1.00 us"), std::string::npos) << choice.reason;
 }
 
+TEST(AutoChooser, MaxHeldRatioPutsMemoryBeforeCpu) {
+  // "fat" is the cheapest but holds 3x what "lean" holds; "mid" holds 1.4x.
+  const std::vector<uint64_t> cost = {2000, 1000, 1500}, held = {100, 300, 140};
+  const auto run = [&](double ratio) {
+    AutoSettings s = QuickAutoSettings();
+    s.max_held_ratio = ratio;
+    AutoChooser chooser({"lean", "fat", "mid"}, s);
+    for (int i = 0; i < 3 * 10; ++i) {
+      const AutoChooser::Pick pick = chooser.Next();
+      if (pick.measure) chooser.Record(pick.candidate, {cost[pick.candidate], held[pick.candidate], 100}, 1000);
+    }
+    return chooser.Report();
+  };
+  EXPECT_EQ(run(0).chosen, "fat");  // off: CPU alone
+  const MemoryChoice limited = run(1.5);
+  EXPECT_FALSE(limited.in_trial);
+  EXPECT_EQ(limited.chosen, "mid");  // the cheapest of those within 1.5x of the leanest
+  EXPECT_NE(limited.reason.find("fat 1.00 us [holds > max_held_ratio]"), std::string::npos)
+      << limited.reason;
+  EXPECT_EQ(run(1.2).chosen, "lean");
+  MemoryOptions bad;
+  bad.automatic.max_held_ratio = 0.5;
+  EXPECT_THROW(ValidateMemoryOptions(bad), std::invalid_argument);
+}
+
 TEST(AutoChooser, CandidatesTakeTurnsInBlocks) {
   AutoSettings s = QuickAutoSettings();
   s.trial_block = 4;

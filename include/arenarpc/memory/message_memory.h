@@ -90,6 +90,10 @@ struct AutoSettings {
   uint32_t recheck_interval_ms = 300000;
   double shape_change = 2.0;    // > 1
   double switch_margin = 0.05;  // a trial moves the method only to a candidate this much cheaper
+  // Memory before CPU: > 0, a candidate whose held bytes per call (arena bytes, or SpaceUsedLong()
+  // of the two messages) pass this many times the leanest measured candidate's is not chosen,
+  // however cheap (e.g. 1.5 keeps a method off a strategy that holds half as much again). 0 = off.
+  double max_held_ratio = 0;
 };
 
 // What "auto" decided for one method (MethodMemory::Choice()).
