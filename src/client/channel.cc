@@ -48,12 +48,11 @@ std::string ValidateOptions(const ChannelOptions& o) {
     return "callback_threads=" + std::to_string(o.callback_threads) +
            " must be in [0, 256] (0 = run done on the I/O thread)";
   }
-  if (!o.protocol.empty() && o.protocol != "baidu_std" && o.protocol != "grpc" &&
-      o.protocol != "h2:grpc") {
+  if (!o.protocol.empty() && o.protocol != "baidu_std" && !client::IsGrpcProtocol(o.protocol)) {
     return "protocol=\"" + o.protocol +
            "\" is not supported (\"baidu_std\", \"grpc\" or \"h2:grpc\")";
   }
-  if (o.protocol == "grpc" || o.protocol == "h2:grpc") {
+  if (client::IsGrpcProtocol(o.protocol)) {
     if (o.grpc_max_concurrent_streams < 1 || o.grpc_stream_window < 1 ||
         o.grpc_stream_window > 0x7fffffffu || o.grpc_max_header_list_bytes < 1) {
       return "grpc_max_concurrent_streams, grpc_stream_window (<= 2^31-1) and "

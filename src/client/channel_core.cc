@@ -6,6 +6,7 @@
 
 #include "arenarpc/logging.h"
 #include "client/connection_manager.h"
+#include "client/option_checks.h"
 #include "client/server_pool.h"
 #include "client/sub_channel.h"
 #include "net/endpoint.h"
@@ -32,6 +33,7 @@ ChannelStats ChannelCounters::Snapshot() const noexcept {
 ChannelCore::ChannelCore(const ChannelOptions& options, std::string remote_side)
     : options_(options),
       remote_side_(std::move(remote_side)),
+      grpc_(IsGrpcProtocol(options.protocol)),
       callbacks_(options.callback_threads > 0
                      ? std::make_unique<net::EventLoopGroup>(options.callback_threads, "arpc-done")
                      : nullptr),
@@ -46,7 +48,7 @@ bool ChannelCore::InitTls(std::string_view host, std::string* error) {
   config.ca_file = o.ca_file;
   config.verify_peer = o.verify;
   // gRPC servers take HTTP/2 over TLS only when ALPN agreed on "h2" (RFC 7540, 3.3).
-  if (options_.protocol == "grpc" || options_.protocol == "h2:grpc") config.alpn = {"h2"};
+  if (grpc_) config.alpn = {"h2"};
   std::string build_error;
   tls_ = net::TlsContext::Create(config, &build_error);
   if (!tls_) {
@@ -55,6 +57,11 @@ bool ChannelCore::InitTls(std::string_view host, std::string* error) {
   }
   tls_server_name_ = !o.sni_host.empty() ? o.sni_host : std::string(host);
   return true;
+}
+
+bool ChannelCore::ResolveCredential(std::string* credential) const {
+  if (options_.auth == nullptr || !credential->empty()) return true;
+  return options_.auth->GenerateCredential(credential) == 0;
 }
 
 std::string ChannelCore::TlsServerName(const asio::ip::tcp::endpoint& endpoint) const {

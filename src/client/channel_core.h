@@ -48,6 +48,11 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   bool shutting_down() const noexcept { return shutting_down_.load(std::memory_order_acquire); }
 
   const ChannelOptions& options() const noexcept { return options_; }
+  // protocol "grpc" / "h2:grpc": calls and streams go over HTTP/2.
+  bool grpc() const noexcept { return grpc_; }
+  // An empty *credential becomes ChannelOptions::auth's, if set; false: its GenerateCredential
+  // failed. The credential a call sends (baidu_std authentication_data, gRPC `authorization`).
+  bool ResolveCredential(std::string* credential) const;
   const std::string& remote_side() const noexcept { return remote_side_; }
   bool is_cluster() const noexcept { return pool_ != nullptr; }
   // The server of one attempt; nullptr when none is in rotation (cluster only).
@@ -82,6 +87,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   ChannelCounters counters_;
   std::atomic<uint32_t> next_slot_{1};
   std::atomic<bool> shutting_down_{false};
+  const bool grpc_;
   bool needs_request_code_ = false;  // set by InitCluster
   bool tracks_load_ = false;
   std::shared_ptr<net::TlsContext> tls_;

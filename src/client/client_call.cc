@@ -32,7 +32,7 @@ ClientCall::ClientCall(std::shared_ptr<ChannelCore> core,
       response_(response),
       done_(done),
       call_id_(controller->call_id().value),
-      grpc_(core_->options().protocol == "grpc" || core_->options().protocol == "h2:grpc"),
+      grpc_(core_->grpc()),
       deadline_timer_(core_->loops().Next()) {
   const ChannelOptions& options = core_->options();
   // Per-call overrides: a positive timeout, a non-negative retry count.
@@ -63,9 +63,7 @@ bool ClientCall::PrepareGrpc(const google::protobuf::Message& request, std::stri
 }
 
 bool ClientCall::ResolveCredential(std::string* credential) {
-  const Authenticator* auth = core_->options().auth;
-  if (auth == nullptr || !credential->empty()) return true;
-  if (auth->GenerateCredential(credential) == 0) return true;
+  if (core_->ResolveCredential(credential)) return true;
   FailLocked(ERPCAUTH, "Fail to generate credential");  // not started
   internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
   return false;
@@ -181,7 +179,8 @@ bool ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup) {
     grpc_request.gzip = controller_->request_compress_type() == COMPRESS_TYPE_GZIP;
     grpc_request.metadata.assign(controller_->request_user_fields().begin(),
                                  controller_->request_user_fields().end());
-    if (!grpc_credential_.empty()) grpc_request.metadata.emplace_back("authorization", grpc_credential_);
+    if (!grpc_credential_.empty()) grpc_request.metadata.emplace_back(protocol::h2::kAuthorizationMetadata,
+                                                                    grpc_credential_);
     grpc_request.message.AppendShared(payload_);
   } else {
     meta_.set_correlation_id(correlation_id);

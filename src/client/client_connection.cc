@@ -54,7 +54,7 @@ ClientConnection::ClientConnection(ChannelCore* core, std::shared_ptr<SubChannel
       stream_decoder_(core->options().max_body_size),
       watchdog_(loop) {
   const ChannelOptions& options = core->options();
-  if (options.protocol == "grpc" || options.protocol == "h2:grpc") {
+  if (core->grpc()) {
     protocol::h2::GrpcClientSession::Limits limits;
     limits.max_concurrent_streams = options.grpc_max_concurrent_streams;
     limits.max_header_list_bytes = options.grpc_max_header_list_bytes;

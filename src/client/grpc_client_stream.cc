@@ -42,7 +42,7 @@ int GrpcStreamCall::Open() {
     return Finish();
   };
   const ChannelOptions& options = core_->options();
-  if (options.protocol != "grpc" && options.protocol != "h2:grpc") {
+  if (!core_->grpc()) {
     return fail(EINVAL, "a gRPC stream needs a channel with protocol \"grpc\"");
   }
   const CompressType compress = controller_->request_compress_type();
@@ -50,7 +50,7 @@ int GrpcStreamCall::Open() {
     return fail(EINVAL, "gRPC compresses with gzip only");
   }
   std::string credential;
-  if (options.auth != nullptr && options.auth->GenerateCredential(&credential) != 0) {
+  if (!core_->ResolveCredential(&credential)) {
     return fail(ERPCAUTH, "Fail to generate credential");
   }
   if (core_->needs_request_code() && !controller_->has_request_code()) {
@@ -73,7 +73,7 @@ int GrpcStreamCall::Open() {
   request.gzip = gzip_;
   request.metadata.assign(controller_->request_user_fields().begin(),
                           controller_->request_user_fields().end());
-  if (!credential.empty()) request.metadata.emplace_back("authorization", std::move(credential));
+  if (!credential.empty()) request.metadata.emplace_back(protocol::h2::kAuthorizationMetadata, std::move(credential));
   const int64_t timeout_ms =
       controller_->timeout_ms() > 0 ? controller_->timeout_ms() : options.timeout_ms;
   if (timeout_ms > 0) {

@@ -192,7 +192,7 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(ServerConnection& server,
   // ServerOptions::auth: the `authorization` metadata, per request (as HTTP's header).
   head.per_request_auth = true;
   for (const auto& [name, value] : request.metadata) {
-    if (name == "authorization") head.credential = value;
+    if (name == protocol::h2::kAuthorizationMetadata) head.credential = value;
   }
   std::unique_ptr<ServerCall> call = server.Admit(connection, head, read_at);
   if (!call) return Step::kAnswered;  // answered through SendError()

@@ -42,6 +42,8 @@ std::string PercentEncode(std::string_view text);
 // Its inverse; a '%' not followed by two hex digits stays as it is.
 std::string PercentDecode(std::string_view text);
 
+// The metadata carrying a call's credential (ServerOptions::auth / ChannelOptions::auth).
+inline constexpr std::string_view kAuthorizationMetadata = "authorization";
 inline constexpr size_t kMessagePrefixSize = 5;  // compressed flag + big-endian length
 void EncodeMessagePrefix(bool compressed, uint32_t length, char out[kMessagePrefixSize]) noexcept;
 // The length in the prefix at the front of `body` (which holds at least kMessagePrefixSize bytes).
