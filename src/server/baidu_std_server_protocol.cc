@@ -18,13 +18,13 @@
 namespace arenarpc::server {
 
 BaiduStdServerProtocol::BaiduStdServerProtocol(const ServerState& state)
-    : max_body_size_(state.options.max_body_size),
-      decoder_(state.options.max_body_size),
-      stream_decoder_(state.options.max_body_size),
-      fibers_(state.fibers.get()),
-      stream_limits_{static_cast<size_t>(std::max(0, state.options.max_streams_per_connection)),
-                     state.options.max_stream_unconsumed_bytes,
-                     state.options.max_unwritten_bytes} {}
+    : max_body_size_(state.config.options.max_body_size),
+      decoder_(state.config.options.max_body_size),
+      stream_decoder_(state.config.options.max_body_size),
+      fibers_(&state.runtime->fibers()),
+      stream_limits_{static_cast<size_t>(std::max(0, state.config.options.max_streams_per_connection)),
+                     state.config.options.max_stream_unconsumed_bytes,
+                     state.config.options.max_unwritten_bytes} {}
 
 std::unique_ptr<ServerProtocol> BaiduStdServerProtocol::Create(ServerState& state,
                                                                ServerConnection& /*owner*/,
@@ -32,11 +32,10 @@ std::unique_ptr<ServerProtocol> BaiduStdServerProtocol::Create(ServerState& stat
   return std::make_unique<BaiduStdServerProtocol>(state);
 }
 
-ServerProtocol::Step BaiduStdServerProtocol::Next(ServerConnection& server,
-                                                  net::Connection& connection,
+ServerProtocol::Step BaiduStdServerProtocol::Next(net::Connection& connection,
                                                   net::BufferChain& input,
-                                                  std::chrono::steady_clock::time_point read_at,
-                                                  std::unique_ptr<PendingCall>* pending) {
+                                                  std::chrono::steady_clock::time_point /*read_at*/,
+                                                  CallHead* head) {
   switch (protocol::PeekFrameKind(input)) {
     case protocol::FrameKind::kNeedMore:
       return Step::kNeedMore;
@@ -45,30 +44,29 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(ServerConnection& server,
     default:
       break;  // "PRPC", or bytes the frame decoder rejects
   }
-  protocol::Frame frame;
-  const protocol::DecodeStatus status = decoder_.Next(input, &frame);
+  const protocol::DecodeStatus status = decoder_.Next(input, &frame_);
   if (status == protocol::DecodeStatus::kNeedMore) return Step::kNeedMore;
   if (status == protocol::DecodeStatus::kError) return Step::kMalformed;
 
-  const protocol::RpcMeta& meta = frame.meta;
+  const protocol::RpcMeta& meta = frame_.meta;
   const protocol::RpcRequestMeta& request_meta = meta.request();  // absent: empty names
-  ServerConnection::CallHead head;
-  head.service_name = request_meta.service_name();
-  head.method_name = request_meta.method_name();
-  head.key = meta.correlation_id();
-  head.credential = meta.authentication_data();
-  const size_t request_size = frame.payload.size() + frame.attachment.size();
-  std::string invalid_text;
+  head->service_name = request_meta.service_name();
+  head->method_name = request_meta.method_name();
+  head->key = meta.correlation_id();
+  head->credential = meta.authentication_data();
   if (decoder_.attachment_error()) {
-    invalid_text =
-        protocol::AttachmentTooLargeText("request", meta.attachment_size(), request_size);
-    head.invalid_code = EREQUEST;
-    head.invalid_text = invalid_text;
+    invalid_text_ = protocol::AttachmentTooLargeText(
+        "request", meta.attachment_size(), frame_.payload.size() + frame_.attachment.size());
+    head->invalid_code = EREQUEST;
+    head->invalid_text = invalid_text_;
   }
-  std::unique_ptr<ServerCall> call = server.Admit(connection, head, read_at);
-  if (!call) return Step::kAnswered;
+  return Step::kCall;
+}
 
-  Controller& controller = call->controller();
+void BaiduStdServerProtocol::Admitted(net::Connection& connection, ServerCall& call,
+                                      RequestPayload* payload) {
+  const protocol::RpcRequestMeta& request_meta = frame_.meta.request();
+  Controller& controller = call.controller();
   controller.set_log_id(request_meta.log_id());
   if (request_meta.has_request_id()) controller.set_request_id(request_meta.request_id());
   controller.set_trace(request_meta.trace_id(), request_meta.span_id(),
@@ -76,18 +74,16 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(ServerConnection& server,
   if (request_meta.has_timeout_ms()) {
     internal::ControllerAccess::set_deadline_hint_ms(controller, request_meta.timeout_ms());
   }
-  controller.set_request_compress_type(static_cast<CompressType>(meta.compress_type()));
-  for (const auto& [key, value] : meta.user_fields()) {
+  controller.set_request_compress_type(static_cast<CompressType>(frame_.meta.compress_type()));
+  for (const auto& [key, value] : frame_.meta.user_fields()) {
     controller.request_user_fields().emplace(key, value);
   }
-  controller.request_attachment() = std::move(frame.attachment);
-  if (meta.has_stream_settings()) {
-    stream::OfferStream(controller, meta.stream_settings(), StreamHostOf(connection));
+  const size_t request_size = frame_.payload.size() + frame_.attachment.size();
+  controller.request_attachment() = std::move(frame_.attachment);
+  if (frame_.meta.has_stream_settings()) {
+    stream::OfferStream(controller, frame_.meta.stream_settings(), StreamHostOf(connection));
   }
-  *pending =
-      server.Pending(std::move(call),
-                     RequestPayload{std::move(frame.meta), std::move(frame.payload), request_size});
-  return Step::kCall;
+  *payload = RequestPayload{std::move(frame_.meta), std::move(frame_.payload), request_size};
 }
 
 bool BaiduStdServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& payload,

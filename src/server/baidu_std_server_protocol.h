@@ -21,9 +21,10 @@ class BaiduStdServerProtocol final : public ServerProtocol {
                                                 bool internal_port);
 
   std::string_view name() const noexcept override { return "baidu_std"; }
-  Step Next(ServerConnection& server, net::Connection& connection, net::BufferChain& input,
-            std::chrono::steady_clock::time_point read_at,
-            std::unique_ptr<PendingCall>* call) override;
+  Step Next(net::Connection& connection, net::BufferChain& input,
+            std::chrono::steady_clock::time_point read_at, CallHead* head) override;
+  void Admitted(net::Connection& connection, ServerCall& call, RequestPayload* payload) override;
+  void Rejected() override { frame_ = protocol::Frame(); }
   const std::string& error() const noexcept override {
     return stream_error_ ? stream_decoder_.error() : decoder_.error();
   }
@@ -45,6 +46,8 @@ class BaiduStdServerProtocol final : public ServerProtocol {
 
   const size_t max_body_size_;
   protocol::FrameDecoder decoder_;  // Next() only
+  protocol::Frame frame_;           // the call Next() decoded, until Admitted() takes it
+  std::string invalid_text_;        // its CallHead::invalid_text
   protocol::StreamFrameDecoder stream_decoder_;  // Next() only
   bool stream_error_ = false;
   fiber::Scheduler* const fibers_;

@@ -73,10 +73,10 @@ protocol::h2::GrpcServerSession::Limits GrpcServerProtocol::LimitsFor(
 
 GrpcServerProtocol::GrpcServerProtocol(ServerState& state)
     : state_(state),
-      max_body_size_(state.options.max_body_size),
-      max_held_bytes_(state.options.max_unwritten_bytes),
-      session_(LimitsFor(state.options)) {
-  for (const auto& entry : state_.registry.methods()) {
+      max_body_size_(state.config.options.max_body_size),
+      max_held_bytes_(state.config.options.max_unwritten_bytes),
+      session_(LimitsFor(state.config.options)) {
+  for (const auto& entry : state_.config.registry.methods()) {
     has_stream_methods_ = has_stream_methods_ ||
                           dynamic_cast<const GrpcStreamService*>(entry->service) != nullptr;
   }
@@ -90,7 +90,7 @@ bool GrpcServerProtocol::IsStreamPath(std::string_view path) const {
   if (!SplitMethodPath(path, &service, &method)) return false;
   int code = 0;
   std::string text;
-  const MethodEntry* entry = state_.registry.Resolve(service, method, &code, &text);
+  const MethodEntry* entry = state_.config.registry.Resolve(service, method, &code, &text);
   if (entry == nullptr) return false;
   const auto* streams = dynamic_cast<const GrpcStreamService*>(entry->service);
   return streams != nullptr && streams->Find(entry->descriptor) != nullptr;
@@ -117,12 +117,12 @@ void GrpcServerProtocol::MarkCanceled(std::vector<std::shared_ptr<CancelState>>*
   }
 }
 
-ServerProtocol::Step GrpcServerProtocol::Next(ServerConnection& server,
-                                              net::Connection& connection,
+ServerProtocol::Step GrpcServerProtocol::Next(net::Connection& connection,
                                               net::BufferChain& input,
                                               std::chrono::steady_clock::time_point read_at,
-                                              std::unique_ptr<PendingCall>* call) {
-  protocol::h2::GrpcRequest request;
+                                              CallHead* head) {
+  protocol::h2::GrpcRequest& request = request_;
+  request = protocol::h2::GrpcRequest();
   bool have = false, failed = false;
   std::vector<std::shared_ptr<CancelState>> fire;
   {
@@ -144,14 +144,13 @@ ServerProtocol::Step GrpcServerProtocol::Next(ServerConnection& server,
   Flush(connection);
   if (failed) return Step::kMalformedAnswered;  // GOAWAY is on its way; Flush() closes after it
   if (!have) return Step::kNeedMore;
-  return Dispatch(server, connection, request, read_at, call);
+  return Dispatch(connection, read_at, head);
 }
 
-ServerProtocol::Step GrpcServerProtocol::Dispatch(ServerConnection& server,
-                                                  net::Connection& connection,
-                                                  protocol::h2::GrpcRequest& request,
+ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
                                                   std::chrono::steady_clock::time_point read_at,
-                                                  std::unique_ptr<PendingCall>* pending) {
+                                                  CallHead* head) {
+  protocol::h2::GrpcRequest& request = request_;
   const int64_t key = request.stream_id;
   if (request.path == kHealthCheckPath) {
     AnswerHealth(connection, request);
@@ -185,35 +184,35 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(ServerConnection& server,
       }
     }
   }
-  ServerConnection::CallHead head;
-  head.service_name = service;
-  head.method_name = method;
-  head.key = key;
+  head->service_name = service;
+  head->method_name = method;
+  head->key = key;
   // ServerOptions::auth: the `authorization` metadata, per request (as HTTP's header).
-  head.per_request_auth = true;
+  head->per_request_auth = true;
   for (const auto& [name, value] : request.metadata) {
-    if (name == protocol::h2::kAuthorizationMetadata) head.credential = value;
+    if (name == protocol::h2::kAuthorizationMetadata) head->credential = value;
   }
-  std::unique_ptr<ServerCall> call = server.Admit(connection, head, read_at);
-  if (!call) return Step::kAnswered;  // answered through SendError()
+  request_compress_type_ = request.compressed ? compress_type : 0;
+  return Step::kCall;
+}
 
-  Controller& controller = call->controller();
+void GrpcServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& call,
+                                  RequestPayload* payload) {
+  protocol::h2::GrpcRequest& request = request_;
+  Controller& controller = call.controller();
   if (request.timeout_ms >= 0) {
     internal::ControllerAccess::set_deadline_hint_ms(controller,
                                                      static_cast<int32_t>(request.timeout_ms));
   }
-  const int wire_compress = request.compressed ? compress_type : 0;
-  controller.set_request_compress_type(static_cast<CompressType>(wire_compress));
+  controller.set_request_compress_type(static_cast<CompressType>(request_compress_type_));
   for (auto& [name, value] : request.metadata) {
     controller.request_user_fields().emplace(std::move(name), std::move(value));
   }
   protocol::RpcMeta meta;
-  meta.set_compress_type(wire_compress);
+  meta.set_compress_type(request_compress_type_);
   const size_t request_size = request.message.size();
-  *pending = server.Pending(std::move(call),
-                            RequestPayload{std::move(meta), std::move(request.message),
-                                           request_size});
-  return Step::kCall;
+  *payload = RequestPayload{std::move(meta), std::move(request.message), request_size};
+  request = protocol::h2::GrpcRequest();
 }
 
 void GrpcServerProtocol::AnswerHealth(net::Connection& connection,
@@ -225,7 +224,7 @@ void GrpcServerProtocol::AnswerHealth(net::Connection& connection,
     return;
   }
   bool known = service.empty();
-  for (const auto& entry : state_.registry.methods()) {
+  for (const auto& entry : state_.config.registry.methods()) {
     known = known || entry->descriptor->service()->full_name() == service;
   }
   if (!known) {

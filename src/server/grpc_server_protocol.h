@@ -40,9 +40,10 @@ class GrpcServerProtocol final : public ServerProtocol {
   static protocol::h2::GrpcServerSession::Limits LimitsFor(const ServerOptions& options);
 
   std::string_view name() const noexcept override { return "h2:grpc"; }
-  Step Next(ServerConnection& server, net::Connection& connection, net::BufferChain& input,
-            std::chrono::steady_clock::time_point read_at,
-            std::unique_ptr<PendingCall>* call) override;
+  Step Next(net::Connection& connection, net::BufferChain& input,
+            std::chrono::steady_clock::time_point read_at, CallHead* head) override;
+  void Admitted(net::Connection& connection, ServerCall& call, RequestPayload* payload) override;
+  void Rejected() override { request_ = protocol::h2::GrpcRequest(); }
   const std::string& error() const noexcept override { return error_; }
   bool InRequest() const noexcept override {
     return in_request_.load(std::memory_order_acquire);
@@ -99,9 +100,9 @@ class GrpcServerProtocol final : public ServerProtocol {
     std::shared_ptr<StreamWaits> stream;  // streaming calls only
   };
 
-  Step Dispatch(ServerConnection& server, net::Connection& connection,
-                protocol::h2::GrpcRequest& request, std::chrono::steady_clock::time_point read_at,
-                std::unique_ptr<PendingCall>* call);
+  // request_: a call for admission (*head), or answered here (health, bad path or encoding).
+  Step Dispatch(net::Connection& connection, std::chrono::steady_clock::time_point read_at,
+                CallHead* head);
   void AnswerHealth(net::Connection& connection, const protocol::h2::GrpcRequest& request);
   void Fail(net::Connection& connection, int64_t key, protocol::h2::GrpcStatus status,
             std::string_view text);
@@ -125,6 +126,9 @@ class GrpcServerProtocol final : public ServerProtocol {
   bool flush_posted_ = false;                 // mutex_: a Flush() is posted to the connection
   static constexpr size_t kStreamFlushBytes = 32u << 10;
   std::string error_;  // Next() only
+  // The request Next() decoded for admission, and its compress type (reading thread only).
+  protocol::h2::GrpcRequest request_;
+  int request_compress_type_ = 0;
 
   std::atomic<size_t> held_bytes_{0};
   std::atomic<bool> in_request_{false};

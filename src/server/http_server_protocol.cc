@@ -128,10 +128,10 @@ HttpServerProtocol::HttpServerProtocol(ServerState& state, ServerConnection& own
                                        bool internal_port)
     : state_(state),
       internal_port_(internal_port),
-      decoder_(state.options.max_http_header_size, state.options.max_body_size),
-      max_held_(static_cast<size_t>(state.options.max_queued_requests_per_connection)),
-      max_held_bytes_(state.options.max_unwritten_bytes),
-      max_body_size_(state.options.max_body_size),
+      decoder_(state.config.options.max_http_header_size, state.config.options.max_body_size),
+      max_held_(static_cast<size_t>(state.config.options.max_queued_requests_per_connection)),
+      max_held_bytes_(state.config.options.max_unwritten_bytes),
+      max_body_size_(state.config.options.max_body_size),
       owner_(owner) {}
 
 std::unique_ptr<ServerProtocol> HttpServerProtocol::Create(ServerState& state,
@@ -140,15 +140,16 @@ std::unique_ptr<ServerProtocol> HttpServerProtocol::Create(ServerState& state,
   return std::make_unique<HttpServerProtocol>(state, owner, internal_port);
 }
 
-ServerProtocol::Step HttpServerProtocol::Next(ServerConnection& server, net::Connection& connection,
+ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection,
                                               net::BufferChain& input,
-                                              std::chrono::steady_clock::time_point read_at,
-                                              std::unique_ptr<PendingCall>* call) {
+                                              std::chrono::steady_clock::time_point /*read_at*/,
+                                              CallHead* head) {
   if (stopped_) {  // after "Connection: close" or bad input nothing more is read
     input.clear();
     return Step::kNeedMore;
   }
-  protocol::HttpRequest request;
+  request_ = protocol::HttpRequest();
+  protocol::HttpRequest& request = request_;
   switch (decoder_.Next(input, &request)) {
     case protocol::HttpRequestDecoder::Status::kNeedMore:
       return Step::kNeedMore;
@@ -181,20 +182,18 @@ ServerProtocol::Step HttpServerProtocol::Next(ServerConnection& server, net::Con
   settings.request_compress = RequestCompressType(request);
   settings.accepts_gzip = AcceptsGzip(request);
   Register(sequence, settings);
-  return Route(server, connection, request, sequence, read_at, call);
+  return Route(connection, sequence, head);
 }
 
-ServerProtocol::Step HttpServerProtocol::Route(ServerConnection& server,
-                                               net::Connection& connection,
-                                               protocol::HttpRequest& request, int64_t sequence,
-                                               std::chrono::steady_clock::time_point read_at,
-                                               std::unique_ptr<PendingCall>* call) {
+ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int64_t sequence,
+                                               CallHead* head) {
+  const protocol::HttpRequest& request = request_;
   std::string_view service, method;
   if (SplitMethodPath(request.path, &service, &method)) {
     int code = 0;
     std::string text;
-    const bool known = state_.registry.Resolve(service, method, &code, &text) != nullptr;
-    if (known || (request.method == "POST" && state_.builtins.Find(request.path) == nullptr)) {
+    const bool known = state_.config.registry.Resolve(service, method, &code, &text) != nullptr;
+    if (known || (request.method == "POST" && state_.config.builtins.Find(request.path) == nullptr)) {
       if (internal_port_) {
         Respond(connection, sequence, Head(404),
                 "methods are called on the main port, not on internal_port\n");
@@ -206,20 +205,18 @@ ServerProtocol::Step HttpServerProtocol::Route(ServerConnection& server,
         Respond(connection, sequence, std::move(head), "call " + request.path + " with POST\n");
         return Step::kAnswered;
       }
-      return CallMethod(server, connection, request, sequence, service, method, read_at, call);
+      return CallMethod(sequence, service, method, head);
     }
   }
-  return ServeBuiltin(server, connection, request, sequence, call);
+  return ServeBuiltin(connection, sequence, head);
 }
 
-ServerProtocol::Step HttpServerProtocol::ServeBuiltin(ServerConnection& server,
-                                                      net::Connection& connection,
-                                                      protocol::HttpRequest& request,
-                                                      int64_t sequence,
-                                                      std::unique_ptr<PendingCall>* call) {
-  const ServerOptions& options = state_.options;
+ServerProtocol::Step HttpServerProtocol::ServeBuiltin(net::Connection& connection,
+                                                      int64_t sequence, CallHead* head) {
+  const protocol::HttpRequest& request = request_;
+  const ServerOptions& options = state_.config.options;
   const builtin::BuiltinHandler* handler =
-      options.has_builtin_services ? state_.builtins.Find(request.path) : nullptr;
+      options.has_builtin_services ? state_.config.builtins.Find(request.path) : nullptr;
   if (handler == nullptr) {
     Respond(connection, sequence, Head(404), "no method or page at " + request.path + "\n");
     return Step::kAnswered;
@@ -251,13 +248,17 @@ ServerProtocol::Step HttpServerProtocol::ServeBuiltin(ServerConnection& server,
                 std::to_string(options.internal_port) + "\n");
     return Step::kAnswered;
   }
-  if (!server.AdmitTask(connection, sequence)) return Step::kAnswered;
-  const size_t request_size = request.body.size();
-  *call = server.Pending(
-      std::make_unique<HttpPageTask>(state_.shared_from_this(), connection.shared_from_this(),
-                                     this, handler, std::move(request), sequence),
-      request_size);
-  return Step::kCall;
+  page_ = handler;
+  page_sequence_ = sequence;
+  head->key = sequence;
+  return Step::kTask;
+}
+
+std::unique_ptr<AdmittedTask> HttpServerProtocol::TakeTask(net::Connection& connection,
+                                                           size_t* request_size) {
+  *request_size = request_.body.size();
+  return std::make_unique<HttpPageTask>(state_.shared_from_this(), connection.shared_from_this(),
+                                        this, page_, std::move(request_), page_sequence_);
 }
 
 void HttpServerProtocol::SendPage(net::Connection& connection, int64_t sequence,
@@ -277,49 +278,47 @@ void HttpServerProtocol::SendPage(net::Connection& connection, int64_t sequence,
   Deliver(connection, sequence, std::move(bytes), /*final=*/true);
 }
 
-ServerProtocol::Step HttpServerProtocol::CallMethod(
-    ServerConnection& server, net::Connection& connection, protocol::HttpRequest& request,
-    int64_t sequence, std::string_view service, std::string_view method,
-    std::chrono::steady_clock::time_point read_at, std::unique_ptr<PendingCall>* pending) {
-  ServerConnection::CallHead head;
-  head.service_name = service;
-  head.method_name = method;
-  head.key = sequence;
-  head.per_request_auth = true;
+ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::string_view service,
+                                                    std::string_view method, CallHead* head) {
+  const protocol::HttpRequest& request = request_;
+  head->service_name = service;
+  head->method_name = method;
+  head->key = sequence;
+  head->per_request_auth = true;
   if (const std::string* authorization = request.Header("authorization")) {
-    head.credential = *authorization;
+    head->credential = *authorization;
   }
-  int32_t timeout_ms = -1;
-  std::string invalid_text;
+  timeout_ms_ = -1;
   if (RequestCompressType(request) < 0) {
-    invalid_text = "Content-Encoding: " + *request.Header("content-encoding") +
-                   " is not supported (gzip, deflate or identity)";
-    head.invalid_code = EREQUEST;
-    head.invalid_text = invalid_text;
+    invalid_text_ = "Content-Encoding: " + *request.Header("content-encoding") +
+                    " is not supported (gzip, deflate or identity)";
+    head->invalid_code = EREQUEST;
+    head->invalid_text = invalid_text_;
   }
   if (const std::string* value = request.Header("x-bd-timeout-ms")) {
     const auto [end, error] =
-        std::from_chars(value->data(), value->data() + value->size(), timeout_ms);
-    if (error != std::errc() || end != value->data() + value->size() || timeout_ms < 0) {
-      invalid_text = "x-bd-timeout-ms: '" + *value + "' is not a number of milliseconds >= 0";
-      head.invalid_code = EREQUEST;
-      head.invalid_text = invalid_text;
+        std::from_chars(value->data(), value->data() + value->size(), timeout_ms_);
+    if (error != std::errc() || end != value->data() + value->size() || timeout_ms_ < 0) {
+      invalid_text_ = "x-bd-timeout-ms: '" + *value + "' is not a number of milliseconds >= 0";
+      head->invalid_code = EREQUEST;
+      head->invalid_text = invalid_text_;
     }
   }
-  std::unique_ptr<ServerCall> call = server.Admit(connection, head, read_at);
-  if (!call) return Step::kAnswered;
-  Controller& controller = call->controller();
-  if (timeout_ms > 0) internal::ControllerAccess::set_deadline_hint_ms(controller, timeout_ms);
-  if (const std::string* log_id = request.Header("x-bd-log-id")) {
+  return Step::kCall;
+}
+
+void HttpServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& call,
+                                  RequestPayload* payload) {
+  Controller& controller = call.controller();
+  if (timeout_ms_ > 0) internal::ControllerAccess::set_deadline_hint_ms(controller, timeout_ms_);
+  if (const std::string* log_id = request_.Header("x-bd-log-id")) {
     uint64_t id = 0;
     std::from_chars(log_id->data(), log_id->data() + log_id->size(), id);
     controller.set_log_id(id);
   }
-  RequestPayload payload;
-  payload.request_size = request.body.size();
-  payload.bytes.Append(request.body);
-  *pending = server.Pending(std::move(call), std::move(payload));
-  return Step::kCall;
+  payload->request_size = request_.body.size();
+  payload->bytes.Append(request_.body);
+  request_ = protocol::HttpRequest();
 }
 
 bool HttpServerProtocol::Saturated() const noexcept {

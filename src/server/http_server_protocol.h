@@ -24,9 +24,12 @@ class HttpServerProtocol final : public ServerProtocol {
                                                 bool internal_port);
 
   std::string_view name() const noexcept override { return "HTTP"; }
-  Step Next(ServerConnection& server, net::Connection& connection, net::BufferChain& input,
-            std::chrono::steady_clock::time_point read_at,
-            std::unique_ptr<PendingCall>* call) override;
+  Step Next(net::Connection& connection, net::BufferChain& input,
+            std::chrono::steady_clock::time_point read_at, CallHead* head) override;
+  void Admitted(net::Connection& connection, ServerCall& call, RequestPayload* payload) override;
+  std::unique_ptr<AdmittedTask> TakeTask(net::Connection& connection,
+                                         size_t* request_size) override;
+  void Rejected() override { request_ = protocol::HttpRequest(); }
   const std::string& error() const noexcept override { return decoder_.error(); }
   bool InRequest() const noexcept override { return decoder_.in_request(); }
   // Requests whose replies are not written yet reached max_queued_requests_per_connection, or
@@ -63,16 +66,11 @@ class HttpServerProtocol final : public ServerProtocol {
     bool accepts_gzip = false;  // Accept-Encoding names gzip
   };
 
-  Step Route(ServerConnection& server, net::Connection& connection, protocol::HttpRequest& request,
-             int64_t sequence, std::chrono::steady_clock::time_point read_at,
-             std::unique_ptr<PendingCall>* call);
-  Step ServeBuiltin(ServerConnection& server, net::Connection& connection,
-                    protocol::HttpRequest& request, int64_t sequence,
-                    std::unique_ptr<PendingCall>* call);
-  Step CallMethod(ServerConnection& server, net::Connection& connection,
-                  protocol::HttpRequest& request, int64_t sequence, std::string_view service,
-                  std::string_view method, std::chrono::steady_clock::time_point read_at,
-                  std::unique_ptr<PendingCall>* call);
+  // request_, answered as `sequence`: a method call, a page or an answer.
+  Step Route(net::Connection& connection, int64_t sequence, CallHead* head);
+  Step ServeBuiltin(net::Connection& connection, int64_t sequence, CallHead* head);
+  Step CallMethod(int64_t sequence, std::string_view service, std::string_view method,
+                  CallHead* head);
 
   static protocol::HttpResponseHead HeadFor(int status, const Exchange& exchange);
   static protocol::HttpResponseHead ErrorHead(int code, std::string_view text,
@@ -93,6 +91,13 @@ class HttpServerProtocol final : public ServerProtocol {
   protocol::HttpRequestDecoder decoder_;  // Next() only
   int64_t next_sequence_ = 0;             // Next() only
   bool stopped_ = false;                  // Next() only: no more requests on this connection
+  // The request Next() decoded for admission (Next(), Admitted(), TakeTask() and Rejected() run
+  // on the reading thread, one after the other).
+  protocol::HttpRequest request_;
+  const builtin::BuiltinHandler* page_ = nullptr;  // request_'s page (kTask)
+  int64_t page_sequence_ = 0;                      // ... and the sequence of its reply
+  int32_t timeout_ms_ = -1;                        // request_'s x-bd-timeout-ms
+  std::string invalid_text_;                       // its CallHead::invalid_text
 
   const size_t max_held_;
   const size_t max_held_bytes_;  // max_unwritten_bytes

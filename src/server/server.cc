@@ -47,24 +47,15 @@ class Server::Impl {
   }
   int handler_threads = 1;  // threads that run handlers: workers, else the I/O threads
 
-  // What Start() sets up (threads, listening sockets, registration, built-in pages); released in
-  // reverse when Start() returns without Commit().
+  // What Start() sets up beyond the runtime (registration, built-in pages); released again when
+  // Start() returns without Commit().
   class Startup {
    public:
     explicit Startup(Impl& impl) : impl_(impl) {}
     ~Startup() {
       if (committed_) return;
-      ServerState& state = *impl_.state;
       impl_.registration.reset();
-      if (state.acceptor) state.acceptor->Close();
-      if (state.internal_acceptor) state.internal_acceptor->Close();
-      if (state.loops) state.loops->Stop();
-      state.acceptor.reset();  // their timers and sockets belong to the loops: gone first
-      state.internal_acceptor.reset();
-      state.loops.reset();
-      state.fibers.reset();
-      state.workers.reset();
-      state.builtins = builtin::BuiltinRegistry();
+      impl_.state->config.builtins = builtin::BuiltinRegistry();
     }
     Startup(const Startup&) = delete;
     Startup& operator=(const Startup&) = delete;
@@ -84,8 +75,6 @@ namespace {
 std::string Quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
 constexpr size_t kMinFiberStackSize = 16u << 10;
-// Finished fibers whose stacks are kept for the next calls (docs/server.md, the memory bound).
-constexpr int kMaxCachedFiberStacks = 512;
 
 }  // namespace
 
@@ -196,9 +185,9 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
     return Fail(std::string("memory options are invalid: ") + e.what());
   }
   auto check_method = [&](std::string_view option, const std::string& method) {
-    if (state->registry.FindMethod(method) != nullptr) return 0;
+    if (state->config.registry.FindMethod(method) != nullptr) return 0;
     std::string known;
-    for (const auto& entry : state->registry.methods()) {
+    for (const auto& entry : state->config.registry.methods()) {
       known += (known.empty() ? "" : ", ") + entry->full_name;
     }
     return Fail(std::string(option) + ": no method " + Quoted(method) +
@@ -221,19 +210,19 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
 int Server::Impl::BindMethods(const ServerOptions& options) {
   auto strategy_for = [&](const std::string& mode, const std::string& where)
       -> std::shared_ptr<memory::MessageMemory> {
-    auto& strategy = state->strategies[mode];
+    auto& strategy = state->config.strategies[mode];
     if (!strategy) {
       try {
         strategy = memory::MakeMessageMemory(mode, options.memory);
       } catch (const std::exception& e) {
-        state->strategies.erase(mode);
+        state->config.strategies.erase(mode);
         Fail(where + "=" + Quoted(mode) + " is invalid: " + e.what());
         return nullptr;
       }
     }
     return strategy;
   };
-  for (const auto& entry : state->registry.methods()) {
+  for (const auto& entry : state->config.registry.methods()) {
     auto override_it = options.method_memory_mode.find(entry->full_name);
     const bool overridden = override_it != options.method_memory_mode.end();
     auto given_it = options.method_memory_strategy.find(entry->full_name);
@@ -272,26 +261,26 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
 void Server::Impl::OnAccept(asio::ip::tcp::socket socket, bool internal_port) {
   ServerState& s = *state;
   net::Connection::Options connection_options;
-  connection_options.idle_timeout_sec = s.options.idle_timeout_sec;
-  connection_options.read_timeout_ms = s.options.read_timeout_ms;
-  connection_options.first_byte_timeout_ms = s.options.first_byte_timeout_ms;
-  connection_options.write_timeout_ms = s.options.write_timeout_ms;
-  connection_options.max_unwritten_bytes = s.options.max_unwritten_bytes;
+  connection_options.idle_timeout_sec = s.config.options.idle_timeout_sec;
+  connection_options.read_timeout_ms = s.config.options.read_timeout_ms;
+  connection_options.first_byte_timeout_ms = s.config.options.first_byte_timeout_ms;
+  connection_options.write_timeout_ms = s.config.options.write_timeout_ms;
+  connection_options.max_unwritten_bytes = s.config.options.max_unwritten_bytes;
   connection_options.read_pauses = &s.counters.read_pauses;
   auto connection = net::Connection::Create(
       std::move(socket),
       std::make_unique<server::ServerConnection>(&s, handler_threads, internal_port),
       connection_options);
-  switch (s.connections.Add(connection, s.options.max_connections)) {
+  switch (s.connections.Add(connection, s.config.options.max_connections)) {
     case server::ConnectionTable::AddResult::kAdded:
       break;
     case server::ConnectionTable::AddResult::kClosing:
       return;  // Stop() is closing everything: drop it (closes the fd)
     case server::ConnectionTable::AddResult::kFull:
       s.counters.connections_rejected.fetch_add(1, std::memory_order_relaxed);
-      s.malformed_log.Log("closing connection from " + connection->remote_side() +
+      s.counters.malformed_log.Log("closing connection from " + connection->remote_side() +
                           ": reached max_connections=" +
-                          std::to_string(s.options.max_connections));
+                          std::to_string(s.config.options.max_connections));
       return;  // the socket closes with the connection
   }
   s.counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
@@ -310,7 +299,7 @@ int Server::AddService(google::protobuf::Service* service, ServiceOwnership owne
   if (impl_->phase != Impl::Phase::kIdle) {
     return impl_->Fail("AddService: the server was already started");
   }
-  return impl_->state->registry.Add(service, ownership, &impl_->last_error);
+  return impl_->state->config.registry.Add(service, ownership, &impl_->last_error);
 }
 
 int Server::Start(std::string_view address, const ServerOptions& options) {
@@ -322,7 +311,7 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
                          : "Start: a stopped server cannot be restarted; create a new Server");
   }
   ServerState& state = *impl.state;
-  if (state.registry.methods().empty()) return impl.Fail("Start: no service was added");
+  if (state.config.registry.methods().empty()) return impl.Fail("Start: no service was added");
   if (impl.ValidateOptions(options) != 0) return -1;
   asio::ip::tcp::endpoint endpoint;
   std::string endpoint_error;
@@ -330,65 +319,36 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
     return impl.Fail("Start: " + endpoint_error);
   }
   std::string tls_error;
-  state.tls = server::MakeServerTlsContext(options.tls, &tls_error);
+  state.config.tls = server::MakeServerTlsContext(options.tls, &tls_error);
   if (!tls_error.empty()) return impl.Fail("Start: " + tls_error);
-  state.options = options;
+  state.config.options = options;
   state.message_memory.set_limit(options.max_inflight_message_memory);
   if (impl.BindMethods(options) != 0) return -1;
 
-  // Everything set up from here is released again, in reverse, unless Start() succeeds.
+  // Everything set up from here is released again, in reverse, unless Start() succeeds: the
+  // runtime (threads, listening sockets) by its destructor, the rest by `startup`.
   Impl::Startup startup(impl);
-  const int io_threads = options.num_threads > 0
-                             ? options.num_threads
-                             : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  state.loops =
-      std::make_unique<net::EventLoopGroup>(io_threads, "arenarpc-io", net::LoopSharing::kShared);
-  impl.handler_threads = options.worker_threads > 0 ? options.worker_threads : io_threads;
+  auto runtime = std::make_unique<server::ServerRuntime>(options);
+  impl.handler_threads = runtime->handler_threads();
   // The adaptive limit's floor: one call may wait while every handler thread works.
   state.admission.Configure(options.max_concurrency, options.max_queued_requests,
                             impl.handler_threads);
   if (options.has_builtin_services) {
-    builtin::AddCoreBuiltinServices(&state.builtins, server::MakeServerView(impl.state));
+    builtin::AddCoreBuiltinServices(&state.config.builtins, server::MakeServerView(impl.state));
   }
-  try {
-    state.acceptor = net::Acceptor::Listen(
-        *state.loops, endpoint,
-        [impl = &impl](asio::ip::tcp::socket socket) {
-          impl->OnAccept(std::move(socket), /*internal_port=*/false);
-        });
-  } catch (const std::exception& e) {
-    return impl.Fail("Start: cannot listen on " + std::string(address) + ": " + e.what());
+  std::string listen_error;
+  if (!runtime->Listen(endpoint, options,
+                       [impl = &impl](asio::ip::tcp::socket socket, bool internal_port) {
+                         impl->OnAccept(std::move(socket), internal_port);
+                       },
+                       &listen_error)) {
+    return impl.Fail("Start: " + listen_error);
   }
-  if (options.internal_port >= 0) {
-    asio::ip::tcp::endpoint internal(asio::ip::make_address(options.internal_address),
-                                     static_cast<unsigned short>(options.internal_port));
-    try {
-      state.internal_acceptor = net::Acceptor::Listen(
-          *state.loops, internal, [impl = &impl](asio::ip::tcp::socket socket) {
-            impl->OnAccept(std::move(socket), /*internal_port=*/true);
-          });
-    } catch (const std::exception& e) {
-      return impl.Fail("Start: cannot listen on internal_address:internal_port=" +
-                       options.internal_address + ":" + std::to_string(options.internal_port) +
-                       ": " + e.what());
-    }
-  }
-  if (options.worker_threads > 0) {
-    state.workers = std::make_unique<asio::thread_pool>(options.worker_threads);
-  }
-  fiber::Scheduler::Options fiber_options;
-  fiber_options.stack_size = options.fiber_stack_size;
-  fiber_options.max_fibers = options.max_fibers;
-  fiber_options.cached_stacks = std::min(options.max_fibers, kMaxCachedFiberStacks);
-  state.fibers = std::make_unique<fiber::Scheduler>(
-      state.workers ? asio::any_io_executor(state.workers->get_executor())
-                    : asio::any_io_executor(state.loops->loop(0).get_executor()),
-      fiber_options);
   if (!options.registry_url.empty()) {
     cluster::RegistrationInfo info;
     info.address = options.advertised_address.empty()
                        ? cluster::AdvertisedAddress(endpoint.address().to_string(),
-                                                    state.acceptor->port())
+                                                    runtime->port())
                        : options.advertised_address;
     info.weight = options.registry_weight;
     info.tag = options.registry_tag;
@@ -400,12 +360,10 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
     }
   }
   startup.Commit();
-  impl.port = state.acceptor->port();
-  state.acceptor->Start();
-  if (state.internal_acceptor) {
-    impl.internal_port = state.internal_acceptor->port();
-    state.internal_acceptor->Start();
-  }
+  impl.port = runtime->port();
+  impl.internal_port = runtime->internal_port();
+  state.runtime = std::move(runtime);
+  state.runtime->StartAccepting();
   impl.phase = Impl::Phase::kRunning;
   impl.last_error.clear();
   return 0;
@@ -431,7 +389,7 @@ const std::string& Server::last_error() const { return impl_->last_error; }
 
 int Server::ReloadTlsCertificates() {
   std::lock_guard lock(impl_->mutex);
-  const std::shared_ptr<net::TlsContext> tls = impl_->state->tls;
+  const std::shared_ptr<net::TlsContext> tls = impl_->state->config.tls;
   if (!tls) return impl_->Fail("ReloadTlsCertificates: TLS is off (ServerOptions::tls)");
   std::string error;
   if (!tls->Reload(&error)) return impl_->Fail("ReloadTlsCertificates: " + error);
@@ -449,8 +407,7 @@ int Server::Stop() {
     if (impl.phase != Impl::Phase::kRunning) return 0;
   }
   ServerState& state = *impl.state;
-  if (state.loops->InLoopThread() ||
-      (state.workers && state.workers->get_executor().running_in_this_thread())) {
+  if (state.runtime->OnServerThread()) {
     // Waiting here would wait for this very thread; Stop() belongs on a thread of the application.
     impl.last_error =
         "Stop: called from a thread of the server (a handler); call it from another thread";
@@ -459,15 +416,14 @@ int Server::Stop() {
   if (!state.admission.StartStopping()) return 0;  // another Stop() runs
   // Out of the registry first, so that clients stop choosing this server while it drains.
   if (impl.registration) impl.registration->Stop();
-  state.acceptor->Close();
-  if (state.internal_acceptor) state.internal_acceptor->Close();
+  state.runtime->CloseListeners();
   for (const auto& connection : state.connections.Open()) {
     static_cast<server::ServerConnection&>(connection->delegate()).OnServerStopping(*connection);
   }
 
   // Calls in flight may finish until the deadline; new requests already get ELOGOFF.
   const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(state.options.stop_deadline_ms);
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(state.config.options.stop_deadline_ms);
   state.admission.WaitIdle(deadline);
   const std::vector<std::shared_ptr<net::Connection>> open = state.connections.StartClosing();
   // Every reply produced so far is written before its connection closes, until the deadline.
@@ -493,16 +449,13 @@ int Server::Join() {
   if (impl.joined) return 0;
   impl.joined = true;
   ServerState& state = *impl.state;
-  if (state.loops->InLoopThread() ||
-      (state.workers && state.workers->get_executor().running_in_this_thread())) {
+  if (state.runtime->OnServerThread()) {
     impl.last_error = "Join: called from a thread of the server (a handler)";
     return -1;
   }
   // Like a handler that blocks its thread, a fiber still waiting (on a backend without a timeout)
   // holds Join() up; the threads keep running until it is done.
-  if (state.fibers) state.fibers->WaitIdle();
-  state.loops->Stop();
-  if (state.workers) state.workers->join();
+  state.runtime->Join();
   return 0;
 }
 
@@ -538,7 +491,7 @@ void Server::RunUntilAskedToQuit() {
 }
 
 MethodStats Server::GetMethodStats(std::string_view full_method_name) const {
-  const server::MethodEntry* entry = impl_->state->registry.FindMethod(full_method_name);
+  const server::MethodEntry* entry = impl_->state->config.registry.FindMethod(full_method_name);
   if (entry == nullptr) return MethodStats{};
   return server::SnapshotMethod(*entry, std::chrono::steady_clock::now());
 }
@@ -551,7 +504,7 @@ std::shared_ptr<const stats::ServerView> internal::ServerAccess::View(const Serv
 
 std::vector<std::string> Server::ListMethods() const {
   std::vector<std::string> names;
-  for (const auto& entry : impl_->state->registry.methods()) names.push_back(entry->full_name);
+  for (const auto& entry : impl_->state->config.registry.methods()) names.push_back(entry->full_name);
   std::sort(names.begin(), names.end());
   return names;
 }

@@ -169,7 +169,7 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     return;  // the half-filled pair goes back to its strategy with the call
   }
   payload.bytes.clear();  // the input pages can go back before the handler runs
-  fiber::Scheduler& fibers = *call->state_->fibers;
+  fiber::Scheduler& fibers = call->state_->runtime->fibers();
   std::string limit_text;
   if (!fibers.TryReserve()) {
     limit_text = "Reached server's max_fibers=" + std::to_string(fibers.options().max_fibers);
@@ -194,7 +194,7 @@ void ServerCall::RunHandler(void* arg) {
   ServerCall* done = static_cast<std::unique_ptr<ServerCall>*>(arg)->release();
   MethodEntry* method = done->method_;
   method->CountStarted();
-  if (!done->state_->options.interceptors.empty() && !done->Intercept()) return;
+  if (!done->state_->config.options.interceptors.empty() && !done->Intercept()) return;
   // `done` is owned by the handler until done->Run(), which may come from this fiber.
   method->service->CallMethod(method->descriptor, &done->controller_, done->pair_.request(),
                               done->pair_.response(), done);
@@ -203,7 +203,7 @@ void ServerCall::RunHandler(void* arg) {
 bool ServerCall::Intercept() {
   std::string error_text;
   const int code = internal::RunServerInterceptors(
-      state_->options.interceptors,
+      state_->config.options.interceptors,
       InterceptedServerCall{*method_->descriptor, controller_, *pair_.request()}, &error_text);
   if (code == 0) return true;
   controller_.SetFailed(code, std::move(error_text));

@@ -39,7 +39,7 @@ bool ServerConnection::Recognize(net::Connection& connection, const net::BufferC
   const ServerProtocolEntry* entry = FindServerProtocol(wire);
   if (entry == nullptr) {
     state_->counters.malformed_frames.fetch_add(1, std::memory_order_relaxed);
-    state_->malformed_log.Log(
+    state_->counters.malformed_log.Log(
         "closing connection from " + connection.remote_side() +
         (wire == protocol::WireProtocol::kTls
              ? std::string(": a TLS ClientHello, but TLS is off (ServerOptions::tls)")
@@ -53,7 +53,7 @@ bool ServerConnection::Recognize(net::Connection& connection, const net::BufferC
 }
 
 bool ServerConnection::BacklogFull() const {
-  const ServerOptions& options = state_->options;
+  const ServerOptions& options = state_->config.options;
   return backlog_.size() >= static_cast<size_t>(options.max_queued_requests_per_connection) ||
          backlog_bytes_ > options.max_queued_request_bytes || ProtocolSaturated();
 }
@@ -116,27 +116,27 @@ net::Connection::InputResult ServerConnection::OnInput(
     // A full backlog stops decoding: the rest stays in `input` until the backlog drains.
     if (full || protocol_->Saturated() ||
         admitted.size() >= static_cast<size_t>(
-                               state_->options.max_queued_requests_per_connection)) {
+                               state_->config.options.max_queued_requests_per_connection)) {
       result.input_waits = true;
       break;
     }
-    std::unique_ptr<PendingCall> call;
-    const ServerProtocol::Step step = protocol_->Next(*this, connection, input, read_at, &call);
+    CallHead head;
+    const ServerProtocol::Step step = protocol_->Next(connection, input, read_at, &head);
     if (step == ServerProtocol::Step::kNeedMore) break;
     result.message_completed = true;
     if (step == ServerProtocol::Step::kMalformed ||
         step == ServerProtocol::Step::kMalformedAnswered) {
       state_->counters.malformed_frames.fetch_add(1, std::memory_order_relaxed);
-      state_->malformed_log.Log("closing connection from " + connection.remote_side() +
+      state_->counters.malformed_log.Log("closing connection from " + connection.remote_side() +
                                 ": malformed " + std::string(protocol_->name()) +
                                 " request: " + protocol_->error());
       if (step == ServerProtocol::Step::kMalformed) result.keep_open = false;
       break;
     }
-    if (call) {
-      admitted_bytes += call->payload.request_size;
-      admitted.push_back(std::move(*call));
-      full = admitted_bytes > state_->options.max_queued_request_bytes;
+    if ((step == ServerProtocol::Step::kCall || step == ServerProtocol::Step::kTask) &&
+        AdmitDecoded(connection, step, head, read_at, &admitted)) {
+      admitted_bytes += admitted.back().payload.request_size;
+      full = admitted_bytes > state_->config.options.max_queued_request_bytes;
     }
   }
   result.message_in_progress = protocol_->InRequest();
@@ -153,7 +153,7 @@ net::Connection::InputResult ServerConnection::OnInput(
       UpdateReadBlock(connection);
     }
   }
-  if (start_drainers > 0 && !state_->workers) {
+  if (start_drainers > 0 && state_->runtime->workers() == nullptr) {
     result.run_next = std::make_unique<Drainer>(connection.shared_from_this());
     --start_drainers;
   }
@@ -163,8 +163,8 @@ net::Connection::InputResult ServerConnection::OnInput(
 
 void ServerConnection::PostDrainer(net::Connection& connection) {
   auto run = [drainer = Drainer(connection.shared_from_this())]() mutable { drainer.Run(); };
-  if (state_->workers) {
-    asio::post(*state_->workers, std::move(run));
+  if (asio::thread_pool* workers = state_->runtime->workers()) {
+    asio::post(*workers, std::move(run));
   } else {
     asio::post(connection.executor(), std::move(run));
   }
@@ -196,7 +196,7 @@ void ServerConnection::DrainOne(net::Connection& connection) {
 
 // Pauses reading while the backlog is full; resumes when it is down to half of both bounds.
 void ServerConnection::UpdateReadBlock(net::Connection& connection) {
-  const ServerOptions& options = state_->options;
+  const ServerOptions& options = state_->config.options;
   const bool blocked =
       read_blocked_
           ? backlog_.size() > static_cast<size_t>(options.max_queued_requests_per_connection) / 2 ||
@@ -229,9 +229,9 @@ void ServerConnection::OnClosed(net::Connection& connection) {
       break;
     case net::CloseReason::kReadTimeout:
       state_->counters.connections_closed_read_timeout.fetch_add(1, std::memory_order_relaxed);
-      state_->timeout_log.Log("closing connection from " + connection.remote_side() +
+      state_->counters.timeout_log.Log("closing connection from " + connection.remote_side() +
                               ": a frame did not complete within read_timeout_ms=" +
-                              std::to_string(state_->options.read_timeout_ms));
+                              std::to_string(state_->config.options.read_timeout_ms));
       break;
     case net::CloseReason::kFirstByteTimeout:
       state_->counters.connections_closed_first_byte_timeout.fetch_add(1,
@@ -239,16 +239,16 @@ void ServerConnection::OnClosed(net::Connection& connection) {
       break;
     case net::CloseReason::kWriteTimeout:
       state_->counters.connections_closed_write_timeout.fetch_add(1, std::memory_order_relaxed);
-      state_->timeout_log.Log("closing connection from " + connection.remote_side() +
+      state_->counters.timeout_log.Log("closing connection from " + connection.remote_side() +
                               ": its replies found no room in the socket for write_timeout_ms=" +
-                              std::to_string(state_->options.write_timeout_ms));
+                              std::to_string(state_->config.options.write_timeout_ms));
       break;
     default:
       break;
   }
   if (std::string tls_error = connection.tls_error(); !tls_error.empty()) {
     state_->counters.tls_failures.fetch_add(1, std::memory_order_relaxed);
-    state_->malformed_log.Log("closing connection from " + connection.remote_side() + ": TLS: " +
+    state_->counters.malformed_log.Log("closing connection from " + connection.remote_side() + ": TLS: " +
                               tls_error);
   }
   state_->connections.Remove(connection.id());
@@ -288,7 +288,7 @@ bool ServerConnection::AdmitFirst(net::Connection& connection, int64_t key) {
 
 bool ServerConnection::Overcrowded(const net::Connection& connection) const {
   return connection.unwritten_held_bytes() + protocol_->HeldBytes() >=
-         state_->options.max_unwritten_bytes;
+         state_->config.options.max_unwritten_bytes;
 }
 
 std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
@@ -304,13 +304,13 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
   }
   std::unique_ptr<AuthContext> call_auth;
   const AuthContext* auth_context = nullptr;
-  if (state.options.auth != nullptr &&
+  if (state.config.options.auth != nullptr &&
       !Authenticate(connection, head, &call_auth, &auth_context)) {
     return nullptr;
   }
   int code = 0;
   std::string text;
-  MethodEntry* method = state.registry.Resolve(head.service_name, head.method_name, &code, &text);
+  MethodEntry* method = state.config.registry.Resolve(head.service_name, head.method_name, &code, &text);
   if (method == nullptr) {
     Reject(connection, key, code, text, &state.counters.rejected_unknown, true);
     return nullptr;
@@ -343,7 +343,7 @@ bool ServerConnection::Authenticate(net::Connection& connection, const CallHead&
     return true;
   }
   auto verified = std::make_unique<AuthContext>();
-  if (state_->options.auth->VerifyCredential(std::string(head.credential),
+  if (state_->config.options.auth->VerifyCredential(std::string(head.credential),
                                              connection.remote_side(), verified.get()) != 0) {
     Reject(connection, head.key, ERPCAUTH, protocol::kAuthFailedText,
            &state_->counters.rejected_auth, true);
@@ -373,16 +373,31 @@ bool ServerConnection::AdmitTask(net::Connection& connection, int64_t key) {
   return true;
 }
 
-std::unique_ptr<PendingCall> ServerConnection::Pending(std::unique_ptr<ServerCall> call,
-                                                       RequestPayload&& payload) {
+bool ServerConnection::AdmitDecoded(net::Connection& connection, ServerProtocol::Step step,
+                                    const CallHead& head,
+                                    net::Connection::Clock::time_point read_at,
+                                    std::vector<PendingCall>* admitted) {
+  if (step == ServerProtocol::Step::kTask) {
+    if (!AdmitTask(connection, head.key)) {
+      protocol_->Rejected();
+      return false;
+    }
+    size_t request_size = 0;
+    std::unique_ptr<AdmittedTask> task = protocol_->TakeTask(connection, &request_size);
+    state_->admission.Queued();
+    admitted->emplace_back(std::move(task), request_size);
+    return true;
+  }
+  std::unique_ptr<ServerCall> call = Admit(connection, head, read_at);
+  if (!call) {
+    protocol_->Rejected();
+    return false;
+  }
+  RequestPayload payload;
+  protocol_->Admitted(connection, *call, &payload);
   state_->admission.Queued();
-  return std::make_unique<PendingCall>(std::move(call), std::move(payload));
-}
-
-std::unique_ptr<PendingCall> ServerConnection::Pending(std::unique_ptr<AdmittedTask> task,
-                                                       size_t request_size) {
-  state_->admission.Queued();
-  return std::make_unique<PendingCall>(std::move(task), request_size);
+  admitted->emplace_back(std::move(call), std::move(payload));
+  return true;
 }
 
 }  // namespace arenarpc::server

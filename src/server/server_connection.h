@@ -1,7 +1,7 @@
 #pragma once
 // ServerConnection: the server's side of one connection. Recognises the connection's protocol from
-// its first bytes (server_protocol.h), lets the protocol decode requests, and takes each call
-// through admission (stopping → ELOGOFF, max_concurrency / a full server queue → ELIMIT,
+// its first bytes (server_protocol.h), lets the protocol decode requests, and takes each decoded
+// call or page through admission (stopping → ELOGOFF, max_concurrency / a full server queue → ELIMIT,
 // attachment_size → EREQUEST, name resolution → ENOSERVICE/ENOMETHOD, too much unsent output →
 // EOVERCROWDED) into the connection's backlog.
 //
@@ -21,6 +21,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "net/connection.h"
 #include "server/cancel_registry.h"
@@ -39,22 +40,6 @@ class ServerConnection final : public net::Connection::Delegate {
   void OnClosed(net::Connection& connection) override;
   void OnTlsHandshakeDone(net::Connection& connection) override;
 
-  // What admission needs to know of one decoded call.
-  struct CallHead {
-    std::string_view service_name, method_name;  // resolved as spec §5.2
-    int64_t key = 0;        // identifies the reply: correlation_id (baidu_std), sequence (HTTP)
-    int invalid_code = 0;   // != 0: the request is invalid; answered so once admitted
-    std::string_view invalid_text;
-    // ServerOptions::auth: the credential (authentication_data, Authorization). per_request:
-    // verified on every call (HTTP); else once, on the connection's first call (baidu_std).
-    std::string_view credential;
-    bool per_request_auth = false;
-  };
-  // Admission of one call (stopping -> ELOGOFF, max_queued_requests / max_concurrency -> ELIMIT,
-  // invalid_code, names -> ENOSERVICE/ENOMETHOD, unsent output -> EOVERCROWDED); rejections are
-  // answered through the protocol. nullptr = rejected.
-  std::unique_ptr<ServerCall> Admit(net::Connection& connection, const CallHead& head,
-                                    net::Connection::Clock::time_point read_at);
   // "baidu_std", "http"; "unknown" until the first bytes are in. Any thread.
   std::string_view protocol_name() const noexcept;
   // Replies the protocol holds for their turn (HTTP), bytes of memory. Any thread.
@@ -63,16 +48,22 @@ class ServerConnection final : public net::Connection::Delegate {
   void OnServerStopping(net::Connection& connection);
   // The protocol's held replies went below its bound: re-evaluates whether reading may resume.
   void OnRepliesDrained(net::Connection& connection);
-  // Admission of work that is not a method call (an HTTP built-in page): stopping, the queue and
-  // concurrency limits and unsent output as for a call. true: admitted, and the caller hands an
-  // AdmittedTask to Pending() (which settles the admission); false: rejected and answered.
-  bool AdmitTask(net::Connection& connection, int64_t key);
-  // An admitted call, with its request bytes, ready for the backlog.
-  std::unique_ptr<PendingCall> Pending(std::unique_ptr<ServerCall> call, RequestPayload&& payload);
-  std::unique_ptr<PendingCall> Pending(std::unique_ptr<AdmittedTask> task, size_t request_size);
 
  private:
   class Drainer;
+  // Admits what the protocol's Next() decoded (kCall, kTask) onto `admitted`, ready for the
+  // backlog. false: rejected and answered.
+  bool AdmitDecoded(net::Connection& connection, ServerProtocol::Step step, const CallHead& head,
+                    net::Connection::Clock::time_point read_at,
+                    std::vector<PendingCall>* admitted);
+  // Admission of one call (stopping -> ELOGOFF, max_queued_requests / max_concurrency -> ELIMIT,
+  // invalid_code, names -> ENOSERVICE/ENOMETHOD, unsent output -> EOVERCROWDED); rejections are
+  // answered through the protocol. nullptr = rejected.
+  std::unique_ptr<ServerCall> Admit(net::Connection& connection, const CallHead& head,
+                                    net::Connection::Clock::time_point read_at);
+  // Admission of work that is not a method call (an HTTP built-in page): stopping, the queue and
+  // concurrency limits and unsent output as for a call. false: rejected and answered.
+  bool AdmitTask(net::Connection& connection, int64_t key);
   // Picks the protocol from the first bytes; false = none matches (close).
   bool Recognize(net::Connection& connection, const net::BufferChain& input, bool* need_more);
   // One drainer's turn: starts the oldest backlog call; queues the drainer again if more wait.

@@ -6,6 +6,7 @@
 #include "server/baidu_std_server_protocol.h"
 #include "server/grpc_server_protocol.h"
 #include "server/http_server_protocol.h"
+#include "server/call_task.h"
 #include "server/server_call.h"
 
 namespace arenarpc::server {
@@ -19,6 +20,11 @@ const std::array<ServerProtocolEntry, 3> kProtocols = {{
 }};
 
 }  // namespace
+
+std::unique_ptr<AdmittedTask> ServerProtocol::TakeTask(net::Connection& /*connection*/,
+                                                       size_t* /*request_size*/) {
+  return nullptr;  // Next() never answers kTask
+}
 
 std::string ServerProtocol::ParseFailureText(const ServerCall& call,
                                              const RequestPayload& payload) {

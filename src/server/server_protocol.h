@@ -24,19 +24,33 @@
 
 namespace arenarpc::server {
 
+class AdmittedTask;
 class CancelState;
 class ServerCall;
 class ServerConnection;
-struct PendingCall;
 struct RequestPayload;
 struct ServerState;
+
+// What admission needs to know of one decoded request (ServerProtocol::Next()). Its views point
+// into what the protocol keeps of the request until its next Next().
+struct CallHead {
+  std::string_view service_name, method_name;  // resolved as spec §5.2
+  int64_t key = 0;        // identifies the reply: correlation_id (baidu_std), sequence (HTTP)
+  int invalid_code = 0;   // != 0: the request is invalid; answered so once admitted
+  std::string_view invalid_text;
+  // ServerOptions::auth: the credential (authentication_data, Authorization). per_request:
+  // verified on every call (HTTP, gRPC); else once, on the connection's first call (baidu_std).
+  std::string_view credential;
+  bool per_request_auth = false;
+};
 
 class ServerProtocol {
  public:
   enum class Step {
     kNeedMore,           // no complete request in the input
-    kCall,               // *call holds an admitted call for the backlog
-    kAnswered,           // a request was answered or rejected without a call
+    kCall,               // a method call, described by *head, waits for admission
+    kTask,               // other work (an HTTP page) for the reply head->key waits for admission
+    kAnswered,           // a request was answered or rejected without admission
     kMalformed,          // bad input: count it and close the connection now (error() says why)
     kMalformedAnswered,  // bad input, answered: count it; the protocol closes after the answer
   };
@@ -44,10 +58,22 @@ class ServerProtocol {
   virtual ~ServerProtocol() = default;
   virtual std::string_view name() const noexcept = 0;
 
-  // Decodes the next request off `input` and takes a call through server.Admit().
-  virtual Step Next(ServerConnection& server, net::Connection& connection, net::BufferChain& input,
-                    std::chrono::steady_clock::time_point read_at,
-                    std::unique_ptr<PendingCall>* call) = 0;
+  // Decodes the next request off `input`. A protocol decodes and packs; the connection admits:
+  // after kCall it calls Admitted() if the call was admitted (a rejection is answered through
+  // SendError()), after kTask TakeTask() if the task was.
+  virtual Step Next(net::Connection& connection, net::BufferChain& input,
+                    std::chrono::steady_clock::time_point read_at, CallHead* head) = 0;
+  // The call Next() decoded was admitted as `call`: fills its Controller from the request (ids,
+  // deadline, compression, metadata, attachment, stream offer) and moves the request's bytes
+  // into *payload.
+  virtual void Admitted(net::Connection& connection, ServerCall& call,
+                        RequestPayload* payload) = 0;
+  // The call or task Next() decoded was rejected (and answered): what it holds is released.
+  virtual void Rejected() = 0;
+  // The task Next() decoded was admitted: the work, and the bytes of its request. Only protocols
+  // that answer kTask override it.
+  virtual std::unique_ptr<AdmittedTask> TakeTask(net::Connection& connection,
+                                                 size_t* request_size);
   virtual const std::string& error() const noexcept = 0;  // after kMalformed*
   // Bytes of a request that has not completed were taken off the input (Next()'s thread).
   virtual bool InRequest() const noexcept { return false; }

@@ -70,7 +70,7 @@ MethodStats SnapshotMethod(const MethodEntry& entry,
 std::vector<MethodStats> SnapshotMethods(const ServerState& state,
                                          std::chrono::steady_clock::time_point now) {
   std::vector<MethodStats> out;
-  for (const auto& entry : state.registry.methods()) out.push_back(SnapshotMethod(*entry, now));
+  for (const auto& entry : state.config.registry.methods()) out.push_back(SnapshotMethod(*entry, now));
   std::sort(out.begin(), out.end(),
             [](const MethodStats& a, const MethodStats& b) { return a.full_name < b.full_name; });
   return out;
@@ -100,7 +100,7 @@ ServerStats SnapshotServer(ServerState& state) {
   stats.tls_failures = counters.tls_failures.load(kRelaxed);
   stats.tls_refused = counters.tls_refused.load(kRelaxed);
   stats.rejected_auth = counters.rejected_auth.load(kRelaxed);
-  if (state.fibers) stats.fibers = state.fibers->live();
+  if (state.runtime) stats.fibers = state.runtime->fibers().live();
   stats.queued = state.admission.queued();
   stats.concurrency_limit = state.admission.limit();
   stats.requests = counters.requests.load(kRelaxed);
@@ -128,7 +128,7 @@ class StateView final : public stats::ServerView {
     std::vector<stats::MethodView> out;
     const auto state = state_.lock();
     if (!state) return out;
-    for (const auto& entry : state->registry.methods()) {
+    for (const auto& entry : state->config.registry.methods()) {
       stats::MethodView view;
       view.stats = SnapshotMethod(*entry, now);
       view.calls_per_second = entry->window.CountsPerSecond<60>(now);
@@ -147,7 +147,7 @@ class StateView final : public stats::ServerView {
   }
   ServerOptions Options() const override {
     const auto state = state_.lock();
-    return state ? state->options : ServerOptions{};
+    return state ? state->config.options : ServerOptions{};
   }
 
  private:

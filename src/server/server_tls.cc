@@ -46,18 +46,18 @@ Transport ChooseTransport(ServerState& state, net::Connection& connection,
   const protocol::WireProtocol wire = protocol::RecognizeProtocol(input);
   if (wire == protocol::WireProtocol::kNeedMore) return Transport::kNeedMore;
   // Without a certificate a ClientHello is one more unknown protocol (malformed_frames).
-  if (wire != protocol::WireProtocol::kTls || !state.tls) {
-    if (!state.options.tls.require_tls) return Transport::kClearText;
+  if (wire != protocol::WireProtocol::kTls || !state.config.tls) {
+    if (!state.config.options.tls.require_tls) return Transport::kClearText;
     state.counters.tls_refused.fetch_add(1, std::memory_order_relaxed);
-    state.malformed_log.Log("closing connection from " + connection.remote_side() +
+    state.counters.malformed_log.Log("closing connection from " + connection.remote_side() +
                             ": clear text on a port that requires TLS (tls.require_tls)");
     return Transport::kRefused;
   }
   std::string error;
-  std::unique_ptr<net::TlsSession> session = state.tls->NewSession({}, &error);
+  std::unique_ptr<net::TlsSession> session = state.config.tls->NewSession({}, &error);
   if (!session) {
     state.counters.tls_failures.fetch_add(1, std::memory_order_relaxed);
-    state.malformed_log.Log("closing connection from " + connection.remote_side() + ": TLS: " +
+    state.counters.malformed_log.Log("closing connection from " + connection.remote_side() + ": TLS: " +
                             error);
     return Transport::kRefused;
   }
