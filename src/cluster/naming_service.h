@@ -17,8 +17,6 @@ namespace arenarpc::cluster {
 struct NamingOptions {
   // How often dns:// re-resolves and file:// checks its file.
   std::chrono::milliseconds refresh_interval{5000};
-  // Bound of the first fetch done inside Start() (etcd's first Range).
-  std::chrono::milliseconds first_fetch_timeout{2000};
 };
 
 class NamingService {
@@ -26,7 +24,7 @@ class NamingService {
   using Listener = std::function<void(ServerList)>;
   virtual ~NamingService() = default;
 
-  // Fetches the first list (bounded by options.first_fetch_timeout), hands it to `listener`
+  // Fetches the first list (bounded in time: etcd's call_timeout_ms), hands it to `listener`
   // before returning, then follows changes in the background. False with *error if the first
   // fetch failed; the service is then stopped.
   virtual bool Start(Listener listener, std::string* error) = 0;

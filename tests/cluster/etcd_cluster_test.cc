@@ -1,8 +1,9 @@
-// etcd:// end to end against a real etcd (/usr/bin/etcd on loopback ports, temporary data dir):
-// servers register themselves, a cluster channel follows additions and removals, a SIGKILLed
-// server process disappears after its lease TTL, an etcd restart does not break calls, an etcd
-// endpoint that silently blackholes (behind a loopback TCP proxy) is left for the next one, and a
-// list nobody can confirm any more is reported as stale.
+// etcd:// URLs and their timing parameters parsed on their own; then end to end against a real etcd
+// (/usr/bin/etcd on loopback ports, temporary data dir): servers register themselves, a cluster
+// channel follows additions and removals, a SIGKILLed server process disappears after its lease
+// TTL, an etcd restart does not break calls, an etcd endpoint that silently blackholes (behind a
+// loopback TCP proxy) is left for the next one, and a list nobody can confirm any more is reported
+// as stale (the last two with short timings set in the URL).
 #include <fcntl.h>
 #include <poll.h>
 
@@ -19,6 +20,94 @@
 
 namespace arenarpc::testing {
 namespace {
+
+using std::chrono::milliseconds;
+
+// In the order of EtcdTimings' fields.
+cluster::etcd::EtcdTimings Timings(int retry_interval, int progress_interval, int watch_deadline,
+                                   int stale_after, int call_timeout, int keepalive_interval,
+                                   int keepalive_timeout) {
+  return {milliseconds(retry_interval),    milliseconds(progress_interval),
+          milliseconds(watch_deadline),    milliseconds(stale_after),
+          milliseconds(call_timeout),      milliseconds(keepalive_interval),
+          milliseconds(keepalive_timeout)};
+}
+
+TEST(EtcdUrl, TimingsHaveDefaultsAndComeFromTheQuery) {
+  cluster::etcd::EtcdTarget target;
+  std::string error;
+  ASSERT_TRUE(cluster::etcd::ParseEtcdTarget("h1:2379,h2:2379/services/echo", &target, &error))
+      << error;
+  EXPECT_EQ(target.prefix, "/services/echo/");
+  EXPECT_EQ(target.timings, Timings(500, 1000, 3000, 5000, 2000, 10000, 5000));
+
+  ASSERT_TRUE(cluster::etcd::ParseEtcdTarget(
+      "h1:2379,h2:2379/services/echo?watch_deadline_ms=900&progress_interval_ms=300&"
+      "stale_after_ms=1200&retry_interval_ms=50&call_timeout_ms=700&keepalive_interval_ms=6000&"
+      "keepalive_timeout_ms=1500",
+      &target, &error))
+      << error;
+  EXPECT_EQ(target.endpoints, (std::vector<std::string>{"h1:2379", "h2:2379"}));
+  EXPECT_EQ(target.prefix, "/services/echo/") << "the query is not part of the prefix";
+  EXPECT_EQ(target.timings, Timings(50, 300, 900, 1200, 700, 6000, 1500));
+
+  // One parameter; the others keep their defaults. The range's ends are valid.
+  ASSERT_TRUE(cluster::etcd::ParseEtcdTarget("h:1/p/?call_timeout_ms=3600000&retry_interval_ms=1",
+                                             &target, &error))
+      << error;
+  EXPECT_EQ(target.prefix, "/p/");
+  EXPECT_EQ(target.timings, Timings(1, 1000, 3000, 5000, 3600000, 10000, 5000));
+  ASSERT_TRUE(cluster::etcd::ParseEtcdTarget("h:1/p?", &target, &error)) << error;
+  EXPECT_EQ(target.prefix, "/p/");
+  EXPECT_EQ(target.timings, cluster::etcd::EtcdTimings{});
+}
+
+TEST(EtcdUrl, BadTimingsAreRefusedNamingTheParameter) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"?watch_deadline=3000", "unknown parameter 'watch_deadline' (known: retry_interval_ms,"},
+      {"?progress_interval_ms", "parameter 'progress_interval_ms' is not name=value"},
+      {"?stale_after_ms=abc", "stale_after_ms=abc is not a whole number of milliseconds"},
+      {"?stale_after_ms=", "stale_after_ms= is not a whole number of milliseconds"},
+      {"?call_timeout_ms=1.5", "call_timeout_ms=1.5 is not a whole number of milliseconds"},
+      {"?call_timeout_ms=+5", "call_timeout_ms=+5 is not a whole number of milliseconds"},
+      {"?retry_interval_ms=0", "retry_interval_ms=0 is out of range (1..3600000)"},
+      {"?retry_interval_ms=-5", "retry_interval_ms=-5 is out of range (1..3600000)"},
+      {"?keepalive_interval_ms=3600001", "keepalive_interval_ms=3600001 is out of range"},
+      {"?keepalive_timeout_ms=99999999999999999999",
+       "keepalive_timeout_ms=99999999999999999999 is out of range"},
+      {"?call_timeout_ms=100&call_timeout_ms=200", "parameter call_timeout_ms is given twice"},
+      {"?progress_interval_ms=3000",
+       "watch_deadline_ms=3000 must be greater than progress_interval_ms=3000"},
+      {"?watch_deadline_ms=500&progress_interval_ms=800",
+       "watch_deadline_ms=500 must be greater than progress_interval_ms=800"},
+      {"?stale_after_ms=1000",
+       "stale_after_ms=1000 must be greater than progress_interval_ms=1000"},
+  };
+  for (const auto& [query, expected] : cases) {
+    const std::string target = "127.0.0.1:2379/p" + std::string(query);
+    cluster::etcd::EtcdTarget parsed;
+    std::string error;
+    EXPECT_FALSE(cluster::etcd::ParseEtcdTarget(target, &parsed, &error)) << target;
+    EXPECT_EQ(error.rfind("etcd://" + target + ": ", 0), 0u) << error;
+    EXPECT_NE(error.find(expected), std::string::npos) << target << " -> " << error;
+  }
+
+  // Through the public error paths (refused before any connection: no etcd needed).
+  Channel channel;
+  ChannelOptions options = ClusterOptions();
+  EXPECT_EQ(channel.Init("etcd://127.0.0.1:2379/p?watch_deadline_ms=abc", "rr", &options), -1);
+  EXPECT_NE(channel.last_error().find("watch_deadline_ms=abc is not a whole number"),
+            std::string::npos)
+      << channel.last_error();
+  TestServer server;
+  ServerOptions server_options;
+  server_options.registry_url = "etcd://127.0.0.1:2379/p?call_timeout_ms=0";
+  EXPECT_FALSE(server.Start(0, server_options, /*expect_success=*/false));
+  EXPECT_NE(server.last_error().find("registry_url: etcd://127.0.0.1:2379/p?call_timeout_ms=0: "
+                                     "call_timeout_ms=0 is out of range"),
+            std::string::npos)
+      << server.last_error();
+}
 
 // A loopback TCP proxy to one port that can start blackholing: from then on it forwards nothing in
 // either direction and never closes, like a host that vanished without a reset.
@@ -129,14 +218,17 @@ class EtcdCluster : public ::testing::Test {
     prefix_ = "/arenarpc-test/" +
               std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
-  std::string Url() const { return "etcd://" + etcd_->endpoint() + prefix_; }
+  // query: "" or "?name=value&..." (the URL's timing parameters).
+  std::string Url(const std::string& query = "") const {
+    return "etcd://" + etcd_->endpoint() + prefix_ + query;
+  }
 
   // A server registered under this test's prefix.
-  std::unique_ptr<TestServer> Registered(int ttl_s = 10) {
+  std::unique_ptr<TestServer> Registered(int ttl_s = 10, const std::string& query = "") {
     auto server = std::make_unique<TestServer>();
     ServerOptions options;
     options.num_threads = 2;
-    options.registry_url = Url();
+    options.registry_url = Url(query);
     options.registry_lease_ttl_ms = ttl_s * 1000;
     EXPECT_TRUE(server->Start(0, options));
     return server;
@@ -152,6 +244,21 @@ class EtcdCluster : public ::testing::Test {
                     .Put(cluster::etcd::ContextWithTimeout(std::chrono::milliseconds(2000)).get(),
                          put, &response)
                     .ok());
+  }
+  // Every "key=value" under this test's prefix, read straight from etcd.
+  std::vector<std::string> KeysAndValues() {
+    cluster::etcd::EtcdClient client({etcd_->endpoint()});
+    etcdserverpb::RangeRequest range;
+    range.set_key(prefix_ + "/");
+    range.set_range_end(cluster::etcd::PrefixRangeEnd(prefix_ + "/"));
+    etcdserverpb::RangeResponse response;
+    EXPECT_TRUE(client.kv()
+                    .Range(cluster::etcd::ContextWithTimeout(std::chrono::milliseconds(2000)).get(),
+                           range, &response)
+                    .ok());
+    std::vector<std::string> all;
+    for (const mvccpb::KeyValue& kv : response.kvs()) all.push_back(kv.key() + "=" + kv.value());
+    return all;
   }
   int EtcdPort() const {
     const std::string endpoint = etcd_->endpoint();
@@ -185,15 +292,24 @@ TEST_F(EtcdCluster, BadUrlsAndUnreachableEtcdFailWithAMessage) {
       << server.last_error();
 }
 
+// The channel's and the servers' URLs carry timing parameters: the keys are those of the prefix.
 TEST_F(EtcdCluster, ClientFollowsServersThatRegisterAndStop) {
   Channel channel;
   ChannelOptions options = ClusterOptions();
-  ASSERT_EQ(channel.Init(Url().c_str(), "rr", &options), 0) << channel.last_error();
+  ASSERT_EQ(channel.Init(Url("?progress_interval_ms=500&watch_deadline_ms=1500").c_str(), "rr",
+                         &options),
+            0)
+      << channel.last_error();
   EXPECT_EQ(CallEcho(channel, "none").error_code, EHOSTDOWN);
 
-  auto a = Registered();
+  auto a = Registered(10, "?call_timeout_ms=1500&keepalive_interval_ms=6000");
   auto b = Registered();
   ASSERT_TRUE(WaitFor([&] { return HasServers(channel, 2); }, std::chrono::seconds(2)));
+  std::vector<std::string> expected_keys = {
+      prefix_ + "/" + a->address() + "=" + a->address() + " 1",
+      prefix_ + "/" + b->address() + "=" + b->address() + " 1"};
+  std::ranges::sort(expected_keys);
+  EXPECT_EQ(KeysAndValues(), expected_keys);
   std::map<std::string, int> counts;
   for (int i = 0; i < 10; ++i) {
     CallOutcome outcome = CallEcho(channel, "x");
@@ -274,26 +390,30 @@ TEST_F(EtcdCluster, EtcdRestartDoesNotBreakCallsToKnownServers) {
   }
 }
 
-// The watch on a blackholed endpoint hears no progress notification for 3 s (asked every 1 s) and
-// is cancelled; the channel re-reads the prefix on the next endpoint (Range, up to 2 s), so a
-// change made meanwhile shows within 3 + 1 + 0.5 + 2 s.
+// The watch on a blackholed endpoint hears no progress notification for watch_deadline_ms (asked
+// every progress_interval_ms) and is cancelled; after retry_interval_ms the channel re-reads the
+// prefix on the next endpoint (Range, up to call_timeout_ms), so a change made meanwhile shows
+// within 1 + 0.25 + 0.1 + 0.5 s (the defaults would allow 3 + 1 + 0.5 + 2 s).
 TEST_F(EtcdCluster, ABlackholedEndpointIsLeftForTheNextOne) {
   BlackholeProxy proxy(EtcdPort());
   PutServer("127.0.0.1:1001");
   Channel channel;
   ChannelOptions options = ClusterOptions();
-  const std::string url = "etcd://" + proxy.endpoint() + "," + etcd_->endpoint() + prefix_;
+  const std::string url = "etcd://" + proxy.endpoint() + "," + etcd_->endpoint() + prefix_ +
+                          "?watch_deadline_ms=1000&progress_interval_ms=250&retry_interval_ms=100&"
+                          "call_timeout_ms=500";
   ASSERT_EQ(channel.Init(url.c_str(), "rr", &options), 0) << channel.last_error();
   ASSERT_TRUE(HasServers(channel, 1));
   proxy.Blackhole();
   const auto start = std::chrono::steady_clock::now();
   PutServer("127.0.0.1:1002");
   ASSERT_TRUE(WaitFor([&] { return HasServers(channel, 2); }, std::chrono::seconds(12)));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(6500 + 1000));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1000 + 250 + 100 + 500 + 1000));
 }
 
 // With one endpoint, blackholed: the list is kept and a warning says it is stale once it has not
-// been confirmed for 5 s (checked every second).
+// been confirmed for stale_after_ms (checked every progress_interval_ms; the defaults are 5 s and
+// 1 s).
 TEST_F(EtcdCluster, AListNobodyConfirmsIsReportedStale) {
   BlackholeProxy proxy(EtcdPort());
   PutServer("127.0.0.1:1001");
@@ -312,16 +432,18 @@ TEST_F(EtcdCluster, AListNobodyConfirmsIsReportedStale) {
   {
     Channel channel;
     ChannelOptions options = ClusterOptions();
-    const std::string url = "etcd://" + proxy.endpoint() + prefix_;
+    const std::string url = "etcd://" + proxy.endpoint() + prefix_ +
+                            "?stale_after_ms=1500&progress_interval_ms=250&watch_deadline_ms=1000&"
+                            "call_timeout_ms=500";
     ASSERT_EQ(channel.Init(url.c_str(), "rr", &options), 0) << channel.last_error();
-    // Longer than 5 s: only the progress notifications keep an unchanged list confirmed.
-    std::this_thread::sleep_for(std::chrono::milliseconds(6000));
+    // Longer than stale_after_ms: only the progress notifications keep an unchanged list confirmed.
+    std::this_thread::sleep_for(milliseconds(2000));
     EXPECT_EQ(stale_warnings(), 0);
     proxy.Blackhole();
     const auto start = std::chrono::steady_clock::now();
     EXPECT_TRUE(WaitFor([&] { return stale_warnings() > 0; }, std::chrono::seconds(12)));
     const auto took = std::chrono::steady_clock::now() - start;
-    EXPECT_LT(took, std::chrono::milliseconds(5000 + 1000 + 1000));
+    EXPECT_LT(took, milliseconds(1500 + 250 + 1000));
     EXPECT_TRUE(HasServers(channel, 1)) << "the last good list is kept";
   }
   SetLogSink(nullptr);

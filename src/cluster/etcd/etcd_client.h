@@ -14,11 +14,26 @@
 
 namespace arenarpc::cluster::etcd {
 
-// "host:port[,host:port...]/prefix" -> endpoints and the key prefix, normalized to start and end
-// with '/' ("/services/echo/"): servers are the keys "<prefix><ip:port>".
+// The timings an etcd:// URL may set as query parameters (names and ranges: kEtcdTimingParameters
+// in etcd_client.cc; meaning: docs/cluster.md).
+struct EtcdTimings {
+  std::chrono::milliseconds retry_interval{500};     // pause before re-reading and re-watching
+  std::chrono::milliseconds progress_interval{1000};  // progress requests, deadline checks
+  std::chrono::milliseconds watch_deadline{3000};    // a watch that heard nothing is cancelled
+  std::chrono::milliseconds stale_after{5000};       // a list unconfirmed this long is warned of
+  std::chrono::milliseconds call_timeout{2000};      // each Range, lease and key call
+  std::chrono::milliseconds keepalive_interval{10000};  // HTTP/2 pings while a call is open
+  std::chrono::milliseconds keepalive_timeout{5000};    // an unanswered ping fails the connection
+  bool operator==(const EtcdTimings&) const = default;
+};
+
+// "host:port[,host:port...]/prefix[?name=value&...]" -> endpoints, the key prefix normalized to
+// start and end with '/' ("/services/echo/": servers are the keys "<prefix><ip:port>"; the query is
+// not part of it) and the timings the query sets (the others keep their defaults).
 struct EtcdTarget {
   std::vector<std::string> endpoints;
   std::string prefix;
+  EtcdTimings timings;
 };
 bool ParseEtcdTarget(std::string_view target, EtcdTarget* out, std::string* error);
 
@@ -30,7 +45,7 @@ std::unique_ptr<grpc::ClientContext> ContextWithTimeout(std::chrono::millisecond
 
 class EtcdClient {
  public:
-  explicit EtcdClient(std::vector<std::string> endpoints);
+  explicit EtcdClient(std::vector<std::string> endpoints, const EtcdTimings& timings = {});
 
   etcdserverpb::KV::Stub& kv() { return *kv_; }
   etcdserverpb::Watch::Stub& watch() { return *watch_; }
@@ -42,6 +57,7 @@ class EtcdClient {
   void Connect();
 
   const std::vector<std::string> endpoints_;
+  const std::chrono::milliseconds keepalive_interval_, keepalive_timeout_;
   size_t index_ = 0;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;

@@ -1,14 +1,14 @@
-// etcd://host:port[,host:port]/prefix: the servers are the keys under "<prefix>/" (the key's last
-// part is "ip:port"; the value, if not empty, is "ip:port[ weight[ tag]]" and wins). Start()
-// reads them (KV.Range); a background thread then follows changes through Watch.Watch from the
-// next revision. When the watch breaks (etcd down or restarting) the last list stays, the failure
-// is logged (rate-limited) and the thread re-reads and re-watches every 500 ms until etcd answers,
-// moving to the next endpoint after each failure.
+// etcd://host:port[,host:port]/prefix[?timings]: the servers are the keys under "<prefix>/" (the
+// key's last part is "ip:port"; the value, if not empty, is "ip:port[ weight[ tag]]" and wins).
+// Start() reads them (KV.Range); a background thread then follows changes through Watch.Watch from
+// the next revision. When the watch breaks (etcd down or restarting) the last list stays, the
+// failure is logged (rate-limited) and the thread re-reads and re-watches every retry_interval
+// until etcd answers, moving to the next endpoint after each failure.
 //
 // A host that vanishes silently (no RST: a dead machine, a blackholing network) does not break a
-// stream, so a second thread asks etcd for a progress notification every kProgressInterval and
-// cancels a watch that heard nothing for kWatchDeadline; it also warns while the list has not been
-// confirmed by etcd (a Range, an event or a progress notification) for kStaleAfter.
+// stream, so a second thread asks etcd for a progress notification every progress_interval and
+// cancels a watch that heard nothing for watch_deadline; it also warns while the list has not been
+// confirmed by etcd (a Range, an event or a progress notification) for stale_after.
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -23,24 +23,20 @@
 namespace arenarpc::cluster::etcd {
 namespace {
 
-constexpr auto kRetryInterval = std::chrono::milliseconds(500);
-constexpr auto kProgressInterval = std::chrono::milliseconds(1000);
-constexpr auto kWatchDeadline = std::chrono::milliseconds(3000);
-constexpr auto kStaleAfter = std::chrono::milliseconds(5000);
 using Clock = std::chrono::steady_clock;
 
 class EtcdNaming final : public NamingService {
  public:
-  EtcdNaming(EtcdTarget target, const NamingOptions& options)
+  explicit EtcdNaming(EtcdTarget target)
       : target_(std::move(target)),
+        timings_(target_.timings),
         range_end_(PrefixRangeEnd(target_.prefix)),
-        first_fetch_timeout_(options.first_fetch_timeout),
-        client_(target_.endpoints) {}
+        client_(target_.endpoints, timings_) {}
   ~EtcdNaming() override { Stop(); }
 
   bool Start(Listener listener, std::string* error) override {
     listener_ = std::move(listener);
-    if (!Resync(first_fetch_timeout_, error)) return false;
+    if (!Resync(error)) return false;
     thread_ = std::thread([this] { Follow(); });
     monitor_ = std::thread([this] { Monitor(); });
     return true;
@@ -59,13 +55,13 @@ class EtcdNaming final : public NamingService {
 
  private:
   // Reads every key under the prefix; replaces the map and pushes the list.
-  bool Resync(std::chrono::milliseconds timeout, std::string* error) {
+  bool Resync(std::string* error) {
     etcdserverpb::RangeRequest request;
     request.set_key(target_.prefix);
     request.set_range_end(range_end_);
     etcdserverpb::RangeResponse response;
-    const grpc::Status status = client_.kv().Range(ContextWithTimeout(timeout).get(), request,
-                                                   &response);
+    const grpc::Status status =
+        client_.kv().Range(ContextWithTimeout(timings_.call_timeout).get(), request, &response);
     if (!status.ok()) {
       *error = "etcd " + client_.endpoint() + ": Range " + target_.prefix + " failed: " +
                status.error_message();
@@ -162,14 +158,14 @@ class EtcdNaming final : public NamingService {
     }
     const bool silent = watch_silent_.exchange(false);
     log_.Log("etcd " + client_.endpoint() + ": watch of " + target_.prefix + " ended (" +
-             (silent              ? "no answer for " + std::to_string(kWatchDeadline.count()) + " ms"
+             (silent ? "no answer for " + std::to_string(timings_.watch_deadline.count()) + " ms"
               : response.canceled() ? response.cancel_reason()
                                     : status.error_message()) +
              "); keeping the last list of " + std::to_string(servers_.size()) + " servers");
     client_.Rotate();
   }
 
-  // Every kProgressInterval: a progress request on the open watch, the watch's deadline, the
+  // Every progress_interval: a progress request on the open watch, the watch's deadline, the
   // stale-list warning.
   void Monitor() {
     etcdserverpb::WatchRequest progress;
@@ -178,7 +174,7 @@ class EtcdNaming final : public NamingService {
     for (;;) {
       {
         std::unique_lock lock(mutex_);
-        if (wake_.wait_for(lock, kProgressInterval, [this] { return stopping_; })) return;
+        if (wake_.wait_for(lock, timings_.progress_interval, [this] { return stopping_; })) return;
       }
       const Clock::time_point now = Clock::now();
       const auto since = [now](const std::atomic<int64_t>& at_ns) {
@@ -187,7 +183,7 @@ class EtcdNaming final : public NamingService {
       bool silent = false;
       {
         std::lock_guard lock(mutex_);
-        if (watch_context_ && since(heard_at_ns_) > kWatchDeadline) {
+        if (watch_context_ && since(heard_at_ns_) > timings_.watch_deadline) {
           silent = true;
           watch_silent_ = true;
           watch_context_->TryCancel();  // the pending Write() or Read() returns false
@@ -198,7 +194,7 @@ class EtcdNaming final : public NamingService {
         if (stream_ != nullptr) stream_->Write(progress);
       }
       const auto stale = since(confirmed_at_ns_);
-      if (stale > kStaleAfter && now - warned_at >= kStaleAfter) {
+      if (stale > timings_.stale_after && now - warned_at >= timings_.stale_after) {
         warned_at = now;
         Log(LogLevel::kWarning,
             "etcd://" + Endpoints() + target_.prefix + ": server list is stale: not confirmed by " +
@@ -217,7 +213,7 @@ class EtcdNaming final : public NamingService {
 
   bool SleepBeforeRetry() {
     std::unique_lock lock(mutex_);
-    return !wake_.wait_for(lock, kRetryInterval, [this] { return stopping_; });
+    return !wake_.wait_for(lock, timings_.retry_interval, [this] { return stopping_; });
   }
 
   void Follow() {
@@ -225,7 +221,7 @@ class EtcdNaming final : public NamingService {
     for (;;) {
       if (!synced) {
         std::string error;
-        if (!Resync(std::chrono::milliseconds(2000), &error)) {
+        if (!Resync(&error)) {
           log_.Log(error + " (keeping the last list)");
           if (!SleepBeforeRetry()) return;
           continue;
@@ -238,8 +234,8 @@ class EtcdNaming final : public NamingService {
   }
 
   const EtcdTarget target_;
+  const EtcdTimings& timings_;
   const std::string range_end_;
-  const std::chrono::milliseconds first_fetch_timeout_;
   EtcdClient client_;  // the follow thread's (Start's before it exists)
   Listener listener_;
   std::map<std::string, ServerNode> servers_;  // by key
@@ -263,11 +259,11 @@ class EtcdNaming final : public NamingService {
 
 }  // namespace
 
-std::unique_ptr<NamingService> MakeEtcdNaming(std::string_view target, const NamingOptions& options,
+std::unique_ptr<NamingService> MakeEtcdNaming(std::string_view target, const NamingOptions&,
                                               std::string* error) {
   EtcdTarget parsed;
   if (!ParseEtcdTarget(target, &parsed, error)) return nullptr;
-  return std::make_unique<EtcdNaming>(std::move(parsed), options);
+  return std::make_unique<EtcdNaming>(std::move(parsed));
 }
 
 }  // namespace arenarpc::cluster::etcd

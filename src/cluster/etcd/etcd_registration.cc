@@ -14,8 +14,6 @@
 namespace arenarpc::cluster::etcd {
 namespace {
 
-constexpr auto kCallTimeout = std::chrono::milliseconds(2000);
-
 class EtcdRegistration final : public ServerRegistration {
  public:
   EtcdRegistration(EtcdTarget target, const RegistrationInfo& info)
@@ -24,7 +22,7 @@ class EtcdRegistration final : public ServerRegistration {
         value_(info.address + " " + std::to_string(info.weight) +
                (info.tag.empty() ? "" : " " + info.tag)),
         ttl_s_(info.lease_ttl_s),
-        client_(target_.endpoints) {}
+        client_(target_.endpoints, target_.timings) {}
   ~EtcdRegistration() override { Stop(); }
 
   bool Start(std::string* error) override {
@@ -49,12 +47,12 @@ class EtcdRegistration final : public ServerRegistration {
     remove.set_key(key_);
     etcdserverpb::DeleteRangeResponse removed;
     const grpc::Status status =
-        client_.kv().DeleteRange(ContextWithTimeout(kCallTimeout).get(), remove, &removed);
+        client_.kv().DeleteRange(CallContext().get(), remove, &removed);
     if (!status.ok()) log_.Log("etcd: cannot delete " + key_ + ": " + status.error_message());
     etcdserverpb::LeaseRevokeRequest revoke;
     revoke.set_id(lease_id_);
     etcdserverpb::LeaseRevokeResponse revoked;
-    client_.lease().LeaseRevoke(ContextWithTimeout(kCallTimeout).get(), revoke, &revoked);
+    client_.lease().LeaseRevoke(CallContext().get(), revoke, &revoked);
     lease_id_ = 0;
   }
 
@@ -65,7 +63,7 @@ class EtcdRegistration final : public ServerRegistration {
     grant.set_ttl(ttl_s_);
     etcdserverpb::LeaseGrantResponse granted;
     grpc::Status status =
-        client_.lease().LeaseGrant(ContextWithTimeout(kCallTimeout).get(), grant, &granted);
+        client_.lease().LeaseGrant(CallContext().get(), grant, &granted);
     if (status.ok() && !granted.error().empty()) {
       status = grpc::Status(grpc::StatusCode::UNKNOWN, granted.error());
     }
@@ -79,7 +77,7 @@ class EtcdRegistration final : public ServerRegistration {
     put.set_value(value_);
     put.set_lease(granted.id());
     etcdserverpb::PutResponse put_response;
-    status = client_.kv().Put(ContextWithTimeout(kCallTimeout).get(), put, &put_response);
+    status = client_.kv().Put(CallContext().get(), put, &put_response);
     if (!status.ok()) {
       *error = "etcd " + client_.endpoint() + ": Put " + key_ + " failed: " + status.error_message();
       client_.Rotate();
@@ -91,7 +89,7 @@ class EtcdRegistration final : public ServerRegistration {
 
   void KeepAlive() {
     if (lease_id_ != 0) {
-      auto context = ContextWithTimeout(kCallTimeout);
+      auto context = CallContext();
       auto stream = client_.lease().LeaseKeepAlive(context.get());
       etcdserverpb::LeaseKeepAliveRequest request;
       request.set_id(lease_id_);
@@ -111,6 +109,10 @@ class EtcdRegistration final : public ServerRegistration {
     }
     std::string error;
     if (!Publish(&error)) log_.Log(error + " (will retry)");
+  }
+
+  std::unique_ptr<grpc::ClientContext> CallContext() const {
+    return ContextWithTimeout(target_.timings.call_timeout);
   }
 
   bool SleepFor(std::chrono::milliseconds duration) {
