@@ -1,5 +1,7 @@
-// Fuzzes FrameDecoder (header checks, RpcMeta parsing, payload/attachment split) over input that
-// arrives in arbitrary pieces, then the payload codec on every frame it accepts.
+// Fuzzes a baidu_std connection's decoding as the server does it: PeekFrameKind() picks, per
+// frame, FrameDecoder ("PRPC": header checks, RpcMeta parsing, payload/attachment split; then the
+// payload codec on every frame it accepts) or StreamFrameDecoder ("STRM": streaming frames), over
+// input that arrives in arbitrary pieces.
 // Input: byte 0 chooses how the rest is chopped into reads; the rest is the connection's bytes.
 #include <google/protobuf/util/message_differencer.h>
 
@@ -10,6 +12,7 @@
 #include "fuzz_check.h"
 #include "protocol/frame_codec.h"
 #include "protocol/payload_codec.h"
+#include "protocol/stream_frame.h"
 
 namespace {
 
@@ -45,6 +48,21 @@ void CheckFrame(const Frame& frame, bool attachment_error) {
   }
 }
 
+// Every accepted stream frame must survive re-encoding unchanged.
+void CheckStreamFrame(const StreamFrame& frame) {
+  FUZZ_CHECK(frame.meta.IsInitialized());
+  BufferChain data, wire;
+  data.AppendShared(frame.data);
+  EncodeStreamFrame(frame.meta, std::move(data), &wire);
+  FUZZ_CHECK(PeekFrameKind(wire) == FrameKind::kStream);
+  StreamFrameDecoder again(kMaxBody + 1024);
+  StreamFrame copy;
+  FUZZ_CHECK(again.Next(wire, &copy) == DecodeStatus::kFrame);
+  FUZZ_CHECK(wire.empty());
+  FUZZ_CHECK(google::protobuf::util::MessageDifferencer::Equals(copy.meta, frame.meta));
+  FUZZ_CHECK(copy.data.ToString() == frame.data.ToString());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -53,8 +71,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
 
   FrameDecoder decoder(kMaxBody);
+  StreamFrameDecoder stream_decoder(kMaxBody);
   BufferChain in;
   Frame frame;
+  StreamFrame stream_frame;
   size_t pos = 0, round = 0, consumed = 0;
   while (pos < bytes.size()) {
     const size_t n = std::min(bytes.size() - pos, unit * (round++ % 4 + 1));
@@ -62,21 +82,38 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pos += n;
     for (;;) {
       const size_t before = in.size();
-      const DecodeStatus status = decoder.Next(in, &frame);
+      const FrameKind kind = PeekFrameKind(in);
+      if (kind == FrameKind::kNeedMore) {
+        FUZZ_CHECK(before < 4);
+        break;
+      }
+      const bool stream = kind == FrameKind::kStream;
+      const DecodeStatus status =
+          stream ? stream_decoder.Next(in, &stream_frame) : decoder.Next(in, &frame);
       if (status == DecodeStatus::kNeedMore) {
         FUZZ_CHECK(in.size() == before);  // waiting never eats bytes
         break;
       }
       if (status == DecodeStatus::kError) {
-        FUZZ_CHECK(!decoder.error().empty());
-        FUZZ_CHECK(decoder.Next(in, &frame) == DecodeStatus::kError);  // sticky
+        if (stream) {
+          FUZZ_CHECK(!stream_decoder.error().empty());
+          FUZZ_CHECK(stream_decoder.Next(in, &stream_frame) == DecodeStatus::kError);  // sticky
+        } else {
+          FUZZ_CHECK(!decoder.error().empty());
+          FUZZ_CHECK(decoder.Next(in, &frame) == DecodeStatus::kError);  // sticky
+        }
         return 0;
       }
       const size_t frame_bytes = before - in.size();
       FUZZ_CHECK(frame_bytes >= kHeaderSize);
-      FUZZ_CHECK(frame_bytes - kHeaderSize >= frame.payload.size() + frame.attachment.size());
       consumed += frame_bytes;
-      CheckFrame(frame, decoder.attachment_error());
+      if (stream) {
+        FUZZ_CHECK(frame_bytes - kHeaderSize >= stream_frame.data.size());
+        CheckStreamFrame(stream_frame);
+      } else {
+        FUZZ_CHECK(frame_bytes - kHeaderSize >= frame.payload.size() + frame.attachment.size());
+        CheckFrame(frame, decoder.attachment_error());
+      }
     }
   }
   FUZZ_CHECK(consumed + in.size() == bytes.size());

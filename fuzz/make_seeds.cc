@@ -12,6 +12,7 @@
 #include "protocol/checksum.h"
 #include "protocol/compression.h"
 #include "protocol/frame_codec.h"
+#include "protocol/stream_frame.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 
@@ -69,6 +70,24 @@ int main(int argc, char** argv) {
   Write(frames, "error_reply", "\x05" + SpecErrorReply());
   Write(frames, "pipelined",
         "\x20" + SpecRequestFull() + SpecRequestLogIdAttachment() + SpecRequestMinimal());
+  // A call that offers a stream, then the stream's DATA, FEEDBACK and CLOSE frames.
+  {
+    arenarpc::net::BufferChain wire;
+    const auto stream_frame = [&](FrameType type, std::string data) {
+      StreamFrameMeta meta;
+      meta.set_stream_id(7);
+      meta.set_source_stream_id(9);
+      meta.set_frame_type(type);
+      if (type == FRAME_TYPE_FEEDBACK) meta.mutable_feedback()->set_consumed_size(5);
+      arenarpc::net::BufferChain bytes;
+      bytes.Append(data);
+      EncodeStreamFrame(meta, std::move(bytes), &wire);
+    };
+    stream_frame(FRAME_TYPE_DATA, "hello");
+    stream_frame(FRAME_TYPE_FEEDBACK, "");
+    stream_frame(FRAME_TYPE_CLOSE, "");
+    Write(frames, "stream_frames", "\x03" + SpecRequestFull() + wire.ToString());
+  }
 
   // A request whose payload is a compressed, checksummed RpcMeta, in every codec.
   RpcMeta message;

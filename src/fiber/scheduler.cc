@@ -11,7 +11,7 @@ namespace arenarpc::fiber {
 Scheduler::Scheduler(asio::any_io_executor executor, Options options)
     : executor_(std::move(executor)), options_(options) {}
 
-Scheduler::~Scheduler() = default;
+Scheduler::~Scheduler() { delete hot_.exchange(nullptr); }
 
 bool Scheduler::TryReserve() noexcept {
   if (live_.fetch_add(1, std::memory_order_relaxed) >= options_.max_fibers) {
@@ -22,13 +22,18 @@ bool Scheduler::TryReserve() noexcept {
 }
 
 void Scheduler::Unreserve() noexcept {
-  if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  // Sequentially consistent with WaitIdle()'s store and load: either this sees waiting_idle_ or
+  // WaitIdle() sees live_ at 0.
+  if (live_.fetch_sub(1) == 1 && waiting_idle_.load()) {
     std::lock_guard lock(mutex_);
-    if (waiting_idle_) idle_.notify_all();
+    idle_.notify_all();
   }
 }
 
 std::unique_ptr<Fiber> Scheduler::Acquire() {
+  if (Fiber* hot = hot_.exchange(nullptr, std::memory_order_acquire)) {
+    return std::unique_ptr<Fiber>(hot);
+  }
   {
     std::lock_guard lock(mutex_);
     if (!free_.empty()) {
@@ -46,9 +51,17 @@ std::unique_ptr<Fiber> Scheduler::Acquire() {
 }
 
 void Scheduler::Release(std::unique_ptr<Fiber> fiber) {
+  Fiber* empty = nullptr;
+  if (options_.cached_stacks > 0 &&
+      hot_.compare_exchange_strong(empty, fiber.get(), std::memory_order_release,
+                                   std::memory_order_relaxed)) {
+    fiber.release();  // owned by hot_
+    Unreserve();
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
-    if (free_.size() < static_cast<size_t>(options_.cached_stacks)) {
+    if (free_.size() + 1 < static_cast<size_t>(options_.cached_stacks)) {
       free_.push_back(std::move(fiber));
     }
   }
@@ -97,9 +110,9 @@ void Scheduler::RunSlice(Fiber* fiber) {
 
 void Scheduler::WaitIdle() {
   std::unique_lock lock(mutex_);
-  waiting_idle_ = true;
-  idle_.wait(lock, [this] { return live_.load(std::memory_order_acquire) == 0; });
-  waiting_idle_ = false;
+  waiting_idle_.store(true);
+  idle_.wait(lock, [this] { return live_.load() == 0; });
+  waiting_idle_.store(false);
 }
 
 }  // namespace arenarpc::fiber

@@ -5,7 +5,8 @@
 // achieves with per-thread queues: a busy thread never strands runnable fibers.
 //
 // Bounds: at most max_fibers live at once (TryReserve() says no past it) and each has a
-// stack_size stack; up to cached_stacks finished fibers keep their stack for the next one.
+// stack_size stack; up to cached_stacks finished fibers keep their stack for the next one (one of
+// them in a lock-free slot: a thread that runs calls one after the other takes no lock).
 
 #include <asio/any_io_executor.hpp>
 
@@ -62,9 +63,10 @@ class Scheduler {
   const asio::any_io_executor executor_;
   const Options options_;
   std::atomic<int> live_{0};
-  std::mutex mutex_;  // guards free_, waiting_idle_
-  std::vector<std::unique_ptr<Fiber>> free_;
-  bool waiting_idle_ = false;
+  std::atomic<Fiber*> hot_{nullptr};  // the last finished fiber (owned), when cached_stacks > 0
+  std::mutex mutex_;                  // guards free_ and the wait for idle
+  std::vector<std::unique_ptr<Fiber>> free_;  // at most cached_stacks - 1 more
+  std::atomic<bool> waiting_idle_{false};     // WaitIdle() runs: Unreserve() must notify
   std::condition_variable idle_;
 };
 

@@ -188,12 +188,20 @@ struct GrpcServerSession::Callbacks {
     return 0;
   }
 
+  static int OnError(nghttp2_session*, int /*lib_error_code*/, const char* message, size_t size,
+                     void* user_data) {
+    GrpcServerSession& self = Self(user_data);
+    self.error_reason_.assign(message, size);  // the last one: a GOAWAY follows its cause
+    return 0;
+  }
+
   static int OnFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
     if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR) {
       GrpcServerSession& self = Self(user_data);
       ++self.counters_.connection_errors;
       if (self.error_.empty()) {
         self.error_ = std::string("GOAWAY ") + nghttp2_http2_strerror(frame->goaway.error_code);
+        if (!self.error_reason_.empty()) self.error_ += " (" + self.error_reason_ + ")";
       }
       return 0;
     }
@@ -251,6 +259,7 @@ GrpcServerSession::GrpcServerSession(const Limits& limits) : limits_(limits) {
   callbacks.on_stream_close = &Callbacks::OnStreamClose;
   callbacks.on_frame_send = &Callbacks::OnFrameSend;
   callbacks.on_invalid_frame_recv = &Callbacks::OnInvalidFrame;
+  callbacks.on_error = &Callbacks::OnError;
   // Stream windows reopen as the budget allows (GrantWindows): the memory bound.
   session_ = NewSession(/*server=*/true, callbacks, this);
 

@@ -159,6 +159,7 @@ class GrpcServerSession {
   size_t request_bytes_ = 0;  // DATA of unfinished streams and of requests not popped
   bool failed_ = false;
   std::string error_;
+  std::string error_reason_;  // nghttp2's words for the last error it reported
   Counters counters_;
 };
 

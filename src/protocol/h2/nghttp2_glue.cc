@@ -17,6 +17,7 @@ nghttp2_session* NewSession(bool server, const SessionCallbacks& set, void* user
     nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks,
                                                                  set.on_invalid_frame_recv);
   }
+  if (set.on_error != nullptr) nghttp2_session_callbacks_set_error_callback2(callbacks, set.on_error);
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   // Stream windows reopen as the owner's budget allows: its memory bound.

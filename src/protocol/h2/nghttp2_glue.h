@@ -17,6 +17,8 @@ struct SessionCallbacks {
   nghttp2_on_stream_close_callback on_stream_close = nullptr;
   nghttp2_on_frame_send_callback on_frame_send = nullptr;
   nghttp2_on_invalid_frame_recv_callback on_invalid_frame_recv = nullptr;  // optional
+  // optional: nghttp2's reason, in words, for a connection error it is about to answer
+  nghttp2_error_callback2 on_error = nullptr;
 };
 
 // A server or client session without automatic WINDOW_UPDATEs and without closed-stream history.
