@@ -224,6 +224,18 @@ TEST(ServerOptionsTest, InvalidOptionsFailStartWithAReason) {
   EXPECT_EQ(-1, server.Start("127.0.0.1:" + std::to_string(first.listen_port()), one_thread));
   EXPECT_NE(std::string::npos, server.last_error().find("cannot listen")) << server.last_error();
   EXPECT_EQ(-1, first.Start("127.0.0.1:0", one_thread));  // already running
+  // The main port listens, then internal_port is in use: Start() fails and releases the threads
+  // and the listening socket it had set up...
+  ServerOptions taken_internal = one_thread;
+  taken_internal.internal_port = first.listen_port();
+  EXPECT_EQ(-1, server.Start("127.0.0.1:0", taken_internal));
+  EXPECT_NE(std::string::npos, server.last_error().find("internal_port")) << server.last_error();
+  EXPECT_EQ(-1, server.listen_port());
+  // ... so the same server starts afterwards and serves.
+  ASSERT_EQ(0, server.Start("127.0.0.1:0", one_thread)) << server.last_error();
+  Channel channel;
+  ASSERT_EQ(0, channel.Init("127.0.0.1", server.listen_port(), nullptr)) << channel.last_error();
+  EXPECT_EQ("", CallEcho(&channel, "after a failed start"));
 }
 
 }  // namespace
