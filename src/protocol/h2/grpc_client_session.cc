@@ -216,12 +216,7 @@ GrpcClientSession::GrpcClientSession(const Limits& limits) : limits_(limits) {
   };
   Check(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)),
         "SETTINGS");
-  // The connection window is given back as bytes arrive; stream windows do the bounding.
-  Check(nghttp2_session_set_local_window_size(
-            session_, NGHTTP2_FLAG_NONE, 0,
-            static_cast<int32_t>(
-                std::clamp<size_t>(limits_.response_bytes_budget, 65535, INT32_MAX))),
-        "WINDOW_UPDATE");
+  Check(OpenConnectionWindow(session_, limits_.response_bytes_budget), "WINDOW_UPDATE");
 }
 
 GrpcClientSession::~GrpcClientSession() { nghttp2_session_del(session_); }
@@ -230,9 +225,7 @@ bool GrpcClientSession::Check(int rv, std::string_view what) {
   if (rv >= 0) return true;
   if (!failed_) {
     failed_ = true;
-    error_ = std::string(what) + ": " + nghttp2_strerror(rv);
-    nghttp2_session_terminate_session(
-        session_, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+    error_ = TerminateAfterError(session_, rv, what);
     FailWaiting(error_);
   }
   return false;

@@ -271,11 +271,7 @@ GrpcServerSession::GrpcServerSession(const Limits& limits) : limits_(limits) {
   };
   Check(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)),
         "SETTINGS");
-  // The connection window is given back as bytes arrive; stream windows do the bounding.
-  Check(nghttp2_session_set_local_window_size(
-            session_, NGHTTP2_FLAG_NONE, 0,
-            static_cast<int32_t>(std::clamp<size_t>(limits_.request_bytes_budget, 65535, INT32_MAX))),
-        "WINDOW_UPDATE");
+  Check(OpenConnectionWindow(session_, limits_.request_bytes_budget), "WINDOW_UPDATE");
 }
 
 GrpcServerSession::~GrpcServerSession() { nghttp2_session_del(session_); }
@@ -284,10 +280,8 @@ bool GrpcServerSession::Check(int rv, std::string_view what) {
   if (rv >= 0) return true;
   if (!failed_) {
     failed_ = true;
-    error_ = std::string(what) + ": " + nghttp2_strerror(rv);
     // A flood or a bad preface: GOAWAY and read nothing more.
-    nghttp2_session_terminate_session(
-        session_, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+    error_ = TerminateAfterError(session_, rv, what);
   }
   return false;
 }

@@ -1,5 +1,7 @@
 #include "protocol/h2/nghttp2_glue.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string_view>
 
 namespace arenarpc::protocol::h2 {
@@ -32,6 +34,17 @@ nghttp2_session* NewSession(bool server, const SessionCallbacks& set, void* user
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(callbacks);
   return session;
+}
+
+int OpenConnectionWindow(nghttp2_session* session, size_t budget) {
+  return nghttp2_session_set_local_window_size(
+      session, NGHTTP2_FLAG_NONE, 0, static_cast<int32_t>(std::clamp<size_t>(budget, 65535, INT32_MAX)));
+}
+
+std::string TerminateAfterError(nghttp2_session* session, int rv, std::string_view what) {
+  nghttp2_session_terminate_session(
+      session, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
+  return std::string(what) + ": " + nghttp2_strerror(rv);
 }
 
 int DrainSession(nghttp2_session* session, net::BufferChain* out) {

@@ -5,6 +5,10 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <cstddef>
+#include <string>
+#include <string_view>
+
 #include "arenarpc/buffer_chain.h"
 
 namespace arenarpc::protocol::h2 {
@@ -23,6 +27,14 @@ struct SessionCallbacks {
 
 // A server or client session without automatic WINDOW_UPDATEs and without closed-stream history.
 nghttp2_session* NewSession(bool server, const SessionCallbacks& callbacks, void* user_data);
+
+// Opens the connection's receive window to `budget` bytes (within HTTP/2's range): it is given
+// back as bytes arrive, and the stream windows bound what is held. Returns nghttp2's result.
+int OpenConnectionWindow(nghttp2_session* session, size_t budget);
+
+// Ends `session` after nghttp2 call `what` failed with `rv`: GOAWAY ENHANCE_YOUR_CALM for a flood,
+// PROTOCOL_ERROR otherwise. Returns the error text, "what: nghttp2's reason".
+std::string TerminateAfterError(nghttp2_session* session, int rv, std::string_view what);
 
 // Appends everything `session` may send now to *out. Returns 0, or nghttp2's error.
 int DrainSession(nghttp2_session* session, net::BufferChain* out);
