@@ -162,7 +162,8 @@ void EtcdClient::Connect() {
   // same etcd in this process (a server registering and a channel watching), whose backoff state
   // would otherwise be shared.
   arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  // HTTP/2 pings while calls are open, so a connection to a vanished host fails by itself.
+  // HTTP/2 pings while calls are open, so a connection to a vanished host fails by itself (etcd
+  // refuses pings more often than every 5 s: --grpc-keepalive-min-time; docs/cluster.md).
   arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(keepalive_interval_.count()));
   arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, static_cast<int>(keepalive_timeout_.count()));
   arguments.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
