@@ -17,19 +17,9 @@
 #include <thread>
 #include <vector>
 
-namespace arenarpc::testing {
+#include "../free_port.h"
 
-inline int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
+namespace arenarpc::testing {
 
 inline bool PortAccepts(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "../free_port.h"
 #include "../protocol/scripted_h2_server.h"
 #include "arenarpc/callback.h"
 #include "arenarpc/error_codes.h"
@@ -210,18 +211,9 @@ TEST_P(GrpcChannelTest, ClusterRoundRobinWithADeadServer) {
   Server other;
   ASSERT_EQ(0, other.AddService(&other_service, SERVER_DOESNT_OWN_SERVICE));
   ASSERT_EQ(0, other.Start("127.0.0.1:0", ServerOptions{}));
-  int dead_port = 0;  // a port nobody listens on
-  {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(0, bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)));
-    socklen_t len = sizeof(addr);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    dead_port = ntohs(addr.sin_port);
-    close(fd);
-  }
+  // A port nobody listens on, outside the range a parallel test's server could be given.
+  const int dead_port = arenarpc::testing::FreePort();
+  ASSERT_GT(dead_port, 0);
   const std::string url = "list://" + Address() + ",127.0.0.1:" +
                           std::to_string(other.listen_port()) + ",127.0.0.1:" +
                           std::to_string(dead_port);

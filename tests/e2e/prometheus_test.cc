@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../free_port.h"
 #include "child_process.h"
 #include "http_get.h"
 #include "server_fixture.h"
@@ -22,17 +23,6 @@ using e2e::TestRequest;
 using e2e::TestResponse;
 using e2e::TestService_Stub;
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 std::string UrlEncode(std::string_view text) {
   static const char kHex[] = "0123456789ABCDEF";
@@ -63,7 +53,7 @@ class PrometheusTest : public e2e::ServerTest {
         << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
         << "scrape_configs:\n  - job_name: arenarpc\n    metrics_path: /metrics\n"
         << "    static_configs:\n      - targets: ['127.0.0.1:" << port_ << "']\n";
-    prometheus_port_ = FreePort();
+    prometheus_port_ = arenarpc::testing::FreePort();
     prometheus_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{"/usr/bin/prometheus",
                                  "--config.file=" + (dir_ / "prometheus.yml").string(),

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "../free_port.h"
 #include "http_client.h"
 #include "load_support.h"
 #include "server_fixture.h"
@@ -377,21 +378,6 @@ TEST(ServerLifecycleBoundsTest, StopFromAWorkerThreadHandlerFailsAtOnce) {
   EXPECT_EQ(0, server.Stop());
 }
 
-// Binds 127.0.0.1:0 and releases it: a port that was free a moment ago.
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 bool CanListenOn(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -409,7 +395,7 @@ bool CanListenOn(int port) {
 
 TEST(ServerLifecycleBoundsTest, StartFailingAfterBindingReleasesEveryPort) {
   TestServiceImpl service;
-  const int internal = FreePort();
+  const int internal = arenarpc::testing::FreePort();
   ASSERT_GT(internal, 0);
   {
     Server server;
