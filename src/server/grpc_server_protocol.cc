@@ -144,7 +144,9 @@ ServerProtocol::Step GrpcServerProtocol::Next(net::Connection& connection,
   Flush(connection);
   if (failed) return Step::kMalformedAnswered;  // GOAWAY is on its way; Flush() closes after it
   if (!have) return Step::kNeedMore;
-  return Dispatch(connection, read_at, head);
+  const Step step = Dispatch(connection, read_at, head);
+  if (step != Step::kCall) request_ = protocol::h2::GrpcRequest();  // answered: nothing to keep
+  return step;
 }
 
 ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,

@@ -182,7 +182,9 @@ ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection,
   settings.request_compress = RequestCompressType(request);
   settings.accepts_gzip = AcceptsGzip(request);
   Register(sequence, settings);
-  return Route(connection, sequence, head);
+  const Step step = Route(connection, sequence, head);
+  if (step == Step::kAnswered) request_ = protocol::HttpRequest();  // nothing to keep
+  return step;
 }
 
 ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int64_t sequence,
