@@ -179,8 +179,8 @@ bool ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup) {
     grpc_request.gzip = controller_->request_compress_type() == COMPRESS_TYPE_GZIP;
     grpc_request.metadata.assign(controller_->request_user_fields().begin(),
                                  controller_->request_user_fields().end());
-    if (!grpc_credential_.empty()) grpc_request.metadata.emplace_back(protocol::h2::kAuthorizationMetadata,
-                                                                    grpc_credential_);
+    if (!grpc_credential_.empty())
+      grpc_request.metadata.emplace_back(protocol::h2::kAuthorizationMetadata, grpc_credential_);
     grpc_request.message.AppendShared(payload_);
   } else {
     meta_.set_correlation_id(correlation_id);

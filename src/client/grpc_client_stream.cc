@@ -73,7 +73,8 @@ int GrpcStreamCall::Open() {
   request.gzip = gzip_;
   request.metadata.assign(controller_->request_user_fields().begin(),
                           controller_->request_user_fields().end());
-  if (!credential.empty()) request.metadata.emplace_back(protocol::h2::kAuthorizationMetadata, std::move(credential));
+  if (!credential.empty())
+    request.metadata.emplace_back(protocol::h2::kAuthorizationMetadata, std::move(credential));
   const int64_t timeout_ms =
       controller_->timeout_ms() > 0 ? controller_->timeout_ms() : options.timeout_ms;
   if (timeout_ms > 0) {

@@ -22,9 +22,10 @@ BaiduStdServerProtocol::BaiduStdServerProtocol(const ServerState& state)
       decoder_(state.config.options.max_body_size),
       stream_decoder_(state.config.options.max_body_size),
       fibers_(&state.runtime->fibers()),
-      stream_limits_{static_cast<size_t>(std::max(0, state.config.options.max_streams_per_connection)),
-                     state.config.options.max_stream_unconsumed_bytes,
-                     state.config.options.max_unwritten_bytes} {}
+      stream_limits_{
+          static_cast<size_t>(std::max(0, state.config.options.max_streams_per_connection)),
+          state.config.options.max_stream_unconsumed_bytes,
+          state.config.options.max_unwritten_bytes} {}
 
 std::unique_ptr<ServerProtocol> BaiduStdServerProtocol::Create(ServerState& state,
                                                                ServerConnection& /*owner*/,

@@ -117,12 +117,10 @@ void GrpcServerProtocol::MarkCanceled(std::vector<std::shared_ptr<CancelState>>*
   }
 }
 
-ServerProtocol::Step GrpcServerProtocol::Next(net::Connection& connection,
-                                              net::BufferChain& input,
+ServerProtocol::Step GrpcServerProtocol::Next(net::Connection& connection, net::BufferChain& input,
                                               std::chrono::steady_clock::time_point read_at,
                                               CallHead* head) {
-  protocol::h2::GrpcRequest& request = request_;
-  request = protocol::h2::GrpcRequest();
+  protocol::h2::GrpcRequest& request = request_;  // empty: whoever took the last one cleared it
   bool have = false, failed = false;
   std::vector<std::shared_ptr<CancelState>> fire;
   {

@@ -140,16 +140,14 @@ std::unique_ptr<ServerProtocol> HttpServerProtocol::Create(ServerState& state,
   return std::make_unique<HttpServerProtocol>(state, owner, internal_port);
 }
 
-ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection,
-                                              net::BufferChain& input,
+ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::BufferChain& input,
                                               std::chrono::steady_clock::time_point /*read_at*/,
                                               CallHead* head) {
   if (stopped_) {  // after "Connection: close" or bad input nothing more is read
     input.clear();
     return Step::kNeedMore;
   }
-  request_ = protocol::HttpRequest();
-  protocol::HttpRequest& request = request_;
+  protocol::HttpRequest& request = request_;  // empty: whoever took the last one cleared it
   switch (decoder_.Next(input, &request)) {
     case protocol::HttpRequestDecoder::Status::kNeedMore:
       return Step::kNeedMore;
@@ -195,7 +193,8 @@ ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int6
     int code = 0;
     std::string text;
     const bool known = state_.config.registry.Resolve(service, method, &code, &text) != nullptr;
-    if (known || (request.method == "POST" && state_.config.builtins.Find(request.path) == nullptr)) {
+    if (known ||
+        (request.method == "POST" && state_.config.builtins.Find(request.path) == nullptr)) {
       if (internal_port_) {
         Respond(connection, sequence, Head(404),
                 "methods are called on the main port, not on internal_port\n");
@@ -213,8 +212,8 @@ ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int6
   return ServeBuiltin(connection, sequence, head);
 }
 
-ServerProtocol::Step HttpServerProtocol::ServeBuiltin(net::Connection& connection,
-                                                      int64_t sequence, CallHead* head) {
+ServerProtocol::Step HttpServerProtocol::ServeBuiltin(net::Connection& connection, int64_t sequence,
+                                                      CallHead* head) {
   const protocol::HttpRequest& request = request_;
   const ServerOptions& options = state_.config.options;
   const builtin::BuiltinHandler* handler =

@@ -45,7 +45,6 @@ class Server::Impl {
     last_error = std::move(message);
     return -1;
   }
-  int handler_threads = 1;  // threads that run handlers: workers, else the I/O threads
 
   // What Start() sets up beyond the runtime (registration, built-in pages); released again when
   // Start() returns without Commit().
@@ -208,8 +207,8 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
 }
 
 int Server::Impl::BindMethods(const ServerOptions& options) {
-  auto strategy_for = [&](const std::string& mode, const std::string& where)
-      -> std::shared_ptr<memory::MessageMemory> {
+  auto strategy_for = [&](const std::string& mode,
+                          const std::string& where) -> std::shared_ptr<memory::MessageMemory> {
     auto& strategy = state->config.strategies[mode];
     if (!strategy) {
       try {
@@ -269,7 +268,7 @@ void Server::Impl::OnAccept(asio::ip::tcp::socket socket, bool internal_port) {
   connection_options.read_pauses = &s.counters.read_pauses;
   auto connection = net::Connection::Create(
       std::move(socket),
-      std::make_unique<server::ServerConnection>(&s, handler_threads, internal_port),
+      std::make_unique<server::ServerConnection>(&s, s.runtime->handler_threads(), internal_port),
       connection_options);
   switch (s.connections.Add(connection, s.config.options.max_connections)) {
     case server::ConnectionTable::AddResult::kAdded:
@@ -278,9 +277,9 @@ void Server::Impl::OnAccept(asio::ip::tcp::socket socket, bool internal_port) {
       return;  // Stop() is closing everything: drop it (closes the fd)
     case server::ConnectionTable::AddResult::kFull:
       s.counters.connections_rejected.fetch_add(1, std::memory_order_relaxed);
-      s.counters.malformed_log.Log("closing connection from " + connection->remote_side() +
-                          ": reached max_connections=" +
-                          std::to_string(s.config.options.max_connections));
+      s.counters.malformed_log.Log(
+          "closing connection from " + connection->remote_side() +
+          ": reached max_connections=" + std::to_string(s.config.options.max_connections));
       return;  // the socket closes with the connection
   }
   s.counters.connections_accepted.fetch_add(1, std::memory_order_relaxed);
@@ -329,26 +328,25 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   // runtime (threads, listening sockets) by its destructor, the rest by `startup`.
   Impl::Startup startup(impl);
   auto runtime = std::make_unique<server::ServerRuntime>(options);
-  impl.handler_threads = runtime->handler_threads();
   // The adaptive limit's floor: one call may wait while every handler thread works.
   state.admission.Configure(options.max_concurrency, options.max_queued_requests,
-                            impl.handler_threads);
+                            runtime->handler_threads());
   if (options.has_builtin_services) {
     builtin::AddCoreBuiltinServices(&state.config.builtins, server::MakeServerView(impl.state));
   }
   std::string listen_error;
-  if (!runtime->Listen(endpoint, options,
-                       [impl = &impl](asio::ip::tcp::socket socket, bool internal_port) {
-                         impl->OnAccept(std::move(socket), internal_port);
-                       },
-                       &listen_error)) {
+  if (!runtime->Listen(
+          endpoint, options,
+          [impl = &impl](asio::ip::tcp::socket socket, bool internal_port) {
+            impl->OnAccept(std::move(socket), internal_port);
+          },
+          &listen_error)) {
     return impl.Fail("Start: " + listen_error);
   }
   if (!options.registry_url.empty()) {
     cluster::RegistrationInfo info;
     info.address = options.advertised_address.empty()
-                       ? cluster::AdvertisedAddress(endpoint.address().to_string(),
-                                                    runtime->port())
+                       ? cluster::AdvertisedAddress(endpoint.address().to_string(), runtime->port())
                        : options.advertised_address;
     info.weight = options.registry_weight;
     info.tag = options.registry_tag;
@@ -422,8 +420,8 @@ int Server::Stop() {
   }
 
   // Calls in flight may finish until the deadline; new requests already get ELOGOFF.
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(state.config.options.stop_deadline_ms);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(state.config.options.stop_deadline_ms);
   state.admission.WaitIdle(deadline);
   const std::vector<std::shared_ptr<net::Connection>> open = state.connections.StartClosing();
   // Every reply produced so far is written before its connection closes, until the deadline.
@@ -504,7 +502,8 @@ std::shared_ptr<const stats::ServerView> internal::ServerAccess::View(const Serv
 
 std::vector<std::string> Server::ListMethods() const {
   std::vector<std::string> names;
-  for (const auto& entry : impl_->state->config.registry.methods()) names.push_back(entry->full_name);
+  for (const auto& entry : impl_->state->config.registry.methods())
+    names.push_back(entry->full_name);
   std::sort(names.begin(), names.end());
   return names;
 }

@@ -115,8 +115,8 @@ net::Connection::InputResult ServerConnection::OnInput(
   while (!connection.closed()) {
     // A full backlog stops decoding: the rest stays in `input` until the backlog drains.
     if (full || protocol_->Saturated() ||
-        admitted.size() >= static_cast<size_t>(
-                               state_->config.options.max_queued_requests_per_connection)) {
+        admitted.size() >=
+            static_cast<size_t>(state_->config.options.max_queued_requests_per_connection)) {
       result.input_waits = true;
       break;
     }
@@ -128,8 +128,8 @@ net::Connection::InputResult ServerConnection::OnInput(
         step == ServerProtocol::Step::kMalformedAnswered) {
       state_->counters.malformed_frames.fetch_add(1, std::memory_order_relaxed);
       state_->counters.malformed_log.Log("closing connection from " + connection.remote_side() +
-                                ": malformed " + std::string(protocol_->name()) +
-                                " request: " + protocol_->error());
+                                         ": malformed " + std::string(protocol_->name()) +
+                                         " request: " + protocol_->error());
       if (step == ServerProtocol::Step::kMalformed) result.keep_open = false;
       break;
     }
@@ -230,8 +230,8 @@ void ServerConnection::OnClosed(net::Connection& connection) {
     case net::CloseReason::kReadTimeout:
       state_->counters.connections_closed_read_timeout.fetch_add(1, std::memory_order_relaxed);
       state_->counters.timeout_log.Log("closing connection from " + connection.remote_side() +
-                              ": a frame did not complete within read_timeout_ms=" +
-                              std::to_string(state_->config.options.read_timeout_ms));
+                                       ": a frame did not complete within read_timeout_ms=" +
+                                       std::to_string(state_->config.options.read_timeout_ms));
       break;
     case net::CloseReason::kFirstByteTimeout:
       state_->counters.connections_closed_first_byte_timeout.fetch_add(1,
@@ -239,17 +239,18 @@ void ServerConnection::OnClosed(net::Connection& connection) {
       break;
     case net::CloseReason::kWriteTimeout:
       state_->counters.connections_closed_write_timeout.fetch_add(1, std::memory_order_relaxed);
-      state_->counters.timeout_log.Log("closing connection from " + connection.remote_side() +
-                              ": its replies found no room in the socket for write_timeout_ms=" +
-                              std::to_string(state_->config.options.write_timeout_ms));
+      state_->counters.timeout_log.Log(
+          "closing connection from " + connection.remote_side() +
+          ": its replies found no room in the socket for write_timeout_ms=" +
+          std::to_string(state_->config.options.write_timeout_ms));
       break;
     default:
       break;
   }
   if (std::string tls_error = connection.tls_error(); !tls_error.empty()) {
     state_->counters.tls_failures.fetch_add(1, std::memory_order_relaxed);
-    state_->counters.malformed_log.Log("closing connection from " + connection.remote_side() + ": TLS: " +
-                              tls_error);
+    state_->counters.malformed_log.Log("closing connection from " + connection.remote_side() +
+                                       ": TLS: " + tls_error);
   }
   state_->connections.Remove(connection.id());
 }
@@ -310,7 +311,8 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
   }
   int code = 0;
   std::string text;
-  MethodEntry* method = state.config.registry.Resolve(head.service_name, head.method_name, &code, &text);
+  MethodEntry* method =
+      state.config.registry.Resolve(head.service_name, head.method_name, &code, &text);
   if (method == nullptr) {
     Reject(connection, key, code, text, &state.counters.rejected_unknown, true);
     return nullptr;
@@ -343,8 +345,8 @@ bool ServerConnection::Authenticate(net::Connection& connection, const CallHead&
     return true;
   }
   auto verified = std::make_unique<AuthContext>();
-  if (state_->config.options.auth->VerifyCredential(std::string(head.credential),
-                                             connection.remote_side(), verified.get()) != 0) {
+  if (state_->config.options.auth->VerifyCredential(
+          std::string(head.credential), connection.remote_side(), verified.get()) != 0) {
     Reject(connection, head.key, ERPCAUTH, protocol::kAuthFailedText,
            &state_->counters.rejected_auth, true);
     // brpc closes a baidu_std connection whose credential failed.

@@ -1,9 +1,9 @@
 #pragma once
 // ServerConnection: the server's side of one connection. Recognises the connection's protocol from
 // its first bytes (server_protocol.h), lets the protocol decode requests, and takes each decoded
-// call or page through admission (stopping → ELOGOFF, max_concurrency / a full server queue → ELIMIT,
-// attachment_size → EREQUEST, name resolution → ENOSERVICE/ENOMETHOD, too much unsent output →
-// EOVERCROWDED) into the connection's backlog.
+// call or page through admission (stopping → ELOGOFF, max_concurrency / a full server queue →
+// ELIMIT, attachment_size → EREQUEST, name resolution → ENOSERVICE/ENOMETHOD, too much unsent
+// output → EOVERCROWDED) into the connection's backlog.
 //
 // The backlog is drained by at most one task per handler thread: the reading thread starts one
 // and runs it itself once reading has been re-armed (run to completion when nothing else waits);
@@ -18,14 +18,13 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "net/connection.h"
-#include "server/cancel_registry.h"
 #include "server/call_task.h"
+#include "server/cancel_registry.h"
 #include "server/server_protocol.h"
 #include "server/server_state.h"
 
@@ -54,8 +53,7 @@ class ServerConnection final : public net::Connection::Delegate {
   // Admits what the protocol's Next() decoded (kCall, kTask) onto `admitted`, ready for the
   // backlog. false: rejected and answered.
   bool AdmitDecoded(net::Connection& connection, ServerProtocol::Step step, const CallHead& head,
-                    net::Connection::Clock::time_point read_at,
-                    std::vector<PendingCall>* admitted);
+                    net::Connection::Clock::time_point read_at, std::vector<PendingCall>* admitted);
   // Admission of one call (stopping -> ELOGOFF, max_queued_requests / max_concurrency -> ELIMIT,
   // invalid_code, names -> ENOSERVICE/ENOMETHOD, unsent output -> EOVERCROWDED); rejections are
   // answered through the protocol. nullptr = rejected.

@@ -4,9 +4,9 @@
 
 #include "protocol/payload_codec.h"
 #include "server/baidu_std_server_protocol.h"
+#include "server/call_task.h"
 #include "server/grpc_server_protocol.h"
 #include "server/http_server_protocol.h"
-#include "server/call_task.h"
 #include "server/server_call.h"
 
 namespace arenarpc::server {

@@ -35,8 +35,8 @@ struct ServerState;
 // into what the protocol keeps of the request until its next Next().
 struct CallHead {
   std::string_view service_name, method_name;  // resolved as spec §5.2
-  int64_t key = 0;        // identifies the reply: correlation_id (baidu_std), sequence (HTTP)
-  int invalid_code = 0;   // != 0: the request is invalid; answered so once admitted
+  int64_t key = 0;       // identifies the reply: correlation_id (baidu_std), sequence (HTTP)
+  int invalid_code = 0;  // != 0: the request is invalid; answered so once admitted
   std::string_view invalid_text;
   // ServerOptions::auth: the credential (authentication_data, Authorization). per_request:
   // verified on every call (HTTP, gRPC); else once, on the connection's first call (baidu_std).
@@ -66,14 +66,12 @@ class ServerProtocol {
   // The call Next() decoded was admitted as `call`: fills its Controller from the request (ids,
   // deadline, compression, metadata, attachment, stream offer) and moves the request's bytes
   // into *payload.
-  virtual void Admitted(net::Connection& connection, ServerCall& call,
-                        RequestPayload* payload) = 0;
+  virtual void Admitted(net::Connection& connection, ServerCall& call, RequestPayload* payload) = 0;
   // The call or task Next() decoded was rejected (and answered): what it holds is released.
   virtual void Rejected() = 0;
   // The task Next() decoded was admitted: the work, and the bytes of its request. Only protocols
   // that answer kTask override it.
-  virtual std::unique_ptr<AdmittedTask> TakeTask(net::Connection& connection,
-                                                 size_t* request_size);
+  virtual std::unique_ptr<AdmittedTask> TakeTask(net::Connection& connection, size_t* request_size);
   virtual const std::string& error() const noexcept = 0;  // after kMalformed*
   // Bytes of a request that has not completed were taken off the input (Next()'s thread).
   virtual bool InRequest() const noexcept { return false; }

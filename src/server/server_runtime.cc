@@ -83,8 +83,7 @@ void ServerRuntime::CloseListeners() {
 }
 
 bool ServerRuntime::OnServerThread() const {
-  return loops_->InLoopThread() ||
-         (workers_ && workers_->get_executor().running_in_this_thread());
+  return loops_->InLoopThread() || (workers_ && workers_->get_executor().running_in_this_thread());
 }
 
 void ServerRuntime::Join() {

@@ -6,7 +6,6 @@
 
 #include <asio/ip/tcp.hpp>
 #include <asio/thread_pool.hpp>
-
 #include <functional>
 #include <memory>
 #include <string>
@@ -43,9 +42,9 @@ class ServerRuntime {
   void Join();
 
   int handler_threads() const noexcept { return handler_threads_; }  // workers, else I/O threads
-  int port() const noexcept;           // -1 before Listen()
-  int internal_port() const noexcept;  // -1 without internal_port
-  asio::thread_pool* workers() noexcept { return workers_.get(); }  // nullptr: no worker_threads
+  int port() const noexcept;                                         // -1 before Listen()
+  int internal_port() const noexcept;                                // -1 without internal_port
+  asio::thread_pool* workers() noexcept { return workers_.get(); }   // nullptr: no worker_threads
   fiber::Scheduler& fibers() noexcept { return *fibers_; }
 
  private:

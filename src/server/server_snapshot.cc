@@ -70,7 +70,8 @@ MethodStats SnapshotMethod(const MethodEntry& entry,
 std::vector<MethodStats> SnapshotMethods(const ServerState& state,
                                          std::chrono::steady_clock::time_point now) {
   std::vector<MethodStats> out;
-  for (const auto& entry : state.config.registry.methods()) out.push_back(SnapshotMethod(*entry, now));
+  for (const auto& entry : state.config.registry.methods())
+    out.push_back(SnapshotMethod(*entry, now));
   std::sort(out.begin(), out.end(),
             [](const MethodStats& a, const MethodStats& b) { return a.full_name < b.full_name; });
   return out;

@@ -50,15 +50,15 @@ Transport ChooseTransport(ServerState& state, net::Connection& connection,
     if (!state.config.options.tls.require_tls) return Transport::kClearText;
     state.counters.tls_refused.fetch_add(1, std::memory_order_relaxed);
     state.counters.malformed_log.Log("closing connection from " + connection.remote_side() +
-                            ": clear text on a port that requires TLS (tls.require_tls)");
+                                     ": clear text on a port that requires TLS (tls.require_tls)");
     return Transport::kRefused;
   }
   std::string error;
   std::unique_ptr<net::TlsSession> session = state.config.tls->NewSession({}, &error);
   if (!session) {
     state.counters.tls_failures.fetch_add(1, std::memory_order_relaxed);
-    state.counters.malformed_log.Log("closing connection from " + connection.remote_side() + ": TLS: " +
-                            error);
+    state.counters.malformed_log.Log("closing connection from " + connection.remote_side() +
+                                     ": TLS: " + error);
     return Transport::kRefused;
   }
   connection.StartTls(std::move(session));

@@ -19,7 +19,8 @@ nghttp2_session* NewSession(bool server, const SessionCallbacks& set, void* user
     nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks,
                                                                  set.on_invalid_frame_recv);
   }
-  if (set.on_error != nullptr) nghttp2_session_callbacks_set_error_callback2(callbacks, set.on_error);
+  if (set.on_error != nullptr)
+    nghttp2_session_callbacks_set_error_callback2(callbacks, set.on_error);
   nghttp2_option* option = nullptr;
   nghttp2_option_new(&option);
   // Stream windows reopen as the owner's budget allows: its memory bound.
@@ -38,7 +39,8 @@ nghttp2_session* NewSession(bool server, const SessionCallbacks& set, void* user
 
 int OpenConnectionWindow(nghttp2_session* session, size_t budget) {
   return nghttp2_session_set_local_window_size(
-      session, NGHTTP2_FLAG_NONE, 0, static_cast<int32_t>(std::clamp<size_t>(budget, 65535, INT32_MAX)));
+      session, NGHTTP2_FLAG_NONE, 0,
+      static_cast<int32_t>(std::clamp<size_t>(budget, 65535, INT32_MAX)));
 }
 
 std::string TerminateAfterError(nghttp2_session* session, int rv, std::string_view what) {
