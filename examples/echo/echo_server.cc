@@ -90,6 +90,9 @@ DEFINE_bool(reuse_keep_response_submessages,
             arenarpc::memory::ReuseSettings{}.keep_response_submessages,
             "reuse: keep responses' proto3 singular sub-messages attached between calls (faster; "
             "an empty one the handler touches is then not sent: docs/memory.md)");
+DEFINE_uint64(reuse_min_call_bytes, arenarpc::memory::ReuseSettings{}.min_call_bytes,
+              "reuse: a method whose mean request + response wire size is below this has its "
+              "messages made on a paged arena (0: always pooled)");
 DEFINE_uint64(arena_start_block_size, arenarpc::memory::ArenaSettings{}.start_block_size,
               "arena/paged: first block of a call's arena");
 DEFINE_validator(arena_start_block_size, &CheckPositive);
@@ -194,13 +197,15 @@ void PrintMethodStats(const arenarpc::MethodStats& stats) {
     const auto& m = stats.memory;
     std::fprintf(stderr,
                  "reuse: %llu objects pooled, ~%llu KB retained, %llu reuses, %llu trims, "
-                 "%llu rebuilds, %llu requests shaped, %llu responses mirrored\n",
+                 "%llu rebuilds, %llu requests shaped, %llu responses mirrored, "
+                 "%llu small calls on the arena\n",
                  static_cast<unsigned long long>(m.objects_pooled),
                  static_cast<unsigned long long>(m.retained_bytes_estimate / 1024),
                  static_cast<unsigned long long>(m.reuses), static_cast<unsigned long long>(m.trims),
                  static_cast<unsigned long long>(m.rebuilds),
                  static_cast<unsigned long long>(m.requests_shaped),
-                 static_cast<unsigned long long>(m.responses_mirrored));
+                 static_cast<unsigned long long>(m.responses_mirrored),
+                 static_cast<unsigned long long>(m.calls_on_arena));
   }
 }
 
@@ -258,6 +263,7 @@ int main(int argc, char** argv) {
   options.memory.reuse.mirror_responses = FLAGS_reuse_mirror_responses;
   options.memory.reuse.keep_response_submessages = FLAGS_reuse_keep_response_submessages;
   options.memory.reuse.arena_responses = FLAGS_reuse_arena_responses;
+  options.memory.reuse.min_call_bytes = FLAGS_reuse_min_call_bytes;
   options.memory.automatic.candidates.clear();
   for (size_t begin = 0; begin <= FLAGS_auto_candidates.size();) {
     const size_t end = std::min(FLAGS_auto_candidates.find(',', begin), FLAGS_auto_candidates.size());

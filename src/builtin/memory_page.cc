@@ -32,7 +32,8 @@ std::vector<std::pair<const char*, uint64_t>> MemoryCounters(const MethodStats& 
           {"objects_pooled", s.objects_pooled},
           {"retained_bytes_estimate", s.retained_bytes_estimate},
           {"requests_shaped", s.requests_shaped},
-          {"responses_mirrored", s.responses_mirrored}};
+          {"responses_mirrored", s.responses_mirrored},
+          {"calls_on_arena", s.calls_on_arena}};
 }
 
 void WriteChoiceJson(JsonWriter& json, const memory::MemoryChoice& c) {

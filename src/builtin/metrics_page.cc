@@ -123,6 +123,8 @@ void AddMethodMetrics(Families& f, prometheus::Registry& registry,
        "Requests fitted to their wire bytes"},
       {"responses_mirrored", &memory::MemoryStats::responses_mirrored,
        "Responses fitted to their request's shape"},
+      {"calls_on_arena", &memory::MemoryStats::calls_on_arena,
+       "Small calls the reuse strategy made on a paged arena"},
   };
   static const CounterField kGauges[] = {
       {"pages_cached", &memory::MemoryStats::pages_cached, "Pages in the page cache"},

@@ -134,6 +134,7 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       total.retained_bytes_estimate += s.retained_bytes_estimate;
       total.requests_shaped += s.requests_shaped;
       total.responses_mirrored += s.responses_mirrored;
+      total.calls_on_arena += s.calls_on_arena;
     }
     return total;
   }

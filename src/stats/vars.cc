@@ -76,6 +76,7 @@ void VarList::AddMethod(const MethodStats& m) {
   Add(mem + "retained_bytes_estimate", s.retained_bytes_estimate);
   Add(mem + "requests_shaped", s.requests_shaped);
   Add(mem + "responses_mirrored", s.responses_mirrored);
+  Add(mem + "calls_on_arena", s.calls_on_arena);
   Add(mem + "arena_bytes", m.arena_bytes);
   Add(mem + "arena_calls", m.arena_calls);
 }

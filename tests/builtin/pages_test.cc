@@ -131,7 +131,8 @@ TEST_P(PagesTest, VarsKeepTheContractNamesAndCountTheCalls) {
   for (const char* field : {"acquired", "released", "page_allocations", "page_cache_hits",
                             "page_cache_misses", "pages_cached", "pages_outstanding", "reuses",
                             "rebuilds", "trims", "objects_pooled", "retained_bytes_estimate",
-                            "requests_shaped", "responses_mirrored", "arena_bytes"}) {
+                            "requests_shaped", "responses_mirrored", "calls_on_arena",
+                            "arena_bytes"}) {
     EXPECT_TRUE(vars.count(m + "memory_" + field)) << field;
   }
   // The unparsable request was acquired too (then released unused).
@@ -139,6 +140,9 @@ TEST_P(PagesTest, VarsKeepTheContractNamesAndCountTheCalls) {
   const std::string mode = GetParam();
   if (mode == "arena" || mode == "paged") {
     EXPECT_GT(Number(vars, m + "memory_arena_bytes"), 0);
+  } else if (mode == "reuse") {  // the first call is pooled; the next, small, on reuse's arena
+    EXPECT_GT(Number(vars, m + "memory_arena_bytes"), 0);
+    EXPECT_GT(Number(vars, m + "memory_calls_on_arena"), 0);
   } else {
     EXPECT_EQ(0, Number(vars, m + "memory_arena_bytes"));
   }
@@ -249,6 +253,10 @@ TEST_P(PagesTest, MemoryShowsTheStrategyAndArenaBytesPerCall) {
   if (mode == "arena" || mode == "paged") {
     EXPECT_GE(per_call, 256);   // at least the first block
     EXPECT_EQ(kGoodCalls + kFailedCalls, echo.at("arena_calls").number_value());
+  } else if (mode == "reuse") {  // small calls: on reuse's paged arena after the first
+    EXPECT_GE(per_call, 256);
+    EXPECT_GT(echo.at("calls_on_arena").number_value(), 0);
+    EXPECT_LT(echo.at("calls_on_arena").number_value(), kGoodCalls + kFailedCalls + 1);
   } else {
     EXPECT_EQ(0, per_call);
   }

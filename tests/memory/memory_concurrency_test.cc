@@ -21,7 +21,7 @@ using example::EchoRequest;
 using example::EchoResponse;
 
 constexpr int kThreads = 4;
-constexpr int kCallsPerThread = 60;
+constexpr int kCallsPerThread = 96;
 
 // A tiny MPMC queue to hand pairs to another thread.
 class PairQueue {
@@ -66,10 +66,12 @@ TEST_P(StrategyConcurrency, AcquireHereReleaseThere) {
   auto memory = MakeMessageMemory(GetParam(), options);
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
 
+  // Blocks of 16 calls of ~10-byte requests, then of ~1 KB ones: reuse's running mean of call
+  // sizes crosses min_call_bytes both ways, so its arena and its pools serve calls at once.
   std::vector<std::string> wires;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 8; ++i) {
     EchoRequest r;
-    example::PayloadGenerator(3, i + 1).Fill(&r);
+    example::PayloadGenerator(i < 4 ? 1 : 3, i + 1).Fill(&r);
     wires.push_back(r.SerializeAsString());
   }
   PairQueue queue;
@@ -93,11 +95,13 @@ TEST_P(StrategyConcurrency, AcquireHereReleaseThere) {
     callers.emplace_back([&, t] {
       for (int i = 0; i < kCallsPerThread; ++i) {
         MessagePair pair = method->Acquire();
-        SerializedSpan bytes(wires[(t + i) % wires.size()]);
+        SerializedSpan bytes(wires[((i / 16) % 2) * 4 + (t + i) % 4]);
         if (pair.ParseRequest(bytes) != ParseResult::kOk) ++mismatches;
         auto& request = static_cast<EchoRequest&>(*pair.request());
-        static_cast<EchoResponse&>(*pair.response()).mutable_payload()->CopyFrom(request.payload());
+        auto& response = static_cast<EchoResponse&>(*pair.response());
+        response.mutable_payload()->CopyFrom(request.payload());
         pair.PrepareResponse();
+        (void)response.ByteSizeLong();  // what serializing it would leave behind
         if (i % 2 == 0) {
           queue.Push(std::move(pair));
         }  // else released here by the destructor
@@ -116,6 +120,10 @@ TEST_P(StrategyConcurrency, AcquireHereReleaseThere) {
   EXPECT_EQ(s.pages_outstanding, 0u);
   EXPECT_LE(s.pages_cached, options.page_cache_capacity);
   EXPECT_LE(s.objects_pooled, 2 * options.reuse.max_pooled_objects);  // two pools (types)
+  if (std::string(GetParam()) == "reuse") {
+    EXPECT_GT(s.calls_on_arena, 0u);
+    EXPECT_GT(s.reuses, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, StrategyConcurrency,

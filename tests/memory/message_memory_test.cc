@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "pooled_reuse_options.h"
 #include "arenarpc/memory/message_memory.h"
 #include "echo/payload_generator.h"
 
@@ -85,7 +86,7 @@ TEST(MessageMemory, EveryStrategySerializesIdenticallyAndParsesBackEqual) {
 // (2 bytes). By default reuse keeps no such sub-message attached while the handler runs, so the
 // reply is heap's; has_payload() is false before the handler writes, as on a fresh message.
 TEST(ReuseStrategy, EmptySubMessagesTheHandlerTouchesAreSentAsHeapSendsThem) {
-  auto memory = MakeMessageMemory("reuse");
+  auto memory = MakeMessageMemory("reuse", PooledReuseOptions());
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   EchoRequest with_payload;
   example::PayloadGenerator(3, 9).Fill(&with_payload);
@@ -106,7 +107,7 @@ TEST(ReuseStrategy, EmptySubMessagesTheHandlerTouchesAreSentAsHeapSendsThem) {
 // payload is attached before the handler runs, and one the handler reaches and leaves empty cannot
 // be told from an untouched one, so it is not sent (the documented difference; equivalent content).
 TEST(ReuseStrategy, KeepingResponseSubMessagesLosesTheirPresenceWhenLeftEmpty) {
-  MemoryOptions options;
+  MemoryOptions options = PooledReuseOptions();
   options.reuse.keep_response_submessages = true;
   auto memory = MakeMessageMemory("reuse", options);
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "pooled_reuse_options.h"
 #include "arenarpc/memory/message_memory.h"
 #include "memory_test.pb.h"
 
@@ -30,7 +31,7 @@ void ExpectParsedLikeHeap(MethodMemory& method, const Root& sent) {
 }
 
 TEST(ReusePresence, RequestsReadPresenceFromTheirBytes) {
-  auto memory = MakeMessageMemory("reuse");
+  auto memory = MakeMessageMemory("reuse", PooledReuseOptions());
   auto method = memory->Bind(Root::default_instance(), Root::default_instance());
   Root full;  // leaves mid, mid.leaf and leaf kept in the pooled object
   full.mutable_mid()->mutable_leaf()->set_n(1);
@@ -51,7 +52,7 @@ TEST(ReusePresence, RequestsReadPresenceFromTheirBytes) {
 }
 
 TEST(ReusePresence, SubMessagesTheHandlerCreatesStayPresentWhenEmpty) {
-  auto memory = MakeMessageMemory("reuse");
+  auto memory = MakeMessageMemory("reuse", PooledReuseOptions());
   auto method = memory->Bind(Root::default_instance(), Root::default_instance());
   const std::string no_request;
   // 0: content in mid (kept by the pooled response); 1: a new, empty leaf (never kept before):
@@ -77,7 +78,7 @@ TEST(ReusePresence, SubMessagesTheHandlerCreatesStayPresentWhenEmpty) {
 // A response's `optional` sub-message keeps its object (and its repeated elements) from call to
 // call through its has-bit: presence stays exact and the handler's writes allocate nothing new.
 TEST(ReusePresence, OptionalSubMessagesOfResponsesAreKeptExactly) {
-  MemoryOptions options;
+  MemoryOptions options = PooledReuseOptions();
   options.reuse.max_pooled_objects = 1;  // the same response object every call
   auto memory = MakeMessageMemory("reuse", options);
   // Another request type: request and response objects do not share (and swap through) one pool.

@@ -1,3 +1,4 @@
+#include "pooled_reuse_options.h"
 #include "memory/reuse/response_mirror.h"
 
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -19,7 +20,7 @@ namespace {
 // These tests are about pooled (mirrored) responses: not the paged arena exact reuse gives
 // response types with subtrees it cannot keep.
 MemoryOptions PooledResponses() {
-  MemoryOptions options;
+  MemoryOptions options = PooledReuseOptions();
   options.reuse.arena_responses = false;
   return options;
 }
@@ -78,7 +79,7 @@ TEST(ResponseMirror, EchoResponsesStayAtTheSizeOfTheLargestCall) {
     largest = std::max(largest, r.SpaceUsedLong());
   }
   auto retained_after_ring = [&](bool mirror) {
-    MemoryOptions options;
+    MemoryOptions options = PooledReuseOptions();
     options.reuse.mirror_responses = mirror;
     options.reuse.keep_response_submessages = true;  // the payload's tree is what is mirrored
     options.reuse.sample_every = 1;
@@ -135,7 +136,7 @@ TEST(ReuseStrategy, ElementsKeepTheirPlaceInTraversalOrderAcrossShapes) {
   // order, so that a call walks its strings in the order they were allocated (not a reshuffle
   // per differently shaped request: scattered strings cost cache misses on every pass).
   const auto ring = Ring(10, 24, 5);  // terms of 0..19 bytes: inline and heap-block strings
-  MemoryOptions options;
+  MemoryOptions options = PooledReuseOptions();
   options.reuse.max_pooled_objects = 1;  // the same request and response objects every call
   options.reuse.keep_response_submessages = true;  // ... and the same response payload tree
   options.reuse.max_object_bytes = 1u << 30;

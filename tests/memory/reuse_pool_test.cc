@@ -1,3 +1,4 @@
+#include "pooled_reuse_options.h"
 #include "memory/reuse/reuse_pool.h"
 
 #include <google/protobuf/util/message_differencer.h>
@@ -48,7 +49,7 @@ std::vector<std::function<void(Root&)>> RootFills() {
 }
 
 TEST(ReuseStrategy, SerializationIsByteIdenticalToHeapAcrossReuses) {
-  auto memory = MakeMessageMemory("reuse");
+  auto memory = MakeMessageMemory("reuse", PooledReuseOptions());
   auto method = memory->Bind(Root::default_instance(), Root::default_instance());
   std::set<const Message*> objects;
   for (int round = 0; round < 3; ++round) {
@@ -81,7 +82,7 @@ TEST(ReuseStrategy, SerializationIsByteIdenticalToHeapAcrossReuses) {
 }
 
 TEST(ReuseStrategy, EchoCallKeepsTheWholeTree) {
-  auto memory = MakeMessageMemory("reuse");
+  auto memory = MakeMessageMemory("reuse", PooledReuseOptions());
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   EchoRequest source;
   example::PayloadGenerator(6, 3).Fill(&source);

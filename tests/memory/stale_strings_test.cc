@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pooled_reuse_options.h"
 #include "arenarpc/memory/message_memory.h"
 #include "memory/reuse/reuse_pool.h"
 #include "echo/payload_generator.h"
@@ -120,7 +121,7 @@ TEST_P(StaleStrings, AnObjectFilledByHandNeverMeetsOne) {
 // One pool per message type: a type that is one method's request and another's response gets a
 // parsed (stale) object back as a response. The response fit scrubs the spares before dealing.
 TEST_P(StaleStrings, AResponseFitScrubsThemFirst) {
-  MemoryOptions options;
+  MemoryOptions options = PooledReuseOptions();
   options.reuse.arena_responses = false;  // pooled responses, as this test is about
   auto memory = MakeMessageMemory("reuse", options);
   auto forward = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());

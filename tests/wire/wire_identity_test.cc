@@ -152,6 +152,27 @@ TEST(WireIdentity, EveryStrategyRepliesWithHeapsBytes) {
     options.memory_mode = mode;
     ExpectSameBytes(expected, Replies(options, requests), mode);
   }
+  // reuse with every call pooled, with its default size switch, and with every call after the
+  // first few on its paged arena.
+  const size_t n = requests.size();
+  for (const size_t min_call_bytes :
+       {size_t{0}, memory::ReuseSettings{}.min_call_bytes, size_t{1} << 30}) {
+    memory::MemoryOptions memory_options;
+    memory_options.reuse.min_call_bytes = min_call_bytes;
+    auto reuse = memory::MakeMessageMemory("reuse", memory_options);
+    ServerOptions options;
+    options.memory_strategy = reuse;
+    const std::string what = "reuse, min_call_bytes " + std::to_string(min_call_bytes);
+    ExpectSameBytes(expected, Replies(options, requests), what);
+    const memory::MemoryStats stats = reuse->stats();
+    EXPECT_EQ(stats.acquired, n) << what;
+    if (min_call_bytes == 0) {
+      EXPECT_EQ(stats.calls_on_arena, 0u) << what;
+      EXPECT_GT(stats.reuses, n / 2) << what;
+    } else if (min_call_bytes == (size_t{1} << 30)) {
+      EXPECT_GT(stats.calls_on_arena, n / 2) << what;
+    }
+  }
 }
 
 // "auto" with trials so short that the method moves between strategies all along the sequence:

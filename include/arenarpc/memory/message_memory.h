@@ -67,6 +67,13 @@ struct ReuseSettings {
   // cheaply as the paged strategy does (requests are still pooled and reused). false: such
   // responses are pooled, and the handler builds those subtrees on the heap.
   bool arena_responses = true;
+  // A method whose calls are small — the running means of its requests' and responses' wire
+  // sizes add up to less than this — has both messages made on a paged arena per call, as the
+  // paged strategy would: below about a kilobyte, pooling's fixed work per call (taking and
+  // giving objects, fitting them to the bytes) costs more than the allocations it saves
+  // (docs/benchmarks.md). The means follow the traffic, so a method moves back to the pools when
+  // its calls grow. 0: every call uses the pools.
+  size_t min_call_bytes = 1024;
 };
 
 // The "auto" strategy: per method, it runs trials on live calls (the candidates take turns in
@@ -147,6 +154,7 @@ struct MemoryStats {
   uint64_t reuses = 0, rebuilds = 0, trims = 0, objects_pooled = 0, retained_bytes_estimate = 0;
   uint64_t requests_shaped = 0;     // requests fitted to their wire bytes before the merge
   uint64_t responses_mirrored = 0;  // responses fitted to their request's shape
+  uint64_t calls_on_arena = 0;      // calls below min_call_bytes, made on a paged arena
 };
 
 class MethodMemory;

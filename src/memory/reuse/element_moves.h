@@ -12,6 +12,8 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -93,6 +95,146 @@ class FieldSlot {
   mutable std::atomic<std::ptrdiff_t> offset_{-1};
 };
 
+// Where one singular message field's pointer (and has-bit, if it has one) sits in its message
+// objects. HasField and MutableMessage through reflection cost a few hundred instructions (its
+// GetReflection() alone runs a call_once), paid for every message a walk visits. The layout is
+// learned once, from a probe object of the class met first (New()), by comparing the probe's bytes
+// before setting the field, after, and after ClearField: the pointer slot is where the
+// sub-message's address appeared; a has-bit is the one bit that ClearField cleared while keeping
+// the object. Any other pattern (another protobuf's layout) leaves the slot on reflection.
+class SubmessageSlot {
+ public:
+  explicit SubmessageSlot(const FieldDescriptor* field) noexcept : field_(field) {}
+  SubmessageSlot(const SubmessageSlot& other) noexcept
+      : field_(other.field_),
+        offset_(other.offset_.load(std::memory_order_acquire)),
+        hasbit_offset_(other.hasbit_offset_.load(std::memory_order_relaxed)),
+        hasbit_mask_(other.hasbit_mask_.load(std::memory_order_relaxed)) {}
+  SubmessageSlot& operator=(const SubmessageSlot&) = delete;
+
+  const FieldDescriptor* field() const noexcept { return field_; }
+  // Whether reads go to the learned place (false: not learned yet, or reflection).
+  bool direct() const noexcept { return offset_.load(std::memory_order_acquire) >= 0; }
+
+  // The field's sub-message when HasField(m) (as reflection's MutableMessage, which then only
+  // returns it), else nullptr.
+  Message* Get(Message& m) const noexcept {
+    std::ptrdiff_t offset = offset_.load(std::memory_order_acquire);
+    if (offset == kUnknown) offset = Learn(m);
+    if (offset < 0) return ByReflection(m);
+    char* const base = reinterpret_cast<char*>(&m);
+    const std::ptrdiff_t hasbit = hasbit_offset_.load(std::memory_order_relaxed);
+    if (hasbit >= 0) {
+      uint32_t word;
+      std::memcpy(&word, base + hasbit, sizeof(word));
+      if ((word & hasbit_mask_.load(std::memory_order_relaxed)) == 0) return nullptr;
+    }
+    Message* sub;
+    std::memcpy(&sub, base + offset, sizeof(sub));
+    assert(sub == ByReflection(m) && "a plan met two classes of one message type");
+    return sub;
+  }
+  const Message* Get(const Message& m) const noexcept {  // never writes to `m`
+    return Get(const_cast<Message&>(m));
+  }
+
+ private:
+  static constexpr std::ptrdiff_t kUnknown = -1;
+  static constexpr std::ptrdiff_t kReflection = -2;
+
+  Message* ByReflection(Message& m) const noexcept {
+    const Reflection& r = *m.GetReflection();
+    return r.HasField(m, field_) ? r.MutableMessage(&m, field_) : nullptr;
+  }
+
+  struct Layout {
+    std::ptrdiff_t offset = kReflection;
+    std::ptrdiff_t hasbit_offset = -1;
+    uint32_t hasbit_mask = 0;
+  };
+
+  std::ptrdiff_t Learn(Message& m) const noexcept {
+    try {
+      const Layout layout = Probe(m, field_);
+      hasbit_offset_.store(layout.hasbit_offset, std::memory_order_relaxed);
+      hasbit_mask_.store(layout.hasbit_mask, std::memory_order_relaxed);
+      offset_.store(layout.offset, std::memory_order_release);
+      return layout.offset;
+    } catch (...) {  // out of memory: reflection this time, learn later
+      return kReflection;
+    }
+  }
+
+  // The pointer's and the has-bit's place, or offset kReflection.
+  static Layout Probe(const Message& m, const FieldDescriptor* field) {
+    // A oneof member's case word also changes when it is set, and can look like a has-bit.
+    if (field->is_repeated() || field->real_containing_oneof() != nullptr ||
+        field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) {
+      return {};
+    }
+    std::unique_ptr<Message> probe(m.New());  // heap, same class
+    const Reflection& r = *probe->GetReflection();
+    // A fresh message's SpaceUsedLong is its object's size: nothing hangs from it yet.
+    const size_t size = probe->SpaceUsedLong();
+    if (size < sizeof(void*) || size > (1u << 16) || r.HasField(*probe, field)) return {};
+    const auto* bytes = reinterpret_cast<const unsigned char*>(probe.get());
+    const std::vector<unsigned char> fresh(bytes, bytes + size);
+    const Message* sub = r.MutableMessage(probe.get(), field);
+    const std::vector<unsigned char> set(bytes, bytes + size);
+    r.ClearField(probe.get(), field);
+    const std::vector<unsigned char> cleared(bytes, bytes + size);
+    auto pointer_at = [](const std::vector<unsigned char>& v, size_t at) {
+      const void* p;
+      std::memcpy(&p, v.data() + at, sizeof(p));
+      return p;
+    };
+    std::ptrdiff_t offset = kReflection;
+    for (size_t at = 0; at + sizeof(void*) <= size; at += alignof(void*)) {
+      if (pointer_at(set, at) != sub || pointer_at(fresh, at) != nullptr) continue;
+      if (offset != kReflection) return {};  // twice: ambiguous
+      offset = static_cast<std::ptrdiff_t>(at);
+    }
+    if (offset == kReflection) return {};
+    Layout layout;
+    layout.offset = offset;
+    const auto in_pointer = [&](size_t at) {
+      return at >= static_cast<size_t>(offset) && at < static_cast<size_t>(offset) + sizeof(void*);
+    };
+    // Outside the pointer, `fresh` and `cleared` are alike, and `set` differs in one bit at most.
+    std::ptrdiff_t bit_at = -1;
+    uint32_t mask = 0;
+    for (size_t at = 0; at < size; ++at) {
+      if (in_pointer(at)) continue;
+      if (fresh[at] != cleared[at]) return {};
+      const unsigned diff = static_cast<unsigned>(set[at] ^ fresh[at]);
+      if (diff == 0) continue;
+      if (bit_at >= 0 || (diff & (diff - 1)) != 0 || (set[at] & diff) == 0) return {};
+      bit_at = static_cast<std::ptrdiff_t>(at);
+      mask = diff;
+    }
+    if (bit_at < 0) {  // no has-bit: presence is the pointer, which ClearField reset
+      if (pointer_at(cleared, static_cast<size_t>(offset)) != nullptr) return {};
+      layout.hasbit_offset = -1;
+    } else {  // a has-bit: ClearField kept the object and cleared the bit
+      if (pointer_at(cleared, static_cast<size_t>(offset)) != sub) return {};
+      const size_t word = static_cast<size_t>(bit_at) & ~size_t{3};
+      if (word + sizeof(uint32_t) > size || in_pointer(word)) return {};
+      uint32_t word_mask = 0;
+      std::memcpy(reinterpret_cast<unsigned char*>(&word_mask) + (bit_at - word), &mask, 1);
+      layout.hasbit_offset = static_cast<std::ptrdiff_t>(word);
+      layout.hasbit_mask = word_mask;
+    }
+    return layout;
+  }
+
+  const FieldDescriptor* field_;
+  mutable std::atomic<std::ptrdiff_t> offset_{kUnknown};
+  // Stored before offset_ is published (release), read after it is seen (acquire); a thread that
+  // learns concurrently stores the same values.
+  mutable std::atomic<std::ptrdiff_t> hasbit_offset_{-1};
+  mutable std::atomic<uint32_t> hasbit_mask_{0};
+};
+
 // Moves the cleared elements of a repeated field beyond `wanted` to the spares, or fills it up to
 // `wanted` cleared elements from them (as far as they go).
 inline void FitStrings(RepeatedPtrField<std::string>& field, int wanted,
@@ -154,6 +296,7 @@ struct GatherView {
   FieldKind kind;
   const Node* element;  // kMessages, kSingular: the element type's node
   size_t spare_type;    // kMessages: SpareTypeId of the element type
+  const SubmessageSlot* singular;  // kSingular
 };
 
 // A fitter takes spare messages of one type in queue order and fills each at once; they have been
@@ -184,10 +327,9 @@ void GatherNode(Message& m, const Node& node, const View& view, SpareElements& s
   for (const auto& tracked : node.fields) {
     const GatherView<Node> f = view(tracked);
     if (f.kind == FieldKind::kSingular) {
-      const Reflection& r = *m.GetReflection();
-      if (depth < max_depth && r.HasField(m, f.slot->field())) {
-        GatherNode(*r.MutableMessage(&m, f.slot->field()), *f.element, view, spares, depth + 1,
-                   max_depth);
+      if (depth >= max_depth) continue;
+      if (Message* sub = f.singular->Get(m)) {
+        GatherNode(*sub, *f.element, view, spares, depth + 1, max_depth);
       }
       continue;
     }
@@ -251,10 +393,7 @@ void PrefetchSkeleton(Message& root, const Node& root_node, const View& view,
         for (const auto& tracked : v.node->fields) {
           const GatherView<Node> f = view(tracked);
           if (f.kind == FieldKind::kSingular) {
-            const Reflection& r = *v.message->GetReflection();
-            if (r.HasField(*v.message, f.slot->field())) {
-              next.push_back({r.MutableMessage(v.message, f.slot->field()), f.element});
-            }
+            if (Message* sub = f.singular->Get(*v.message)) next.push_back({sub, f.element});
             continue;
           }
           if (f.kind != FieldKind::kMessages) continue;

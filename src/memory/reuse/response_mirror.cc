@@ -10,7 +10,6 @@ namespace arenarpc::memory {
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
-using google::protobuf::Reflection;
 
 namespace {
 constexpr int kMaxMirrorDepth = 64;
@@ -26,6 +25,8 @@ struct ResponseMirror::Pair {
     size_t spare_type = 0;          // kMessages
     moves::FieldSlot response_slot{response};
     moves::FieldSlot request_slot{request};
+    moves::SubmessageSlot response_singular{response};  // kSingular
+    moves::SubmessageSlot request_singular{request};
   };
   std::vector<Field> fields;
   bool has_repeated = false;  // here or below: whether fitting can move anything
@@ -38,7 +39,7 @@ using Kind = Pair::Kind;
 
 // A closure, not a function: the walks in element_moves.h take it by type and inline it.
 constexpr auto GatherViewOf = [](const Pair::Field& f) -> moves::GatherView<Pair> {
-  return {&f.response_slot, f.kind, f.element, f.spare_type};
+  return {&f.response_slot, f.kind, f.element, f.spare_type, &f.response_singular};
 };
 
 void FitPair(Message& response, const Message& request, const Pair& pair, SpareElements& spares,
@@ -62,12 +63,9 @@ void FitPair(Message& response, const Message& request, const Pair& pair, SpareE
       moves::ReleaseCleared(field, f.spare_type, spares);
       field.Clear();  // the elements made live become cleared, in order
     } else if (f.kind == Kind::kSingular && depth < kMaxMirrorDepth) {
-      const Reflection& rr = *response.GetReflection();
-      const Reflection& qr = *request.GetReflection();
-      if (rr.HasField(response, f.response) && qr.HasField(request, f.request)) {
-        FitPair(*rr.MutableMessage(&response, f.response), qr.GetMessage(request, f.request),
-                *f.element, spares, depth + 1);
-      }
+      Message* out = f.response_singular.Get(response);
+      const Message* in = out != nullptr ? f.request_singular.Get(request) : nullptr;
+      if (in != nullptr) FitPair(*out, *in, *f.element, spares, depth + 1);
     }
   }
   for (const Pair::Field& f : pair.fields) {

@@ -1,7 +1,8 @@
 // "reuse": request and response objects come from per-type ReusePools and are cleared in place
 // (keeping their sub-message tree) after the call instead of destroyed. A response whose type has
 // subtrees an exact reuse cannot keep (see LosesSubtrees) is made on a paged arena per call
-// instead, so that the handler builds them as cheaply as the paged strategy would.
+// instead, so that the handler builds them as cheaply as the paged strategy would. A method whose
+// calls are small (ReuseSettings::min_call_bytes) has both messages made on the paged arena.
 #include <google/protobuf/arena.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
@@ -63,6 +64,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
           owner_(std::move(owner)),
           requests_(owner_->PoolFor(req)),
           responses_(owner_->PoolFor(resp)) {
+      if (owner_->settings_.min_call_bytes > 0) small_call_arenas_ = &owner_->ResponseArenas();
       if (owner_->settings_.arena_responses && !keep_response_tree_ &&
           LosesSubtrees(*resp.GetDescriptor())) {
         arenas_ = &owner_->ResponseArenas();
@@ -75,6 +77,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     }
 
     MessagePair Acquire() override {
+      if (small_call_arenas_ != nullptr && SmallCalls()) return AcquireOnArena();
       ReusePool::Entry* request = requests_->Take();
       if (arenas_ != nullptr) return AcquireWithArenaResponse(request);
       ReusePool::Entry* response;
@@ -91,7 +94,14 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     }
 
    protected:
-    void Release(Message*, Message*, Arena*, void* cookie) noexcept override {
+    void Release(Message*, Message* response_message, Arena* pair_arena,
+                 void* cookie) noexcept override {
+      Observe(response_bytes_, response_message->GetCachedSize());
+      if (cookie == nullptr) {  // a small call: both messages on the arena
+        small_call_arenas_->Destroy(pair_arena);
+        owner_->counters_.OnRelease();
+        return;
+      }
       auto* request = static_cast<ReusePool::Entry*>(cookie);
       if (Arena* arena = std::exchange(request->response_arena, nullptr)) {
         requests_->Give(request);
@@ -109,6 +119,8 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     // Shape (fit the kept tree to the bytes, so the merge allocates nothing), merge, then settle
     // (detach kept sub-messages the bytes left empty) and fit the response to the request.
     ParseResult ParseRequest(Message* message, void* cookie, SerializedMessage& bytes) override {
+      Observe(request_bytes_, static_cast<int64_t>(bytes.size()));
+      if (cookie == nullptr) return MergeSerialized(*message, bytes);  // a fresh arena message
       auto& request = *static_cast<ReusePool::Entry*>(cookie);
       requests_->Shape(request, bytes.Read());
       owner_->shaped_.fetch_add(1, std::memory_order_relaxed);
@@ -130,6 +142,34 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     }
 
    private:
+    // Running means of the wire sizes (a sixteenth of each new size; -1 until the first). Plain
+    // loads and stores: a lost update between threads only delays the mean a little.
+    static void Observe(std::atomic<int64_t>& mean, int64_t bytes) noexcept {
+      if (bytes <= 0) return;  // a response not serialized (failed call), or an empty message
+      const int64_t old = mean.load(std::memory_order_relaxed);
+      mean.store(old < 0 ? bytes : old + (bytes - old) / 16, std::memory_order_relaxed);
+    }
+    bool SmallCalls() const noexcept {
+      const int64_t in = request_bytes_.load(std::memory_order_relaxed);
+      const int64_t out = response_bytes_.load(std::memory_order_relaxed);
+      return in >= 0 && out >= 0 &&
+             static_cast<uint64_t>(in + out) < owner_->settings_.min_call_bytes;
+    }
+
+    MessagePair AcquireOnArena() {
+      Arena* arena = small_call_arenas_->Create();
+      try {
+        Message* request = request_prototype().New(arena);
+        Message* response = response_prototype().New(arena);
+        owner_->counters_.OnAcquire();
+        owner_->on_arena_.fetch_add(1, std::memory_order_relaxed);
+        return MakePair(request, response, arena, nullptr, /*response_plain=*/true);
+      } catch (...) {
+        small_call_arenas_->Destroy(arena);
+        throw;
+      }
+    }
+
     MessagePair AcquireWithArenaResponse(ReusePool::Entry* request) {
       Arena* arena = nullptr;
       Message* response;
@@ -168,6 +208,8 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     std::shared_ptr<ReusePool> responses_;
     std::unique_ptr<ResponseMirror> mirror_;  // null: not asked for, or no shared fields
     PagedArenaFactory* arenas_ = nullptr;      // set: responses are made on a paged arena
+    PagedArenaFactory* small_call_arenas_ = nullptr;  // set: min_call_bytes > 0
+    std::atomic<int64_t> request_bytes_{-1}, response_bytes_{-1};
     std::atomic<bool> mirroring_{false};
     std::atomic<uint64_t> follows_{0}, strays_{0};
   };
@@ -181,6 +223,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     counters_.FillStats(s);
     s.responses_mirrored = mirrored_.load(std::memory_order_relaxed);
     s.requests_shaped = shaped_.load(std::memory_order_relaxed);
+    s.calls_on_arena = on_arena_.load(std::memory_order_relaxed);
     std::lock_guard lock(mu_);
     if (arena_pages_) FillPageStats(arena_pages_->stats(), s);  // responses on paged arenas
     for (const auto& [descriptor, pool] : pools_) {
@@ -221,7 +264,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
   std::unique_ptr<PagedArenaFactory> arena_factory_;
   std::unordered_map<const Descriptor*, std::shared_ptr<ReusePool>> pools_;
   CallCounters counters_;
-  std::atomic<uint64_t> mirrored_{0}, shaped_{0};
+  std::atomic<uint64_t> mirrored_{0}, shaped_{0}, on_arena_{0};
 };
 
 }  // namespace

@@ -18,7 +18,6 @@ namespace arenarpc::memory {
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
-using google::protobuf::Reflection;
 using google::protobuf::RepeatedPtrField;
 
 namespace {
@@ -33,6 +32,7 @@ struct ShapePlan::Type {
     Kind kind;
     const Type* element;    // kMessages, kSingular
     moves::FieldSlot slot;  // kMessages, kStrings
+    moves::SubmessageSlot singular{descriptor};  // kSingular
   };
   size_t id = 0;             // SpareTypeId of this type
   bool strings_only = true;  // every tracked field is kStrings: scanned by WireScanner::CountAll
@@ -62,7 +62,7 @@ using moves::FitStrings;
 
 // A closure, not a function: the walks in element_moves.h take it by type and inline it.
 constexpr auto GatherViewOf = [](const Type::Field& f) -> moves::GatherView<Type> {
-  return {&f.slot, f.kind, f.element, f.element != nullptr ? f.element->id : 0};
+  return {&f.slot, f.kind, f.element, f.element != nullptr ? f.element->id : 0, &f.singular};
 };
 
 constexpr size_t kInlineCounts = 16;
@@ -130,9 +130,8 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
         if (f.kind == Kind::kMessages && depth < kMaxShapeDepth) {
           sub = moves::NextElement(m, f.slot, f.element->id, spares);
           moves::PrefetchSpareArrays(spares, f.element->id, *f.element, GatherViewOf);
-        } else if (f.kind == Kind::kSingular && depth < kMaxShapeDepth &&
-                   m.GetReflection()->HasField(m, f.descriptor)) {
-          sub = m.GetReflection()->MutableMessage(&m, f.descriptor);
+        } else if (f.kind == Kind::kSingular && depth < kMaxShapeDepth) {
+          sub = f.singular.Get(m);  // a kept one (absent: left to the merge)
         }
       }
       if (sub == nullptr) {
@@ -155,12 +154,10 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
     }
     // Kept sub-messages the bytes leave out (see Shape()); a strings-only type has none.
     if (ok && absent != nullptr && !type.strings_only) {
-      const Reflection& r = *m.GetReflection();
       for (size_t i = 0; i < n; ++i) {
         const Type::Field& f = type.fields[i];
-        if (f.kind == Kind::kSingular && counts()[i] == 0 && r.HasField(m, f.descriptor)) {
-          absent->push_back(&r.GetMessage(m, f.descriptor));
-        }
+        if (f.kind != Kind::kSingular || counts()[i] != 0) continue;
+        if (const Message* kept = f.singular.Get(m)) absent->push_back(kept);
       }
     }
   } catch (...) {  // bad_alloc while making an element live: stop shaping
@@ -184,7 +181,6 @@ bool ShapeMessage(WireScanner& in, int64_t end, Message& m, const Type& type, Sp
 }
 
 void TrimMessage(Message& m, const Type& type, int depth) noexcept {
-  const Reflection& r = *m.GetReflection();
   for (const Type::Field& f : type.fields) {
     if (f.kind == Kind::kStrings) {
       auto& field = f.slot.Of<std::string>(m);
@@ -195,14 +191,13 @@ void TrimMessage(Message& m, const Type& type, int depth) noexcept {
       if (depth < kMaxShapeDepth) {
         for (Message& element : field) TrimMessage(element, *f.element, depth + 1);
       }
-    } else if (depth < kMaxShapeDepth && r.HasField(m, f.descriptor)) {
-      TrimMessage(*r.MutableMessage(&m, f.descriptor), *f.element, depth + 1);
+    } else if (depth < kMaxShapeDepth) {
+      if (Message* sub = f.singular.Get(m)) TrimMessage(*sub, *f.element, depth + 1);
     }
   }
 }
 
 void ForgetStringsOf(Message& m, const Type& type, int depth) noexcept {
-  const Reflection& r = *m.GetReflection();
   for (const Type::Field& f : type.fields) {
     if (f.kind == Kind::kStrings) {
       cleared_tail::ForgetLive(f.slot.Of<std::string>(m));
@@ -212,8 +207,8 @@ void ForgetStringsOf(Message& m, const Type& type, int depth) noexcept {
           ForgetStringsOf(element, *f.element, depth + 1);
         }
       }
-    } else if (depth < kMaxShapeDepth && r.HasField(m, f.descriptor)) {
-      ForgetStringsOf(*r.MutableMessage(&m, f.descriptor), *f.element, depth + 1);
+    } else if (depth < kMaxShapeDepth) {
+      if (Message* sub = f.singular.Get(m)) ForgetStringsOf(*sub, *f.element, depth + 1);
     }
   }
 }
@@ -242,7 +237,7 @@ const ShapePlan::Type& ShapePlan::TypeFor(const Descriptor& d) {
                       : f->type() == FieldDescriptor::TYPE_MESSAGE ? Kind::kMessages
                                                                    : Kind::kStrings;
     const Type* element = kind == Kind::kStrings ? nullptr : &TypeFor(*f->message_type());
-    type.fields.push_back({f, kind, element, moves::FieldSlot(f)});
+    type.fields.push_back({f, kind, element, moves::FieldSlot(f), moves::SubmessageSlot(f)});
     if (kind != Kind::kStrings) type.strings_only = false;
   }
   uint32_t max_dense = 0;
