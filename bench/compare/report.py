@@ -29,7 +29,9 @@ def table(result):
     lines = [
         f"{result['server']} echo server, payload_scale {result['payload_scale']}, "
         f"{result['qps']:.0f} QPS open loop, {result['repeats']} interleaved repeats x "
-        f"{result['duration_s']:g} s (after {result['warmup_s']:g} s warm-up); server pinned to "
+        f"{result['duration_s']:g} s (after {result['warmup_s']:g} s warm-up"
+        f"{'; auto: until its start-up trials ended' if any(m.startswith('auto') for m in result['modes']) else ''}"
+        f"); server pinned to "
         f"core {result['server_core']} ({result['server_threads']} I/O thread), press on core "
         f"{result['client_core']}; server malloc {result.get('server_malloc', 'glibc')}; "
         f"medians over repeats, ratios to {base}",

@@ -35,7 +35,8 @@ DEFINE_uint64(page_size, 4096, "paged/reuse: bytes per page (power of two, 256 B
 DEFINE_uint64(page_cache_capacity, 4096, "paged/reuse: free pages kept in the page cache");
 DEFINE_uint64(thread_cache_pages, 64, "paged/reuse: free pages a thread keeps locally");
 DEFINE_uint64(reuse_max_pooled, 1024, "reuse: max pooled objects per message type");
-DEFINE_uint64(reuse_max_object_bytes, 4u << 20, "reuse: objects retaining more are destroyed");
+DEFINE_uint64(reuse_max_object_bytes, arenarpc::memory::ReuseSettings{}.max_object_bytes,
+              "reuse: objects retaining more are cut back, destroyed if still over");
 DEFINE_uint64(reuse_max_pool_bytes, 64u << 20, "reuse: max estimated retained bytes per type");
 DEFINE_bool(reuse_keep_response_submessages, false,
             "reuse: keep responses' proto3 singular sub-messages attached between calls (faster; "

@@ -69,6 +69,7 @@ class AutoChooser {
   uint64_t trials_ = 0, switches_ = 0;
   int64_t decided_ms_ = 0;
   uint64_t calls_since_ = 0;  // estimated calls of the method since the last trial ended
+  bool confirm_ = false;      // the first trial ended: a second one follows once warm
   double chosen_cpu_ns_ = 0;  // moving mean between trials
   double request_bytes_ = 0;  // moving mean of measured calls' request sizes
   double decided_request_bytes_ = 0;

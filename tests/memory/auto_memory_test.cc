@@ -131,6 +131,29 @@ TEST(AutoChooser, SwitchesOnlyPastTheMargin) {
   EXPECT_NE(chooser.Report().reason.find("periodic recheck"), std::string::npos);
 }
 
+TEST(AutoChooser, ConfirmsTheFirstChoiceOnceWarm) {
+  // The first trial runs cold; b turns out cheaper once the process is warm. A second trial
+  // follows after 16 trials' worth of calls (16 x 10 calls x 2 candidates here), then none until
+  // a recheck is due.
+  AutoSettings s = QuickAutoSettings();
+  s.sample_every = 1;
+  s.recheck_calls = 1'000'000;
+  AutoChooser chooser({"a", "b"}, s);
+  Feed(chooser, {1000, 2000}, 2 * 10);
+  ASSERT_EQ(chooser.Report().chosen, "a");
+  Feed(chooser, {1000, 500}, 16 * 10 * 2 - 1);
+  EXPECT_FALSE(chooser.Report().in_trial);
+  EXPECT_EQ(chooser.Report().trials, 1u);
+  for (int i = 0; i < 100 && chooser.Report().trials < 2; ++i) Feed(chooser, {1000, 500}, 1);
+  MemoryChoice choice = chooser.Report();
+  EXPECT_EQ(choice.trials, 2u);
+  EXPECT_EQ(choice.chosen, "b");
+  EXPECT_NE(choice.reason.find("confirmation once warm"), std::string::npos) << choice.reason;
+  Feed(chooser, {1000, 500}, 2000);
+  EXPECT_EQ(chooser.Report().trials, 2u);  // confirmed once only
+  EXPECT_FALSE(chooser.Report().in_trial);
+}
+
 TEST(AutoChooser, ARequestSizeChangeStartsATrial) {
   AutoSettings s = QuickAutoSettings();
   s.sample_every = 1;

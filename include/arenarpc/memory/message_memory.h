@@ -45,7 +45,10 @@ void SetDefaultArenaSettings(const ArenaSettings& settings);  // validates; thro
 // Bounds of the reuse ("full reuse") strategy.
 struct ReuseSettings {
   size_t max_pooled_objects = 1024;    // per message type
-  size_t max_object_bytes = 4u << 20;  // an object retaining more is destroyed, not pooled
+  // An object retaining more is cut back to its content, and destroyed if still over. Parsed
+  // messages hold 10-40x their wire size, and a pooled object keeps room for the largest content
+  // it met: below that, objects are cut back and grown again call after call.
+  size_t max_object_bytes = 16u << 20;
   size_t max_pool_bytes = 64u << 20;   // per message type, estimated retained bytes
   // Re-measure an object's retained size (a walk of all of it) every N releases, besides its first
   // release and any release of a content larger than it held before.
