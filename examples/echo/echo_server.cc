@@ -126,6 +126,9 @@ DEFINE_string(auto_candidates, "paged,reuse,arena,heap",
               "decides");
 DEFINE_uint32(auto_trial_calls, arenarpc::memory::AutoSettings{}.trial_calls,
               "auto: counted calls per candidate in a trial");
+DEFINE_uint32(auto_trial_block, arenarpc::memory::AutoSettings{}.trial_block,
+              "auto: consecutive calls a candidate serves before the next takes its turn");
+DEFINE_validator(auto_trial_block, [](const char*, uint32_t v) { return v > 0; });
 DEFINE_double(auto_max_held_ratio, arenarpc::memory::AutoSettings{}.max_held_ratio,
               "auto: > 0 (>= 1), candidates holding more than this many times the leanest's "
               "bytes per call are not chosen; 0 = CPU alone");
@@ -271,6 +274,7 @@ int main(int argc, char** argv) {
     begin = end + 1;
   }
   options.memory.automatic.trial_calls = FLAGS_auto_trial_calls;
+  options.memory.automatic.trial_block = FLAGS_auto_trial_block;
   options.memory.automatic.max_held_ratio = FLAGS_auto_max_held_ratio;
   options.memory.arena.start_block_size = FLAGS_arena_start_block_size;
   options.memory.arena.max_block_size = FLAGS_arena_max_block_size;

@@ -91,10 +91,12 @@ struct AutoSettings {
   std::vector<std::string> candidates = {"paged", "reuse", "arena", "heap"};
   uint32_t warmup_calls = 16;  // first calls of each candidate in a trial, not counted
   uint32_t trial_calls = 48;   // counted calls per candidate in a trial
-  // Consecutive calls a candidate serves before the next takes its turn: a strategy's own warm
-  // state (reuse's pooled trees, paged's cached pages) stays in the CPU caches as it would if it
-  // served alone, while the machine's load changes alike for every candidate.
-  uint32_t trial_block = 8;
+  // Consecutive calls a candidate serves before the next takes its turn. The default, warmup_calls
+  // + trial_calls, gives each candidate one run of calls per trial: the strategies share the CPU
+  // caches and malloc's heap, and in short interleaved blocks each ran in the state the others
+  // left (blocks of 8 ranked the candidates far from how they cost serving alone). Smaller blocks
+  // spread a slow candidate's calls and the machine's load changes over the trial.
+  uint32_t trial_block = 64;
   uint32_t sample_every = 64;  // between trials: the chosen candidate is measured once in N calls
   uint64_t recheck_calls = 200000;
   uint32_t recheck_interval_ms = 300000;
