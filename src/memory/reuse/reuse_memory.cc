@@ -64,10 +64,10 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
           owner_(std::move(owner)),
           requests_(owner_->PoolFor(req)),
           responses_(owner_->PoolFor(resp)) {
-      if (owner_->settings_.min_call_bytes > 0) small_call_arenas_ = &owner_->ResponseArenas();
+      if (owner_->settings_.min_call_bytes > 0) small_call_arenas_ = &owner_->PagedArenas();
       if (owner_->settings_.arena_responses && !keep_response_tree_ &&
           LosesSubtrees(*resp.GetDescriptor())) {
-        arenas_ = &owner_->ResponseArenas();
+        arenas_ = &owner_->PagedArenas();
       } else if (owner_->settings_.mirror_responses) {
         auto mirror = std::make_unique<ResponseMirror>(*req.GetDescriptor(), *resp.GetDescriptor(),
                                                        keep_response_tree_);
@@ -225,7 +225,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     s.requests_shaped = shaped_.load(std::memory_order_relaxed);
     s.calls_on_arena = on_arena_.load(std::memory_order_relaxed);
     std::lock_guard lock(mu_);
-    if (arena_pages_) FillPageStats(arena_pages_->stats(), s);  // responses on paged arenas
+    if (arena_pages_) FillPageStats(arena_pages_->stats(), s);  // its paged arenas
     for (const auto& [descriptor, pool] : pools_) {
       const ReusePoolStats p = pool->stats();
       s.reuses += p.reuses;
@@ -237,9 +237,9 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     return s;
   }
 
-  // The paged arenas of responses, made when a method first needs them (a factory takes one of
-  // PagedArenaFactory::kMaxFactories slots).
-  PagedArenaFactory& ResponseArenas() {
+  // The strategy's paged arenas (responses reuse cannot keep, small calls), made when a method
+  // first needs them (a factory takes one of PagedArenaFactory::kMaxFactories slots).
+  PagedArenaFactory& PagedArenas() {
     std::lock_guard lock(mu_);
     if (!arena_factory_) {
       arena_pages_ = std::make_shared<CachedPageAllocator>(page_options_);
