@@ -172,9 +172,15 @@ class SubmessageSlot {
         field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) {
       return {};
     }
+    // Generated classes only: a fresh one's SpaceUsedLong is exactly its object's size (nothing
+    // hangs from it yet), so the snapshots stay inside the object. A DynamicMessage reports more
+    // than it allocated.
+    if (m.GetReflection()->GetMessageFactory() !=
+        google::protobuf::MessageFactory::generated_factory()) {
+      return {};
+    }
     std::unique_ptr<Message> probe(m.New());  // heap, same class
     const Reflection& r = *probe->GetReflection();
-    // A fresh message's SpaceUsedLong is its object's size: nothing hangs from it yet.
     const size_t size = probe->SpaceUsedLong();
     if (size < sizeof(void*) || size > (1u << 16) || r.HasField(*probe, field)) return {};
     const auto* bytes = reinterpret_cast<const unsigned char*>(probe.get());
