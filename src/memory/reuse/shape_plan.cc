@@ -237,7 +237,7 @@ const ShapePlan::Type& ShapePlan::TypeFor(const Descriptor& d) {
                       : f->type() == FieldDescriptor::TYPE_MESSAGE ? Kind::kMessages
                                                                    : Kind::kStrings;
     const Type* element = kind == Kind::kStrings ? nullptr : &TypeFor(*f->message_type());
-    type.fields.push_back({f, kind, element, moves::FieldSlot(f), moves::SubmessageSlot(f)});
+    type.fields.push_back({f, kind, element, moves::FieldSlot(f)});
     if (kind != Kind::kStrings) type.strings_only = false;
   }
   uint32_t max_dense = 0;
