@@ -68,7 +68,12 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       static_cast<MeasuredCall*>(cookie)->pair.PrepareResponse();
     }
 
-    void Release(Message* request, Message* response, Arena* arena,
+    std::optional<uint64_t> HeldBytes(const Message*, const Message*, const Arena*,
+                                      void* cookie) const noexcept override {
+      return static_cast<const MeasuredCall*>(cookie)->pair.held_bytes();
+    }
+
+    void Release(Message* request, Message* response, Arena*,
                  void* cookie) noexcept override {
       std::unique_ptr<MeasuredCall> call(static_cast<MeasuredCall*>(cookie));
       // Only a call that ran start to end on this thread with nothing else in between.
@@ -78,10 +83,11 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
         chooser_.Unmeasured(NowMs());
         return;
       }
-      // What the call's messages hold: its arena, or the objects' own accounting (reuse's pooled
-      // objects count the capacity they keep).
-      const uint64_t held = arena != nullptr ? arena->SpaceAllocated()
-                                             : request->SpaceUsedLong() + response->SpaceUsedLong();
+      // What the call's messages hold: the strategy's own account (an arena's, reuse's estimates
+      // of the capacity its pooled objects keep), else a walk.
+      const std::optional<uint64_t> known = call->pair.held_bytes();
+      const uint64_t held =
+          known ? *known : request->SpaceUsedLong() + response->SpaceUsedLong();
       const uint64_t after_held = util::ThreadCpuTimer::Now();
       call->pair.Release();
       AutoChooser::Measurement m;

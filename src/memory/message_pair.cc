@@ -1,5 +1,6 @@
 #include "arenarpc/memory/message_memory.h"
 
+#include <google/protobuf/arena.h>
 
 namespace arenarpc::memory {
 
@@ -29,6 +30,19 @@ ParseResult MessagePair::ParseRequest(SerializedMessage& bytes) const {
 
 void MessagePair::PrepareResponse() const noexcept {
   if (owner_ != nullptr) owner_->PrepareResponse(response_, cookie_);
+}
+
+std::optional<uint64_t> MessagePair::held_bytes() const noexcept {
+  if (owner_ == nullptr) return std::nullopt;
+  return owner_->HeldBytes(request_, response_, arena_, cookie_);
+}
+
+std::optional<uint64_t> MethodMemory::HeldBytes(const google::protobuf::Message*,
+                                                const google::protobuf::Message*,
+                                                const google::protobuf::Arena* arena,
+                                                void*) const noexcept {
+  if (arena == nullptr) return std::nullopt;
+  return arena->SpaceAllocated();
 }
 
 ParseResult MethodMemory::ParseRequest(google::protobuf::Message* request, void*,

@@ -88,8 +88,8 @@ RequestMemoryGate::Decision RequestMemoryGate::AdmitJson(std::string_view json) 
 uint64_t RequestMemoryGate::Observe(const MessagePair& pair, uint64_t wire_size) noexcept {
   const uint64_t n = observed_.fetch_add(1, std::memory_order_relaxed);
   uint64_t held;
-  if (const google::protobuf::Arena* arena = pair.arena()) {
-    held = arena->SpaceAllocated();
+  if (const std::optional<uint64_t> known = pair.held_bytes()) {
+    held = *known;
   } else if (n < kAlwaysObserve || n % kObserveEvery == 0) {
     held = pair.request()->SpaceUsedLong() + pair.response()->SpaceUsedLong();
   } else {

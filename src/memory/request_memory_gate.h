@@ -8,8 +8,9 @@
 //   - Every admitted call charges the server's MessageMemoryBudget what it is expected to hold:
 //     the learned held bytes for its wire size (at least the scan's estimate when scanned); a
 //     call that would pass max_inflight_message_memory is refused (ELIMIT).
-//   - After calls, the method learns what its calls hold (the arena's SpaceAllocated; heap and
-//     reuse objects' SpaceUsedLong, sampled) as a base plus bytes per wire byte.
+//   - After calls, the method learns what its calls hold (MessagePair::held_bytes(): the arena's
+//     SpaceAllocated, reuse's per-object estimates; else SpaceUsedLong, sampled) as a base plus
+//     bytes per wire byte.
 
 #include <atomic>
 #include <cstdint>

@@ -2,6 +2,7 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -142,6 +143,47 @@ TEST(MessageMemory, ArenaStrategiesPutMessagesOnTheArena) {
     }
     EXPECT_EQ(pair.request()->ByteSizeLong(), 0u);
     EXPECT_EQ(pair.request()->GetDescriptor(), EchoRequest::descriptor());
+  }
+}
+
+// held_bytes(): what the strategy accounts without walking the messages. Arena strategies report
+// their arena; reuse its pooled objects' estimates once they have been measured at a release
+// (both responses on the pool and on an arena); heap keeps no account.
+TEST(MessageMemory, HeldBytesIsTheStrategysOwnAccount) {
+  EchoRequest source;
+  example::PayloadGenerator(5, 1).Fill(&source);
+  const std::string wire = source.SerializeAsString();
+  for (const char* name : {"heap", "arena", "paged", "reuse", "reuse-arena-response", "auto"}) {
+    SCOPED_TRACE(name);
+    const bool arena_response = std::string(name) == "reuse-arena-response";
+    MemoryOptions options = PooledReuseOptions();
+    options.automatic.candidates = {"reuse"};
+    auto memory = MakeMessageMemory(arena_response ? "reuse" : name, options);
+    // OptionalEchoResponse keeps its whole tree (pooled response); EchoResponse's payload has no
+    // `optional`, so reuse makes it on an arena.
+    auto method = arena_response ? memory->Bind(example::OptionalEchoRequest::default_instance(),
+                                                EchoResponse::default_instance())
+                                 : memory->Bind(example::OptionalEchoRequest::default_instance(),
+                                                example::OptionalEchoResponse::default_instance());
+    for (int call = 0; call < 3; ++call) {
+      MessagePair pair = AcquireWithRequest(*method, wire);
+      const std::optional<uint64_t> held = pair.held_bytes();
+      const uint64_t walked = pair.request()->SpaceUsedLong() + pair.response()->SpaceUsedLong();
+      if (std::string(name) == "heap") {
+        EXPECT_FALSE(held);
+      } else if (pair.arena() != nullptr) {
+        ASSERT_TRUE(held);
+        EXPECT_EQ(*held, pair.arena()->SpaceAllocated());
+        EXPECT_GE(*held, wire.size());
+      } else if (call == 0) {
+        EXPECT_FALSE(held) << "a pooled object never released has no estimate yet";
+      } else {
+        ASSERT_TRUE(held);
+        // The pooled request holds at least its content; the estimate counts kept capacity too.
+        EXPECT_GE(*held, pair.request()->SpaceUsedLong());
+        EXPECT_LE(*held, 4 * walked + 4 * wire.size());
+      }
+    }
   }
 }
 

@@ -183,6 +183,11 @@ class MessagePair {
   // from its serialized bytes.
   bool response_plain() const noexcept { return response_plain_; }
 
+  // What the two messages hold now, when the strategy keeps that account without walking them
+  // (the arena's allocated bytes; reuse's per-object estimates); empty otherwise (heap, your own
+  // strategies unless they say so): walk SpaceUsedLong() if you need it.
+  std::optional<uint64_t> held_bytes() const noexcept;
+
   // Returns the messages to their strategy now. Idempotent; any thread.
   void Release() noexcept;
 
@@ -231,6 +236,11 @@ class MethodMemory {
                                    SerializedMessage& bytes);
   // MessagePair::PrepareResponse(). The default does nothing.
   virtual void PrepareResponse(google::protobuf::Message* response, void* cookie) noexcept {}
+  // MessagePair::held_bytes(). The default: the arena's SpaceAllocated(), or empty without one.
+  virtual std::optional<uint64_t> HeldBytes(const google::protobuf::Message* request,
+                                            const google::protobuf::Message* response,
+                                            const google::protobuf::Arena* arena,
+                                            void* cookie) const noexcept;
 
  private:
   friend class MessagePair;

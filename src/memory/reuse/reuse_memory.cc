@@ -141,6 +141,19 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       if (keep_response_tree_) responses_->Settle(*static_cast<ReusePool::Entry*>(cookie)->partner);
     }
 
+    std::optional<uint64_t> HeldBytes(const Message*, const Message*, const Arena* pair_arena,
+                                      void* cookie) const noexcept override {
+      if (cookie == nullptr) return pair_arena->SpaceAllocated();  // a small call
+      const auto& request = *static_cast<const ReusePool::Entry*>(cookie);
+      const std::optional<uint64_t> held = ReusePool::HeldBytes(request);
+      const std::optional<uint64_t> response =
+          request.response_arena != nullptr
+              ? std::optional<uint64_t>(request.response_arena->SpaceAllocated())
+              : ReusePool::HeldBytes(*request.partner);
+      if (!held || !response) return std::nullopt;
+      return *held + *response;
+    }
+
    private:
     // Running means of the wire sizes (a sixteenth of each new size; -1 until the first). Plain
     // loads and stores: a lost update between threads only delays the mean a little.

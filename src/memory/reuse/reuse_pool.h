@@ -26,9 +26,11 @@
 
 #include <atomic>
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "memory/reuse/kept_tree.h"
@@ -103,6 +105,16 @@ class ReusePool {
     entry.shaped_whole = shape_plan_.Shape(*entry.message, wire, entry.spares, entry.scratch,
                                            &entry.absent);
     entry.shaped_bytes = wire.ByteCount();
+  }
+
+  // What a taken entry's object holds now, without a walk: its estimate from its last release,
+  // or more when this use's shaped bytes scale to more; empty for an object never released.
+  static std::optional<uint64_t> HeldBytes(const Entry& entry) noexcept {
+    if (entry.releases == 0) return std::nullopt;
+    const double shaped = entry.shaped_bytes > 0
+                              ? static_cast<double>(entry.shaped_bytes) * entry.space_per_wire_byte
+                              : 0;
+    return std::max<uint64_t>(entry.retained_estimate, static_cast<uint64_t>(shaped));
   }
 
   ReusePoolStats stats() const noexcept;
