@@ -93,6 +93,9 @@ DEFINE_bool(reuse_keep_response_submessages,
 DEFINE_uint64(reuse_min_call_bytes, arenarpc::memory::ReuseSettings{}.min_call_bytes,
               "reuse: a method whose mean request + response wire size is below this has its "
               "messages made on a paged arena (0: always pooled)");
+DEFINE_bool(reuse_request_arenas, arenarpc::memory::ReuseSettings{}.request_arenas,
+            "reuse: make each pooled request on an arena of its own where its type allows "
+            "(docs/memory.md)");
 DEFINE_uint64(arena_start_block_size, arenarpc::memory::ArenaSettings{}.start_block_size,
               "arena/paged: first block of a call's arena");
 DEFINE_validator(arena_start_block_size, &CheckPositive);
@@ -267,6 +270,7 @@ int main(int argc, char** argv) {
   options.memory.reuse.keep_response_submessages = FLAGS_reuse_keep_response_submessages;
   options.memory.reuse.arena_responses = FLAGS_reuse_arena_responses;
   options.memory.reuse.min_call_bytes = FLAGS_reuse_min_call_bytes;
+  options.memory.reuse.request_arenas = FLAGS_reuse_request_arenas;
   options.memory.automatic.candidates.clear();
   for (size_t begin = 0; begin <= FLAGS_auto_candidates.size();) {
     const size_t end = std::min(FLAGS_auto_candidates.find(',', begin), FLAGS_auto_candidates.size());

@@ -84,6 +84,8 @@ TEST(ResponseMirror, EchoResponsesStayAtTheSizeOfTheLargestCall) {
     options.reuse.keep_response_submessages = true;  // the payload's tree is what is mirrored
     options.reuse.sample_every = 1;
     options.reuse.max_object_bytes = 1u << 30;  // no trimming: measure what the tree keeps
+    // Requests on the heap: their estimate is then the kept tree alone, like the responses'.
+    options.reuse.request_arenas = false;
     auto memory = MakeMessageMemory("reuse", options);
     auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
     for (int round = 0; round < 3; ++round) {

@@ -77,6 +77,15 @@ struct ReuseSettings {
   // (docs/benchmarks.md). The means follow the traffic, so a method moves back to the pools when
   // its calls grow. 0: every call uses the pools.
   size_t min_call_bytes = 1024;
+  // Make each pooled request on an arena of its own, so that its kept tree is packed in the order
+  // it was built instead of spread over the heap: fewer cache misses refilling it
+  // (docs/benchmarks.md, "Kept-tree layout"). Only where the request type's Clear() keeps every
+  // object of its tree (no maps, oneof string/message members, extensions, or proto3 singular
+  // sub-messages inside repeated elements); other types stay on the heap. A request not filled by
+  // the strategy's own parse (a runtime that parses with Clear(), JSON) is not pooled then, and
+  // an object over max_object_bytes is destroyed rather than trimmed. Responses stay on the heap:
+  // an arena would keep whatever a handler hands one (set_allocated_*) until the object dies.
+  bool request_arenas = true;
 };
 
 // The "auto" strategy: per method, it runs trials on live calls (the candidates take turns in

@@ -137,8 +137,28 @@ int ClearedCount(google::protobuf::RepeatedPtrField<T>& field) noexcept {
   return field.ClearedCount();
 }
 
+// Removes one of `field`'s cleared elements (ClearedCount() > 0; the last one where blocks are
+// available) and returns it. The caller owns it, or, for a field on an arena, holds it (the arena
+// owns it): protobuf's ReleaseCleared() is for heap fields only, so an arena field without the
+// block view goes through Add() (which makes a cleared element live without allocating) and
+// UnsafeArenaReleaseLast().
+template <class T>
+T* TakeLastCleared(google::protobuf::RepeatedPtrField<T>& field) noexcept {
+#ifdef ARENARPC_CLEARED_TAIL_BLOCKS
+  if (BlocksAvailable()) {
+    detail::Tail t = detail::TailOf(field);
+    return static_cast<T*>(t.elements[--*t.allocated]);
+  }
+#endif
+  if (field.GetArena() != nullptr) {
+    field.Add();
+    return field.UnsafeArenaReleaseLast();
+  }
+  return field.ReleaseCleared();
+}
+
 // Moves all `field`'s cleared elements, in order, to `out` (exactly ClearedCount() slots); the
-// caller owns them afterwards. The field must not be on an arena.
+// caller owns (or, on an arena, holds) them afterwards.
 template <class T>
 void TakeAll(google::protobuf::RepeatedPtrField<T>& field, std::span<T*> out) noexcept {
 #ifdef ARENARPC_CLEARED_TAIL_BLOCKS
@@ -150,11 +170,12 @@ void TakeAll(google::protobuf::RepeatedPtrField<T>& field, std::span<T*> out) no
     return;
   }
 #endif
-  for (size_t i = out.size(); i > 0; --i) out[i - 1] = field.ReleaseCleared();
+  for (size_t i = out.size(); i > 0; --i) out[i - 1] = TakeLastCleared(field);
 }
 
-// Appends `items` (owned, cleared, not on an arena) after `field`'s cleared elements, in order; the
-// field owns them afterwards. Throws std::bad_alloc (growing the field's array) with nothing moved.
+// Appends `items` (cleared; owned by the caller, or on the field's arena) after `field`'s cleared
+// elements, in order; the field owns them afterwards. Throws std::bad_alloc (growing the field's
+// array) with nothing moved.
 template <class T>
 void Append(google::protobuf::RepeatedPtrField<T>& field, std::span<T* const> items) {
   if (items.empty()) return;
@@ -172,9 +193,17 @@ void Append(google::protobuf::RepeatedPtrField<T>& field, std::span<T* const> it
     return;
   }
 #endif
-  // One by one, after making room for all of them (AddCleared then cannot throw).
+  // One by one, after making room for all of them (AddCleared then cannot throw). AddCleared() is
+  // for heap fields only: on an arena, an element added live and removed again ends up cleared.
   field.Reserve(field.size() + field.ClearedCount() + static_cast<int>(items.size()));
-  for (T* item : items) field.AddCleared(item);
+  for (T* item : items) {
+    if (field.GetArena() != nullptr) {
+      field.UnsafeArenaAddAllocated(item);
+      field.RemoveLast();
+    } else {
+      field.AddCleared(item);
+    }
+  }
 }
 
 // Makes `field`'s live elements cleared, in place and in order, without clearing them: they keep

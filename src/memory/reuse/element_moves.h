@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -248,8 +249,8 @@ inline void FitStrings(RepeatedPtrField<std::string>& field, int wanted,
   int have = cleared_tail::ClearedCount(field);
   for (; have > wanted; --have) {
     try {
-      spares.PutString(field.ReleaseCleared());
-    } catch (...) {  // PutString freed it
+      spares.PutString(cleared_tail::TakeLastCleared(field));
+    } catch (...) {  // PutString freed it (or left it to its arena)
     }
   }
   if (have >= wanted) return;
@@ -272,8 +273,8 @@ inline void ReleaseCleared(RepeatedPtrField<Message>& field, size_t type,
                            SpareElements& spares) noexcept {
   while (field.ClearedCount() > 0) {
     try {
-      spares.PutMessage(type, field.ReleaseCleared());
-    } catch (...) {  // PutMessage freed it
+      spares.PutMessage(type, cleared_tail::TakeLastCleared(field));
+    } catch (...) {  // PutMessage freed it (or left it to its arena)
     }
   }
 }
@@ -285,9 +286,9 @@ inline Message* NextElement(Message& m, const FieldSlot& slot, size_t type, Spar
   if (field.ClearedCount() > 0) return field.Add();  // never allocates with a cleared element
   if (Message* spare = spares.TakeMessage(type)) {
     try {
-      field.AddCleared(spare);
+      cleared_tail::Append(field, std::span<Message* const>(&spare, 1));
     } catch (...) {
-      delete spare;
+      if (spare->GetArena() == nullptr) delete spare;
       throw;
     }
     return field.Add();

@@ -71,6 +71,65 @@ void BuildNode(Node& node, const Descriptor& type, int depth, size_t& slots) {
   }
 }
 
+// A oneof's string and message members are objects of their own, which clearing the oneof lets go.
+bool HeldByOneof(const FieldDescriptor& f) {
+  return f.real_containing_oneof() != nullptr &&
+         (f.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE ||
+          f.cpp_type() == FieldDescriptor::CPPTYPE_STRING);
+}
+
+// Whether Clear() on a message of this type — reached through repeated elements or sub-messages
+// with a has-bit, which the plan leaves to the generated Clear() — keeps every object of its tree:
+// no maps, oneof strings or sub-messages, extensions or has-bit-less singular sub-messages, which
+// Clear() frees on the heap and abandons on an arena.
+bool ClearKeepsObjects(const Descriptor& d, std::unordered_map<const Descriptor*, bool>& seen) {
+  if (auto it = seen.find(&d); it != seen.end()) return it->second;
+  seen[&d] = true;  // a recursive type: assume so while its fields are checked
+  bool keeps = d.extension_range_count() == 0;
+  for (int i = 0; keeps && i < d.field_count(); ++i) {
+    const FieldDescriptor& f = *d.field(i);
+    if (HeldByOneof(f) || f.is_map()) {
+      keeps = false;
+    } else if (f.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      const bool has_bit = f.has_optional_keyword() || f.is_required();
+      keeps = (f.is_repeated() || has_bit) && ClearKeepsObjects(*f.message_type(), seen);
+    }
+  }
+  seen[&d] = keeps;
+  return keeps;
+}
+
+// The same for a kept node: its has-bit-less sub-messages are the plan's (all of them must have a
+// slot), the rest of its fields are cleared as above.
+bool NodeKeepsObjects(const Node& node, const Descriptor& d,
+                      std::unordered_map<const Descriptor*, bool>& seen) {
+  if (d.extension_range_count() > 0 || node.children.size() != node.type->message_fields.size()) {
+    return false;
+  }
+  for (int i = 0; i < d.field_count(); ++i) {
+    if (HeldByOneof(*d.field(i))) return false;
+  }
+  for (const FieldDescriptor* f : node.type->clear_fields) {
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
+        (f->is_map() || !ClearKeepsObjects(*f->message_type(), seen))) {
+      return false;
+    }
+  }
+  for (const Node& child : node.children) {
+    if (!NodeKeepsObjects(child, *child.field->message_type(), seen)) return false;
+  }
+  return true;
+}
+
+// A stashed sub-message the content replaced: freed, or left to the arena that owns it.
+void Discard(std::unique_ptr<Message>& spare) noexcept {
+  if (spare && spare->GetArena() != nullptr) {
+    (void)spare.release();
+  } else {
+    spare.reset();
+  }
+}
+
 void ClearExtensions(Message& m, const Reflection& r) {
   std::vector<const FieldDescriptor*> set;
   r.ListFields(m, &set);
@@ -98,7 +157,7 @@ void ClearNode(Message& m, const Node& node, KeptTreePlan::Stash stash,
     auto& spare = stash[child->slot];
     Message* attached = nullptr;
     if (r.HasField(m, f)) {
-      spare.reset();  // the content set a fresh object; keep that one
+      Discard(spare);  // the content set a fresh object; keep that one
       attached = r.MutableMessage(&m, f);
     } else if (spare) {
       attached = spare.release();
@@ -159,6 +218,8 @@ KeptTreePlan::KeptTreePlan(const Descriptor& root) {
   // (uninstrumented) protobuf library, which ThreadSanitizer would otherwise report as a race.
   (void)google::protobuf::UnknownFieldSet::default_instance();
   BuildNode(root_, root, 0, slot_count_);
+  std::unordered_map<const Descriptor*, bool> seen;
+  keeps_objects_ = NodeKeepsObjects(root_, root, seen);
 }
 KeptTreePlan::~KeptTreePlan() = default;
 

@@ -42,6 +42,10 @@ class KeptTreePlan {
 
   // Number of stash entries an object of the root type needs.
   size_t slot_count() const noexcept { return slot_count_; }
+  // Whether Clear() keeps every object of the root type's tree (no maps, oneof or extension
+  // sub-messages, no has-bit-less sub-message beyond the slots or inside repeated elements): then
+  // an object on an arena does not grow call after call with objects Clear() let go of.
+  bool keeps_objects() const noexcept { return keeps_objects_; }
   // Clears `message` (of the root type) in place, keeping its sub-message tree; re-attaches stashed
   // sub-messages whose field is unset. `kept` receives every sub-message left attached.
   void Clear(google::protobuf::Message& message, Stash stash,
@@ -68,6 +72,7 @@ class KeptTreePlan {
  private:
   Node root_;
   size_t slot_count_ = 0;
+  bool keeps_objects_ = false;
 };
 
 }  // namespace arenarpc::memory

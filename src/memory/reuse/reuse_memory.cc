@@ -7,6 +7,7 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -62,8 +63,8 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     Method(std::shared_ptr<ReuseMemory> owner, const Message& req, const Message& resp)
         : MethodMemory(req, resp),
           owner_(std::move(owner)),
-          requests_(owner_->PoolFor(req)),
-          responses_(owner_->PoolFor(resp)) {
+          requests_(owner_->PoolFor(req, /*requests=*/true)),
+          responses_(owner_->PoolFor(resp, /*requests=*/false)) {
       if (owner_->settings_.min_call_bytes > 0) small_call_arenas_ = &owner_->PagedArenas();
       if (owner_->settings_.arena_responses && !keep_response_tree_ &&
           LosesSubtrees(*resp.GetDescriptor())) {
@@ -261,11 +262,16 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     return *arena_factory_;
   }
 
-  // One pool per message type, shared by every method that uses the type.
-  std::shared_ptr<ReusePool> PoolFor(const Message& prototype) {
+  // One pool per message type and role, shared by every method that uses the type so. Requests'
+  // objects live on arenas of their own where the type allows (ReusePool's on_arena): only the
+  // strategy fills them, while a response is the handler's to change.
+  std::shared_ptr<ReusePool> PoolFor(const Message& prototype, bool requests) {
     std::lock_guard lock(mu_);
-    auto& pool = pools_[prototype.GetDescriptor()];
-    if (!pool) pool = std::make_shared<ReusePool>(prototype, settings_);
+    auto& pool = pools_[{prototype.GetDescriptor(), requests}];
+    if (!pool) {
+      pool = std::make_shared<ReusePool>(prototype, settings_,
+                                         /*on_arena=*/requests && settings_.request_arenas);
+    }
     return pool;
   }
 
@@ -275,7 +281,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
   mutable std::mutex mu_;
   std::shared_ptr<CachedPageAllocator> arena_pages_;
   std::unique_ptr<PagedArenaFactory> arena_factory_;
-  std::unordered_map<const Descriptor*, std::shared_ptr<ReusePool>> pools_;
+  std::map<std::pair<const Descriptor*, bool>, std::shared_ptr<ReusePool>> pools_;
   CallCounters counters_;
   std::atomic<uint64_t> mirrored_{0}, shaped_{0}, on_arena_{0};
 };

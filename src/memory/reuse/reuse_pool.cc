@@ -7,6 +7,8 @@
 #include <functional>
 #include <thread>
 
+#include "memory/reuse/cleared_tail.h"
+
 namespace arenarpc::memory {
 namespace {
 
@@ -24,11 +26,20 @@ size_t ThreadIndex() noexcept {
 
 }  // namespace
 
-ReusePool::ReusePool(const google::protobuf::Message& prototype, const ReuseSettings& settings)
+ReusePool::Entry::~Entry() {
+  if (!arena) return;
+  // The arena owns these: let go of them, then the arena frees them all.
+  (void)message.release();
+  for (auto& kept : stash) (void)kept.release();
+}
+
+ReusePool::ReusePool(const google::protobuf::Message& prototype, const ReuseSettings& settings,
+                     bool on_arena)
     : prototype_(prototype),
       settings_((ValidateReuseSettings(settings), settings)),
       plan_(*prototype.GetDescriptor()),
       shape_plan_(*prototype.GetDescriptor()),
+      on_arena_(on_arena && plan_.keeps_objects() && cleared_tail::BlocksAvailable()),
       shards_(ShardCount(settings.max_pooled_objects)) {
   // Split max_pooled_objects exactly (shards <= max_pooled_objects, so each holds at least one).
   const size_t base = settings_.max_pooled_objects / shards_.size();
@@ -59,7 +70,14 @@ ReusePool::Entry* ReusePool::Take() {
     return entry.release();
   }
   auto entry = std::make_unique<Entry>();
-  entry->message.reset(prototype_.New());
+  if (on_arena_) {
+    google::protobuf::ArenaOptions options;
+    options.start_block_size = kArenaStartBlock;
+    options.max_block_size = kArenaMaxBlock;
+    entry->arena = std::make_unique<google::protobuf::Arena>(options);
+    entry->spares.SetOnArena();
+  }
+  entry->message.reset(prototype_.New(entry->arena.get()));
   entry->stash.resize(plan_.slot_count());
   creations_.fetch_add(1, std::memory_order_relaxed);
   return entry.release();
@@ -70,6 +88,9 @@ size_t ReusePool::MeasureExactly(Entry& entry) noexcept {
   for (const auto& kept : entry.stash) {
     if (kept) bytes += kept->SpaceUsedLong();
   }
+  // An arena also holds what the tree no longer reaches (arrays outgrown); the walk also counts
+  // long strings' buffers, which are on the heap.
+  if (entry.arena) bytes = std::max<size_t>(bytes, entry.arena->SpaceAllocated());
   entry.retained_estimate = bytes;
   return bytes;
 }
@@ -119,6 +140,19 @@ void ReusePool::Give(Entry* entry, const ResponseMirror* fitted_by) noexcept {
   entry->fitted = false;
   // Measure first: whether the object is trimmed, destroyed or pooled depends on its size.
   size_t bytes = Measure(*entry, wire);
+  if (entry->arena) {
+    // An arena object is pooled only as the strategy's parse left it: other code filling it (a
+    // runtime that parses with Clear(), a JSON conversion) lets objects go that the arena keeps,
+    // and it would grow call after call. An arena also gives nothing back but whole, so over the
+    // cap it is destroyed, not trimmed. Its size is read every time (cheap): what it holds beyond
+    // the tree is not in the sampled estimate.
+    bytes = std::max<size_t>(bytes, entry->arena->SpaceAllocated());
+    entry->retained_estimate = bytes;
+    if (!parsed || bytes > settings_.max_object_bytes) {
+      rebuilds_.fetch_add(1, std::memory_order_relaxed);
+      return Destroy(entry);
+    }
+  }
   if (bytes > settings_.max_object_bytes) {
     // Cut back to the content before giving up on the object: spares and the cleared elements
     // that positional reuse accumulated are usually most of it.

@@ -22,6 +22,7 @@
 // threads rarely meet on one lock (a thread falls back to other shards only when its own is empty
 // on Take or full on Give). An object may be given back on any thread.
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/io/zero_copy_stream.h>
 
 #include <atomic>
@@ -44,7 +45,8 @@ namespace arenarpc::memory {
 struct ReusePoolStats {
   uint64_t reuses = 0;                   // Take() served from the pool
   uint64_t creations = 0;                // Take() that built a new object
-  uint64_t rebuilds = 0;                 // objects destroyed at Give() for exceeding a byte cap
+  uint64_t rebuilds = 0;  // objects destroyed at Give(): over a byte cap, or on an arena and not
+                          // filled by the strategy's parse
   uint64_t trims = 0;                    // objects cut back to their content at Give() (byte cap)
   uint64_t drops = 0;                    // objects destroyed at Give() because the pool was full
   uint64_t objects_pooled = 0;           // objects in the pool now
@@ -55,6 +57,13 @@ class ReusePool {
  public:
   // One pooled object and its bookkeeping. Owned by the pool while pooled, by a caller otherwise.
   struct Entry {
+    Entry() = default;
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    ~Entry();
+    // The object's own arena (on_arena pools), destroyed last: it owns the message, its tree,
+    // stash and spares, which the members below then only hold.
+    std::unique_ptr<google::protobuf::Arena> arena;
     std::unique_ptr<google::protobuf::Message> message;
     std::vector<std::unique_ptr<google::protobuf::Message>> stash;  // see KeptTreePlan
     SpareElements spares;                                           // see ShapePlan
@@ -74,8 +83,15 @@ class ReusePool {
     google::protobuf::Arena* response_arena = nullptr;  // the reuse strategy's arena response
   };
 
-  // Throws std::invalid_argument for invalid settings.
-  ReusePool(const google::protobuf::Message& prototype, const ReuseSettings& settings);
+  // Throws std::invalid_argument for invalid settings. `on_arena`: make each object on an arena
+  // of its own, so that its tree is packed in the order it was built rather than spread over the
+  // heap (docs/benchmarks.md, "Kept-tree layout"); granted only where that is safe (on_arena()):
+  // the type's Clear() keeps every object (KeptTreePlan::keeps_objects) and cleared elements move
+  // as blocks. Only for objects nothing but the pool's own calls change: requests, whose
+  // handlers read them (an arena keeps whatever a handler hands the message until the object
+  // dies).
+  ReusePool(const google::protobuf::Message& prototype, const ReuseSettings& settings,
+            bool on_arena = false);
   ~ReusePool();
   ReusePool(const ReusePool&) = delete;
   ReusePool& operator=(const ReusePool&) = delete;
@@ -119,6 +135,7 @@ class ReusePool {
 
   ReusePoolStats stats() const noexcept;
   const ReuseSettings& settings() const noexcept { return settings_; }
+  bool on_arena() const noexcept { return on_arena_; }
 
  private:
   struct alignas(64) Shard {
@@ -126,6 +143,10 @@ class ReusePool {
     std::vector<std::unique_ptr<Entry>> entries;
     size_t capacity = 0;  // the shards' capacities add up to max_pooled_objects
   };
+  // Objects on arenas: blocks start small (a small request's object stays small) and grow to
+  // this, a bound on what an object holds beyond its tree.
+  static constexpr size_t kArenaStartBlock = 4096;
+  static constexpr size_t kArenaMaxBlock = 256u << 10;
   size_t Measure(Entry& entry, size_t wire) noexcept;  // `wire`: the content's size, 0 if unknown
   size_t MeasureExactly(Entry& entry) noexcept;
   void Destroy(Entry* entry) noexcept;
@@ -134,6 +155,7 @@ class ReusePool {
   const ReuseSettings settings_;
   const KeptTreePlan plan_;
   const ShapePlan shape_plan_;
+  const bool on_arena_;
   std::vector<Shard> shards_;
   alignas(64) std::atomic<uint64_t> pooled_bytes_{0};
   std::atomic<uint64_t> pooled_objects_{0};

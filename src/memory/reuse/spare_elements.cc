@@ -19,15 +19,32 @@ google::protobuf::Message* SpareElements::TakeMessage(size_t type) noexcept {
   return type < messages_.size() ? messages_[type].Take() : nullptr;
 }
 
+void SpareElements::SetOnArena() noexcept {
+  on_arena_ = true;
+  strings_.SetOnArena();
+  for (auto& queue : messages_) queue.SetOnArena();
+}
+
 SpareQueue<google::protobuf::Message>& SpareElements::messages(size_t type) {
-  if (type >= messages_.size()) messages_.resize(type + 1);
+  if (type >= messages_.size()) {
+    const size_t before = messages_.size();
+    messages_.resize(type + 1);
+    if (on_arena_) {
+      for (size_t i = before; i < messages_.size(); ++i) messages_[i].SetOnArena();
+    }
+  }
   return messages_[type];
 }
 
 void SpareElements::PutMessage(size_t type, google::protobuf::Message* message) {
-  std::unique_ptr<google::protobuf::Message> owned(message);  // freed if resize throws
-  SpareQueue<google::protobuf::Message>& queue = messages(type);
-  queue.Put(owned.release());
+  SpareQueue<google::protobuf::Message>* queue;
+  try {
+    queue = &messages(type);
+  } catch (...) {
+    if (!on_arena_) delete message;
+    throw;
+  }
+  queue->Put(message);
 }
 
 void SpareElements::BeginGather() noexcept {

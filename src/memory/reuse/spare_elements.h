@@ -38,7 +38,8 @@ class SpareQueue {
       : items_(std::move(other.items_)),
         head_(other.head_),
         filled_(other.filled_),
-        spill_(other.spill_) {
+        spill_(other.spill_),
+        on_arena_(other.on_arena_) {
     other.items_.clear();
     other.head_ = other.filled_ = other.spill_ = 0;
   }
@@ -62,15 +63,17 @@ class SpareQueue {
     return item;
   }
 
-  void Put(T* item) {  // takes ownership; deletes `item` if it cannot be stored
+  void Put(T* item) {  // takes ownership; drops `item` if it cannot be stored
     try {
       if (head_ > 0 && items_.size() == items_.capacity()) Compact();
       items_.push_back(item);
     } catch (...) {
-      delete item;
+      Free(item);
       throw;
     }
   }
+  // The elements live on their object's arena: the queue holds them but never deletes them.
+  void SetOnArena() noexcept { on_arena_ = true; }
 
   // Between BeginGather() and EndGather(): reserves `n` slots for gathered elements, in gather
   // order, and returns the index of the first; the caller fills every one of them (slot()) with an
@@ -126,7 +129,7 @@ class SpareQueue {
   size_t capacity_bytes() const noexcept { return items_.capacity() * sizeof(T*); }
 
   void Clear() noexcept {
-    for (size_t i = head_; i < items_.size(); ++i) delete items_[i];
+    for (size_t i = head_; i < items_.size(); ++i) Free(items_[i]);
     Reset();
   }
 
@@ -148,6 +151,9 @@ class SpareQueue {
     std::memcpy(items + gathered, buffer.data(), unused * sizeof(T*));
   }
 
+  void Free(T* item) noexcept {
+    if (!on_arena_) delete item;
+  }
   void Compact() noexcept {  // drops the taken prefix (erase only moves pointers)
     items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
     head_ = 0;
@@ -164,6 +170,7 @@ class SpareQueue {
   // then, once one does not fit, queue from spill_ (the end when the gather began).
   size_t filled_ = 0;
   size_t spill_ = 0;
+  bool on_arena_ = false;
 };
 
 class SpareElements {
@@ -173,14 +180,18 @@ class SpareElements {
   SpareElements(const SpareElements&) = delete;
   SpareElements& operator=(const SpareElements&) = delete;
 
+  // The object the spares came from lives on an arena: they are held, never deleted.
+  void SetOnArena() noexcept;
+  bool on_arena() const noexcept { return on_arena_; }
+
   // Messages are kept per element type; `type` is its SpareTypeId.
   google::protobuf::Message* TakeMessage(size_t type) noexcept;  // nullptr when none
   // The spare of type `type` that TakeMessage() returns `ahead` takes from now, or nullptr.
   google::protobuf::Message* PeekMessage(size_t type, size_t ahead) const noexcept {
     return type < messages_.size() ? messages_[type].Peek(ahead) : nullptr;
   }
-  void PutMessage(size_t type, google::protobuf::Message* message);  // takes ownership
-  void PutString(std::string* s) { strings_.Put(s); }                // takes ownership
+  void PutMessage(size_t type, google::protobuf::Message* message);  // takes ownership (see Put)
+  void PutString(std::string* s) { strings_.Put(s); }                // takes ownership (see Put)
 
   SpareQueue<std::string>& strings() noexcept { return strings_; }
   // Throws std::bad_alloc.
@@ -215,6 +226,7 @@ class SpareElements {
 
  private:
   bool strings_stale_ = false;
+  bool on_arena_ = false;
   SpareQueue<std::string> strings_;
   std::vector<SpareQueue<google::protobuf::Message>> messages_;  // by type id
 };
