@@ -61,6 +61,16 @@ void AppendCopy(const ComplexPayload& model, ComplexPayload* out) {
   }
 }
 
+// One call's request: shaped, merged and given back, as the strategy does.
+bool ParseAndGive(ReusePool& pool, ReusePool::Entry* entry, const EchoRequest& request) {
+  const std::string wire = request.SerializeAsString();
+  ArrayInputStream shape_input(wire.data(), static_cast<int>(wire.size()));
+  pool.Shape(*entry, shape_input);
+  const bool merged = entry->message->MergeFromString(wire);
+  pool.Give(entry);
+  return merged;
+}
+
 class StaleStrings : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { blocks_ = cleared_tail::UseBlocksForTesting(GetParam()); }
@@ -99,11 +109,7 @@ TEST_P(StaleStrings, AnObjectFilledByHandNeverMeetsOne) {
   ReusePool pool(EchoRequest::default_instance(), ReuseSettings{});
   const std::vector<EchoRequest> requests = Requests(2, 50);
   ReusePool::Entry* entry = pool.Take();
-  const std::string wire = requests[0].SerializeAsString();
-  ArrayInputStream shape_input(wire.data(), static_cast<int>(wire.size()));
-  pool.Shape(*entry, shape_input);
-  ASSERT_TRUE(entry->message->MergeFromString(wire));
-  pool.Give(entry);
+  ASSERT_TRUE(ParseAndGive(pool, entry, requests[0]));
 
   // Taken again without shaping (not for a parse): the tree has no cleared string left in it.
   entry = pool.Take();
@@ -127,11 +133,7 @@ TEST_P(StaleStrings, AResponseFitScrubsThemFirst) {
                               /*through_singular=*/true);
   const std::vector<EchoRequest> requests = Requests(2, 60);
   ReusePool::Entry* entry = pool.Take();
-  const std::string wire = requests[0].SerializeAsString();
-  ArrayInputStream shape_input(wire.data(), static_cast<int>(wire.size()));
-  pool.Shape(*entry, shape_input);
-  ASSERT_TRUE(entry->message->MergeFromString(wire));
-  pool.Give(entry);
+  ASSERT_TRUE(ParseAndGive(pool, entry, requests[0]));
   ASSERT_EQ(entry->spares.strings_stale(), blocks_);
 
   // The same object, now written by hand as a response, fitted to an incoming EchoResponse.
