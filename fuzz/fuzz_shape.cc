@@ -2,6 +2,7 @@
 // before the parser does. Long-lived reused objects of two schemas are shaped to each input, then
 // merged and cleared as the server does; properties: no crash or sanitizer report, the merge
 // accepts exactly the inputs a fresh parse accepts, and the content equals a fresh parse.
+#include <google/protobuf/arena.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/message_differencer.h>
@@ -25,13 +26,27 @@ using arenarpc::memory::ShapePlan;
 using arenarpc::memory::SpareElements;
 using google::protobuf::Message;
 
-// One pooled object as the reuse strategy keeps it, alive across inputs (state carries over).
+// One pooled object as the reuse strategy keeps it, alive across inputs (state carries over); with
+// `on_arena`, on an arena of its own as reuse keeps requests (ReuseSettings::request_arenas).
 struct Reused {
-  explicit Reused(const Message& prototype)
-      : message(prototype.New()),
+  explicit Reused(const Message& prototype, bool on_arena = false)
+      : type(&prototype),
+        arena(on_arena ? std::make_unique<google::protobuf::Arena>() : nullptr),
+        message(prototype.New(arena.get())),
         shape(*prototype.GetDescriptor()),
         keep(*prototype.GetDescriptor()),
-        stash(keep.slot_count()) {}
+        stash(keep.slot_count()) {
+    if (arena) spares.SetOnArena();
+  }
+  ~Reused() { LetGo(); }
+
+  // An arena's objects are the arena's to free.
+  void LetGo() {
+    if (!arena) return;
+    (void)message.release();
+    for (auto& kept : stash) (void)kept.release();
+    spares.Clear();  // drops the pointers only
+  }
 
   void Run(const uint8_t* data, size_t size) {
     const int block = size > 0 ? 1 + data[0] % 97 : 1;  // vary the stream's chunking
@@ -47,9 +62,17 @@ struct Reused {
       FUZZ_CHECK(google::protobuf::util::MessageDifferencer::Equivalent(*message, *fresh));
     }
     keep.Clear(*message, stash);
-    if (spares.message_count() + spares.string_count() > 200000) spares.Clear();  // bound memory
+    if (arena && arena->SpaceAllocated() > (64u << 20)) {  // bound memory: start a new object
+      LetGo();
+      arena = std::make_unique<google::protobuf::Arena>();
+      message.reset(type->New(arena.get()));
+    } else if (!arena && spares.message_count() + spares.string_count() > 200000) {
+      spares.Clear();  // bound memory
+    }
   }
 
+  const Message* type;
+  std::unique_ptr<google::protobuf::Arena> arena;  // before: destroyed after what lives on it
   std::unique_ptr<Message> message;
   ShapePlan shape;
   KeptTreePlan keep;
@@ -68,7 +91,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Reused echo(arenarpc::example::EchoRequest::default_instance());
   static Reused generic(arenarpc::memtest::Root::default_instance());
+  static Reused echo_on_arena(arenarpc::example::EchoRequest::default_instance(), true);
+  static Reused mid_on_arena(arenarpc::memtest::Mid::default_instance(), true);
   echo.Run(data, size);
   generic.Run(data, size);
+  echo_on_arena.Run(data, size);
+  mid_on_arena.Run(data, size);
   return 0;
 }
