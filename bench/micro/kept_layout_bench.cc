@@ -8,8 +8,14 @@
 //   heap, fresh     kept objects on the heap, first filled on a heap with nothing else in it
 //   object arena    kept objects on an arena of their own (their strings and sub-messages packed in
 //                   the order they were first made), cleared in place like the heap ones
+//   object arena, short values' buffers freed after each call
+//                   as "object arena", then every string whose value fits std::string's inline
+//                   buffer gives its heap buffer back (a kept string otherwise keeps the capacity
+//                   of the longest value it ever held, so most kept strings own a buffer)
 //   fresh arena     a new arena per call on a reused first block (the arena/paged strategies)
 //
+// A second table counts, for the kept layouts, the strings that own a heap buffer against the
+// values that need one.
 // Rounds are interleaved; the table prints each layout's median over the rounds and its ratio to
 // "fresh arena". docs/benchmarks.md, "Kept-tree layout", has a run and what it means for reuse.
 #include <google/protobuf/arena.h>
@@ -22,6 +28,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "echo/payload_generator.h"
@@ -65,6 +72,40 @@ std::vector<void*> FragmentHeap() {
   return blocks;
 }
 
+// How many of a payload's strings own a heap buffer (a kept string keeps the capacity of the
+// longest value it ever held) against how many of its values need one.
+struct StringKinds {
+  size_t strings = 0, buffered = 0, long_values = 0;
+};
+void CountKinds(const arenarpc::example::ComplexPayload& payload, StringKinds& kinds) {
+  const size_t inline_capacity = std::string().capacity();
+  auto add = [&](const std::string& s) {
+    ++kinds.strings;
+    kinds.buffered += s.capacity() > inline_capacity;
+    kinds.long_values += s.size() > inline_capacity;
+  };
+  for (const auto& result : payload.result()) {
+    for (const auto& item : result.item()) {
+      for (const std::string& term : item.term()) add(term);
+    }
+    for (const std::string& term : result.term()) add(term);
+  }
+}
+
+// Gives back the heap buffer of every string whose value fits the inline one.
+void ShrinkShortStrings(arenarpc::example::ComplexPayload& payload) {
+  const size_t inline_capacity = std::string().capacity();
+  auto shrink = [&](std::string& s) {
+    if (s.size() <= inline_capacity && s.capacity() > inline_capacity) s.shrink_to_fit();
+  };
+  for (auto& result : *payload.mutable_result()) {
+    for (auto& item : *result.mutable_item()) {
+      for (std::string& term : *item.mutable_term()) shrink(term);
+    }
+    for (std::string& term : *result.mutable_term()) shrink(term);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,6 +133,15 @@ int main(int argc, char** argv) {
   auto* arena_request = Arena::CreateMessage<OptionalEchoRequest>(&object_arena);
   auto* arena_response = Arena::CreateMessage<OptionalEchoResponse>(&object_arena);
   for (const std::string& wire : ring) Call(*arena_request, *arena_response, wire, out);
+  Arena shrunk_arena;
+  auto* shrunk_request = Arena::CreateMessage<OptionalEchoRequest>(&shrunk_arena);
+  auto* shrunk_response = Arena::CreateMessage<OptionalEchoResponse>(&shrunk_arena);
+  auto shrunk_call = [&](const std::string& wire) {
+    Call(*shrunk_request, *shrunk_response, wire, out);
+    ShrinkShortStrings(*shrunk_request->mutable_payload());
+    ShrinkShortStrings(*shrunk_response->mutable_payload());
+  };
+  for (const std::string& wire : ring) shrunk_call(wire);
   std::vector<char> first_block(16u << 20);
 
   struct Layout {
@@ -103,6 +153,7 @@ int main(int argc, char** argv) {
       {"heap, churned", [&](const std::string& w) { Call(churned_request, churned_response, w, out); }, {}},
       {"heap, fresh", [&](const std::string& w) { Call(fresh_request, fresh_response, w, out); }, {}},
       {"object arena", [&](const std::string& w) { Call(*arena_request, *arena_response, w, out); }, {}},
+      {"object arena, short values' buffers freed after each call", shrunk_call, {}},
       {"fresh arena", [&](const std::string& w) {
          google::protobuf::ArenaOptions options;
          options.initial_block = first_block.data();
@@ -133,5 +184,34 @@ int main(int argc, char** argv) {
   for (const Layout& layout : layouts) {
     std::printf("| %s | %.1f | %.2f |\n", layout.name, median(layout.us),
                 median(layout.us) / base);
+  }
+  // The kept layouts' strings over one more pass of the ring (request and response together).
+  std::printf("\n| kept layout | strings per call | with a heap buffer | values that need one |\n"
+              "|---|---|---|---|\n");
+  struct Kept {
+    const char* name;
+    OptionalEchoRequest* request;
+    OptionalEchoResponse* response;
+    std::function<void(const std::string&)> call;  // the layout's call; counted after it
+  };
+  const Kept kept[] = {
+      {"heap, churned", &churned_request, &churned_response, layouts[0].call},
+      {"heap, fresh", &fresh_request, &fresh_response, layouts[1].call},
+      {"object arena", arena_request, arena_response, layouts[2].call},
+      {"object arena, short values' buffers freed after each call", shrunk_request,
+       shrunk_response, layouts[3].call}};
+  for (const Kept& k : kept) {
+    StringKinds kinds;
+    for (const std::string& wire : ring) {
+      k.call(wire);
+      CountKinds(k.request->payload(), kinds);
+      CountKinds(k.response->payload(), kinds);
+    }
+    const char* name = k.name;
+    const double calls = static_cast<double>(ring.size());
+    std::printf("| %s | %.0f | %.0f (%.0f %%) | %.0f (%.0f %%) |\n", name, kinds.strings / calls,
+                kinds.buffered / calls, 100.0 * kinds.buffered / std::max<size_t>(1, kinds.strings),
+                kinds.long_values / calls,
+                100.0 * kinds.long_values / std::max<size_t>(1, kinds.strings));
   }
 }
