@@ -96,6 +96,9 @@ DEFINE_uint64(reuse_min_call_bytes, arenarpc::memory::ReuseSettings{}.min_call_b
 DEFINE_bool(reuse_request_arenas, arenarpc::memory::ReuseSettings{}.request_arenas,
             "reuse: make each pooled request on an arena of its own where its type allows "
             "(docs/memory.md)");
+DEFINE_bool(reuse_response_arenas, arenarpc::memory::ReuseSettings{}.response_arenas,
+            "reuse: make each pooled response on an arena of its own where its type allows "
+            "(docs/memory.md)");
 DEFINE_uint64(arena_start_block_size, arenarpc::memory::ArenaSettings{}.start_block_size,
               "arena/paged: first block of a call's arena");
 DEFINE_validator(arena_start_block_size, &CheckPositive);
@@ -271,6 +274,7 @@ int main(int argc, char** argv) {
   options.memory.reuse.arena_responses = FLAGS_reuse_arena_responses;
   options.memory.reuse.min_call_bytes = FLAGS_reuse_min_call_bytes;
   options.memory.reuse.request_arenas = FLAGS_reuse_request_arenas;
+  options.memory.reuse.response_arenas = FLAGS_reuse_response_arenas;
   options.memory.automatic.candidates.clear();
   for (size_t begin = 0; begin <= FLAGS_auto_candidates.size();) {
     const size_t end = std::min(FLAGS_auto_candidates.find(',', begin), FLAGS_auto_candidates.size());

@@ -47,6 +47,9 @@ DEFINE_uint64(reuse_min_call_bytes, arenarpc::memory::ReuseSettings{}.min_call_b
 DEFINE_bool(reuse_request_arenas, arenarpc::memory::ReuseSettings{}.request_arenas,
             "reuse: make each pooled request on an arena of its own where its type allows "
             "(docs/memory.md)");
+DEFINE_bool(reuse_response_arenas, arenarpc::memory::ReuseSettings{}.response_arenas,
+            "reuse: make each pooled response on an arena of its own where its type allows "
+            "(docs/memory.md)");
 DEFINE_uint64(arena_start_block_size, 256, "arena: first block size in bytes");
 DEFINE_uint64(arena_max_block_size, 8192, "arena: max block size in bytes");
 DEFINE_int32(threads, 0,
@@ -65,6 +68,7 @@ arenarpc::memory::MemoryOptions OptionsFromFlags() {
   options.reuse.keep_response_submessages = FLAGS_reuse_keep_response_submessages;
   options.reuse.min_call_bytes = FLAGS_reuse_min_call_bytes;
   options.reuse.request_arenas = FLAGS_reuse_request_arenas;
+  options.reuse.response_arenas = FLAGS_reuse_response_arenas;
   options.page_size = FLAGS_page_size;
   options.page_cache_capacity = FLAGS_page_cache_capacity;
   options.thread_cache_pages = FLAGS_thread_cache_pages;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arenarpc/memory/message_memory.h"
@@ -19,6 +20,7 @@ namespace {
 
 using example::EchoRequest;
 using example::EchoResponse;
+using example::OptionalEchoResponse;
 using google::protobuf::Message;
 using google::protobuf::util::MessageDifferencer;
 using memtest::Root;
@@ -311,6 +313,106 @@ TEST(ReusePool, ArenaObjectsNotParsedOrOverTheCapAreDestroyed) {
   EXPECT_EQ(pool.stats().rebuilds, 2u);
   EXPECT_EQ(pool.stats().trims, 0u);
   EXPECT_EQ(pool.stats().objects_pooled, 0u);
+}
+
+// Handler-filled objects (responses) get arenas only where the shape plan's walk reaches every
+// object the type can own: a singular string (Leaf::s, Wide::untracked) could be handed one
+// (set_allocated_s) that no walk would see.
+TEST(ReusePool, HandlerFilledArenaObjectsOnlyWhereTheWalkReachesEveryObject) {
+  constexpr auto kHandler = ReusePool::FilledBy::kHandler;
+  EXPECT_TRUE(ReusePool(OptionalEchoResponse::default_instance(), ReuseSettings{}, true, kHandler)
+                  .on_arena());
+  // EchoResponse's `payload` has no has-bit: detached before each handler, which would then make
+  // a new one every call on the arena. Kept attached (keep_response_submessages), it qualifies.
+  EXPECT_FALSE(ReusePool(EchoResponse::default_instance(), ReuseSettings{}, true, kHandler).on_arena());
+  ReuseSettings keep;
+  keep.keep_response_submessages = true;
+  EXPECT_TRUE(ReusePool(EchoResponse::default_instance(), keep, true, kHandler).on_arena());
+  EXPECT_FALSE(ReusePool(memtest::Mid::default_instance(), ReuseSettings{}, true, kHandler).on_arena());
+  EXPECT_FALSE(ReusePool(memtest::Wide::default_instance(), ReuseSettings{}, true, kHandler).on_arena());
+  EXPECT_FALSE(ReusePool(Root::default_instance(), ReuseSettings{}, true, kHandler).on_arena());
+  EXPECT_FALSE(
+      ReusePool(OptionalEchoResponse::default_instance(), ReuseSettings{}, false, kHandler).on_arena());
+}
+
+// A handler may hand its response objects of its own (set_allocated_*, AddAllocated), which the
+// arena then owns until it dies: such an object is destroyed at release, with what it was handed
+// (LeakSanitizer checks that nothing is lost), instead of pooled. Copies protobuf makes of objects
+// from another arena are the object's own. Content the handler built in place is pooled, in a
+// block that stops growing, and accounted at what it uses, not at the block's size.
+TEST(ReusePool, HandlerFilledArenaObjectsHoldingHandedObjectsAreDestroyed) {
+  ReuseSettings settings;
+  settings.max_pooled_objects = 1;
+  ReusePool pool(OptionalEchoResponse::default_instance(), settings, true,
+                 ReusePool::FilledBy::kHandler);
+  ASSERT_TRUE(pool.on_arena());
+  EchoRequest source;
+  example::PayloadGenerator(4, 9).Fill(&source);
+  ASSERT_GT(source.payload().result_size(), 0);
+  // Handlers building in place, then each way of handing an object over.
+  const std::vector<std::pair<const char*, std::function<void(OptionalEchoResponse&)>>> handlers = {
+      {"copy", [&](OptionalEchoResponse& r) { r.mutable_payload()->CopyFrom(source.payload()); }},
+      {"add", [&](OptionalEchoResponse& r) { r.add_message("built in place"); }},
+      {"string handed", [&](OptionalEchoResponse& r) { r.mutable_message()->AddAllocated(new std::string("x")); }},
+      {"copy again", [&](OptionalEchoResponse& r) { r.mutable_payload()->CopyFrom(source.payload()); }},
+      {"payload handed", [&](OptionalEchoResponse& r) {
+         auto* handed = new example::ComplexPayload(source.payload());
+         r.set_allocated_payload(handed);
+       }},
+      {"item handed", [&](OptionalEchoResponse& r) {
+         r.mutable_payload()->add_result()->mutable_item()->AddAllocated(new example::Item);
+       }},
+      {"item from another arena", [&](OptionalEchoResponse& r) {
+         google::protobuf::Arena other;
+         auto* item = google::protobuf::Arena::CreateMessage<example::Item>(&other);
+         item->add_term("copied into the response's arena");
+         r.mutable_payload()->add_result()->mutable_item()->AddAllocated(item);
+       }},
+  };
+  const std::set<std::string> handed = {"string handed", "payload handed", "item handed"};
+  uint64_t rebuilds = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& [name, handler] : handlers) {
+      ReusePool::Entry* e = pool.Take();
+      ASSERT_NE(e->message->GetArena(), nullptr) << name;
+      pool.DetachKept(*e);  // as the strategy does: the handler sees heap's presence
+      auto& response = static_cast<OptionalEchoResponse&>(*e->message);
+      handler(response);
+      OptionalEchoResponse heap;
+      handler(heap);
+      EXPECT_EQ(response.SerializeAsString(), heap.SerializeAsString()) << name;
+      const uint64_t reuses_before = pool.stats().reuses;
+      pool.Give(e);
+      if (handed.count(name) != 0) ++rebuilds;
+      EXPECT_EQ(pool.stats().rebuilds, rebuilds) << name;
+      EXPECT_EQ(pool.stats().objects_pooled, handed.count(name) != 0 ? 0u : 1u) << name;
+      EXPECT_EQ(pool.stats().reuses, reuses_before);
+    }
+  }
+  // Pooled at what its content uses, not at the size of its (lazily mapped) block.
+  EXPECT_LT(pool.stats().retained_bytes_estimate, settings.max_object_bytes / 4);
+}
+
+// Objects given to a handler-filled object's arena outside its content (Arena::Own) live as long
+// as the object: at most kMaxHandlerArenaUses calls.
+TEST(ReusePool, HandlerFilledArenaObjectsServeABoundedNumberOfCalls) {
+  ReuseSettings settings;
+  settings.max_pooled_objects = 1;
+  ReusePool pool(OptionalEchoResponse::default_instance(), settings, true,
+                 ReusePool::FilledBy::kHandler);
+  ASSERT_TRUE(pool.on_arena());
+  const ReusePool::Entry* first = nullptr;
+  int served_by_first = 0;
+  for (int i = 0; i < 4200; ++i) {
+    ReusePool::Entry* e = pool.Take();
+    if (first == nullptr) first = e;
+    served_by_first += e == first && pool.stats().rebuilds == 0;
+    static_cast<OptionalEchoResponse&>(*e->message).add_message("m");
+    e->arena->Own(new std::string("owned by the arena"));
+    pool.Give(e);
+  }
+  EXPECT_EQ(pool.stats().rebuilds, 1u);
+  EXPECT_EQ(served_by_first, 4097);
 }
 
 }  // namespace

@@ -83,9 +83,19 @@ struct ReuseSettings {
   // object of its tree (no maps, oneof string/message members, extensions, or proto3 singular
   // sub-messages inside repeated elements); other types stay on the heap. A request not filled by
   // the strategy's own parse (a runtime that parses with Clear(), JSON) is not pooled then, and
-  // an object over max_object_bytes is destroyed rather than trimmed. Responses stay on the heap:
-  // an arena would keep whatever a handler hands one (set_allocated_*) until the object dies.
+  // an object over max_object_bytes is destroyed rather than trimmed.
   bool request_arenas = true;
+  // The same for pooled responses, whose handlers fill them: each is made on an arena of its own
+  // (one block of max_object_bytes, mapped lazily) where, besides the conditions above, every
+  // field of the type's tree that can hold an object of its own is a plain message field or a
+  // repeated string/bytes field, and (unless keep_response_submessages) every singular
+  // sub-message has a has-bit. Whatever a handler hands such a response (set_allocated_*,
+  // AddAllocated) the arena would own until the object dies; so at release every sub-message and
+  // string of the content is checked to lie in the object's block, and an object holding one from
+  // elsewhere is destroyed (with what was handed to it) instead of pooled, as is one whose tree
+  // outgrew the block. Objects given to the arena directly (Arena::Own) live until the object is
+  // destroyed: at the latest after 4096 uses.
+  bool response_arenas = true;
 };
 
 // The "auto" strategy: per method, it runs trials on live calls (the candidates take turns in

@@ -262,15 +262,16 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     return *arena_factory_;
   }
 
-  // One pool per message type and role, shared by every method that uses the type so. Requests'
-  // objects live on arenas of their own where the type allows (ReusePool's on_arena): only the
-  // strategy fills them, while a response is the handler's to change.
+  // One pool per message type and role, shared by every method that uses the type so. Objects
+  // live on arenas of their own where the type allows (ReusePool's on_arena), on the conditions
+  // of their role: only the strategy fills a request, while a response is the handler's to change.
   std::shared_ptr<ReusePool> PoolFor(const Message& prototype, bool requests) {
     std::lock_guard lock(mu_);
     auto& pool = pools_[{prototype.GetDescriptor(), requests}];
     if (!pool) {
-      pool = std::make_shared<ReusePool>(prototype, settings_,
-                                         /*on_arena=*/requests && settings_.request_arenas);
+      pool = std::make_shared<ReusePool>(
+          prototype, settings_, requests ? settings_.request_arenas : settings_.response_arenas,
+          requests ? ReusePool::FilledBy::kParse : ReusePool::FilledBy::kHandler);
     }
     return pool;
   }

@@ -3,6 +3,8 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <functional>
 #include <thread>
@@ -26,6 +28,18 @@ size_t ThreadIndex() noexcept {
 
 }  // namespace
 
+MappedBlock::MappedBlock(size_t size) noexcept {
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+  if (p == MAP_FAILED) return;
+  data_ = static_cast<char*>(p);
+  size_ = size;
+}
+
+MappedBlock::~MappedBlock() {
+  if (data_ != nullptr) ::munmap(data_, size_);
+}
+
 ReusePool::Entry::~Entry() {
   if (!arena) return;
   // The arena owns these: let go of them, then the arena frees them all.
@@ -34,12 +48,16 @@ ReusePool::Entry::~Entry() {
 }
 
 ReusePool::ReusePool(const google::protobuf::Message& prototype, const ReuseSettings& settings,
-                     bool on_arena)
+                     bool on_arena, FilledBy filled_by)
     : prototype_(prototype),
       settings_((ValidateReuseSettings(settings), settings)),
       plan_(*prototype.GetDescriptor()),
       shape_plan_(*prototype.GetDescriptor()),
-      on_arena_(on_arena && plan_.keeps_objects() && cleared_tail::BlocksAvailable()),
+      filled_by_(filled_by),
+      on_arena_(on_arena && plan_.keeps_objects() && cleared_tail::BlocksAvailable() &&
+                (filled_by == FilledBy::kParse ||
+                 (shape_plan_.covers_every_object() &&
+                  (plan_.slot_count() == 0 || settings_.keep_response_submessages)))),
       shards_(ShardCount(settings.max_pooled_objects)) {
   // Split max_pooled_objects exactly (shards <= max_pooled_objects, so each holds at least one).
   const size_t base = settings_.max_pooled_objects / shards_.size();
@@ -74,8 +92,19 @@ ReusePool::Entry* ReusePool::Take() {
     google::protobuf::ArenaOptions options;
     options.start_block_size = kArenaStartBlock;
     options.max_block_size = kArenaMaxBlock;
-    entry->arena = std::make_unique<google::protobuf::Arena>(options);
-    entry->spares.SetOnArena();
+    if (filled_by_ == FilledBy::kHandler) {
+      // One block the size of the cap: a content within it is the object's own (see Give).
+      MappedBlock block(settings_.max_object_bytes);
+      if (!block.empty()) {
+        entry->block = std::move(block);
+        options.initial_block = entry->block.data();
+        options.initial_block_size = entry->block.size();
+      }
+    }
+    if (filled_by_ == FilledBy::kParse || !entry->block.empty()) {
+      entry->arena = std::make_unique<google::protobuf::Arena>(options);
+      entry->spares.SetOnArena();
+    }  // else: no block mapped, this object lives on the heap
   }
   entry->message.reset(prototype_.New(entry->arena.get()));
   entry->stash.resize(plan_.slot_count());
@@ -90,7 +119,7 @@ size_t ReusePool::MeasureExactly(Entry& entry) noexcept {
   }
   // An arena also holds what the tree no longer reaches (arrays outgrown); the walk also counts
   // long strings' buffers, which are on the heap.
-  if (entry.arena) bytes = std::max<size_t>(bytes, entry.arena->SpaceAllocated());
+  if (entry.arena) bytes = std::max<size_t>(bytes, ArenaBytes(entry));
   entry.retained_estimate = bytes;
   return bytes;
 }
@@ -125,6 +154,10 @@ size_t ReusePool::Measure(Entry& entry, size_t wire) noexcept {
 
 void ReusePool::Destroy(Entry* entry) noexcept { std::unique_ptr<Entry> owned(entry); }
 
+size_t ReusePool::ArenaBytes(const Entry& entry) noexcept {
+  return entry.block.empty() ? entry.arena->SpaceAllocated() : entry.arena->SpaceUsed();
+}
+
 void ReusePool::Give(Entry* entry, const ResponseMirror* fitted_by) noexcept {
   if (entry == nullptr) return;
   // Shaped means filled by the merge of the shaped bytes and by nothing else (MessagePair's
@@ -141,14 +174,24 @@ void ReusePool::Give(Entry* entry, const ResponseMirror* fitted_by) noexcept {
   // Measure first: whether the object is trimmed, destroyed or pooled depends on its size.
   size_t bytes = Measure(*entry, wire);
   if (entry->arena) {
-    // An arena object is pooled only as the strategy's parse left it: other code filling it (a
-    // runtime that parses with Clear(), a JSON conversion) lets objects go that the arena keeps,
-    // and it would grow call after call. An arena also gives nothing back but whole, so over the
-    // cap it is destroyed, not trimmed. Its size is read every time (cheap): what it holds beyond
-    // the tree is not in the sampled estimate.
-    bytes = std::max<size_t>(bytes, entry->arena->SpaceAllocated());
+    // A parse-filled arena object is pooled only as the strategy's parse left it: other code
+    // filling it (a runtime that parses with Clear(), a JSON conversion) lets objects go that the
+    // arena keeps, and it would grow call after call. A handler-filled one is pooled only if its
+    // content is all its own (in its block, not handed to it: the arena would keep that until the
+    // object dies), its tree did not outgrow the block and it has not served too many calls. An
+    // arena also gives nothing back but whole, so over the cap it is destroyed, not trimmed. Its
+    // size is read every time (cheap): what it holds beyond the tree is not in the sampled
+    // estimate.
+    bytes = std::max<size_t>(bytes, ArenaBytes(*entry));
     entry->retained_estimate = bytes;
-    if (!parsed || bytes > settings_.max_object_bytes) {
+    const bool keep =
+        filled_by_ == FilledBy::kParse
+            ? parsed
+            : entry->arena->SpaceAllocated() <= entry->block.size() &&
+                  entry->releases <= kMaxHandlerArenaUses &&
+                  shape_plan_.ContentWithin(*entry->message, entry->block.data(),
+                                            entry->block.data() + entry->block.size());
+    if (!keep || bytes > settings_.max_object_bytes) {
       rebuilds_.fetch_add(1, std::memory_order_relaxed);
       return Destroy(entry);
     }

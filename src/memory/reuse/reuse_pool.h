@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "memory/reuse/kept_tree.h"
@@ -53,6 +54,34 @@ struct ReusePoolStats {
   uint64_t retained_bytes_estimate = 0;  // estimated bytes retained by pooled objects
 };
 
+// Anonymous memory mapped for one arena's first block: its pages cost memory only once touched,
+// and go back to the system when it is unmapped.
+class MappedBlock {
+ public:
+  MappedBlock() = default;
+  explicit MappedBlock(size_t size) noexcept;  // empty() when the mapping failed
+  ~MappedBlock();
+  MappedBlock(const MappedBlock&) = delete;
+  MappedBlock& operator=(const MappedBlock&) = delete;
+  MappedBlock(MappedBlock&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  MappedBlock& operator=(MappedBlock&& other) noexcept {
+    if (this != &other) {
+      MappedBlock old(std::move(*this));
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  bool empty() const noexcept { return data_ == nullptr; }
+  char* data() const noexcept { return data_; }
+  size_t size() const noexcept { return size_; }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 class ReusePool {
  public:
   // One pooled object and its bookkeeping. Owned by the pool while pooled, by a caller otherwise.
@@ -61,8 +90,10 @@ class ReusePool {
     Entry(const Entry&) = delete;
     Entry& operator=(const Entry&) = delete;
     ~Entry();
-    // The object's own arena (on_arena pools), destroyed last: it owns the message, its tree,
-    // stash and spares, which the members below then only hold.
+    // A handler-filled object's arena block (see ReusePool's on_arena), unmapped after the arena.
+    MappedBlock block;
+    // The object's own arena (on_arena pools), destroyed before `block` and after everything
+    // else: it owns the message, its tree, stash and spares, which the members below only hold.
     std::unique_ptr<google::protobuf::Arena> arena;
     std::unique_ptr<google::protobuf::Message> message;
     std::vector<std::unique_ptr<google::protobuf::Message>> stash;  // see KeptTreePlan
@@ -83,15 +114,23 @@ class ReusePool {
     google::protobuf::Arena* response_arena = nullptr;  // the reuse strategy's arena response
   };
 
+  // What fills a pool's objects: the strategy's parse (requests) or a handler (responses).
+  enum class FilledBy { kParse, kHandler };
+
   // Throws std::invalid_argument for invalid settings. `on_arena`: make each object on an arena
   // of its own, so that its tree is packed in the order it was built rather than spread over the
   // heap (docs/benchmarks.md, "Kept-tree layout"); granted only where that is safe (on_arena()):
   // the type's Clear() keeps every object (KeptTreePlan::keeps_objects) and cleared elements move
-  // as blocks. Only for objects nothing but the pool's own calls change: requests, whose
-  // handlers read them (an arena keeps whatever a handler hands the message until the object
-  // dies).
+  // as blocks. An object filled by the parse is pooled only as the parse left it. A handler may
+  // hand its object anything (set_allocated_*, AddAllocated), which the arena would keep until
+  // the object dies: handler-filled objects get arenas only where the shape plan's walk reaches
+  // every object the type can own (ShapePlan::covers_every_object), each on one mapped block of
+  // max_object_bytes, and at release an object whose content holds anything from outside its
+  // block is destroyed, not pooled. Nor where kept sub-messages are detached before the handler
+  // runs (proto3 singular ones without a has-bit, unless keep_response_submessages): the handler
+  // would make a new one each call, and the arena keep every one.
   ReusePool(const google::protobuf::Message& prototype, const ReuseSettings& settings,
-            bool on_arena = false);
+            bool on_arena = false, FilledBy filled_by = FilledBy::kParse);
   ~ReusePool();
   ReusePool(const ReusePool&) = delete;
   ReusePool& operator=(const ReusePool&) = delete;
@@ -147,6 +186,13 @@ class ReusePool {
   // this, a bound on what an object holds beyond its tree.
   static constexpr size_t kArenaStartBlock = 4096;
   static constexpr size_t kArenaMaxBlock = 256u << 10;
+  // A handler-filled object on an arena is destroyed after this many uses: what was given to its
+  // arena outside the content (Arena::Own, an object handed and dropped in one call) lives no
+  // longer.
+  static constexpr uint32_t kMaxHandlerArenaUses = 4096;
+  // What an object's arena holds: its block's used part for a handler-filled object (the rest of
+  // the block is untouched), everything it allocated otherwise.
+  static size_t ArenaBytes(const Entry& entry) noexcept;
   size_t Measure(Entry& entry, size_t wire) noexcept;  // `wire`: the content's size, 0 if unknown
   size_t MeasureExactly(Entry& entry) noexcept;
   void Destroy(Entry* entry) noexcept;
@@ -155,6 +201,7 @@ class ReusePool {
   const ReuseSettings settings_;
   const KeptTreePlan plan_;
   const ShapePlan shape_plan_;
+  const FilledBy filled_by_;
   const bool on_arena_;
   std::vector<Shard> shards_;
   alignas(64) std::atomic<uint64_t> pooled_bytes_{0};

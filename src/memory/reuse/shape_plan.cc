@@ -7,6 +7,7 @@
 
 #include <array>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "memory/reuse/cleared_tail.h"
@@ -213,6 +214,48 @@ void ForgetStringsOf(Message& m, const Type& type, int depth) noexcept {
   }
 }
 
+bool Within(const void* object, const char* begin, const char* end) noexcept {
+  const auto* p = static_cast<const char*>(object);
+  return p >= begin && p < end;
+}
+
+bool ContentWithinOf(Message& m, const Type& type, const char* begin, const char* end,
+                     int depth) noexcept {
+  for (const Type::Field& f : type.fields) {
+    if (f.kind == Kind::kStrings) {
+      auto& field = f.slot.Of<std::string>(m);
+      const size_t live = static_cast<size_t>(field.size());
+      const std::span<void* const> all = cleared_tail::AllElements(field);
+      for (size_t i = 0; i < live; ++i) {
+        const void* s = i < all.size() ? all[i] : &field.Get(static_cast<int>(i));
+        if (!Within(s, begin, end)) return false;
+      }
+    } else if (f.kind == Kind::kMessages) {
+      auto& field = f.slot.Of<Message>(m);
+      if (field.empty()) continue;
+      if (depth >= kMaxShapeDepth) return false;
+      for (Message& element : field) {
+        if (!Within(&element, begin, end) ||
+            !ContentWithinOf(element, *f.element, begin, end, depth + 1)) {
+          return false;
+        }
+      }
+    } else if (Message* sub = f.singular.Get(m)) {
+      if (depth >= kMaxShapeDepth || !Within(sub, begin, end) ||
+          !ContentWithinOf(*sub, *f.element, begin, end, depth + 1)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Fields that can hold an object of their own: messages and strings.
+bool HoldsObjects(const FieldDescriptor& f) {
+  return f.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE ||
+         f.cpp_type() == FieldDescriptor::CPPTYPE_STRING;
+}
+
 bool Tracked(const FieldDescriptor& f) {
   if (!moves::IsPlainField(f)) return false;
   // Messages, repeated or singular (groups use another wire type: skipped), and strings.
@@ -230,9 +273,13 @@ const ShapePlan::Type& ShapePlan::TypeFor(const Descriptor& d) {
   slot = std::make_unique<Type>();
   Type& type = *slot;
   type.id = SpareTypeId(d);
+  if (d.extension_range_count() > 0) covers_every_object_ = false;
   for (int i = 0; i < d.field_count(); ++i) {
     const FieldDescriptor* f = d.field(i);
-    if (!Tracked(*f)) continue;
+    if (!Tracked(*f)) {
+      if (HoldsObjects(*f)) covers_every_object_ = false;
+      continue;
+    }
     const Kind kind = !f->is_repeated()                            ? Kind::kSingular
                       : f->type() == FieldDescriptor::TYPE_MESSAGE ? Kind::kMessages
                                                                    : Kind::kStrings;
@@ -278,5 +325,10 @@ void ShapePlan::Gather(Message& message, SpareElements& spares, bool cold) const
 }
 
 void ShapePlan::TrimExcess(Message& message) const noexcept { TrimMessage(message, *root_, 0); }
+
+bool ShapePlan::ContentWithin(const Message& message, const char* begin,
+                              const char* end) const noexcept {
+  return ContentWithinOf(const_cast<Message&>(message), *root_, begin, end, 0);  // reads only
+}
 
 }  // namespace arenarpc::memory

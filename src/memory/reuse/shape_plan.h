@@ -55,6 +55,16 @@ class ShapePlan {
   // content (what positional reuse accumulated); the content itself is untouched.
   void TrimExcess(google::protobuf::Message& message) const noexcept;
 
+  // Whether the plan's walks reach every object a message of the root type can own: every field
+  // of its tree that can hold a separately allocated object (messages, strings) is tracked (plain
+  // message fields and repeated std::string fields: no singular strings, maps, oneofs, groups or
+  // extensions).
+  bool covers_every_object() const noexcept { return covers_every_object_; }
+  // Whether every sub-message and string of `message`'s content (its live elements, present
+  // sub-messages) lies in [begin, end). Content deeper than the plan walks counts as outside.
+  bool ContentWithin(const google::protobuf::Message& message, const char* begin,
+                     const char* end) const noexcept;
+
   // For a message that only parsing has filled, before it is cleared: makes the strings of its
   // tracked fields cleared without erasing their bytes (clearing tens of thousands of strings is a
   // cache miss each on a cold tree). Such strings are stale: only a parse may get them back, as it
@@ -72,6 +82,7 @@ class ShapePlan {
   const Type& TypeFor(const google::protobuf::Descriptor& d);
   std::unordered_map<const google::protobuf::Descriptor*, std::unique_ptr<Type>> types_;
   const Type* root_ = nullptr;
+  bool covers_every_object_ = true;
 };
 
 }  // namespace arenarpc::memory
