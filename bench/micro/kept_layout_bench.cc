@@ -72,38 +72,37 @@ std::vector<void*> FragmentHeap() {
   return blocks;
 }
 
+// Calls f on every string of a payload.
+template <class Payload, class F>
+void ForEachString(Payload& payload, F&& f) {
+  for (auto& result : *payload.mutable_result()) {
+    for (auto& item : *result.mutable_item()) {
+      for (std::string& term : *item.mutable_term()) f(term);
+    }
+    for (std::string& term : *result.mutable_term()) f(term);
+  }
+}
+
+const size_t kInlineCapacity = std::string().capacity();
+
 // How many of a payload's strings own a heap buffer (a kept string keeps the capacity of the
 // longest value it ever held) against how many of its values need one.
 struct StringKinds {
   size_t strings = 0, buffered = 0, long_values = 0;
 };
-void CountKinds(const arenarpc::example::ComplexPayload& payload, StringKinds& kinds) {
-  const size_t inline_capacity = std::string().capacity();
-  auto add = [&](const std::string& s) {
+void CountKinds(arenarpc::example::ComplexPayload& payload, StringKinds& kinds) {
+  ForEachString(payload, [&](const std::string& s) {
     ++kinds.strings;
-    kinds.buffered += s.capacity() > inline_capacity;
-    kinds.long_values += s.size() > inline_capacity;
-  };
-  for (const auto& result : payload.result()) {
-    for (const auto& item : result.item()) {
-      for (const std::string& term : item.term()) add(term);
-    }
-    for (const std::string& term : result.term()) add(term);
-  }
+    kinds.buffered += s.capacity() > kInlineCapacity;
+    kinds.long_values += s.size() > kInlineCapacity;
+  });
 }
 
 // Gives back the heap buffer of every string whose value fits the inline one.
 void ShrinkShortStrings(arenarpc::example::ComplexPayload& payload) {
-  const size_t inline_capacity = std::string().capacity();
-  auto shrink = [&](std::string& s) {
-    if (s.size() <= inline_capacity && s.capacity() > inline_capacity) s.shrink_to_fit();
-  };
-  for (auto& result : *payload.mutable_result()) {
-    for (auto& item : *result.mutable_item()) {
-      for (std::string& term : *item.mutable_term()) shrink(term);
-    }
-    for (std::string& term : *result.mutable_term()) shrink(term);
-  }
+  ForEachString(payload, [](std::string& s) {
+    if (s.size() <= kInlineCapacity && s.capacity() > kInlineCapacity) s.shrink_to_fit();
+  });
 }
 
 }  // namespace
@@ -204,8 +203,8 @@ int main(int argc, char** argv) {
     StringKinds kinds;
     for (const std::string& wire : ring) {
       k.call(wire);
-      CountKinds(k.request->payload(), kinds);
-      CountKinds(k.response->payload(), kinds);
+      CountKinds(*k.request->mutable_payload(), kinds);
+      CountKinds(*k.response->mutable_payload(), kinds);
     }
     const char* name = k.name;
     const double calls = static_cast<double>(ring.size());
