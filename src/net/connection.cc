@@ -91,6 +91,7 @@ void Connection::Start() {
 
 void Connection::ArmRead() {
   std::span<char> space = read_target().PrepareWrite(kMinReadSpace);
+  armed_read_space_ = space.size();
   socket_.async_read_some(asio::buffer(space.data(), space.size()),
                           [self = shared_from_this()](const asio::error_code& error, size_t bytes) {
                             self->OnRead(error, bytes);
@@ -113,7 +114,10 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
   asio::error_code read_error;
   bool keep_open = true, input_waits = false;
   size_t read_now = bytes;
-  for (bool more = bytes > 0;;) {
+  // A read that left room in its buffer emptied the socket: asking again would only return
+  // EAGAIN (one system call per small request). Bytes arriving since are picked up when the read
+  // is armed again: Asio tries the socket before it waits for the next readiness event.
+  for (bool more = bytes > 0 && bytes >= armed_read_space_;;) {
     if (more) more = ReadAvailable(&read_now, &read_error);
     if (tls_ && !ciphertext_in_.empty()) {
       const bool was_done = tls_->handshake_done();

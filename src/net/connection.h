@@ -194,6 +194,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool write_active_ = false; // a thread flushes, or waits for writability
   bool reading_ = false;      // a read is armed or its handler runs
   uint32_t read_blocks_ = 0;  // ReadBlock bits; reading is re-armed only when 0
+  size_t armed_read_space_ = 0;  // the buffer the armed read may fill (its handler's thread only)
   bool close_when_flushed_ = false;
   asio::error_code close_error_;
   std::string tls_error_;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <latch>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -146,6 +147,58 @@ TEST_P(RuntimeLoadTest, BlockingCallDoesNotHoldUpItsConnection) {
   EXPECT_EQ(kFast, progress.fast_done_when_slow_finished.load())
       << "fast calls waited behind the blocking one on their shared connection";
   ExpectAllPairsReleased();
+}
+
+// A read that leaves room in its buffer is taken to have emptied the socket (no second read that
+// could only return EAGAIN): bytes arriving after it, in pieces or after a reply, are still read.
+TEST_P(RuntimeLoadTest, BytesArrivingAfterAShortReadAreRead) {
+  StartServer(ServerOptions{});
+  RawClient client(port_);
+  ASSERT_TRUE(client.connected());
+  const auto echoes = [&](const std::string& message) -> ::testing::AssertionResult {
+    RawReply reply;
+    if (!client.Read(&reply, std::chrono::seconds(10))) {
+      return ::testing::AssertionFailure() << "no reply to a " << message.size() << "-byte message";
+    }
+    TestResponse response;
+    if (auto parsed = ParseReply(reply, &response); !parsed) return parsed;
+    if (response.message() != message) {
+      return ::testing::AssertionFailure() << "echo of " << response.message().size() << " bytes, "
+                                           << message.size() << " sent: " << response.message().substr(0, 40);
+    }
+    return ::testing::AssertionSuccess();
+  };
+  TestRequest request;
+  request.set_message("in pieces");
+  const std::string frame = RawClient::Encode(RequestFor(&request), 1);
+  for (size_t at = 0; at < frame.size(); at += 7) {  // each piece a short read of its own
+    client.SendBytes(std::string_view(frame).substr(at, 7));
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_TRUE(echoes("in pieces"));
+  for (int i = 0; i < 3; ++i) {  // the next request only after the reply and a pause
+    std::this_thread::sleep_for(milliseconds(30));
+    request.set_message("later " + std::to_string(i));
+    client.SendBytes(RawClient::Encode(RequestFor(&request), 2 + i));
+    EXPECT_TRUE(echoes(request.message()));
+  }
+  // Reads that fill their buffer: a 3 MiB request in one write, then a small one behind it
+  // (replies come as the calls finish: matched by correlation id).
+  TestRequest big;
+  big.set_message(std::string(3u << 20, 'b'));
+  request.set_message("behind the big one");
+  client.SendBytes(RawClient::Encode(RequestFor(&big), 10) +
+                   RawClient::Encode(RequestFor(&request), 11));
+  std::map<int64_t, size_t> echoed;
+  for (int i = 0; i < 2; ++i) {
+    RawReply reply;
+    ASSERT_TRUE(client.Read(&reply, std::chrono::seconds(10)));
+    TestResponse response;
+    ASSERT_TRUE(ParseReply(reply, &response));
+    echoed[reply.correlation_id] = response.message().size();
+  }
+  EXPECT_EQ((std::map<int64_t, size_t>{{10, big.message().size()}, {11, request.message().size()}}),
+            echoed);
 }
 
 TEST_P(RuntimeLoadTest, StopWritesAReplyThatIsStillBeingSent) {
