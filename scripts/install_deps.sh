@@ -14,7 +14,7 @@ PACKAGES=(
   valgrind util-linux procps
   gnuplot-nox python3
   libhttp-parser-dev prometheus-cpp-dev libc-ares-dev curl libssl-dev openssl
-  libnghttp2-dev python3-grpcio python3-protobuf
+  libnghttp2-dev nghttp2-client python3-grpcio python3-protobuf
   prometheus etcd-server etcd-client chromium
 )
 
