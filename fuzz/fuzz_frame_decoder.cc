@@ -40,9 +40,12 @@ void CheckFrame(const Frame& frame, bool attachment_error) {
   // Parse the payload as an RpcMeta (a message with nested, required and map fields).
   RpcMeta message;
   std::string detail;
-  if (!MergePayload(frame.meta, frame.payload, frame.attachment, &message, &detail, kMaxBody)) {
+  if (!MergePayload(PayloadEncoding::Of(frame.meta), frame.payload, frame.attachment, &message,
+                    &detail, kMaxBody)) {
     FUZZ_CHECK(!detail.empty());
-    FUZZ_CHECK(!ParseFailureText("request", message, frame.meta, frame.payload.size()).empty());
+    FUZZ_CHECK(
+        !ParseFailureText("request", message, PayloadEncoding::Of(frame.meta), frame.payload.size())
+             .empty());
   } else {
     FUZZ_CHECK(message.IsInitialized());
   }

@@ -52,7 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   RpcMeta message;
   std::string detail;
-  const bool parsed = MergePayload(meta, payload, BufferChain(), &message, &detail, kMaxOutput);
+  const bool parsed = MergePayload(PayloadEncoding::Of(meta), payload, BufferChain(), &message,
+                                   &detail, kMaxOutput);
   FUZZ_CHECK(parsed || !detail.empty());
   if (parsed) {
     FUZZ_CHECK(message.IsInitialized());
@@ -62,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RpcMeta plain_meta;
     plain_meta.set_compress_type(compress_type);
     RpcMeta reparsed;
-    FUZZ_CHECK(MergePayload(plain_meta, out, BufferChain(), &reparsed, &detail, kMaxOutput));
+    FUZZ_CHECK(MergePayload(PayloadEncoding::Of(plain_meta), out, BufferChain(), &reparsed, &detail,
+                            kMaxOutput));
     FUZZ_CHECK(reparsed.ByteSizeLong() == message.ByteSizeLong());
   }
   return 0;

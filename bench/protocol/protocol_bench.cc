@@ -61,7 +61,8 @@ void DecodeMerge(benchmark::State& state, bool flatten) {
     request.Clear();
     if (flatten) {
       if (!request.ParseFromString(frame.payload.ToString())) state.SkipWithError("parse");
-    } else if (!MergePayload(frame.meta, frame.payload, frame.attachment, &request, &detail)) {
+    } else if (!MergePayload(PayloadEncoding::Of(frame.meta), frame.payload, frame.attachment,
+                             &request, &detail)) {
       state.SkipWithError("merge");
     }
     benchmark::DoNotOptimize(request);

@@ -387,10 +387,12 @@ void ClientCall::InterpretReplyLocked(protocol::Frame& frame, bool attachment_to
   // message's arena and its allocated repeated elements.
   response_->Clear();
   std::string detail;
-  if (!protocol::MergePayload(meta, frame.payload, frame.attachment, response_, &detail,
-                             core_->options().max_decompressed_size)) {
-    FailLocked(EREQUEST, protocol::ParseFailureText("response", *response_, meta,
-                                                    frame.payload.size() + frame.attachment.size()));
+  const protocol::PayloadEncoding encoding = protocol::PayloadEncoding::Of(meta);
+  if (!protocol::MergePayload(encoding, frame.payload, frame.attachment, response_, &detail,
+                              core_->options().max_decompressed_size)) {
+    FailLocked(EREQUEST,
+               protocol::ParseFailureText("response", *response_, encoding,
+                                          frame.payload.size() + frame.attachment.size()));
     return;
   }
   controller_->response_attachment() = std::move(frame.attachment);

@@ -23,22 +23,22 @@ int GrpcOutcome(protocol::h2::GrpcClientResponse& response, std::string* text) {
 int ParseGrpcMessage(bool compressed, const std::string& encoding, const net::BufferChain& message,
                      size_t max_decompressed_size, google::protobuf::Message* out,
                      CompressType* compress_type, std::string* text) {
-  protocol::RpcMeta meta;  // what MergePayload needs to know: the compression
+  protocol::PayloadEncoding payload_encoding;
   if (compressed) {
     if (encoding != "gzip" && encoding != "deflate") {
       *text = "gRPC response compressed with unsupported grpc-encoding \"" + encoding + "\"";
       return ERESPONSE;
     }
-    meta.set_compress_type(encoding == "gzip" ? 2 : 3);
+    payload_encoding.compress_type = encoding == "gzip" ? 2 : 3;
   }
   out->Clear();  // as for baidu_std: a reused response does not accumulate
   std::string detail;
-  if (!protocol::MergePayload(meta, message, net::BufferChain(), out, &detail,
+  if (!protocol::MergePayload(payload_encoding, message, net::BufferChain(), out, &detail,
                               max_decompressed_size)) {
-    *text = protocol::ParseFailureText("response", *out, meta, message.size());
+    *text = protocol::ParseFailureText("response", *out, payload_encoding, message.size());
     return EREQUEST;
   }
-  *compress_type = static_cast<CompressType>(meta.compress_type());
+  *compress_type = static_cast<CompressType>(payload_encoding.compress_type);
   return 0;
 }
 

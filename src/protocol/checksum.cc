@@ -49,17 +49,17 @@ bool SetChecksum(int checksum_type, bool with_attachment, const net::BufferChain
   }
 }
 
-bool VerifyChecksum(const RpcMeta& meta, const net::BufferChain& payload,
+bool VerifyChecksum(const PayloadEncoding& encoding, const net::BufferChain& payload,
                     const net::BufferChain& attachment, std::string* error) {
-  if (meta.checksum_type() != CHECKSUM_TYPE_CRC32C) return true;
-  if (meta.checksum_value().size() != 4) {
-    *error = "crc32c checksum_value has " + std::to_string(meta.checksum_value().size()) +
+  if (encoding.checksum_type != CHECKSUM_TYPE_CRC32C) return true;
+  if (encoding.checksum_value_size != 4) {
+    *error = "crc32c checksum_value has " + std::to_string(encoding.checksum_value_size) +
              " bytes, expected 4";
     return false;
   }
   const std::string expected =
-      Crc32cChecksumValue(payload, meta.checksum_with_attachment() ? &attachment : nullptr);
-  if (expected != meta.checksum_value()) {
+      Crc32cChecksumValue(payload, encoding.checksum_with_attachment ? &attachment : nullptr);
+  if (expected != encoding.checksum_value) {
     *error = "crc32c checksum mismatch";
     return false;
   }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "arenarpc/buffer_chain.h"
+#include "protocol/payload_encoding.h"
 #include "protocol/rpc_meta.pb.h"
 
 namespace arenarpc::protocol {
@@ -23,9 +24,9 @@ std::string Crc32cChecksumValue(const net::BufferChain& payload,
 bool SetChecksum(int checksum_type, bool with_attachment, const net::BufferChain& payload,
                  const net::BufferChain& attachment, RpcMeta* meta, std::string* error);
 
-// Verifies meta's checksum, if it names one we know. false + *error on mismatch or on a CRC-32C
-// value that is not exactly 4 bytes.
-bool VerifyChecksum(const RpcMeta& meta, const net::BufferChain& payload,
+// Verifies the encoding's checksum, if it names one we know. false + *error on mismatch or on a
+// CRC-32C value that is not exactly 4 bytes.
+bool VerifyChecksum(const PayloadEncoding& encoding, const net::BufferChain& payload,
                     const net::BufferChain& attachment, std::string* error);
 
 }  // namespace arenarpc::protocol

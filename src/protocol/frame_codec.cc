@@ -76,6 +76,7 @@ DecodeStatus FrameDecoder::Next(net::BufferChain& in, Frame* out) {
   out->meta.Clear();
   out->payload.clear();
   out->attachment.clear();
+  out->meta_size = meta_size;
   {
     net::BufferChainInputStream meta_stream(in, meta_size);
     if (!out->meta.MergePartialFromBoundedZeroCopyStream(&meta_stream,

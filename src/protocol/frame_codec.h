@@ -21,6 +21,7 @@ struct Frame {
   RpcMeta meta;
   net::BufferChain payload;     // as on the wire (maybe compressed)
   net::BufferChain attachment;  // meta.attachment_size() bytes (0 if absent)
+  size_t meta_size = 0;         // the meta's bytes on the wire
 };
 
 enum class DecodeStatus {

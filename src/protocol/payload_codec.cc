@@ -63,20 +63,22 @@ bool SerializePayload(const google::protobuf::Message& message, int compress_typ
   return true;
 }
 
-bool OpenPayload(const RpcMeta& meta, const net::BufferChain& payload,
+bool OpenPayload(const PayloadEncoding& encoding, const net::BufferChain& payload,
                  const net::BufferChain& attachment, PayloadBytes* bytes, std::string* detail,
                  size_t max_decompressed) {
-  if (meta.content_type() != CONTENT_TYPE_PB) {
-    *detail = std::string("content_type=") + ContentTypeName(meta.content_type()) +
+  if (encoding.content_type != CONTENT_TYPE_PB) {
+    *detail = std::string("content_type=") + ContentTypeName(encoding.content_type) +
               " is not supported (only pb)";
     return false;
   }
-  if (!VerifyChecksum(meta, payload, attachment, detail)) return false;
-  if (meta.compress_type() == COMPRESS_TYPE_NONE) {
+  if (!VerifyChecksum(encoding, payload, attachment, detail)) return false;
+  if (encoding.compress_type == COMPRESS_TYPE_NONE) {
     bytes->Refer(payload);
   } else {
     net::BufferChain plain;
-    if (!Decompress(meta.compress_type(), payload, &plain, detail, max_decompressed)) return false;
+    if (!Decompress(encoding.compress_type, payload, &plain, detail, max_decompressed)) {
+      return false;
+    }
     bytes->Own(std::move(plain));
   }
   if (bytes->size() > static_cast<size_t>(INT_MAX)) {
@@ -94,11 +96,11 @@ std::string ParseFailureDetail(const google::protobuf::Message& message,
   return "invalid protobuf bytes for " + message.GetTypeName();
 }
 
-bool MergePayload(const RpcMeta& meta, const net::BufferChain& payload,
+bool MergePayload(const PayloadEncoding& encoding, const net::BufferChain& payload,
                   const net::BufferChain& attachment, google::protobuf::Message* message,
                   std::string* detail, size_t max_decompressed) {
   PayloadBytes bytes;
-  if (!OpenPayload(meta, payload, attachment, &bytes, detail, max_decompressed)) return false;
+  if (!OpenPayload(encoding, payload, attachment, &bytes, detail, max_decompressed)) return false;
   const memory::ParseResult result = memory::MergeSerialized(*message, bytes);
   if (result == memory::ParseResult::kOk) return true;
   *detail = ParseFailureDetail(*message, result);
@@ -106,12 +108,12 @@ bool MergePayload(const RpcMeta& meta, const net::BufferChain& payload,
 }
 
 std::string ParseFailureText(std::string_view what, const google::protobuf::Message& message,
-                             const RpcMeta& meta, size_t size) {
+                             const PayloadEncoding& encoding, size_t size) {
   std::string text = "Fail to parse ";
   text.append(what).append("=").append(message.GetDescriptor()->full_name());
-  text.append(", ContentType=").append(ContentTypeName(meta.content_type()));
-  text.append(", CompressType=").append(CompressTypeName(meta.compress_type()));
-  text.append(", ChecksumType=").append(ChecksumTypeName(meta.checksum_type()));
+  text.append(", ContentType=").append(ContentTypeName(encoding.content_type));
+  text.append(", CompressType=").append(CompressTypeName(encoding.compress_type));
+  text.append(", ChecksumType=").append(ChecksumTypeName(encoding.checksum_type));
   text.append(", ").append(what).append("_size=").append(std::to_string(size));
   return text;
 }

@@ -14,7 +14,7 @@
 #include "arenarpc/buffer_chain.h"
 #include "protocol/compression.h"
 #include "protocol/payload_bytes.h"
-#include "protocol/rpc_meta.pb.h"
+#include "protocol/payload_encoding.h"
 
 namespace arenarpc::protocol {
 
@@ -29,12 +29,12 @@ bool SerializePayload(const google::protobuf::Message& message, int compress_typ
                       net::BufferChain* out, std::string* error,
                       std::string_view what = "response");
 
-// Checks the payload described by `meta` (content_type, checksum, size) and inflates it when
+// Checks the payload `encoding` describes (content_type, checksum, size) and inflates it when
 // compressed; on success *bytes holds what to parse (the receive blocks themselves when the payload
 // is not compressed: `payload` must then outlive *bytes). `attachment` is only read for a checksum
 // that covers it. On failure returns false with a short reason in *detail (for logs); the caller
 // answers with ParseFailureText().
-bool OpenPayload(const RpcMeta& meta, const net::BufferChain& payload,
+bool OpenPayload(const PayloadEncoding& encoding, const net::BufferChain& payload,
                  const net::BufferChain& attachment, PayloadBytes* bytes, std::string* detail,
                  size_t max_decompressed = kDefaultMaxDecompressedSize);
 
@@ -44,7 +44,7 @@ std::string ParseFailureDetail(const google::protobuf::Message& message,
 
 // OpenPayload + a merge into *message (e.g. a client's response). On failure *message may hold
 // part of the payload: do not use it.
-bool MergePayload(const RpcMeta& meta, const net::BufferChain& payload,
+bool MergePayload(const PayloadEncoding& encoding, const net::BufferChain& payload,
                   const net::BufferChain& attachment, google::protobuf::Message* message,
                   std::string* detail, size_t max_decompressed = kDefaultMaxDecompressedSize);
 
@@ -53,6 +53,6 @@ bool MergePayload(const RpcMeta& meta, const net::BufferChain& payload,
 //  ChecksumType=none, request_size=4". `what` is "request" or "response"; `size` is the payload +
 // attachment byte count.
 std::string ParseFailureText(std::string_view what, const google::protobuf::Message& message,
-                             const RpcMeta& meta, size_t size);
+                             const PayloadEncoding& encoding, size_t size);
 
 }  // namespace arenarpc::protocol

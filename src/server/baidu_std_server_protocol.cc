@@ -16,6 +16,9 @@
 #include "stream/stream.h"
 
 namespace arenarpc::server {
+namespace {
+constexpr size_t kMaxKeptMetaBytes = 4096;  // a larger request meta is freed once admitted
+}  // namespace
 
 BaiduStdServerProtocol::BaiduStdServerProtocol(const ServerState& state)
     : max_body_size_(state.config.options.max_body_size),
@@ -84,7 +87,11 @@ void BaiduStdServerProtocol::Admitted(net::Connection& connection, ServerCall& c
   if (frame_.meta.has_stream_settings()) {
     stream::OfferStream(controller, frame_.meta.stream_settings(), StreamHostOf(connection));
   }
-  *payload = RequestPayload{std::move(frame_.meta), std::move(frame_.payload), request_size};
+  // The meta stays with the decoder, which clears it for the next frame and so reuses its parts
+  // (its strings' buffers) — unless it was large: a connection keeps no more than that.
+  *payload = RequestPayload{protocol::PayloadEncoding::Of(frame_.meta), std::move(frame_.payload),
+                            request_size};
+  if (frame_.meta_size > kMaxKeptMetaBytes) frame_.meta = protocol::RpcMeta();
 }
 
 bool BaiduStdServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& payload,

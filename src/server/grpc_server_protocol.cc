@@ -208,10 +208,9 @@ void GrpcServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& c
   for (auto& [name, value] : request.metadata) {
     controller.request_user_fields().emplace(std::move(name), std::move(value));
   }
-  protocol::RpcMeta meta;
-  meta.set_compress_type(request_compress_type_);
   const size_t request_size = request.message.size();
-  *payload = RequestPayload{std::move(meta), std::move(request.message), request_size};
+  *payload = RequestPayload{protocol::PayloadEncoding::Compressed(request_compress_type_),
+                            std::move(request.message), request_size};
   request = protocol::h2::GrpcRequest();
 }
 

@@ -77,14 +77,12 @@ class ServerStream final : public GrpcServerStream {
     }
     if (rc != 0) return false;
     GrpcStreamMessages fresh = NewMessages();
-    protocol::RpcMeta meta;
-    meta.set_compress_type(compress_type);
     protocol::PayloadBytes payload;
     std::string detail;
     const net::BufferChain no_attachment;
     memory::ParseResult parsed = memory::ParseResult::kInvalidBytes;
-    if (protocol::OpenPayload(meta, bytes, no_attachment, &payload, &detail,
-                              protocol_.max_body_size())) {
+    if (protocol::OpenPayload(protocol::PayloadEncoding::Compressed(compress_type), bytes,
+                              no_attachment, &payload, &detail, protocol_.max_body_size())) {
       // max_request_memory and max_inflight_message_memory, as for a unary request
       auto keep = std::make_shared<ReadKeep>();
       keep->state = protocol_.state().shared_from_this();

@@ -3,9 +3,9 @@
 // done->Run() (any thread, exactly once) serializes and queues the reply, records the stats and
 // releases the request/response pair — or leaves it to the last RetainMessages() handle.
 
-#include <asio/steady_timer.hpp>
 #include <google/protobuf/service.h>
 
+#include <asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -15,7 +15,7 @@
 #include "arenarpc/memory/message_memory.h"
 #include "call/cancel_source.h"
 #include "net/connection.h"
-#include "protocol/rpc_meta.pb.h"
+#include "protocol/payload_encoding.h"
 #include "server/cancel_registry.h"
 #include "server/method_entry.h"
 #include "server/server_protocol.h"
@@ -27,7 +27,7 @@ namespace arenarpc::server {
 // The request frame's parts that parsing needs (spec §5.1 step 10). The attachment has already
 // moved to the controller.
 struct RequestPayload {
-  protocol::RpcMeta meta;
+  protocol::PayloadEncoding encoding;
   net::BufferChain bytes;       // as on the wire, maybe compressed
   size_t request_size = 0;      // payload + attachment bytes, for error texts
 };

@@ -28,14 +28,15 @@ std::unique_ptr<AdmittedTask> ServerProtocol::TakeTask(net::Connection& /*connec
 
 std::string ServerProtocol::ParseFailureText(const ServerCall& call,
                                              const RequestPayload& payload) {
-  return protocol::ParseFailureText("request", call.request(), payload.meta, payload.request_size);
+  return protocol::ParseFailureText("request", call.request(), payload.encoding,
+                                    payload.request_size);
 }
 
 bool ServerProtocol::OpenMetaPayload(ServerCall& call, const RequestPayload& payload,
                                      protocol::PayloadBytes* bytes, std::string* error_text,
                                      size_t max_body_size) {
   std::string detail;
-  if (protocol::OpenPayload(payload.meta, payload.bytes, call.controller().request_attachment(),
+  if (protocol::OpenPayload(payload.encoding, payload.bytes, call.controller().request_attachment(),
                             bytes, &detail, max_body_size)) {
     return true;
   }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <latch>
+#include <map>
 #include <set>
 #include <thread>
 #include <vector>
@@ -75,6 +76,44 @@ TEST_P(CallsTest, RawWireReplyHasBrpcShape) {
   TestResponse response;
   ASSERT_TRUE(ParseReply(reply, &response));
   EXPECT_EQ("wire", response.message());
+}
+
+// A connection's decoder keeps the request meta it parsed for the next request (small ones) or
+// frees it (large ones): either way nothing of one request's meta reaches the next.
+TEST_P(CallsTest, NothingOfARequestsMetaReachesTheNextOnItsConnection) {
+  StartServer();
+  RawClient client(port_);
+  ASSERT_TRUE(client.connected());
+  struct Case {
+    std::map<std::string, std::string> user_fields;
+    int64_t log_id;
+  };
+  const std::vector<Case> cases = {
+      {{{"a", "1"}, {"b", "2"}}, 7},
+      {{}, 0},
+      {{{"big", std::string(16 << 10, 'x')}, {"a", "3"}}, 9},  // a meta past what is kept
+      {{}, 0},
+      {{{"c", "4"}}, 0},
+      {{{"c", std::string(40, 'y')}}, 11},
+      {{}, 0},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    TestRequest request = MakeRequest("meta " + std::to_string(i), 1);
+    RawRequest raw = RequestFor(&request);
+    raw.user_fields = cases[i].user_fields;
+    raw.log_id = cases[i].log_id;
+    RawReply reply = client.Call(raw);
+    ASSERT_EQ(0, reply.error_code) << reply.error_text;
+    std::map<std::string, std::string> back(reply.frame.meta.user_fields().begin(),
+                                            reply.frame.meta.user_fields().end());
+    std::map<std::string, std::string> expected;
+    for (const auto& [key, value] : cases[i].user_fields) expected[key] = value + "-back";
+    EXPECT_EQ(expected, back) << "request " << i;
+    TestResponse response;
+    ASSERT_TRUE(ParseReply(reply, &response));
+    EXPECT_EQ(cases[i].log_id, response.log_id()) << "request " << i;
+    EXPECT_EQ("meta " + std::to_string(i), response.message());
+  }
 }
 
 TEST_P(CallsTest, ShortServiceNameResolves) {

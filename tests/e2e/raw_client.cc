@@ -14,8 +14,8 @@ namespace arenarpc::e2e {
 
 ::testing::AssertionResult ParseReply(const RawReply& reply, google::protobuf::Message* response) {
   std::string detail;
-  if (protocol::MergePayload(reply.frame.meta, reply.frame.payload, reply.frame.attachment,
-                             response, &detail)) {
+  if (protocol::MergePayload(protocol::PayloadEncoding::Of(reply.frame.meta), reply.frame.payload,
+                             reply.frame.attachment, response, &detail)) {
     return ::testing::AssertionSuccess();
   }
   return ::testing::AssertionFailure() << "reply payload does not parse: " << detail;

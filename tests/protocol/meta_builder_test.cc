@@ -159,7 +159,8 @@ TEST(MetaBuilder, FullRequestPipelineEveryCodec) {
     ASSERT_EQ(decoder.Next(wire, &frame), DecodeStatus::kFrame) << decoder.error();
     EXPECT_EQ(frame.attachment.ToString(), "attached bytes");
     RpcMeta parsed;
-    ASSERT_TRUE(MergePayload(frame.meta, frame.payload, frame.attachment, &parsed, &error))
+    ASSERT_TRUE(MergePayload(PayloadEncoding::Of(frame.meta), frame.payload, frame.attachment,
+                             &parsed, &error))
         << error;
     EXPECT_EQ(parsed.request().service_name(), message.request().service_name());
   }

@@ -169,7 +169,7 @@ TEST(Checksum, SpecExample) {
   ASSERT_TRUE(SetChecksum(CHECKSUM_TYPE_CRC32C, false, payload, net::BufferChain(), &meta, &error));
   EXPECT_EQ(ToHex(meta.checksum_value()), "61 f6 3a 7e");
   EXPECT_FALSE(meta.has_checksum_with_attachment());
-  EXPECT_TRUE(VerifyChecksum(meta, payload, net::BufferChain(), &error));
+  EXPECT_TRUE(VerifyChecksum(PayloadEncoding::Of(meta), payload, net::BufferChain(), &error));
 }
 
 TEST(Checksum, MismatchBadLengthAttachmentAndUnknownType) {
@@ -180,18 +180,31 @@ TEST(Checksum, MismatchBadLengthAttachmentAndUnknownType) {
   ASSERT_TRUE(SetChecksum(CHECKSUM_TYPE_CRC32C, true, payload, attachment, &meta, &error));
   EXPECT_TRUE(meta.checksum_with_attachment());
   EXPECT_NE(ToHex(meta.checksum_value()), "61 f6 3a 7e");  // covers "AB" too
-  EXPECT_TRUE(VerifyChecksum(meta, payload, attachment, &error));
-  EXPECT_FALSE(VerifyChecksum(meta, payload, Chain("AC"), &error));
+  EXPECT_TRUE(VerifyChecksum(PayloadEncoding::Of(meta), payload, attachment, &error));
+  EXPECT_FALSE(VerifyChecksum(PayloadEncoding::Of(meta), payload, Chain("AC"), &error));
   EXPECT_EQ(error, "crc32c checksum mismatch");
   meta.set_checksum_value("abc");
-  EXPECT_FALSE(VerifyChecksum(meta, payload, attachment, &error));
+  EXPECT_FALSE(VerifyChecksum(PayloadEncoding::Of(meta), payload, attachment, &error));
   EXPECT_NE(error.find("3 bytes"), std::string::npos);
   meta.set_checksum_type(7);  // unknown: not verified
-  EXPECT_TRUE(VerifyChecksum(meta, payload, attachment, &error));
+  EXPECT_TRUE(VerifyChecksum(PayloadEncoding::Of(meta), payload, attachment, &error));
   EXPECT_FALSE(SetChecksum(7, false, payload, attachment, &meta, &error));
   // type 0 ignores whatever value is there (brpc copies the request's value into replies)
   meta.set_checksum_type(0);
-  EXPECT_TRUE(VerifyChecksum(meta, payload, attachment, &error));
+  EXPECT_TRUE(VerifyChecksum(PayloadEncoding::Of(meta), payload, attachment, &error));
+}
+
+TEST(Checksum, AnOversizedValueIsNotCopiedAndFailsWithItsSize) {
+  const net::BufferChain payload = Chain(FromHex("0a 05 68 65 6c 6c 6f"));
+  RpcMeta meta;
+  meta.set_checksum_type(CHECKSUM_TYPE_CRC32C);
+  meta.set_checksum_value(std::string(1 << 20, 'v'));  // what a hostile peer may send
+  const PayloadEncoding encoding = PayloadEncoding::Of(meta);
+  EXPECT_TRUE(encoding.checksum_value.empty());  // a call holds no copy of it
+  EXPECT_EQ(size_t{1} << 20, encoding.checksum_value_size);
+  std::string error;
+  EXPECT_FALSE(VerifyChecksum(encoding, payload, net::BufferChain(), &error));
+  EXPECT_EQ("crc32c checksum_value has 1048576 bytes, expected 4", error);
 }
 
 // --- payload
@@ -208,7 +221,9 @@ TEST(Payload, RoundTripEveryCodecWithChecksum) {
       meta.set_compress_type(type);
       ASSERT_TRUE(SetChecksum(1, false, payload, net::BufferChain(), &meta, &error));
       RpcMeta parsed;
-      ASSERT_TRUE(MergePayload(meta, payload, net::BufferChain(), &parsed, &error)) << error;
+      ASSERT_TRUE(
+          MergePayload(PayloadEncoding::Of(meta), payload, net::BufferChain(), &parsed, &error))
+          << error;
       EXPECT_EQ(parsed.SerializeAsString(), message.SerializeAsString());
     }
   }
@@ -222,7 +237,9 @@ TEST(Payload, MergesInsteadOfClearing) {
   incoming.mutable_request()->set_method_name("M");
   net::BufferChain payload = Chain(incoming.SerializePartialAsString());
   std::string detail;
-  ASSERT_TRUE(MergePayload(RpcMeta(), payload, net::BufferChain(), &target, &detail)) << detail;
+  ASSERT_TRUE(
+      MergePayload(PayloadEncoding::Of(RpcMeta()), payload, net::BufferChain(), &target, &detail))
+      << detail;
   EXPECT_EQ(target.attachment_size(), 77);
   EXPECT_EQ(target.request().service_name(), "old");
   EXPECT_EQ(target.request().method_name(), "M");
@@ -234,8 +251,8 @@ TEST(Payload, ParseFailuresAndTheirText) {
   std::string detail;
   // Invalid protobuf (spec §5.3 example: 4 bytes that do not parse).
   net::BufferChain bad = Chain(FromHex("0a 05 68 65"));
-  EXPECT_FALSE(MergePayload(meta, bad, net::BufferChain(), &msg, &detail));
-  EXPECT_EQ(ParseFailureText("request", msg, meta, bad.size()),
+  EXPECT_FALSE(MergePayload(PayloadEncoding::Of(meta), bad, net::BufferChain(), &msg, &detail));
+  EXPECT_EQ(ParseFailureText("request", msg, PayloadEncoding::Of(meta), bad.size()),
             "Fail to parse request=arenarpc.protocol.RpcMeta, ContentType=pb, CompressType=none, "
             "ChecksumType=none, request_size=4");
   // Missing required fields.
@@ -243,25 +260,28 @@ TEST(Payload, ParseFailuresAndTheirText) {
   partial.mutable_request()->set_service_name("s");
   net::BufferChain missing = Chain(partial.SerializePartialAsString());
   RpcMeta msg2;
-  EXPECT_FALSE(MergePayload(meta, missing, net::BufferChain(), &msg2, &detail));
+  EXPECT_FALSE(
+      MergePayload(PayloadEncoding::Of(meta), missing, net::BufferChain(), &msg2, &detail));
   EXPECT_NE(detail.find("request.method_name"), std::string::npos) << detail;
   // Unsupported compression and content types.
   meta.set_compress_type(4);
-  EXPECT_FALSE(MergePayload(meta, Chain("x"), net::BufferChain(), &msg, &detail));
+  EXPECT_FALSE(
+      MergePayload(PayloadEncoding::Of(meta), Chain("x"), net::BufferChain(), &msg, &detail));
   meta.set_checksum_type(1);
-  EXPECT_EQ(ParseFailureText("response", msg, meta, 1),
+  EXPECT_EQ(ParseFailureText("response", msg, PayloadEncoding::Of(meta), 1),
             "Fail to parse response=arenarpc.protocol.RpcMeta, ContentType=pb, "
             "CompressType=unknown, ChecksumType=crc32c, response_size=1");
   RpcMeta json;
   json.set_content_type(CONTENT_TYPE_JSON);
-  EXPECT_FALSE(MergePayload(json, Chain("{}"), net::BufferChain(), &msg, &detail));
+  EXPECT_FALSE(
+      MergePayload(PayloadEncoding::Of(json), Chain("{}"), net::BufferChain(), &msg, &detail));
   EXPECT_NE(detail.find("content_type=json"), std::string::npos);
   // Checksum mismatch.
   RpcMeta crc;
   crc.set_checksum_type(1);
   crc.set_checksum_value(FromHex("00 00 00 00"));
-  EXPECT_FALSE(
-      MergePayload(crc, Chain(FromHex("0a 05 68 65 6c 6c 6f")), net::BufferChain(), &msg, &detail));
+  EXPECT_FALSE(MergePayload(PayloadEncoding::Of(crc), Chain(FromHex("0a 05 68 65 6c 6c 6f")),
+                            net::BufferChain(), &msg, &detail));
   EXPECT_EQ(detail, "crc32c checksum mismatch");
 }
 
