@@ -105,7 +105,8 @@ net::Connection::InputResult ServerConnection::OnInput(
     }
     if (need_more) return result;
   }
-  std::vector<PendingCall> admitted;
+  std::vector<PendingCall>& admitted = admitted_;
+  admitted.clear();
   size_t admitted_bytes = 0;
   bool full = false;
   {
@@ -144,6 +145,7 @@ net::Connection::InputResult ServerConnection::OnInput(
   {
     std::lock_guard lock(backlog_mutex_);
     for (PendingCall& call : admitted) backlog_.push_back(std::move(call));
+    admitted.clear();
     backlog_bytes_ += admitted_bytes;
     start_drainers = static_cast<int>(
         std::min<size_t>(static_cast<size_t>(max_drainers_ - drainers_), backlog_.size()));

@@ -92,6 +92,9 @@ class ServerConnection final : public net::Connection::Delegate {
   bool authenticated_ = false;
   AuthContext auth_context_;
   std::unique_ptr<ServerProtocol> protocol_;  // set by the first OnInput, then fixed
+  // OnInput's calls admitted from one read, kept for its capacity (OnInput runs for one
+  // connection at a time, as its input buffer is read; at most max_queued_requests_per_connection).
+  std::vector<PendingCall> admitted_;
   // protocol_'s entry once protocol_ is set (read by other threads).
   std::atomic<const ServerProtocolEntry*> entry_{nullptr};
 
