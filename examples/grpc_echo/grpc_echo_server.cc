@@ -31,9 +31,9 @@ DEFINE_bool(release_at_serialize, false,
             "return each call's messages to the strategy when gRPC has serialized the reply "
             "instead of when it releases the holder (arenarpc/grpc/release_at_serialize.h; the "
             "echo handler touches nothing after Finish)");
-DEFINE_uint64(page_size, 4096, "paged/reuse: bytes per page (power of two, 256 B..1 MiB)");
-DEFINE_uint64(page_cache_capacity, 4096, "paged/reuse: free pages kept in the page cache");
-DEFINE_uint64(thread_cache_pages, 64, "paged/reuse: free pages a thread keeps locally");
+DEFINE_uint64(page_size, 16384, "paged/reuse: bytes per page (power of two, 256 B..1 MiB)");
+DEFINE_uint64(page_cache_capacity, 1024, "paged/reuse: free pages kept in the page cache");
+DEFINE_uint64(thread_cache_pages, 16, "paged/reuse: free pages a thread keeps locally");
 DEFINE_uint64(reuse_max_pooled, 1024, "reuse: max pooled objects per message type");
 DEFINE_uint64(reuse_max_object_bytes, arenarpc::memory::ReuseSettings{}.max_object_bytes,
               "reuse: objects retaining more are cut back, destroyed if still over");

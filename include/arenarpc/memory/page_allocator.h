@@ -11,9 +11,9 @@ namespace arenarpc::memory {
 // [256 B, 1 MiB]; capacity_pages >= 1 (a pool without cache is MakeSystemPageAllocator);
 // thread_cache_pages <= capacity_pages.
 struct PagePoolOptions {
-  size_t page_size = 4096;         // bytes per page, power of two
-  size_t capacity_pages = 4096;    // max free pages kept in the cache (all threads together)
-  size_t thread_cache_pages = 64;  // max free pages a thread keeps locally (fast path, no lock)
+  size_t page_size = 16384;        // bytes per page, power of two
+  size_t capacity_pages = 1024;    // max free pages kept in the cache (all threads together)
+  size_t thread_cache_pages = 16;  // max free pages a thread keeps locally (fast path, no lock)
 };
 
 struct PageAllocatorStats {
