@@ -70,10 +70,13 @@ DEFINE_int32(worker_threads, 0, "> 0: run handlers on a separate pool of this ma
 DEFINE_validator(worker_threads, &CheckNonNegative);
 DEFINE_string(mode, "auto", "Message memory: auto | heap | arena | paged | reuse");
 DEFINE_validator(mode, &CheckMode);
-DEFINE_uint64(page_size, 16384, "paged: bytes per page of the page pool");
+DEFINE_uint64(page_size, arenarpc::memory::MemoryOptions{}.page_size,
+              "paged: bytes per page of the page pool");
 DEFINE_validator(page_size, &CheckPositive);
-DEFINE_uint64(page_cache_capacity, 1024, "paged: free pages kept cached (not returned to the OS)");
-DEFINE_uint64(thread_cache_pages, 16, "paged: free pages each thread keeps for itself");
+DEFINE_uint64(page_cache_capacity, arenarpc::memory::MemoryOptions{}.page_cache_capacity,
+              "paged: free pages kept cached (not returned to the OS)");
+DEFINE_uint64(thread_cache_pages, arenarpc::memory::MemoryOptions{}.thread_cache_pages,
+              "paged: free pages each thread keeps for itself");
 DEFINE_uint64(reuse_max_pooled, arenarpc::memory::ReuseSettings{}.max_pooled_objects,
               "reuse: pooled objects per message type");
 DEFINE_validator(reuse_max_pooled, &CheckPositive);

@@ -31,13 +31,18 @@ DEFINE_bool(release_at_serialize, false,
             "return each call's messages to the strategy when gRPC has serialized the reply "
             "instead of when it releases the holder (arenarpc/grpc/release_at_serialize.h; the "
             "echo handler touches nothing after Finish)");
-DEFINE_uint64(page_size, 16384, "paged/reuse: bytes per page (power of two, 256 B..1 MiB)");
-DEFINE_uint64(page_cache_capacity, 1024, "paged/reuse: free pages kept in the page cache");
-DEFINE_uint64(thread_cache_pages, 16, "paged/reuse: free pages a thread keeps locally");
-DEFINE_uint64(reuse_max_pooled, 1024, "reuse: max pooled objects per message type");
+DEFINE_uint64(page_size, arenarpc::memory::MemoryOptions{}.page_size,
+              "paged/reuse: bytes per page (power of two, 256 B..1 MiB)");
+DEFINE_uint64(page_cache_capacity, arenarpc::memory::MemoryOptions{}.page_cache_capacity,
+              "paged/reuse: free pages kept in the page cache");
+DEFINE_uint64(thread_cache_pages, arenarpc::memory::MemoryOptions{}.thread_cache_pages,
+              "paged/reuse: free pages a thread keeps locally");
+DEFINE_uint64(reuse_max_pooled, arenarpc::memory::ReuseSettings{}.max_pooled_objects,
+              "reuse: max pooled objects per message type");
 DEFINE_uint64(reuse_max_object_bytes, arenarpc::memory::ReuseSettings{}.max_object_bytes,
               "reuse: objects retaining more are cut back, destroyed if still over");
-DEFINE_uint64(reuse_max_pool_bytes, 64u << 20, "reuse: max estimated retained bytes per type");
+DEFINE_uint64(reuse_max_pool_bytes, arenarpc::memory::ReuseSettings{}.max_pool_bytes,
+              "reuse: max estimated retained bytes per type");
 DEFINE_bool(reuse_keep_response_submessages, false,
             "reuse: keep responses' proto3 singular sub-messages attached between calls (faster; "
             "an empty one the handler touches is then not sent: docs/memory.md)");
