@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "arenarpc/memory/page_allocator.h"
 #include "arenarpc/memory/serialized_message.h"
 
 namespace google::protobuf {
@@ -155,18 +156,15 @@ struct PresenceAdvice {
   double share = 0;          // of the sampled responses' bytes (SpaceUsedLong) under this field
 };
 
-struct PagePoolOptions;  // page_allocator.h
-
 struct MemoryOptions {
   ArenaSettings arena = DefaultArenaSettings();
   ReuseSettings reuse;
   AutoSettings automatic;
-  // Page pool for the "paged" strategy (and the reuse strategy's scratch arena).
-  // 16 KiB pages: a large call takes a quarter of the pages (and of the page cache's hand-offs
-  // between threads) that 4 KiB pages need; the cache still holds at most 16 MiB.
-  size_t page_size = 16384;
-  size_t page_cache_capacity = 1024;  // pages
-  size_t thread_cache_pages = 16;
+  // Page pool for the "paged" strategy (and the reuse strategy's scratch arena); the defaults are
+  // PagePoolOptions'.
+  size_t page_size = PagePoolOptions{}.page_size;
+  size_t page_cache_capacity = PagePoolOptions{}.capacity_pages;  // pages
+  size_t thread_cache_pages = PagePoolOptions{}.thread_cache_pages;
 };
 
 // Counters of one strategy, readable at any time (relaxed atomics, approximately consistent).
