@@ -207,7 +207,8 @@ void ClientConnection::FlushGrpc() {
   if (connection_ && !closed()) {
     net::BufferChain out;
     grpc_->TakeOutput(&out);
-    const uint64_t end = queued_bytes_ + out.size();
+    // Only this thread writes to a gRPC connection (no "STRM" streams on it): exact.
+    const uint64_t end = connection_->bytes_queued() + out.size();
     for (int64_t id : grpc_->TakeStarted()) {  // their HEADERS are in `out`: sent with its end
       auto it = pending_.find(id);
       if (it != pending_.end()) it->second.end_offset = end, it->second.queued = true;
@@ -217,7 +218,6 @@ void ClientConnection::FlushGrpc() {
       if (it != grpc_streams_.end()) it->second.call->OnTaken(it->second.sent - grpc_->unsent_bytes(tag));
     }
     if (!out.empty()) {
-      queued_bytes_ = end;
       const std::shared_ptr<net::Connection> connection = connection_;
       connection->Write(std::move(out));  // may close (FailAll) right here
     }
@@ -325,14 +325,18 @@ void ClientConnection::DoSubmit(std::shared_ptr<ClientCall> call, int64_t correl
 }
 
 uint64_t ClientConnection::UnsentBytes() const noexcept {
-  return waiting_bytes_ + (connection_ ? queued_bytes_ - connection_->bytes_written() : 0);
+  // Stream frames count too: they share the connection's output.
+  return waiting_bytes_ +
+         (connection_ ? connection_->bytes_queued() - connection_->bytes_written() : 0);
 }
 
 void ClientConnection::DrainWaiting() {
   while (!waiting_.empty() && !closed()) {
     auto& [correlation_id, frame] = waiting_.front();
     const bool abandoned = !pending_.contains(correlation_id);
-    if (!abandoned && queued_bytes_ - connection_->bytes_written() > kHandOffWindow) return;
+    if (!abandoned && connection_->bytes_queued() - connection_->bytes_written() > kHandOffWindow) {
+      return;
+    }
     const int64_t id = correlation_id;
     net::BufferChain bytes = std::move(frame);
     waiting_bytes_ -= bytes.size();
@@ -412,13 +416,12 @@ void ClientConnection::CloseStuck(const std::string& why) {
 void ClientConnection::WriteFrame(int64_t correlation_id, net::BufferChain frame) {
   auto it = pending_.find(correlation_id);
   if (it == pending_.end()) return;  // abandoned (timed out) while waiting for the connect
-  queued_bytes_ += frame.size();
-  it->second.end_offset = queued_bytes_;
   it->second.queued = true;
   // May fail the write at once (on this thread) and close: OnSocketClosed then runs in here and
-  // drops connection_, so write through a local reference.
+  // drops connection_, so write through a local reference. The end offset is set before that,
+  // counting the stream frames other threads wrote before this one.
   const std::shared_ptr<net::Connection> connection = connection_;
-  connection->Write(std::move(frame));
+  connection->Write(std::move(frame), &it->second.end_offset);
 }
 
 void ClientConnection::Abandon(int64_t correlation_id, bool timed_out, Clock::time_point call_start,
@@ -534,10 +537,12 @@ bool ClientConnection::OnInput(net::BufferChain& input) {
 bool ClientConnection::HandleStreamFrame(protocol::StreamFrame& stream_frame) {
   if (!stream_host_) {
     auto executor = loop_.get_executor();
+    stream::StreamHost::Limits limits;
+    limits.max_unwritten_bytes = core_->options().max_unwritten_bytes;
     stream_host_ = std::make_shared<stream::StreamHost>(
         connection_, executor,
         [executor](std::function<void()> turn) { asio::post(executor, std::move(turn)); },
-        stream::StreamHost::Limits{}, /*client_side=*/true);
+        limits, /*client_side=*/true);
   }
   net::BufferChain reply;
   if (!stream_host_->Dispatch(std::move(stream_frame), &reply)) return true;

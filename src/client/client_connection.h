@@ -151,7 +151,6 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   // Frames not handed to the socket yet (connecting, or its window is full), in call order.
   std::deque<std::pair<int64_t, net::BufferChain>> waiting_;
   uint64_t waiting_bytes_ = 0;
-  uint64_t queued_bytes_ = 0;  // bytes handed to connection_->Write() so far
   asio::steady_timer watchdog_;
   bool watchdog_armed_ = false;
   Clock::time_point partial_since_{};   // an incomplete reply frame is buffered since; {} = none

@@ -234,12 +234,18 @@ void Connection::SetDelegateBlocked(bool blocked) {
   read_blocks_ |= kDelegateBlocked;
 }
 
-void Connection::Write(BufferChain&& bytes) {
+void Connection::Write(BufferChain&& bytes, uint64_t* end_offset) {
   const size_t n = bytes.size();
-  if (n == 0) return;
   {
     std::lock_guard lock(mutex_);
-    if (closed()) return;
+    const uint64_t end = bytes_queued_.load(std::memory_order_relaxed) + n;
+    if (end_offset != nullptr) *end_offset = end;
+    if (n == 0) return;
+    if (closed()) {
+      if (end_offset != nullptr) *end_offset = UINT64_MAX;  // never written
+      return;
+    }
+    bytes_queued_.store(end, std::memory_order_release);
     if (n <= kCoalesceMaxBytes) {
       for (size_t i = 0; i < bytes.span_count(); ++i) {
         const std::span<const char> span = bytes.span(i);

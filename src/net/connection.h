@@ -107,7 +107,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Queues bytes (normally one whole frame) for writing. Any thread. Writes from several threads
   // never interleave; each call's bytes go out contiguously, in the order the calls returned.
   // Dropped silently once the connection is closed (the peer cannot receive them anyway).
-  void Write(BufferChain&& bytes);
+  // end_offset: set, before any byte can be written, to bytes_queued() just after these bytes
+  // (compare with bytes_written() to tell whether they all went out); past bytes_queued() when
+  // they were dropped.
+  void Write(BufferChain&& bytes, uint64_t* end_offset = nullptr);
   // Closes now. Any thread; idempotent. Queued, unwritten bytes are dropped.
   void Close();
   // Stops reading and closes once every byte queued so far (and any queued later) is written.
@@ -135,6 +138,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Bytes the kernel accepted so far (monotonic). The client uses it to tell requests that were
   // completely written from those cut off by a broken connection.
   uint64_t bytes_written() const noexcept { return bytes_written_.load(std::memory_order_acquire); }
+  // Bytes handed to Write() so far, by every writer (monotonic; bytes dropped at a close count).
+  uint64_t bytes_queued() const noexcept { return bytes_queued_.load(std::memory_order_acquire); }
   // Why the socket failed (eof, connection_reset, ...); empty after a local close or a timeout.
   // Read it from OnClosed or later.
   asio::error_code close_error() const;
@@ -204,6 +209,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<CloseReason> close_reason_{CloseReason::kNone};
   std::atomic<size_t> pending_held_{0}, writing_held_{0};
   std::atomic<uint64_t> bytes_written_{0};
+  std::atomic<uint64_t> bytes_queued_{0};  // written under mutex_
   std::atomic<int64_t> last_activity_ns_{0};   // steady clock
   std::atomic<int64_t> partial_since_ns_{0};   // 0 = no message started and incomplete
   std::atomic<int64_t> write_blocked_since_ns_{0};  // 0 = not waiting for the socket's room
