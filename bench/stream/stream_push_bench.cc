@@ -17,6 +17,7 @@
 #include <string>
 
 #include "arenarpc/channel.h"
+#include "arenarpc/error_codes.h"
 #include "arenarpc/fiber.h"
 #include "arenarpc/server.h"
 #include "arenarpc/stream.h"
@@ -45,7 +46,9 @@ class PushService : public example::EchoService {
       message.append(payload);
       for (long i = 0; i < n; ++i) {
         int rc;
-        while ((rc = arenarpc::StreamWrite(id, message)) == EAGAIN) {
+        // EAGAIN: the window is full; EOVERCROWDED: the connection's unsent output is.
+        while ((rc = arenarpc::StreamWrite(id, message)) == EAGAIN ||
+               rc == arenarpc::EOVERCROWDED) {
           arenarpc::StreamWait(id, nullptr);
         }
         if (rc != 0) return;

@@ -38,8 +38,9 @@ class StreamInputHandler {
   virtual void on_idle_timeout(StreamId id) = 0;
   virtual void on_closed(StreamId id) = 0;
   // The stream broke: RST from the peer (ECONNRESET), the connection was lost (EEOF, or the
-  // socket's error), the call did not set it up, or the peer overran max_unconsumed_bytes
-  // (EOVERCROWDED). on_closed follows.
+  // socket's error), the call did not set it up, the peer overran max_unconsumed_bytes
+  // (EOVERCROWDED), or the peer's FEEDBACK acknowledged more than was written (EPROTO; the peer
+  // gets RST). on_closed follows.
   virtual void on_failed(StreamId /*id*/, int /*error_code*/, const std::string& /*error_text*/) {}
 };
 
@@ -65,16 +66,25 @@ struct StreamOptions {
 // accepting it; otherwise it fails (on_failed, on_closed). Writes before that are held.
 int StreamCreate(StreamId* id, Controller& cntl, const StreamOptions* options);
 // Server handler: accepts the stream the client offered with this call. 0, or -1 (none offered,
-// already accepted, or the connection holds too many streams). The stream connects when the
-// call's reply is sent; a call that fails does not accept it (the stream fails).
+// already accepted, or the connection holds too many streams). On -1 the handler in `options` is
+// never called (as brpc: the caller still owns it). The stream connects when the call's reply is
+// sent; a call that fails does not accept it (the stream fails). A call whose handler did not
+// accept the offered stream fails on the client with EREQUEST "The server didn't accept the
+// stream", as brpc's.
 int StreamAccept(StreamId* id, Controller& cntl, const StreamOptions* options);
-// Queues one message. 0; EAGAIN: the window is full (StreamWait); EINVAL: unknown or closed
-// stream; EBADF: the peer has no handler.
+// Queues one message. 0: it will be delivered, or the stream fails (on_failed on both sides);
+// EAGAIN: the window is full (StreamWait); EOVERCROWDED: the connection holds its
+// max_unwritten_bytes of unsent output (the peer does not read; StreamWait), or, before the
+// stream connects, that much is held; EINVAL: unknown, closed or closing stream; EBADF: the peer
+// has no handler. Nothing is queued unless it returns 0.
 int StreamWrite(StreamId id, const IOBuf& message);
-// Waits until a StreamWrite() may succeed (a fiber suspends, a thread blocks), at most until
-// `due_time` (CLOCK_REALTIME, as brpc; nullptr: no limit). 0, ETIMEDOUT or EINVAL (closed).
+// Waits until a StreamWrite() may succeed: the window has room and the connection is under its
+// unsent-output bound (a fiber suspends, a thread blocks), at most until `due_time`
+// (CLOCK_REALTIME, as brpc; nullptr: no limit). 0, ETIMEDOUT or EINVAL (closed).
 int StreamWait(StreamId id, const timespec* due_time);
-// Closes the stream: the peer gets CLOSE, this side's handler on_closed. 0, or EINVAL.
+// Closes the stream: the peer gets CLOSE, this side's handler on_closed. On a stream not connected
+// yet (a server's before its reply is written), the writes it holds go out first, then CLOSE. 0,
+// or EINVAL.
 int StreamClose(StreamId id);
 
 }  // namespace arenarpc

@@ -400,7 +400,9 @@ void ClientCall::InterpretReplyLocked(protocol::Frame& frame, bool attachment_to
   for (const auto& [key, value] : meta.user_fields()) {
     controller_->response_user_fields()[key] = value;
   }
-  stream::OnClientReply(*controller_, meta);
+  if (!stream::OnClientReply(*controller_, meta)) {
+    FailLocked(EREQUEST, "The server didn't accept the stream");
+  }
 }
 
 void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {

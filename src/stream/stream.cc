@@ -1,6 +1,8 @@
 #include "stream/stream.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <unordered_map>
 #include <vector>
 
@@ -107,67 +109,117 @@ net::BufferChain Stream::DataFrame(net::BufferChain&& message) const {
 }
 
 void Stream::Connect(const protocol::StreamSettings* remote) {
-  // Frames are handed to the connection outside mutex_ (a write may close the connection on
-  // this thread, and the close terminates this stream), in order under write_mutex_.
-  std::lock_guard order(write_mutex_);
-  std::vector<net::BufferChain> frames;
-  std::shared_ptr<StreamHost> host;
+  bool close_now = false;
+  size_t unsendable = 0;
   {
-    std::lock_guard lock(mutex_);
-    if (state_ != State::kPending || !host_) return;
-    if (remote != nullptr) {
-      remote_ = *remote;
-      has_remote_ = true;
+    // Frames are handed to the connection outside mutex_ (a write may close the connection on
+    // this thread, and the close terminates this stream), in order under write_mutex_.
+    std::lock_guard order(write_mutex_);
+    std::vector<net::BufferChain> frames;
+    std::shared_ptr<StreamHost> host;
+    {
+      std::lock_guard lock(mutex_);
+      if (state_ != State::kPending || !host_) return;
+      if (remote != nullptr) {
+        remote_ = *remote;
+        has_remote_ = true;
+      }
+      state_ = State::kConnected;
+      if (remote_.writable()) {  // held writes go out behind the reply, in order
+        for (net::BufferChain& message : held_) frames.push_back(DataFrame(std::move(message)));
+      } else {
+        unsendable = held_.size();
+      }
+      held_.clear();
+      held_bytes_ = 0;
+      close_now = close_when_connected_;
+      host = host_;
+      last_message_at_ = std::chrono::steady_clock::now();
+      ArmIdleTimerLocked();
     }
-    state_ = State::kConnected;
-    if (remote_.writable()) {  // held writes go out behind the reply, in order
-      for (net::BufferChain& message : held_) frames.push_back(DataFrame(std::move(message)));
-    }
-    held_.clear();
-    host = host_;
-    last_message_at_ = std::chrono::steady_clock::now();
-    ArmIdleTimerLocked();
+    // Held writes were accepted (StreamWrite returned 0): they go out whatever the connection
+    // holds; MaxHeldBytes() bounded them.
+    for (net::BufferChain& frame : frames) host->Write(std::move(frame));
   }
-  for (net::BufferChain& frame : frames) host->Write(std::move(frame));
   writable_.notify_all();
+  if (unsendable > 0) {
+    // Writes accepted before the peer said it does not read: fail where both sides see it.
+    Terminate(EBADF,
+              std::to_string(unsendable) +
+                  " message(s) written before the stream connected cannot be delivered: the "
+                  "peer's stream does not read",
+              /*send_close=*/true);
+  } else if (close_now) {
+    Terminate(0, "", /*send_close=*/true);
+  }
+}
+
+size_t Stream::MaxHeldBytes() const {
+  constexpr size_t kUnboundLimit = 64u << 20;  // a client stream before its call's reply binds it
+  return host_ ? host_->max_unwritten_bytes() : kUnboundLimit;
 }
 
 int Stream::Write(const net::BufferChain& message) {
   std::lock_guard order(write_mutex_);
   net::BufferChain frame;
   std::shared_ptr<StreamHost> host;
+  const uint64_t size = message.size();
   {
     std::lock_guard lock(mutex_);
-    if (state_ == State::kClosed) return EINVAL;
+    if (state_ == State::kClosed || close_when_connected_) return EINVAL;
     if (has_remote_ && !remote_.writable()) return EBADF;
     if (options_.max_buf_size > 0 &&
         produced_ >= remote_consumed_ + static_cast<uint64_t>(options_.max_buf_size)) {
       return EAGAIN;
     }
-    produced_ += message.size();
     net::BufferChain copy;
     copy.AppendShared(message);
     if (state_ != State::kConnected) {
+      if (held_bytes_ + size > MaxHeldBytes()) return EOVERCROWDED;
+      produced_ += size;
+      held_bytes_ += size;
       held_.push_back(std::move(copy));
       return 0;
     }
+    produced_ += size;
     frame = DataFrame(std::move(copy));
     host = host_;
   }
-  return host->Write(std::move(frame)) ? 0 : EINVAL;  // false: the connection went
+  const int rc = host->WriteData(std::move(frame));
+  if (rc != 0) {
+    std::lock_guard lock(mutex_);
+    produced_ -= size;  // not sent: the window keeps its room
+  }
+  return rc;
 }
 
 int Stream::Wait(std::chrono::steady_clock::time_point deadline) {
+  // The connection does not signal when its output drains, so a writer held by the connection's
+  // bound (not by the window, which FEEDBACK signals) re-checks every kRecheck.
+  constexpr auto kRecheck = std::chrono::milliseconds(2);
   std::unique_lock lock(mutex_);
   for (;;) {
-    if (state_ == State::kClosed) return EINVAL;
-    if (options_.max_buf_size <= 0 ||
-        produced_ < remote_consumed_ + static_cast<uint64_t>(options_.max_buf_size)) {
-      return 0;
-    }
-    if (std::chrono::steady_clock::now() >= deadline) return ETIMEDOUT;
-    writable_.wait_until(lock, deadline);
+    if (state_ == State::kClosed || close_when_connected_) return EINVAL;
+    const bool window_full =
+        options_.max_buf_size > 0 &&
+        produced_ >= remote_consumed_ + static_cast<uint64_t>(options_.max_buf_size);
+    const bool connection_full = state_ == State::kConnected && host_ && host_->Full();
+    if (!window_full && !connection_full) return 0;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return ETIMEDOUT;
+    writable_.wait_until(lock, window_full ? deadline : std::min(deadline, now + kRecheck));
   }
+}
+
+void Stream::Discard() {
+  {
+    std::lock_guard lock(mutex_);
+    state_ = State::kClosed;
+    finished_ = true;  // no turn, no handler call
+    held_.clear();
+    held_bytes_ = 0;
+  }
+  StreamTable::Instance().Remove(id_);
 }
 
 void Stream::Terminate(int code, const std::string& text, bool send_close) {
@@ -176,11 +228,17 @@ void Stream::Terminate(int code, const std::string& text, bool send_close) {
   {
     std::lock_guard lock(mutex_);
     if (state_ == State::kClosed) return;
+    if (state_ == State::kPending && code == 0 && send_close) {
+      // Connect() sends the held writes, then CLOSE; a call that fails fails the stream instead.
+      close_when_connected_ = true;
+      return;
+    }
     const bool connected = state_ == State::kConnected;
     state_ = State::kClosed;
     fail_code_ = code;
     fail_text_ = text;
     held_.clear();
+    held_bytes_ = 0;
     if (idle_timer_) idle_timer_->cancel();
     host = host_;
     if (send_close && connected && host) {
@@ -208,10 +266,17 @@ void Stream::OnFrame(protocol::StreamFrame&& frame) {
   switch (meta.frame_type()) {
     case protocol::FRAME_TYPE_FEEDBACK: {
       const int64_t consumed = meta.feedback().consumed_size();
+      uint64_t sent = 0;
       {
         std::lock_guard lock(mutex_);
         if (consumed <= 0 || static_cast<uint64_t>(consumed) <= remote_consumed_) return;
-        remote_consumed_ = static_cast<uint64_t>(consumed);
+        sent = produced_ - held_bytes_;  // at least what went to the connection
+        if (static_cast<uint64_t>(consumed) <= sent) remote_consumed_ = static_cast<uint64_t>(consumed);
+      }
+      if (static_cast<uint64_t>(consumed) > sent) {
+        FailByPeer("the peer's FEEDBACK acknowledged " + std::to_string(consumed) +
+                   " bytes consumed, more than the " + std::to_string(sent) + " written");
+        return;
       }
       writable_.notify_all();
       return;
@@ -329,6 +394,19 @@ void Stream::RunTurns() {
   }
 }
 
+void Stream::FailByPeer(const std::string& text) {
+  std::shared_ptr<StreamHost> host;
+  int64_t remote_id = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ == State::kClosed) return;
+    host = host_;
+    remote_id = remote_.stream_id();
+  }
+  if (host) host->SendRst(remote_id);
+  Terminate(EPROTO, text, /*send_close=*/false);
+}
+
 void Stream::SendFeedback(uint64_t consumed) {
   protocol::StreamFrameMeta meta;
   std::shared_ptr<StreamHost> host;
@@ -381,13 +459,12 @@ void AddRequestSettings(Controller& cntl, protocol::RpcMeta* meta) {
   }
 }
 
-void OnClientReply(Controller& cntl, const protocol::RpcMeta& meta) {
+bool OnClientReply(Controller& cntl, const protocol::RpcMeta& meta) {
   const std::shared_ptr<internal::CallStreams>& streams = internal::ControllerAccess::streams(cntl);
-  if (!streams || streams->request_stream == INVALID_STREAM_ID || cntl.Failed() ||
-      !meta.has_stream_settings()) {
-    return;
-  }
+  if (!streams || streams->request_stream == INVALID_STREAM_ID || cntl.Failed()) return true;
+  if (!meta.has_stream_settings()) return false;
   if (auto stream = Stream::Find(streams->request_stream)) stream->Connect(&meta.stream_settings());
+  return true;
 }
 
 void OnClientCallEnd(Controller& cntl) {
@@ -448,8 +525,7 @@ int StreamAccept(StreamId* id, Controller& cntl, const StreamOptions* options) {
   auto stream = stream::Stream::Create(options != nullptr ? *options : StreamOptions(),
                                        &streams->remote);
   if (!stream->Bind(streams->host)) {
-    stream->Terminate(EOVERCROWDED, "the connection holds max_streams_per_connection streams",
-                      /*send_close=*/false);
+    stream->Discard();  // the handler is not called: the caller still owns it (brpc's contract)
     return -1;
   }
   streams->response_stream = stream->id();

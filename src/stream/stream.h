@@ -8,7 +8,10 @@
 // RST, the connection going or an overrun. Received messages wait in an inbox consumed by one
 // handler turn at a time (messages_in_batch per call), which then sends FEEDBACK with the total
 // consumed bytes when the peer asked for it. Writes count produced bytes against the peer's
-// feedback: StreamWrite is EAGAIN at max_buf_size unacknowledged bytes, StreamWait waits.
+// feedback: StreamWrite is EAGAIN at max_buf_size unacknowledged bytes, EOVERCROWDED while the
+// connection holds its max_unwritten_bytes unsent; StreamWait waits for both. A FEEDBACK that
+// acknowledges more than was sent fails the stream (the peer lies; trusting it unbounds the
+// writer). Closing a pending stream sends its held writes and then CLOSE once it connects.
 
 #include <asio/steady_timer.hpp>
 
@@ -49,6 +52,9 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // server's settings). Held writes go out now.
   void Connect(const protocol::StreamSettings* remote);
   bool connected();
+  // Server: StreamAccept could not bind the stream. Removes it without calling its handler (brpc's
+  // contract: a failed StreamAccept leaves the handler to the caller).
+  void Discard();
   // Server: the call's "PRPC" reply frame as the DATA frame that carries it to the client's
   // stream (brpc sends an accepting reply that way).
   net::BufferChain WrapReply(net::BufferChain&& rpc_frame);
@@ -64,6 +70,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
   void ScheduleTurnLocked();  // mutex_ held
   void RunTurns();            // the handler turns, until nothing is left
   void SendFeedback(uint64_t consumed);
+  void FailByPeer(const std::string& text);  // RST to the peer, then on_failed(EPROTO)
+  size_t MaxHeldBytes() const;              // writes held before connecting, at most
   void ArmIdleTimerLocked();
   void OnIdleTimer();
   net::BufferChain DataFrame(net::BufferChain&& message) const;  // mutex_ held (remote_)
@@ -82,6 +90,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // writer
   uint64_t produced_ = 0, remote_consumed_ = 0;
   std::deque<net::BufferChain> held_;  // written before connecting
+  uint64_t held_bytes_ = 0;
+  bool close_when_connected_ = false;  // StreamClose() while pending: CLOSE follows the held writes
   fiber::ConditionVariable writable_;
   // reader
   net::BufferChain partial_;  // DATA with has_continuation, not complete yet
@@ -100,8 +110,10 @@ class Stream : public std::enable_shared_from_this<Stream> {
 // The call paths' hooks (client_call.cc, baidu_std_server_protocol.cc).
 // Client: the offered stream's settings into the request meta.
 void AddRequestSettings(Controller& cntl, protocol::RpcMeta* meta);
-// Client: a reply that accepted the stream connects it (the controller tells success).
-void OnClientReply(Controller& cntl, const protocol::RpcMeta& meta);
+// Client: a reply that accepted the stream connects it (the controller tells success). false: the
+// call offered a stream and succeeded, but the server did not accept it (the call fails, as
+// brpc's: EREQUEST "The server didn't accept the stream").
+bool OnClientReply(Controller& cntl, const protocol::RpcMeta& meta);
 // Client: the call completed; a stream it did not connect fails with the call's error.
 void OnClientCallEnd(Controller& cntl);
 // Server: the request offered a stream on `host`'s connection.

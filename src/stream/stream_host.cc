@@ -1,6 +1,9 @@
 #include "stream/stream_host.h"
 
+#include <cerrno>
 #include <vector>
+
+#include "arenarpc/error_codes.h"
 
 #include "stream/stream.h"
 
@@ -67,6 +70,19 @@ bool StreamHost::Write(net::BufferChain&& frame) {
   if (!connection || connection->closed()) return false;
   connection->Write(std::move(frame));
   return true;
+}
+
+int StreamHost::WriteData(net::BufferChain&& frame) {
+  std::shared_ptr<net::Connection> connection = connection_.lock();
+  if (!connection || connection->closed()) return EINVAL;
+  if (connection->unwritten_held_bytes() >= limits_.max_unwritten_bytes) return EOVERCROWDED;
+  connection->Write(std::move(frame));
+  return 0;
+}
+
+bool StreamHost::Full() const {
+  std::shared_ptr<net::Connection> connection = connection_.lock();
+  return connection && connection->unwritten_held_bytes() >= limits_.max_unwritten_bytes;
 }
 
 void StreamHost::SendRst(int64_t remote_stream_id) {

@@ -27,8 +27,9 @@ class StreamHost : public std::enable_shared_from_this<StreamHost> {
   struct Limits {
     size_t max_streams = 1024;
     size_t max_unconsumed_bytes = 64u << 20;  // summed over the streams
-    // RST and FEEDBACK frames are dropped while the connection holds this much unsent output (a
-    // peer that floods frames and never reads; feedback is cumulative, the next one catches up).
+    // Unsent output the connection may hold: past it StreamWrite() is EOVERCROWDED (StreamWait
+    // waits), and RST and FEEDBACK frames are dropped (a peer that floods frames and never reads;
+    // feedback is cumulative, the next one catches up).
     size_t max_unwritten_bytes = 64u << 20;
   };
   // Runs a stream's handler turn (server: on a fiber; client: on the I/O executor).
@@ -48,7 +49,14 @@ class StreamHost : public std::enable_shared_from_this<StreamHost> {
   // For Stream:
   bool Add(const std::shared_ptr<Stream>& stream);  // false: closed, or max_streams
   void Remove(StreamId id);
-  bool Write(net::BufferChain&& frame);  // false: the connection is gone
+  // A frame already accepted (held writes, CLOSE): queued whatever the connection holds. false:
+  // the connection is gone.
+  bool Write(net::BufferChain&& frame);
+  // A new DATA frame: 0, EOVERCROWDED (the connection holds max_unwritten_bytes unsent; nothing
+  // queued) or EINVAL (the connection is gone).
+  int WriteData(net::BufferChain&& frame);
+  bool Full() const;  // the connection holds max_unwritten_bytes unsent
+  size_t max_unwritten_bytes() const noexcept { return limits_.max_unwritten_bytes; }
   void SendRst(int64_t remote_stream_id);
   void WriteControl(net::BufferChain&& frame);  // RST/FEEDBACK: dropped past max_unwritten_bytes
   bool Charge(size_t bytes);             // unconsumed bytes; false: over the limit (not charged)

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -130,6 +131,17 @@ std::string DataFrameBytes(int64_t to, int64_t from, std::string_view data) {
   return ::testing::AssertionSuccess();
 }
 
+// Sends the call `what` offering client stream `client_stream` and reads the accepting reply (a
+// DATA frame); returns the server's stream id, or -1.
+int64_t OpenRawStream(RawClient& raw, const std::string& what, int64_t client_stream,
+                      bool need_feedback) {
+  raw.SendBytes(StreamCallFrame(what, 1, client_stream, need_feedback));
+  std::string bytes;
+  protocol::StreamFrame accepted;
+  if (!raw.ReadFrameBytes(&bytes) || !DecodeStreamFrame(bytes, &accepted)) return -1;
+  return accepted.meta.source_stream_id();
+}
+
 // What the handler does with the offered stream, by request message:
 //   "echo"          accept, echo every message back
 //   "early"         as "echo", and write one message before the reply
@@ -138,12 +150,48 @@ std::string DataFrameBytes(int64_t to, int64_t from, std::string_view data) {
 //   "hold"          accept with a reader that holds its batches until released
 //   "small"         accept with max_unconsumed_bytes = 64 KiB and a held reader
 //   "fail"          accept, then fail the call
+//   "own"           accept with a handler of its own; a refused one is kept aside, never deleted
+//   "flood"         accept with no window (max_buf_size 0); after the reply a fiber writes 16 KiB
+//                   messages until StreamWrite refuses, waits for the connection to drain
+//                   (flood_drain), writes "last" and closes (flood_* record what happened)
+//   "close:N"       accept with a handler of its own that echoes and closes the stream inside
+//                   on_received_messages once it has echoed N messages
+//   "pending-close" accept, write "a" "b" "c" and close, all before the reply is written
 //   anything else   plain echo, no stream accepted
+// Echoes every message and closes the stream once it has echoed `close_after` (server side).
+class EchoCloser : public StreamInputHandler {
+ public:
+  explicit EchoCloser(int close_after) : close_after_(close_after) {}
+  int on_received_messages(StreamId id, IOBuf* const messages[], size_t size) override {
+    for (size_t i = 0; i < size; ++i) {
+      if (StreamWrite(id, *messages[i]) != 0) write_failures.fetch_add(1);
+      if (++echoed_ == close_after_) StreamClose(id);
+    }
+    return 0;
+  }
+  void on_idle_timeout(StreamId) override {}
+  void on_closed(StreamId) override { closed.store(true); }
+  std::atomic<int> write_failures{0};
+  std::atomic<bool> closed{false};
+
+ private:
+  const int close_after_;
+  int echoed_ = 0;
+};
+
 class StreamService : public TestService {
  public:
   Recorder server_side;
   std::atomic<int> accepted{0}, refused{0};
   std::atomic<StreamId> last_id{INVALID_STREAM_ID};
+  // "own": handlers StreamAccept refused, kept to check they were never called.
+  std::mutex handlers_mutex;
+  std::vector<std::unique_ptr<Recorder>> refused_handlers, accepted_handlers;
+  std::vector<std::unique_ptr<EchoCloser>> closers;
+  // "flood"
+  std::atomic<int> flood_refusal{0}, flood_wait_while_full{0}, flood_wait_after{-1};
+  std::atomic<int64_t> flood_messages{0};
+  std::atomic<bool> flood_drain{false}, flood_done{false};
 
   void Echo(google::protobuf::RpcController* base, const TestRequest* request,
             TestResponse* response, google::protobuf::Closure* done) override {
@@ -151,8 +199,11 @@ class StreamService : public TestService {
     auto* cntl = static_cast<Controller*>(base);
     response->set_message(request->message());
     const std::string& what = request->message();
+    if (what == "own") return AcceptOwn(cntl);
+    if (what == "flood") return AcceptFlood(cntl, guard.release());
+    if (what.rfind("close:", 0) == 0) return AcceptCloser(cntl, std::stoi(what.substr(6)));
     const bool offers = what == "echo" || what == "early" || what == "hold" || what == "small" ||
-                        what == "fail" || what.rfind("push:", 0) == 0;
+                        what == "fail" || what == "pending-close" || what.rfind("push:", 0) == 0;
     if (!offers) return;  // "none", and the good client's calls
     StreamOptions options;
     options.handler = &server_side;
@@ -171,6 +222,11 @@ class StreamService : public TestService {
     if (what == "fail") cntl->SetFailed(EINVAL, "handler failed");
     if (what == "echo" || what == "early") server_side.echo = true;
     if (what == "early") EXPECT_EQ(0, StreamWrite(id, Message("before the reply")));
+    if (what == "pending-close") {
+      for (const char* text : {"a", "b", "c"}) EXPECT_EQ(0, StreamWrite(id, Message(text)));
+      EXPECT_EQ(0, StreamClose(id));
+      EXPECT_EQ(EINVAL, StreamWrite(id, Message("after the close")));
+    }
     if (what.rfind("push:", 0) == 0) {
       const int n = std::stoi(what.substr(5));
       guard.release()->Run();  // reply first: the stream connects when it is written
@@ -186,6 +242,68 @@ class StreamService : public TestService {
       }));
     }
   }
+
+ private:
+  void AcceptOwn(Controller* cntl) {
+    auto handler = std::make_unique<Recorder>();
+    StreamOptions options;
+    options.handler = handler.get();
+    StreamId id = INVALID_STREAM_ID;
+    std::lock_guard lock(handlers_mutex);
+    if (StreamAccept(&id, *cntl, &options) != 0) {
+      // brpc code deletes its handler here; it must not have been called.
+      ++refused;
+      refused_handlers.push_back(std::move(handler));
+      cntl->SetFailed(EOVERCROWDED, "stream refused");
+      return;
+    }
+    ++accepted;
+    accepted_handlers.push_back(std::move(handler));
+  }
+
+  void AcceptCloser(Controller* cntl, int close_after) {
+    auto handler = std::make_unique<EchoCloser>(close_after);
+    StreamOptions options;
+    options.handler = handler.get();
+    StreamId id = INVALID_STREAM_ID;
+    if (StreamAccept(&id, *cntl, &options) != 0) {
+      cntl->SetFailed(EOVERCROWDED, "stream refused");
+      return;
+    }
+    std::lock_guard lock(handlers_mutex);
+    closers.push_back(std::move(handler));
+  }
+
+  void AcceptFlood(Controller* cntl, google::protobuf::Closure* done) {
+    StreamOptions options;
+    options.max_buf_size = 0;  // no window: only the connection's bound holds the writer
+    StreamId id = INVALID_STREAM_ID;
+    EXPECT_EQ(0, StreamAccept(&id, *cntl, &options));
+    done->Run();
+    EXPECT_TRUE(fiber::Start([this, id] {
+      const std::string chunk(16 << 10, 'w');
+      int rc = 0;
+      while ((rc = StreamWrite(id, Message(chunk))) == 0) {
+        if (flood_messages.fetch_add(1) > 64 * 1024) break;  // 1 GiB: the bound did not hold
+      }
+      flood_refusal = rc;
+      const timespec soon = Deadline(100ms);
+      flood_wait_while_full = StreamWait(id, &soon);
+      while (!flood_drain.load()) fiber::SleepFor(1ms);
+      const timespec later = Deadline(10s);
+      flood_wait_after = StreamWait(id, &later);
+      EXPECT_EQ(0, StreamWrite(id, Message("last")));
+      EXPECT_EQ(0, StreamClose(id));
+      flood_done = true;
+    }));
+  }
+
+  static timespec Deadline(std::chrono::milliseconds after) {
+    const auto at = std::chrono::system_clock::now() + after;
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+    return timespec{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  }
 };
 
 // The client's side of one stream call.
@@ -199,9 +317,9 @@ struct ClientEnd {
 class StreamTest : public ::testing::Test {
  protected:
   void SetUp() override { Start(ServerOptions{}); }
-  void Start(ServerOptions options) {
+  void Start(ServerOptions options, int threads = 2) {
     server_ = std::make_unique<Server>();
-    options.num_threads = 2;
+    options.num_threads = threads;
     ASSERT_EQ(0, server_->AddService(&service_, SERVER_DOESNT_OWN_SERVICE));
     ASSERT_EQ(0, server_->Start("127.0.0.1:0", options)) << server_->last_error();
     port_ = server_->listen_port();
@@ -354,15 +472,27 @@ TEST_F(StreamTest, FailedCallDoesNotAcceptTheStream) {
   EXPECT_TRUE(service_.server_side.WaitForClosed());  // the server's accepted stream ended too
 }
 
-TEST_F(StreamTest, StreamNotAcceptedFailsOnTheClient) {
+// As brpc's client: a call that offered a stream the server did not accept fails with
+// EREQUEST "The server didn't accept the stream", and its stream fails with it.
+TEST_F(StreamTest, StreamNotAcceptedFailsTheCall) {
   auto channel = MakeChannel();
   ClientEnd end;
   StreamOptions options;
   const StreamId id = Open(*channel, "none", &end, options);
-  ASSERT_FALSE(end.cntl.Failed()) << end.cntl.ErrorText();
+  ASSERT_TRUE(end.cntl.Failed());
+  EXPECT_EQ(EREQUEST, end.cntl.ErrorCode());
+  EXPECT_NE(std::string::npos, end.cntl.ErrorText().find("The server didn't accept the stream"))
+      << end.cntl.ErrorText();
   EXPECT_TRUE(end.recorder.WaitForClosed());
-  EXPECT_EQ(EINVAL, end.recorder.failed_code.load());
+  EXPECT_EQ(EREQUEST, end.recorder.failed_code.load());
   EXPECT_EQ(EINVAL, StreamWrite(id, Message("x")));
+  // The connection serves on.
+  Controller cntl;
+  TestRequest request;
+  request.set_message("plain");
+  TestResponse response;
+  TestService_Stub(channel.get()).Echo(&cntl, &request, &response, nullptr);
+  EXPECT_FALSE(cntl.Failed()) << cntl.ErrorText();
 }
 
 TEST_F(StreamTest, ConnectionLossFailsBothEnds) {
@@ -455,12 +585,9 @@ TEST_F(StreamTest, HostilePeersAreBoundedWhileAGoodClientKeepsWorking) {
 
   // 1. Flood an accepted stream whose reader holds everything.
   RawClient flooder(port_);
-  flooder.SendBytes(StreamCallFrame("small", 1, 7, /*need_feedback=*/false));
+  const int64_t server_stream = OpenRawStream(flooder, "small", 7, /*need_feedback=*/false);
+  ASSERT_GT(server_stream, 0);
   std::string bytes;
-  ASSERT_TRUE(flooder.ReadFrameBytes(&bytes));
-  protocol::StreamFrame frame;
-  ASSERT_TRUE(DecodeStreamFrame(bytes, &frame));
-  const int64_t server_stream = frame.meta.source_stream_id();
   const std::string chunk(8 << 10, 'f');
   std::string flood;
   for (int i = 0; i < 64; ++i) flood += DataFrameBytes(server_stream, 7, chunk);  // 512 KiB
@@ -518,6 +645,182 @@ TEST_F(StreamTest, HostilePeersAreBoundedWhileAGoodClientKeepsWorking) {
   good.Stop();
   EXPECT_GT(good.calls(), 0);
   EXPECT_EQ(0, good.failures());
+}
+
+// brpc's contract: a failed StreamAccept never calls the handler it was given (code ported from
+// brpc deletes it on failure; calling it crashed such servers).
+TEST_F(StreamTest, RefusedStreamAcceptNeverCallsItsHandler) {
+  TearDown();
+  ServerOptions options;
+  options.max_streams_per_connection = 2;
+  Start(options);
+  auto channel = MakeChannel();
+  std::vector<std::unique_ptr<ClientEnd>> ends;
+  int ok = 0;
+  for (int i = 0; i < 6; ++i) {
+    ends.push_back(std::make_unique<ClientEnd>());
+    Open(*channel, "own", ends.back().get());
+    if (!ends.back()->cntl.Failed()) ++ok;
+  }
+  EXPECT_EQ(2, ok);
+  EXPECT_EQ(4, service_.refused.load());
+  std::this_thread::sleep_for(100ms);  // a turn posted for a refused stream would have run
+  std::lock_guard lock(service_.handlers_mutex);
+  ASSERT_EQ(size_t{4}, service_.refused_handlers.size());
+  for (const auto& handler : service_.refused_handlers) {
+    EXPECT_FALSE(handler->closed());
+    EXPECT_EQ(0, handler->failed_code.load());
+    EXPECT_TRUE(handler->received().empty());
+  }
+  for (auto& end : ends) {
+    if (!end->cntl.Failed()) StreamClose(end->id);
+    EXPECT_TRUE(end->recorder.WaitForClosed());  // every client stream ended before its handler
+  }
+  for (const auto& handler : service_.accepted_handlers) EXPECT_TRUE(handler->WaitForClosed());
+}
+
+// A FEEDBACK may acknowledge only bytes written: one claiming 2^62 consumed fails the stream
+// (EPROTO, the peer gets RST) instead of opening the writer's window for good.
+TEST_F(StreamTest, FeedbackAcknowledgingUnwrittenBytesFailsTheStream) {
+  RawClient raw(port_);
+  const int64_t server_stream = OpenRawStream(raw, "echo", 7, /*need_feedback=*/true);
+  ASSERT_GT(server_stream, 0);
+  std::string bytes;
+  // One message echoed (4 bytes written): an honest FEEDBACK of 4 is taken.
+  raw.SendBytes(DataFrameBytes(server_stream, 7, "ping"));
+  auto feedback = [&](int64_t consumed) {
+    protocol::StreamFrameMeta meta;
+    meta.set_stream_id(server_stream);
+    meta.set_source_stream_id(7);
+    meta.set_frame_type(protocol::FRAME_TYPE_FEEDBACK);
+    meta.mutable_feedback()->set_consumed_size(consumed);
+    net::BufferChain wire;
+    protocol::EncodeStreamFrame(meta, net::BufferChain(), &wire);
+    raw.SendBytes(wire.to_string());
+  };
+  bool echoed = false;
+  while (!echoed && raw.ReadFrameBytes(&bytes, 5s)) {
+    protocol::StreamFrame f;
+    ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
+    echoed = f.meta.frame_type() == protocol::FRAME_TYPE_DATA;
+  }
+  ASSERT_TRUE(echoed);
+  feedback(4);
+  feedback(int64_t{1} << 62);
+  bool reset = false;
+  while (!reset && raw.ReadFrameBytes(&bytes, 5s)) {
+    protocol::StreamFrame f;
+    ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
+    reset = f.meta.frame_type() == protocol::FRAME_TYPE_RST && f.meta.stream_id() == 7;
+  }
+  EXPECT_TRUE(reset);
+  EXPECT_TRUE(service_.server_side.WaitForClosed());
+  EXPECT_EQ(EPROTO, service_.server_side.failed_code.load());
+  EXPECT_EQ(EINVAL, StreamWrite(service_.last_id.load(), Message("late")));
+}
+
+// A writer with no window against a peer that never reads: StreamWrite is refused once the
+// connection holds max_unwritten_bytes unsent, StreamWait waits for the drain, and every message
+// StreamWrite accepted arrives, then CLOSE. A good client on another connection keeps 0 errors.
+TEST_F(StreamTest, WritesPastTheConnectionsUnsentBoundAreRefusedAndNothingIsLost) {
+  TearDown();
+  ServerOptions options;
+  options.max_unwritten_bytes = 1 << 20;
+  Start(options);
+  GoodClient good(MakeChannel());
+  RawClient raw(port_);
+  raw.SendBytes(StreamCallFrame("flood", 1, 7, /*need_feedback=*/false));
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (service_.flood_wait_while_full.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(EOVERCROWDED, service_.flood_refusal.load());
+  EXPECT_EQ(ETIMEDOUT, service_.flood_wait_while_full.load());
+  // Held by the server: at most the bound plus one message; the kernel's socket buffers take the
+  // rest of what was accepted (loopback: a few MiB).
+  const int64_t accepted_bytes = service_.flood_messages.load() * (16 << 10);
+  EXPECT_GE(accepted_bytes, int64_t{1} << 20);
+  EXPECT_LE(accepted_bytes, int64_t{64} << 20) << "the connection's bound did not hold";
+  service_.flood_drain = true;
+  int64_t data_frames = 0;
+  bool last = false, closed = false;
+  std::string bytes;
+  while (!closed && raw.ReadFrameBytes(&bytes, 10s)) {
+    if (bytes.compare(0, 4, "STRM") != 0) continue;  // the call's reply is inside the first DATA
+    protocol::StreamFrame f;
+    ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
+    if (f.meta.frame_type() == protocol::FRAME_TYPE_DATA) {
+      if (f.data.to_string() == "last") {
+        last = true;
+      } else if (f.data.size() == size_t{16 << 10}) {
+        ++data_frames;
+      }
+    } else if (f.meta.frame_type() == protocol::FRAME_TYPE_CLOSE) {
+      closed = true;
+    }
+  }
+  EXPECT_EQ(0, service_.flood_wait_after.load());
+  EXPECT_TRUE(service_.flood_done.load());
+  EXPECT_EQ(service_.flood_messages.load(), data_frames);
+  EXPECT_TRUE(last);
+  EXPECT_TRUE(closed);
+  good.Stop();
+  EXPECT_GT(good.calls(), 0);
+  EXPECT_EQ(0, good.failures()) << good.last_error();
+}
+
+// A stream closed before it connected (writes and StreamClose before the reply is written) sends
+// what it holds, then CLOSE.
+TEST_F(StreamTest, ClosingAPendingStreamSendsItsHeldWritesThenClose) {
+  auto channel = MakeChannel();
+  ClientEnd end;
+  Open(*channel, "pending-close", &end);
+  ASSERT_FALSE(end.cntl.Failed()) << end.cntl.ErrorText();
+  ASSERT_TRUE(end.recorder.WaitForClosed());
+  EXPECT_EQ((std::vector<std::string>{"a", "b", "c"}), end.recorder.received());
+  EXPECT_EQ(0, end.recorder.failed_code.load());
+  EXPECT_TRUE(service_.server_side.WaitForClosed());
+  EXPECT_EQ(0, service_.server_side.failed_code.load());
+}
+
+// The close race: the server echoes N messages and closes inside its receive callback, which may
+// run before the stream has connected (the client writes as soon as the reply arrives). Every
+// message comes back and the CLOSE follows, on 1, 2 and 4 I/O threads.
+TEST_F(StreamTest, EchoAndCloseInsideTheReceiveCallbackLosesNothing) {
+  constexpr int kMessages = 50;
+  for (int threads : {1, 2, 4}) {
+    TearDown();
+    Start(ServerOptions{}, threads);
+    auto channel = MakeChannel();
+    // ARENARPC_STREAM_RACE_RUNS overrides the 1,000 runs per thread count.
+    const char* runs_env = std::getenv("ARENARPC_STREAM_RACE_RUNS");
+    const int runs = runs_env != nullptr ? std::atoi(runs_env) : 1000;
+    for (int run = 0; run < runs; ++run) {
+      ClientEnd end;
+      const StreamId id = Open(*channel, "close:" + std::to_string(kMessages), &end);
+      ASSERT_FALSE(end.cntl.Failed()) << end.cntl.ErrorText();
+      for (int i = 0; i < kMessages; ++i) {
+        ASSERT_EQ(0, StreamWrite(id, Message(std::to_string(i))));
+      }
+      ASSERT_TRUE(end.recorder.WaitForClosed(10s))
+          << "threads " << threads << " run " << run << ": no CLOSE after "
+          << end.recorder.received().size() << " messages";
+      const auto got = end.recorder.received();
+      ASSERT_EQ(size_t{kMessages}, got.size()) << "threads " << threads << " run " << run;
+      for (int i = 0; i < kMessages; ++i) ASSERT_EQ(std::to_string(i), got[i]);
+      ASSERT_EQ(0, end.recorder.failed_code.load());
+    }
+    std::lock_guard lock(service_.handlers_mutex);
+    for (const auto& closer : service_.closers) {
+      const auto until = std::chrono::steady_clock::now() + 10s;
+      while (!closer->closed.load() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(1ms);
+      }
+      EXPECT_TRUE(closer->closed.load());
+      EXPECT_EQ(0, closer->write_failures.load());
+    }
+    service_.closers.clear();
+  }
 }
 
 }  // namespace
