@@ -169,7 +169,10 @@ bool Inflate(int compress_type, const net::BufferChain& in, net::BufferChain* ou
     const size_t n = room - z.avail_out;
     produced += n;
     if (produced > max_output) {
-      return fail("decompresses to more than " + std::to_string(max_output) + " bytes");
+      *error = std::string(format) + " data decompresses to more than " +
+               std::to_string(max_output) + " bytes";  // a limit, not bad data
+      inflateEnd(&z);
+      return false;
     }
     out->CommitWrite(n);
     if (rc == Z_STREAM_END) {

@@ -42,7 +42,9 @@ bool ServerConnection::Recognize(net::Connection& connection, const net::BufferC
     state_->counters.malformed_log.Log(
         "closing connection from " + connection.remote_side() +
         (wire == protocol::WireProtocol::kTls
-             ? std::string(": a TLS ClientHello, but TLS is off (ServerOptions::tls)")
+             ? std::string(connection.tls() != nullptr
+                               ? ": a TLS ClientHello inside the TLS session (TLS twice)"
+                               : ": a TLS ClientHello, but TLS is off (ServerOptions::tls)")
              : std::string(": neither baidu_std (\"PRPC\"), HTTP (a method token) nor HTTP/2 "
                            "(its preface)")));
     return false;

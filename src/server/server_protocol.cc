@@ -40,7 +40,9 @@ bool ServerProtocol::OpenMetaPayload(ServerCall& call, const RequestPayload& pay
                             bytes, &detail, max_body_size)) {
     return true;
   }
-  *error_text = ParseFailureText(call, payload);  // brpc answers both alike
+  // brpc's text, as for bytes that do not parse, and then why (a body that inflates past
+  // max_body_size says so).
+  *error_text = ParseFailureText(call, payload) + ": " + detail;
   return false;
 }
 

@@ -2,6 +2,7 @@
 // attachment), and the connection staying usable afterwards.
 
 #include "arenarpc/error_codes.h"
+#include "protocol/compression.h"
 #include "server_fixture.h"
 
 namespace arenarpc::e2e {
@@ -22,6 +23,33 @@ class ErrorsTest : public ServerTest {
   }();
 };
 ARENARPC_ALL_MODES(ErrorsTest);
+
+// A compressed body that inflates past max_body_size keeps brpc's "Fail to parse" text and says
+// why after it, instead of looking like bytes that do not parse.
+TEST_P(ErrorsTest, BodyInflatingPastMaxBodySizeSaysSo) {
+  ServerOptions options;
+  options.max_body_size = 64 << 10;
+  StartServer(options);
+  RawClient client(port_);
+  TestRequest big;
+  big.set_message(std::string(1 << 20, 'z'));  // 1 MiB of one byte: gzip makes it ~1 KiB
+  net::BufferChain plain, packed;
+  plain.append(big.SerializeAsString());
+  std::string error;
+  ASSERT_TRUE(protocol::Compress(2, plain, &packed, &error)) << error;
+  ASSERT_LT(packed.size(), size_t{64 << 10});
+  RawRequest raw;
+  raw.raw_payload = packed.to_string();
+  raw.compress_type = 2;
+  RawReply reply = client.Call(raw);
+  EXPECT_EQ(EREQUEST, reply.error_code);
+  EXPECT_NE(std::string::npos, reply.error_text.find("[E1003]Fail to parse request=")) << reply.error_text;
+  EXPECT_NE(std::string::npos, reply.error_text.find("decompresses to more than 65536 bytes"))
+      << reply.error_text;
+  raw = RawRequest{};
+  raw.message = &request_;
+  EXPECT_EQ(0, client.Call(raw).error_code);
+}
 
 TEST_P(ErrorsTest, UnknownServiceAndMethod) {
   StartServer();
