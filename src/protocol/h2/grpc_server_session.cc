@@ -65,7 +65,8 @@ struct GrpcServerSession::Callbacks {
     return 0;
   }
 
-  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name_bytes,
+  static int OnHeader(nghttp2_session* session, const nghttp2_frame* frame,
+                      const uint8_t* name_bytes,
                       size_t name_size, const uint8_t* value_bytes, size_t value_size, uint8_t,
                       void* user_data) {
     GrpcServerSession& self = Self(user_data);
@@ -74,10 +75,21 @@ struct GrpcServerSession::Callbacks {
     if (stream == nullptr || stream->headers_too_large) return 0;
     stream->header_bytes += name_size + value_size + 32;
     if (stream->header_bytes > self.limits_.max_header_list_bytes) {
-      stream->headers_too_large = true;  // what was kept goes: the stream is refused
+      // The temporal failure makes nghttp2 skip the rest of the block (no more field
+      // validation: an HPACK bomb costs one field past the limit) and drop any answer but a
+      // reset; ENHANCE_YOUR_CALM is RESOURCE_EXHAUSTED to gRPC clients.
+      stream->headers_too_large = true;
       stream->request.metadata.clear();
       stream->request.metadata.shrink_to_fit();
-      return 0;
+      ++self.counters_.header_lists_cut;
+      ++self.counters_.refused_streams;
+      if (!stream->complete) {
+        stream->complete = true;
+        --self.incomplete_;
+      }
+      stream->responded = stream->finished = true;  // the reset is its answer
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_ENHANCE_YOUR_CALM);
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     const std::string_view name(reinterpret_cast<const char*>(name_bytes), name_size);
     const std::string_view value(reinterpret_cast<const char*>(value_bytes), value_size);
@@ -112,12 +124,6 @@ struct GrpcServerSession::Callbacks {
     }
     if (stream->complete) return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-      if (stream->headers_too_large) {
-        self.Refuse(*stream, GrpcStatus::kResourceExhausted,
-                    "header list larger than " +
-                        std::to_string(self.limits_.max_header_list_bytes) + " bytes");
-        return 0;
-      }
       if (stream->method != "POST" || !IsGrpcContentType(stream->content_type)) {
         self.Refuse(*stream, GrpcStatus::kUnimplemented,
                     "this port serves gRPC over HTTP/2: POST with content-type application/grpc");

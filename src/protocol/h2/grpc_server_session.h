@@ -9,7 +9,8 @@
 // the oldest unfinished stream's while no complete request waits to be popped, so that one
 // request always completes (no stall with every stream half-received). Streams are bounded by
 // max_concurrent_streams, header lists by max_header_list_bytes (larger ones are answered
-// RESOURCE_EXHAUSTED without being kept), a message by max_message_bytes. Responses wait in
+// RESOURCE_EXHAUSTED and the stream reset at the field that passes it; the rest of the block is
+// not decoded into fields), a message by max_message_bytes. Responses wait in
 // held_bytes() until the client's flow-control windows take them.
 //
 // Streaming calls (a path the streaming predicate names): the request is popped as soon as its
@@ -64,6 +65,8 @@ class GrpcServerSession {
     uint64_t canceled_streams = 0;  // reset by the client before their response went out
     uint64_t invalid_frames = 0;    // frames nghttp2 rejected (stream or connection errors)
     uint64_t connection_errors = 0; // GOAWAY with an error code sent (the connection ends)
+    uint64_t header_lists_cut = 0;  // header lists cut off at max_header_list_bytes
+    uint64_t floods = 0;            // connections ended for frames that carry no work
   };
 
   explicit GrpcServerSession(const Limits& limits);
