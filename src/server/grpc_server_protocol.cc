@@ -458,12 +458,16 @@ int GrpcServerProtocol::StreamRead(int64_t key, net::BufferChain* message, int* 
     if (it == calls_.end() || it->second.canceled || connection.closed()) return ECANCELED;
     bool compressed = false;
     switch (session_.PopMessage(static_cast<int32_t>(key), message, &compressed)) {
-      case protocol::h2::GrpcServerSession::StreamInput::kMessage:
+      case protocol::h2::GrpcServerSession::StreamInput::kMessage: {
         *compress_type = compressed ? waits->compress_type : 0;
+        std::vector<std::shared_ptr<CancelState>> fire;
+        MarkCanceled(&fire);  // a message decoded after this one may have broken the stream
         PublishLocked();
         lock.unlock();
+        for (const auto& cancel : fire) cancel->Fire();
         Flush(connection);  // a window that reopened
         return compressed && waits->compress_type == 0 ? EREQUEST : 0;
+      }
       case protocol::h2::GrpcServerSession::StreamInput::kEnd:
         return ENODATA;
       case protocol::h2::GrpcServerSession::StreamInput::kNone:

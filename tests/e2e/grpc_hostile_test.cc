@@ -22,6 +22,7 @@
 #include "arenarpc/fiber.h"
 #include "arenarpc/grpc_stream.h"
 #include "grpc_stream_test.pb.h"
+#include "process_rss.h"
 #include "server_fixture.h"
 
 namespace arenarpc::e2e {
@@ -263,10 +264,44 @@ class GrpcHostileTest : public ServerTest {
     }
     ServerTest::TearDown();
   }
+  // The test service and `streams` (which must outlive the server: reset server_ first).
+  void StartWithStreams(GrpcStreamService& streams) {
+    options_.memory_mode = GetParam();
+    if (options_.num_threads == 0) options_.num_threads = 2;
+    service_ = std::make_unique<TestServiceImpl>();
+    server_ = std::make_unique<Server>();
+    ASSERT_EQ(0, server_->AddService(service_.get(), SERVER_DOESNT_OWN_SERVICE));
+    ASSERT_EQ(0, server_->AddService(&streams, SERVER_DOESNT_OWN_SERVICE));
+    ASSERT_EQ(0, server_->Start("127.0.0.1:0", options_)) << server_->last_error();
+    port_ = server_->listen_port();
+    good_ = StartGoodClient();
+  }
+  // Stops the good client (0 failures, some calls) and the server, before `streams` goes.
+  void StopWithStreams() {
+    good_->Stop();
+    EXPECT_EQ(0, good_->failures()) << good_->last_error();
+    EXPECT_GE(good_->calls(), 10);
+    good_.reset();
+    server_.reset();
+  }
+  bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
   ServerOptions options_;
   std::unique_ptr<GoodClient> good_;
 };
 INSTANTIATE_TEST_SUITE_P(Heap, GrpcHostileTest, ::testing::Values("heap"), ModeName);
+
+std::string Prefixed(const std::string& bytes) {
+  const auto n = static_cast<uint32_t>(bytes.size());
+  return std::string{0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                     static_cast<char>(n >> 8), static_cast<char>(n)} + bytes;
+}
 
 TEST_P(GrpcHostileTest, MalformedFramesCloseOnlyTheirConnectionAndAreCounted) {
   StartWithGoodClient();
@@ -388,16 +423,8 @@ TEST_P(GrpcHostileTest, StreamingCallsNotReadHoldOneWindowEach) {
   ASSERT_EQ(0, streams.AddMethod("ClientStream", [](GrpcServerStream& stream) {
     while (!stream.controller().IsCanceled()) fiber::SleepFor(std::chrono::milliseconds(5));
   }));
-  options_.memory_mode = GetParam();
-  options_.num_threads = 2;
   options_.max_queued_request_bytes = 512u << 10;
-  service_ = std::make_unique<TestServiceImpl>();
-  server_ = std::make_unique<Server>();
-  ASSERT_EQ(0, server_->AddService(service_.get(), SERVER_DOESNT_OWN_SERVICE));
-  ASSERT_EQ(0, server_->AddService(&streams, SERVER_DOESNT_OWN_SERVICE));
-  ASSERT_EQ(0, server_->Start("127.0.0.1:0", options_)) << server_->last_error();
-  port_ = server_->listen_port();
-  good_ = StartGoodClient();
+  StartWithStreams(streams);
   {
     H2Socket client(port_);
     std::string bytes = std::string(kPreface) + Settings();
@@ -439,11 +466,7 @@ TEST_P(GrpcHostileTest, StreamingCallsNotReadHoldOneWindowEach) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(0, server_->GetMethodStats("arenarpc.e2e.StreamService.ClientStream").in_flight);
-  good_->Stop();
-  EXPECT_EQ(0, good_->failures()) << good_->last_error();
-  EXPECT_GE(good_->calls(), 10);
-  good_.reset();
-  server_.reset();  // before `streams`
+  StopWithStreams();
 }
 
 // The HPACK bomb on 200 streams: each header list is cut off at the field that passes the limit
@@ -484,6 +507,56 @@ TEST_P(GrpcHostileTest, HpackBombOnManyStreamsIsCutOffAtTheLimit) {
   std::printf("[ measured ] 200 bomb streams reset in %lld ms\n",
               static_cast<long long>(
                   std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+}
+
+// 256 streaming calls whose handlers never read, each sent one window (64 KiB) of empty
+// messages (13,107 each, 16.8 MB in all): each queued message is charged its overhead and only
+// one window's charge of them is decoded, so the server's memory stays near the bytes on the
+// wire (it held 427 MB when the queues counted payload only).
+TEST_P(GrpcHostileTest, EmptyMessagesNotReadAreChargedTheirOverhead) {
+  GrpcStreamService streams(StreamService::descriptor());
+  ASSERT_EQ(0, streams.AddMethod("ClientStream", [](GrpcServerStream& stream) {
+    while (!stream.controller().IsCanceled()) fiber::SleepFor(std::chrono::milliseconds(5));
+  }));
+  options_.max_queued_requests_per_connection = 256;
+  StartWithStreams(streams);
+  constexpr int kStreams = 256;
+  std::string data;
+  while (data.size() + 5 <= 65535) data += Prefixed("");
+  std::string bytes = std::string(kPreface) + Settings();
+  const std::string block = RequestBlock("/arenarpc.e2e.StreamService/ClientStream");
+  for (int i = 0; i < kStreams; ++i) {
+    const auto stream = static_cast<uint32_t>(2 * i + 1);
+    bytes += Frame(kHeaders, kEndHeaders, stream, block);
+    for (size_t at = 0; at < data.size(); at += 16384) {
+      bytes += Frame(kData, 0, stream, std::string_view(data).substr(at, 16384));
+    }
+  }
+  const uint64_t rss_before = RssBytes();
+  ResetPeakRss();
+  {
+    H2Socket client(port_);
+    ASSERT_TRUE(client.Send(bytes));
+    bytes.clear();
+    bytes.shrink_to_fit();
+    const std::string method = "arenarpc.e2e.StreamService.ClientStream";
+    EXPECT_TRUE(WaitFor([&] { return server_->GetMethodStats(method).in_flight == kStreams; },
+                        std::chrono::seconds(5)));
+    EXPECT_FALSE(client.ReadUntil([] { return false; }, std::chrono::milliseconds(300)));
+    EXPECT_EQ(0, client.frames_of(kRstStream));
+    EXPECT_FALSE(client.closed());
+    const uint64_t growth = PeakRssBytes() - std::min(rss_before, PeakRssBytes());
+    std::printf("[ measured ] peak RSS growth %llu MiB for 16.8 MB of empty messages\n",
+                static_cast<unsigned long long>(growth >> 20));
+    if (kMeasuresRss) {
+      // one window raw + one window of charge per stream: 256 x 128 KiB = 32 MiB, plus pages
+      EXPECT_LT(growth, uint64_t{96} << 20) << (growth >> 20) << " MiB";
+    }
+  }
+  EXPECT_TRUE(WaitFor([&] {
+    return server_->GetMethodStats("arenarpc.e2e.StreamService.ClientStream").in_flight == 0;
+  }, std::chrono::seconds(5)));
+  StopWithStreams();
 }
 
 }  // namespace

@@ -124,6 +124,27 @@ class Exchange {
     }
   }
 
+  // Takes stream `id`'s messages until its input ends, pumping between rounds: `each` sees every
+  // message (and whether it was compressed), `after_pump` runs after each pump. Returns how many.
+  int TakeMessages(int32_t id, const std::function<void(const net::BufferChain&, bool)>& each,
+                   const std::function<void()>& after_pump = {}) {
+    int got = 0;
+    for (int round = 0; round < 100; ++round) {
+      net::BufferChain message;
+      bool compressed = true;
+      GrpcServerSession::StreamInput input;
+      while ((input = server_.PopMessage(id, &message, &compressed)) ==
+             GrpcServerSession::StreamInput::kMessage) {
+        each(message, compressed);
+        ++got;
+      }
+      if (input == GrpcServerSession::StreamInput::kEnd) break;
+      Pump();
+      if (after_pump) after_pump();
+    }
+    return got;
+  }
+
   GrpcServerSession& server() { return server_; }
   nghttp2_session* client() { return client_; }
   std::string header(int32_t stream, const std::string& name) {
@@ -389,21 +410,17 @@ TEST(GrpcServerSessionTest, StreamingCallReadsMessagesWithinItsWindowAndWritesMe
   EXPECT_LE(exchange.sent(), limits.stream_window);  // nothing read yet: one window
   EXPECT_EQ(std::vector<int32_t>{id}, exchange.server().TakeReadable());
   int got = 0;
-  for (int round = 0; round < 100; ++round) {
-    net::BufferChain message;
-    bool compressed = true;
-    GrpcServerSession::StreamInput input;
-    while ((input = exchange.server().PopMessage(id, &message, &compressed)) ==
-           GrpcServerSession::StreamInput::kMessage) {
-      EXPECT_FALSE(compressed);
-      EXPECT_EQ(std::string(4000, 'a' + got % 26), message.ToString()) << got;
-      ++got;
-    }
-    if (input == GrpcServerSession::StreamInput::kEnd) break;
-    exchange.Pump();
-    // read + one window (+ the part of a message that had arrived when the window reopened)
-    EXPECT_LE(exchange.sent(), got * 4005u + limits.stream_window + 4005u);
-  }
+  exchange.TakeMessages(
+      id,
+      [&](const net::BufferChain& message, bool compressed) {
+        EXPECT_FALSE(compressed);
+        EXPECT_EQ(std::string(4000, 'a' + got % 26), message.ToString()) << got;
+        ++got;
+      },
+      [&] {
+        // read + one window (+ the part of a message that had arrived when the window reopened)
+        EXPECT_LE(exchange.sent(), got * 4005u + limits.stream_window + 4005u);
+      });
   EXPECT_EQ(kMessages, got);
   for (const char* reply : {"one", "two"}) {
     net::BufferChain message;
@@ -422,6 +439,39 @@ TEST(GrpcServerSessionTest, StreamingCallReadsMessagesWithinItsWindowAndWritesMe
   EXPECT_EQ(0u, exchange.server().open_streams());
   EXPECT_EQ(0u, exchange.server().held_bytes());
   EXPECT_TRUE(exchange.server().TakeCanceled().empty());
+}
+
+// Empty messages cost no payload but a queue entry each: the inbox charges each message its
+// payload plus a fixed overhead and decodes only one window's worth of charge; the others wait
+// as received (5 bytes each) until the call takes messages. Nothing is lost and the charge is
+// given back as they are taken.
+TEST(GrpcServerSessionTest, QueuedMessagesAreChargedTheirOverhead) {
+  GrpcServerSession::Limits limits;
+  limits.stream_window = 16384;
+  Exchange exchange(limits);
+  exchange.server().set_streaming_predicate([](std::string_view) { return true; });
+  exchange.Pump();
+  constexpr int kMessages = 5000;  // 25,000 bytes: more than one window
+  std::string body;
+  for (int i = 0; i < kMessages; ++i) body += Exchange::Prefixed("");
+  const int32_t id = exchange.CallWithBody(body);
+  exchange.Pump();
+  GrpcRequest request;
+  ASSERT_TRUE(exchange.server().PopRequest(&request));
+  EXPECT_LE(exchange.sent(), limits.stream_window);
+  const size_t arrived = exchange.sent() / 5;  // 3,276 messages
+  const size_t charged = exchange.server().queued_request_bytes();
+  // The decoded ones are charged > 100 bytes each (an uncharged inbox would hold 0 here) ...
+  EXPECT_GE(charged, limits.stream_window);
+  // ... and at most one window of them is decoded; the rest are their 5 raw bytes.
+  EXPECT_LE(charged, 2 * size_t{limits.stream_window} + 256);
+  EXPECT_LT(charged, arrived * 100);
+  const int got = exchange.TakeMessages(id, [&](const net::BufferChain& message, bool) {
+    EXPECT_TRUE(message.empty());
+    EXPECT_LE(exchange.server().queued_request_bytes(), 2 * size_t{limits.stream_window} + 256);
+  });
+  EXPECT_EQ(kMessages, got);
+  EXPECT_EQ(0u, exchange.server().queued_request_bytes());
 }
 
 TEST(GrpcServerSessionTest, StreamingCallMessageOverTheLimitEndsTheCall) {

@@ -44,9 +44,13 @@ struct GrpcServerSession::Stream {
   };
   bool streaming = false;
   bool finished = false;     // trailers submitted (or the stream was answered / reset)
-  bool input_ended = false;  // END_STREAM from the client, or its input broke
+  bool end_received = false;  // END_STREAM from the client (messages may still wait in body)
+  bool input_ended = false;  // every message before END_STREAM is in the inbox, or input broke
   std::deque<InMessage> inbox;  // complete messages the call did not take yet
-  size_t inbox_bytes = 0;
+  size_t inbox_bytes = 0;       // their payload + kQueuedMessageOverhead each
+  // What one queued message costs beyond its payload: its InMessage in the inbox's deque block
+  // plus the allocator's slack (an empty message held ~127 bytes when this was measured).
+  static constexpr size_t kQueuedMessageOverhead = sizeof(InMessage) + 16;
 };
 
 struct GrpcServerSession::Callbacks {
@@ -464,7 +468,19 @@ void GrpcServerSession::ReceiveStreamData(Stream& stream, std::string_view data)
   stream.unreleased += data.size();
   request_bytes_ += data.size();
   stream.body.Append(data);
-  while (stream.body.size() >= kMessagePrefixSize) {
+  DecodeStreamMessages(stream);
+  GrantWindows();
+}
+
+void GrpcServerSession::DecodeStreamMessages(Stream& stream) {
+  bool readable = false;
+  // The inbox takes messages up to one window's worth of charge (at least one message); the
+  // rest wait in `body` as they arrived (5 bytes of prefix each, packed in pages), decoded as
+  // the call takes the ones before: tiny messages cannot multiply the window by their overhead.
+  auto inbox_full = [&] {
+    return !stream.inbox.empty() && stream.inbox_bytes >= limits_.stream_window;
+  };
+  while (stream.body.size() >= kMessagePrefixSize && !inbox_full()) {
     const uint32_t length = DecodeMessageLength(stream.body);
     if (length > limits_.max_message_bytes) {
       BreakStream(stream, GrpcStatus::kResourceExhausted,
@@ -480,23 +496,29 @@ void GrpcServerSession::ReceiveStreamData(Stream& stream, std::string_view data)
     message.compressed = flag != 0;
     stream.body.PopFront(kMessagePrefixSize);
     stream.body.CutFront(length, &message.bytes);
-    request_bytes_ -= kMessagePrefixSize;
-    stream.inbox_bytes += length;
+    request_bytes_ += Stream::kQueuedMessageOverhead - kMessagePrefixSize;
+    stream.inbox_bytes += length + Stream::kQueuedMessageOverhead;
     stream.inbox.push_back(std::move(message));
-    if (readable_.empty() || readable_.back() != stream.id) readable_.push_back(stream.id);
+    readable = true;
   }
-  GrantWindows();
+  if (stream.end_received && !stream.input_ended && !inbox_full()) {
+    if (!stream.body.empty()) {
+      BreakStream(stream, GrpcStatus::kInternal, "the request stream ended inside a message");
+      return;
+    }
+    stream.input_ended = true;
+    nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
+    stream.unreleased = 0;
+    readable = true;
+  }
+  if (readable && (readable_.empty() || readable_.back() != stream.id)) {
+    readable_.push_back(stream.id);
+  }
 }
 
 void GrpcServerSession::EndStreamInput(Stream& stream) {
-  if (!stream.body.empty()) {
-    BreakStream(stream, GrpcStatus::kInternal, "the request stream ended inside a message");
-    return;
-  }
-  stream.input_ended = true;
-  nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
-  stream.unreleased = 0;
-  if (readable_.empty() || readable_.back() != stream.id) readable_.push_back(stream.id);
+  stream.end_received = true;
+  DecodeStreamMessages(stream);
 }
 
 void GrpcServerSession::BreakStream(Stream& stream, GrpcStatus status, std::string text) {
@@ -528,11 +550,12 @@ GrpcServerSession::StreamInput GrpcServerSession::PopMessage(int32_t stream_id,
   if (stream->inbox.empty()) return stream->input_ended ? StreamInput::kEnd : StreamInput::kNone;
   Stream::InMessage& next = stream->inbox.front();
   *compressed = next.compressed;
-  const size_t size = next.bytes.size();
+  const size_t charge = next.bytes.size() + Stream::kQueuedMessageOverhead;
   *message = std::move(next.bytes);
   stream->inbox.pop_front();
-  stream->inbox_bytes -= size;
-  request_bytes_ -= size;
+  stream->inbox_bytes -= charge;
+  request_bytes_ -= charge;
+  DecodeStreamMessages(*stream);
   GrantWindows();
   return StreamInput::kMessage;
 }

@@ -14,10 +14,13 @@
 // held_bytes() until the client's flow-control windows take them.
 //
 // Streaming calls (a path the streaming predicate names): the request is popped as soon as its
-// headers are complete; its messages are queued on the stream as they complete (PopMessage) and
-// its window reopens only while none waits there, within the same budget; responses are started,
+// headers are complete; its messages are queued on the stream as they complete (PopMessage), each
+// charged its payload plus a fixed overhead for its queue entry, up to one stream window of
+// charge (the rest wait as received, packed, and are decoded as the call takes messages); its
+// window reopens only while none waits there, within the same budget; responses are started,
 // sent message by message and finished (StartStream / SendMessage / FinishStream).
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -129,6 +132,9 @@ class GrpcServerSession {
   // A stream has a request that has not completed (headers or a message in progress).
   bool InRequest() const noexcept { return incomplete_ > 0; }
   size_t open_streams() const noexcept { return streams_.size(); }
+  // Request bytes held: DATA of unfinished requests, requests not popped, streaming calls'
+  // messages not taken (each charged its payload + a fixed overhead for its queue entry).
+  size_t queued_request_bytes() const noexcept { return request_bytes_; }
   const Counters& counters() const noexcept { return counters_; }
 
  private:
@@ -140,6 +146,9 @@ class GrpcServerSession {
   void Complete(Stream& stream);
   void Open(Stream& stream);  // a streaming call: its request goes out at once
   void ReceiveStreamData(Stream& stream, std::string_view data);
+  // Complete messages of a streaming call from its raw bytes into its inbox, as far as the
+  // inbox's bound allows; the end of its input once every message before END_STREAM is in.
+  void DecodeStreamMessages(Stream& stream);
   void EndStreamInput(Stream& stream);
   // A streaming call's input broke (a message over the limit): answered `status` if nothing was
   // sent yet, reset otherwise; the call sees a cancel.
