@@ -78,6 +78,8 @@ class ServerProtocol {
   // The protocol holds as many replies waiting for their turn as it may (HTTP's in-order replies):
   // decoding and reading pause until ServerConnection::OnRepliesDrained(). Any thread; lock-free.
   virtual bool Saturated() const noexcept { return false; }
+  // Unwritten output drained after the protocol asked (net::Connection::NotifyWhenDrained).
+  virtual void OnOutputDrained(net::Connection& /*connection*/) {}
   // Memory held by replies waiting for their turn (not yet handed to the connection); counts in
   // max_unwritten_bytes with the connection's own unsent bytes. Any thread; lock-free.
   virtual size_t HeldBytes() const noexcept { return 0; }

@@ -297,6 +297,12 @@ class GrpcHostileTest : public ServerTest {
 };
 INSTANTIATE_TEST_SUITE_P(Heap, GrpcHostileTest, ::testing::Values("heap"), ModeName);
 
+std::string WindowUpdate(uint32_t stream, uint32_t increment) {
+  return Frame(kWindowUpdate, 0, stream,
+               std::string{static_cast<char>(increment >> 24), static_cast<char>(increment >> 16),
+                           static_cast<char>(increment >> 8), static_cast<char>(increment)});
+}
+
 std::string Prefixed(const std::string& bytes) {
   const auto n = static_cast<uint32_t>(bytes.size());
   return std::string{0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
@@ -557,6 +563,92 @@ TEST_P(GrpcHostileTest, EmptyMessagesNotReadAreChargedTheirOverhead) {
     return server_->GetMethodStats("arenarpc.e2e.StreamService.ClientStream").in_flight == 0;
   }, std::chrono::seconds(5)));
   StopWithStreams();
+}
+
+// Server streaming to a client that grants a 2 GiB window and never reads: frames leave the
+// session only while the connection holds less than max_unwritten_bytes, the writer waits at
+// that bound, and write_timeout_ms closes the connection (it held 2.37 GB before).
+TEST_P(GrpcHostileTest, HugeWindowNeverReadIsBoundedByUnwrittenBytes) {
+  GrpcStreamService streams(StreamService::descriptor());
+  ASSERT_EQ(0, streams.AddMethod("ServerStream", [](GrpcServerStream& stream) {
+    GrpcStreamMessages messages;
+    if (!stream.Read(&messages)) return;
+    for (int i = 0; !stream.controller().IsCanceled(); ++i) {
+      GrpcStreamMessages reply = stream.NewMessages();
+      reply.response<StreamReply>().set_index(i);
+      reply.response<StreamReply>().set_payload(std::string(64u << 10, 'p'));
+      if (!stream.Write(std::move(reply))) return;
+    }
+  }));
+  options_.write_timeout_ms = 1000;
+  StartWithStreams(streams);
+  const uint64_t rss_before = RssBytes();
+  ResetPeakRss();
+  StreamRequest request;
+  request.set_text("go");
+  H2Socket client(port_);
+  ASSERT_TRUE(client.Send(std::string(kPreface) +
+                          Settings({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0x7fffffff}}) +
+                          WindowUpdate(0, 0x7fffffff - 65535) +
+                          Frame(kHeaders, kEndHeaders, 1,
+                                RequestBlock("/arenarpc.e2e.StreamService/ServerStream")) +
+                          Frame(kData, kEndStream, 1, Prefixed(request.SerializeAsString()))));
+  uint64_t max_held = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(800)) {
+    max_held = std::max(max_held, server_->GetServerStats().unwritten_held_bytes);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::printf("[ measured ] held at most %llu KiB (max_unwritten_bytes %zu KiB)\n",
+              static_cast<unsigned long long>(max_held >> 10), options_.max_unwritten_bytes >> 10);
+  EXPECT_GE(max_held, options_.max_unwritten_bytes / 2);  // it did press
+  // the bound, + the message that crossed it, + the last frames taken
+  EXPECT_LE(max_held, options_.max_unwritten_bytes + (256u << 10));
+  // The socket takes nothing more: write_timeout_ms closes the connection, the handler ends.
+  EXPECT_EQ(1u, StatSoon(&ServerStats::connections_closed_write_timeout, 1));
+  EXPECT_TRUE(WaitFor([&] {
+    return server_->GetMethodStats("arenarpc.e2e.StreamService.ServerStream").in_flight == 0;
+  }, std::chrono::seconds(5)));
+  const uint64_t growth = PeakRssBytes() - std::min(rss_before, PeakRssBytes());
+  std::printf("[ measured ] peak RSS growth %llu MiB\n",
+              static_cast<unsigned long long>(growth >> 20));
+  if (kMeasuresRss) {
+    EXPECT_LT(growth, uint64_t{64} << 20) << (growth >> 20) << " MiB";
+  }
+  StopWithStreams();
+}
+
+// Replies held behind windows that never open (8 connections, window 0, 4 MiB replies): the
+// flow-control stall runs the write_timeout_ms clock, and each connection is closed.
+TEST_P(GrpcHostileTest, RepliesHeldBehindAClosedWindowTimeOut) {
+  options_.write_timeout_ms = 500;
+  options_.max_unwritten_bytes = 16u << 20;
+  StartWithGoodClient();
+  constexpr int kConnections = 8;
+  std::vector<std::unique_ptr<H2Socket>> clients;
+  TestRequest request;
+  request.set_message("big");
+  request.set_response_bytes(4 << 20);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kConnections; ++i) {
+    clients.push_back(std::make_unique<H2Socket>(port_));
+    ASSERT_TRUE(clients.back()->Send(
+        std::string(kPreface) + Settings({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0}}) +
+        Frame(kHeaders, kEndHeaders, 1, RequestBlock()) +
+        Frame(kData, kEndStream, 1, GrpcMessage(request))));
+  }
+  EXPECT_TRUE(WaitFor([&] { return server_->GetServerStats().unwritten_held_bytes >= (4u << 20); },
+                      std::chrono::seconds(3)));  // replies are held indeed
+  for (auto& client : clients) EXPECT_TRUE(client->WaitClosed(std::chrono::seconds(5)));
+  const auto took = std::chrono::steady_clock::now() - start;
+  std::printf("[ measured ] %d stalled connections closed after %lld ms\n", kConnections,
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+  EXPECT_GE(took, std::chrono::milliseconds(options_.write_timeout_ms));
+  EXPECT_EQ(uint64_t{kConnections},
+            StatSoon(&ServerStats::connections_closed_write_timeout, kConnections));
+  EXPECT_TRUE(WaitFor([&] { return server_->GetServerStats().unwritten_held_bytes == 0; },
+                      std::chrono::seconds(3)));
 }
 
 }  // namespace

@@ -241,6 +241,7 @@ struct GrpcServerSession::Callbacks {
     const size_t n = stream->out.CopyTo(buf, length);
     stream->out.PopFront(n);
     self.held_bytes_ -= held_before - stream->out.held_bytes();
+    self.data_bytes_sent_ += n;
     if (stream->streaming && n > 0 && (self.drained_.empty() || self.drained_.back() != stream_id)) {
       self.drained_.push_back(stream_id);
     }
@@ -444,8 +445,12 @@ void GrpcServerSession::Shutdown() {
                         nullptr, 0);
 }
 
-void GrpcServerSession::TakeOutput(net::BufferChain* out) {
-  if (const int rv = DrainSession(session_, out); rv < 0) Check(rv, "HTTP/2 send");
+bool GrpcServerSession::TakeOutput(net::BufferChain* out, size_t max_bytes) {
+  bool more = false;
+  if (const int rv = DrainSession(session_, out, max_bytes, &more); rv < 0) {
+    Check(rv, "HTTP/2 send");
+  }
+  return more;
 }
 
 bool GrpcServerSession::Closing() const { return nghttp2_session_want_read(session_) == 0; }

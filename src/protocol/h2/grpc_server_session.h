@@ -121,8 +121,11 @@ class GrpcServerSession {
   // streams already taken finish.
   void Shutdown();
 
-  // Appends every byte the session may send now to *out.
-  void TakeOutput(net::BufferChain* out);
+  // Appends the bytes the session may send now to *out, frame by frame until *out holds
+  // `max_bytes` or more. true: more waits (call again once they are written).
+  bool TakeOutput(net::BufferChain* out, size_t max_bytes = SIZE_MAX);
+  // DATA payload bytes handed to TakeOutput so far (monotonic): responses making progress.
+  uint64_t data_bytes_sent() const noexcept { return data_bytes_sent_; }
   // The session is done (GOAWAY exchanged or a connection error) and wrote its last bytes.
   bool Finished() const;
   // The session reads nothing more (a connection error, or GOAWAY and no stream left).
@@ -169,6 +172,12 @@ class GrpcServerSession {
   size_t held_bytes_ = 0;
   size_t incomplete_ = 0;
   size_t request_bytes_ = 0;  // DATA of unfinished streams and of requests not popped
+  uint64_t data_bytes_sent_ = 0;
+  // Flood accounting: the current one-second window (from the Receive() call's clock).
+  std::chrono::steady_clock::time_point now_{}, window_start_{};
+  uint64_t control_frames_ = 0, work_frames_ = 0;
+  uint32_t consecutive_empty_ = 0;
+  std::string flood_;  // why the flood limit ended the connection
   bool failed_ = false;
   std::string error_;
   std::string error_reason_;  // nghttp2's words for the last error it reported
