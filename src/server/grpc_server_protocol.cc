@@ -126,9 +126,11 @@ ServerProtocol::Step GrpcServerProtocol::Next(net::Connection& connection, net::
   {
     std::lock_guard lock(mutex_);
     const uint64_t errors_before = session_.counters().connection_errors;
-    if (!input.empty()) {
-      failed = !session_.Receive(input);
-      input.clear();
+    if (!input.empty() && input_this_turn_ < kInputPerTurn) {
+      const size_t before = input.size();
+      failed = !session_.ReceiveSome(input, kInputPerTurn - input_this_turn_);
+      input_this_turn_ += before - input.size();
+      if (failed) input.clear();
       MarkCanceled(&fire);
       WakeLocked(session_.TakeReadable());
     }
@@ -141,7 +143,11 @@ ServerProtocol::Step GrpcServerProtocol::Next(net::Connection& connection, net::
   for (const auto& cancel : fire) cancel->Fire();  // outside the lock: callbacks may reply
   Flush(connection);
   if (failed) return Step::kMalformedAnswered;  // GOAWAY is on its way; Flush() closes after it
-  if (!have) return Step::kNeedMore;
+  if (!have) {
+    const bool more = !input.empty();
+    input_this_turn_ = 0;  // the next OnInput is a new turn
+    return more ? Step::kYield : Step::kNeedMore;
+  }
   const Step step = Dispatch(connection, read_at, head);
   if (step != Step::kCall) request_ = protocol::h2::GrpcRequest();  // answered: nothing to keep
   return step;

@@ -124,6 +124,10 @@ net::Connection::InputResult ServerConnection::OnInput(
     CallHead head;
     const ServerProtocol::Step step = protocol_->Next(connection, input, read_at, &head);
     if (step == ServerProtocol::Step::kNeedMore) break;
+    if (step == ServerProtocol::Step::kYield) {
+      result.input_waits = true;
+      break;
+    }
     result.message_completed = true;
     if (step == ServerProtocol::Step::kMalformed ||
         step == ServerProtocol::Step::kMalformedAnswered) {

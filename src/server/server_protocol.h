@@ -53,6 +53,9 @@ class ServerProtocol {
     kAnswered,           // a request was answered or rejected without admission
     kMalformed,          // bad input: count it and close the connection now (error() says why)
     kMalformedAnswered,  // bad input, answered: count it; the protocol closes after the answer
+    // The protocol decoded its share of the input for this turn and more waits in it: other
+    // connections go first, then Next() runs again on what is left (nothing new is read).
+    kYield,
   };
 
   virtual ~ServerProtocol() = default;

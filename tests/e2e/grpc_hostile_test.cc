@@ -651,5 +651,59 @@ TEST_P(GrpcHostileTest, RepliesHeldBehindAClosedWindowTimeOut) {
                       std::chrono::seconds(3)));
 }
 
+// 200 requests of 15 KiB sent in one write: nghttp2 gets 64 KiB of a connection's input per turn
+// of the I/O loop, and the rest waits (unread) behind the other connections' work; every request
+// is still decoded and answered.
+TEST_P(GrpcHostileTest, InputLargerThanOneTurnIsDecodedOverSeveralTurns) {
+  options_.max_queued_requests_per_connection = 256;
+  StartWithGoodClient();
+  H2Socket client(port_);
+  std::string bytes = std::string(kPreface) + Settings();
+  constexpr int kCalls = 200;
+  TestRequest request;
+  request.set_message(std::string(15u << 10, 'm'));  // one DATA frame each (16 KiB at most)
+  request.set_response_bytes(1);  // the replies fit the client's 64 KiB connection window
+  for (int i = 0; i < kCalls; ++i) {
+    const auto stream = static_cast<uint32_t>(2 * i + 1);
+    bytes += Frame(kHeaders, kEndHeaders, stream, RequestBlock()) +
+             Frame(kData, kEndStream, stream, GrpcMessage(request));
+  }
+  ASSERT_GT(bytes.size(), 3000u << 10);  // about 47 turns' worth
+  ASSERT_TRUE(client.Send(bytes));
+  ASSERT_TRUE(client.ReadUntil([&] {
+    for (int i = 0; i < kCalls; ++i) {
+      if (client.field(2 * i + 1, "grpc-status").empty()) return false;
+    }
+    return true;
+  }));
+  for (int i = 0; i < kCalls; ++i) EXPECT_EQ("0", client.field(2 * i + 1, "grpc-status")) << i;
+  EXPECT_FALSE(client.closed());
+}
+
+// Frames that carry no work: WINDOW_UPDATE(+1) on the connection, and empty DATA on an open
+// stream. Past the stated limits the connection gets GOAWAY ENHANCE_YOUR_CALM and is closed,
+// counted as malformed; the good client on its own connection sees nothing.
+TEST_P(GrpcHostileTest, FloodsOfFramesWithoutWorkCloseTheConnection) {
+  StartWithGoodClient();
+  const std::vector<std::pair<const char*, std::string>> floods = {
+      {"WINDOW_UPDATE(+1)", WindowUpdate(0, 1)},
+      {"empty DATA", Frame(kData, 0, 1, "")},
+  };
+  for (const auto& [what, frame] : floods) {
+    H2Socket bad(port_);
+    ASSERT_TRUE(bad.Send(std::string(kPreface) + Settings() +
+                         Frame(kHeaders, kEndHeaders, 1, RequestBlock())));
+    const auto start = std::chrono::steady_clock::now();
+    const size_t sent = bad.Flood(frame, std::chrono::seconds(3));
+    EXPECT_TRUE(bad.WaitClosed(std::chrono::seconds(3))) << what;
+    const auto took = std::chrono::steady_clock::now() - start;
+    std::printf("[ measured ] %s flood closed after %zu bytes, %lld ms\n", what, sent,
+                static_cast<long long>(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+    EXPECT_LT(took, std::chrono::seconds(3)) << what;  // closed, not the flood's own end
+  }
+  EXPECT_EQ(floods.size(), StatSoon(&ServerStats::malformed_frames, floods.size()));
+}
+
 }  // namespace
 }  // namespace arenarpc::e2e

@@ -118,6 +118,11 @@ struct GrpcServerSession::Callbacks {
 
   static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
     GrpcServerSession& self = Self(user_data);
+    const size_t payload =
+        frame->hd.type == NGHTTP2_DATA ? frame->hd.length - frame->data.padlen : 0;
+    if (!self.CountFrame(frame->hd.type, frame->hd.flags, payload)) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;  // Receive() ends the session
+    }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     Stream* stream = self.Find(frame->hd.stream_id);
     if (stream == nullptr) return 0;
@@ -206,6 +211,7 @@ struct GrpcServerSession::Callbacks {
   }
 
   static int OnFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type == NGHTTP2_DATA) ++Self(user_data).work_frames_;  // answers earn frames
     if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR) {
       GrpcServerSession& self = Self(user_data);
       ++self.counters_.connection_errors;
@@ -299,10 +305,74 @@ bool GrpcServerSession::Check(int rv, std::string_view what) {
 
 bool GrpcServerSession::Receive(std::string_view input) {
   if (failed_) return false;
+  now_ = std::chrono::steady_clock::now();
   const ssize_t rv = nghttp2_session_mem_recv(
       session_, reinterpret_cast<const uint8_t*>(input.data()), input.size());
+  if (rv < 0 && !flood_.empty()) {
+    failed_ = true;
+    ++counters_.floods;
+    error_ = flood_;
+    nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+    return false;
+  }
   if (!Check(static_cast<int>(std::min<ssize_t>(rv, 0)), "HTTP/2")) return false;
   return true;
+}
+
+bool GrpcServerSession::ReceiveSome(net::BufferChain& input, size_t max_bytes) {
+  size_t fed = 0;
+  bool ok = true;
+  for (size_t i = 0; ok && i < input.span_count() && fed < max_bytes; ++i) {
+    const std::span<const char> span = input.span(i);
+    const size_t n = std::min(span.size(), max_bytes - fed);
+    ok = Receive(std::string_view(span.data(), n));
+    fed += n;
+  }
+  input.PopFront(fed);
+  return ok;
+}
+
+bool GrpcServerSession::CountFrame(uint8_t type, uint8_t flags, size_t payload) {
+  switch (type) {
+    case NGHTTP2_DATA:
+      if (payload > 0) {
+        consecutive_empty_ = 0;
+        ++work_frames_;
+      } else if ((flags & NGHTTP2_FLAG_END_STREAM) == 0 &&
+                 ++consecutive_empty_ > limits_.max_consecutive_empty_frames) {
+        flood_ = "flood: " + std::to_string(consecutive_empty_) +
+                 " DATA frames in a row without payload or END_STREAM (the limit is " +
+                 std::to_string(limits_.max_consecutive_empty_frames) + ")";
+        return false;
+      }
+      return true;
+    case NGHTTP2_HEADERS:
+      consecutive_empty_ = 0;
+      ++work_frames_;
+      return true;
+    case NGHTTP2_WINDOW_UPDATE:
+    case NGHTTP2_PING:
+    case NGHTTP2_SETTINGS:
+    case NGHTTP2_RST_STREAM:
+    case NGHTTP2_PRIORITY:
+      break;
+    default:
+      return true;
+  }
+  if (now_ - window_start_ >= std::chrono::seconds(1)) {
+    window_start_ = now_;
+    control_frames_ = 0;
+    work_frames_ = 0;
+  }
+  const uint64_t allowed = limits_.max_control_frames_per_second +
+                           uint64_t{limits_.max_control_frames_per_work} * work_frames_;
+  if (++control_frames_ <= allowed) return true;
+  flood_ = "flood: " + std::to_string(control_frames_) +
+           " WINDOW_UPDATE/PING/SETTINGS/RST_STREAM/PRIORITY frames within a second for " +
+           std::to_string(work_frames_) + " frames of requests and responses (the limit is " +
+           std::to_string(limits_.max_control_frames_per_second) + " + " +
+           std::to_string(limits_.max_control_frames_per_work) + " per such frame)";
+  return false;
 }
 
 bool GrpcServerSession::Receive(const net::BufferChain& input) {

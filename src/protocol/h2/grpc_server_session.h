@@ -62,6 +62,14 @@ class GrpcServerSession {
     size_t max_message_bytes = 4u << 20;
     size_t request_bytes_budget = 4u << 20;
     uint32_t stream_window = 65535;  // SETTINGS_INITIAL_WINDOW_SIZE
+    // Floods of frames that carry no work end the connection (GOAWAY ENHANCE_YOUR_CALM), as
+    // Envoy does: DATA without payload nor END_STREAM, more than this many in a row ...
+    uint32_t max_consecutive_empty_frames = 1;
+    // ... and WINDOW_UPDATE, PING, SETTINGS, RST_STREAM, PRIORITY: more than this many in one
+    // second, plus max_control_frames_per_work for each request HEADERS and DATA frame with
+    // payload received and each DATA frame sent in that second.
+    uint32_t max_control_frames_per_second = 1000;
+    uint32_t max_control_frames_per_work = 10;
   };
   struct Counters {
     uint64_t refused_streams = 0;   // header list / message limits, bad requests
@@ -81,6 +89,8 @@ class GrpcServerSession {
   // GOAWAY (in TakeOutput) and accepts nothing more.
   bool Receive(const net::BufferChain& input);
   bool Receive(std::string_view input);
+  // Feeds at most `max_bytes` of `input` and removes them from it; as Receive() otherwise.
+  bool ReceiveSome(net::BufferChain& input, size_t max_bytes);
   const std::string& error() const noexcept { return error_; }
   // The next complete request, in the order they completed.
   bool PopRequest(GrpcRequest* request);
@@ -161,6 +171,9 @@ class GrpcServerSession {
   // Reopens the stream windows the budget allows (see the top of this file).
   void GrantWindows();
   bool Check(int rv, std::string_view what);
+  // Counts a received frame (`payload`: DATA bytes without padding) against the flood limits
+  // (Limits); false: past them (flood_ says why).
+  bool CountFrame(uint8_t type, uint8_t flags, size_t payload);
 
   const Limits limits_;
   nghttp2_session* session_ = nullptr;
