@@ -343,8 +343,35 @@ void Connection::Flush() {
       }
     }
     Touch();
-    if (unwritten_held_bytes() <= options_.max_unwritten_bytes / 2) Unblock(kOutputFull);
+    if (unwritten_held_bytes() <= options_.max_unwritten_bytes / 2) {
+      Unblock(kOutputFull);
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with NotifyWhenDrained
+      if (drained_wanted_.load(std::memory_order_relaxed)) PostDrained();
+    }
   }
+}
+
+void Connection::NotifyWhenDrained() {
+  drained_wanted_.store(true, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with Flush
+  if (unwritten_held_bytes() <= options_.max_unwritten_bytes / 2) PostDrained();
+}
+
+void Connection::PostDrained() {
+  if (!drained_wanted_.exchange(false, std::memory_order_acq_rel)) return;
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    if (!self->closed()) self->delegate_->OnOutputDrained(*self);
+  });
+}
+
+void Connection::SetOutputStalled(bool stalled) noexcept {
+  if (!stalled) {
+    output_stalled_since_ns_.store(0, std::memory_order_relaxed);
+    return;
+  }
+  int64_t idle = 0;
+  output_stalled_since_ns_.compare_exchange_strong(idle, Nanos(Clock::now()),
+                                                   std::memory_order_relaxed);
 }
 
 void Connection::EncryptTaken(BufferChain& plaintext) {
@@ -461,6 +488,8 @@ void Connection::OnWatchdog() {
         CloseReason::kFirstByteTimeout);
   check(int64_t{options_.write_timeout_ms} * kMs,
         write_blocked_since_ns_.load(std::memory_order_relaxed), CloseReason::kWriteTimeout);
+  check(int64_t{options_.write_timeout_ms} * kMs,
+        output_stalled_since_ns_.load(std::memory_order_relaxed), CloseReason::kWriteTimeout);
   if (expired != CloseReason::kNone) {
     CloseNow(expired);
     return;

@@ -45,7 +45,8 @@ enum class CloseReason {
   kIdleTimeout,     // nothing read or written for idle_timeout_sec
   kReadTimeout,     // a started message did not complete within read_timeout_ms
   kFirstByteTimeout,  // nothing was read within first_byte_timeout_ms of the connection's start
-  kWriteTimeout,    // queued bytes found no room in the socket for write_timeout_ms
+  kWriteTimeout,    // queued bytes found no room in the socket (or the Delegate's output in the
+                    // peer's flow-control windows) for write_timeout_ms
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -77,6 +78,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // TLS (StartTls) finished its handshake; the reading thread, before any plaintext is handed
     // over.
     virtual void OnTlsHandshakeDone(Connection& /*connection*/) {}
+    // Unwritten output drained to max_unwritten_bytes / 2 after NotifyWhenDrained(); the
+    // connection's executor, once per request.
+    virtual void OnOutputDrained(Connection& /*connection*/) {}
   };
 
   struct Options {
@@ -87,7 +91,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // Close when not a byte was read this long after Start(); -1 = never.
     int first_byte_timeout_ms = -1;
     // Close when bytes wait to be written and the socket took none of them for this long (the
-    // peer does not read); -1 = never.
+    // peer does not read), or the Delegate's output waited for the peer this long
+    // (SetOutputStalled); -1 = never.
     int write_timeout_ms = -1;
     // Pause reading while unwritten output holds more than this many bytes of memory.
     size_t max_unwritten_bytes = SIZE_MAX;
@@ -117,6 +122,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void CloseWhenFlushed();
   // Pauses (true) or resumes (false) reading for the Delegate's own reasons. Any thread.
   void SetDelegateBlocked(bool blocked);
+  // The Delegate stopped producing output at max_unwritten_bytes: Delegate::OnOutputDrained runs
+  // once unwritten output is down to half of it (soon, if it already is). Any thread.
+  void NotifyWhenDrained();
+  // The Delegate holds output the peer does not take (HTTP/2 flow-control windows): true starts
+  // the write_timeout_ms clock unless it runs, false stops it. Any thread.
+  void SetOutputStalled(bool stalled) noexcept;
   // Runs TLS under the connection from here on (net/tls_session.h): the bytes in the input (which
   // OnInput must leave there) and every byte read later are records, OnInput gets plaintext,
   // Write() takes plaintext. Call from OnInput, or before Start() on the connection's executor
@@ -169,6 +180,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ArmWatchdog(Clock::duration after);  // mutex_ held
   void OnWatchdog();
   void Touch() noexcept;                   // records activity for the idle timeout
+  void PostDrained();                      // runs OnOutputDrained if NotifyWhenDrained asked
   BufferChain& read_target() noexcept { return tls_ ? ciphertext_in_ : input_; }
   // TLS: encrypts what the flusher took into writing_ (closes the connection if TLS fails).
   void EncryptTaken(BufferChain& plaintext);
@@ -213,6 +225,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<int64_t> last_activity_ns_{0};   // steady clock
   std::atomic<int64_t> partial_since_ns_{0};   // 0 = no message started and incomplete
   std::atomic<int64_t> write_blocked_since_ns_{0};  // 0 = not waiting for the socket's room
+  std::atomic<int64_t> output_stalled_since_ns_{0};  // 0 = the Delegate's output is not stalled
+  std::atomic<bool> drained_wanted_{false};         // NotifyWhenDrained() waits
   std::atomic<bool> read_any_{false};               // a byte was read
 };
 

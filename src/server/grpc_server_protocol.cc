@@ -126,13 +126,15 @@ ServerProtocol::Step GrpcServerProtocol::Next(net::Connection& connection, net::
   {
     std::lock_guard lock(mutex_);
     const uint64_t errors_before = session_.counters().connection_errors;
-    if (!input.empty()) {
-      failed = !session_.Receive(input);
-      input.clear();
+    if (!input.empty() && input_this_turn_ < kInputPerTurn) {
+      const size_t before = input.size();
+      failed = !session_.ReceiveSome(input, kInputPerTurn - input_this_turn_);
+      input_this_turn_ += before - input.size();
+      if (failed) input.clear();
       MarkCanceled(&fire);
       WakeLocked(session_.TakeReadable());
     }
-    TakeOutputLocked();  // a GOAWAY for bad input counts as it is produced
+    TakeOutputLocked(connection);  // a GOAWAY for bad input counts as it is produced
     failed = failed || session_.counters().connection_errors != errors_before;
     if (failed) error_ = session_.error();
     if (!failed) have = session_.PopRequest(&request);
@@ -141,7 +143,11 @@ ServerProtocol::Step GrpcServerProtocol::Next(net::Connection& connection, net::
   for (const auto& cancel : fire) cancel->Fire();  // outside the lock: callbacks may reply
   Flush(connection);
   if (failed) return Step::kMalformedAnswered;  // GOAWAY is on its way; Flush() closes after it
-  if (!have) return Step::kNeedMore;
+  if (!have) {
+    const bool more = !input.empty();
+    input_this_turn_ = 0;  // the next OnInput is a new turn
+    return more ? Step::kYield : Step::kNeedMore;
+  }
   const Step step = Dispatch(connection, read_at, head);
   if (step != Step::kCall) request_ = protocol::h2::GrpcRequest();  // answered: nothing to keep
   return step;
@@ -315,12 +321,13 @@ void GrpcServerProtocol::SendReply(net::Connection& connection, int64_t key,
                             call.stream->trailers);
     } else if (call.failed) {
       session_.Fail(stream_id, call.status, call.text);
-    } else if (session_.held_bytes() > 0 &&
-               session_.held_bytes() + reply.held_bytes() > max_held_bytes_) {
-      // The client's windows do not take the replies already held: refuse rather than hold more.
+    } else if (const size_t held = HeldWithConnectionLocked(connection);
+               held > 0 && held + reply.held_bytes() > max_held_bytes_) {
+      // The client's windows or its socket do not take the replies already held: refuse rather
+      // than hold more.
       session_.Fail(stream_id, GrpcStatus::kResourceExhausted,
-                    "replies waiting for the client's flow-control window reached the server's "
-                    "max_unwritten_bytes=" + std::to_string(max_held_bytes_));
+                    "replies waiting for the client's flow-control window or socket reached the "
+                    "server's max_unwritten_bytes=" + std::to_string(max_held_bytes_));
     } else {
       session_.Respond(stream_id, std::move(reply), call.compressed, call.metadata);
     }
@@ -371,9 +378,15 @@ void GrpcServerProtocol::OnServerStopping(net::Connection& connection) {
   Flush(connection);
 }
 
+size_t GrpcServerProtocol::HeldWithConnectionLocked(const net::Connection& connection) const {
+  return session_.held_bytes() + unsent_.held_bytes() + connection.unwritten_held_bytes();
+}
+
+void GrpcServerProtocol::OnOutputDrained(net::Connection& connection) { Flush(connection); }
+
 void GrpcServerProtocol::Flush(net::Connection& connection) {
   std::unique_lock lock(mutex_);
-  TakeOutputLocked();
+  TakeOutputLocked(connection);
   if (writing_) return;  // that thread writes these bytes too, in order
   writing_ = true;
   while (!unsent_.empty()) {
@@ -382,7 +395,7 @@ void GrpcServerProtocol::Flush(net::Connection& connection) {
     lock.unlock();
     connection.Write(std::move(out));  // may close the connection and reply on this thread
     lock.lock();
-    TakeOutputLocked();
+    TakeOutputLocked(connection);
   }
   writing_ = false;
   const bool close = session_.Finished();
@@ -393,11 +406,24 @@ void GrpcServerProtocol::Flush(net::Connection& connection) {
   if (issue) connection.CloseWhenFlushed();
 }
 
-void GrpcServerProtocol::TakeOutputLocked() {
-  session_.TakeOutput(&unsent_);
+void GrpcServerProtocol::TakeOutputLocked(net::Connection& connection) {
+  // Frames leave the session only while the connection has room for them: what the client's
+  // windows allow but its socket does not take waits in the session, counted there.
+  const size_t queued = unsent_.held_bytes() + connection.unwritten_held_bytes();
+  const bool output_waits =
+      queued >= max_held_bytes_ || session_.TakeOutput(&unsent_, max_held_bytes_ - queued);
+  if (output_waits) connection.NotifyWhenDrained();
+  // Replies held for the client's flow-control windows, none of whose bytes go out, close the
+  // connection after write_timeout_ms (as bytes the socket does not take do).
+  const uint64_t sent = session_.data_bytes_sent();
+  const bool progressed = sent != data_bytes_seen_;
+  data_bytes_seen_ = sent;
+  const bool stalled = session_.held_bytes() > 0 && !output_waits;
+  if (progressed || !stalled) connection.SetOutputStalled(false);
+  if (stalled) connection.SetOutputStalled(true);
   if (!has_stream_methods_) return;
   const std::vector<int32_t> drained = session_.TakeDrained();
-  if (writers_wait_for_connection_ && session_.held_bytes() < max_held_bytes_) {
+  if (writers_wait_for_connection_ && HeldWithConnectionLocked(connection) < max_held_bytes_) {
     writers_wait_for_connection_ = false;  // every writer may have waited for the connection
     for (auto& [key, call] : calls_) {
       if (call.stream) call.stream->changed.notify_all();
@@ -458,12 +484,16 @@ int GrpcServerProtocol::StreamRead(int64_t key, net::BufferChain* message, int* 
     if (it == calls_.end() || it->second.canceled || connection.closed()) return ECANCELED;
     bool compressed = false;
     switch (session_.PopMessage(static_cast<int32_t>(key), message, &compressed)) {
-      case protocol::h2::GrpcServerSession::StreamInput::kMessage:
+      case protocol::h2::GrpcServerSession::StreamInput::kMessage: {
         *compress_type = compressed ? waits->compress_type : 0;
+        std::vector<std::shared_ptr<CancelState>> fire;
+        MarkCanceled(&fire);  // a message decoded after this one may have broken the stream
         PublishLocked();
         lock.unlock();
+        for (const auto& cancel : fire) cancel->Fire();
         Flush(connection);  // a window that reopened
         return compressed && waits->compress_type == 0 ? EREQUEST : 0;
+      }
       case protocol::h2::GrpcServerSession::StreamInput::kEnd:
         return ENODATA;
       case protocol::h2::GrpcServerSession::StreamInput::kNone:
@@ -489,7 +519,7 @@ int GrpcServerProtocol::StreamWaitRoom(int64_t key, size_t max_stream_bytes, boo
     if (it == calls_.end() || it->second.canceled || connection.closed()) return ECANCELED;
     if (Clock::now() >= waits->deadline) return ECANCELED;
     const size_t held = session_.StreamHeldBytes(stream_id);
-    const bool connection_room = session_.held_bytes() < max_held_bytes_;
+    const bool connection_room = HeldWithConnectionLocked(connection) < max_held_bytes_;
     if ((held == 0 || held < max_stream_bytes) && connection_room) return 0;
     if (!flushed) {  // what is queued goes out (as the windows allow) before we wait for it
       flushed = true;
@@ -500,7 +530,10 @@ int GrpcServerProtocol::StreamWaitRoom(int64_t key, size_t max_stream_bytes, boo
     }
     if (!wait) return EAGAIN;
     if (Clock::now() >= until) return ETIMEDOUT;
-    writers_wait_for_connection_ = writers_wait_for_connection_ || !connection_room;
+    if (!connection_room) {
+      writers_wait_for_connection_ = true;
+      connection.NotifyWhenDrained();  // the socket's bytes count too: wake us as they go
+    }
     waits->changed.wait_until(lock, until);
   }
 }

@@ -64,6 +64,7 @@ class GrpcServerProtocol final : public ServerProtocol {
   void WatchCancel(int64_t key, const std::shared_ptr<CancelState>& state) override;
   void OnServerStopping(net::Connection& connection) override;
   void OnClosed() override;
+  void OnOutputDrained(net::Connection& connection) override;
 
   // Streaming calls (arenarpc/grpc_stream.h; server/grpc_server_stream.cc), by the call's key.
   using Clock = std::chrono::steady_clock;
@@ -77,7 +78,8 @@ class GrpcServerProtocol final : public ServerProtocol {
   int StreamRead(int64_t key, net::BufferChain* message, int* compress_type);
   // Waits (`wait`) until the stream may queue one more message: it holds less than
   // `max_stream_bytes` (or nothing) and the connection less than max_unwritten_bytes. 0; EAGAIN
-  // (not `wait`); ETIMEDOUT `until` passed; ECANCELED as above.
+  // (not `wait`); ETIMEDOUT `until` passed; ECANCELED as above. The connection's bytes are
+  // replies held for the client's windows plus bytes its socket has not taken.
   int StreamWaitRoom(int64_t key, size_t max_stream_bytes, bool wait, Clock::time_point until);
   // Queues one response message; the headers (with *metadata) go first, with the first one.
   int StreamSend(int64_t key, net::BufferChain&& message, bool compressed,
@@ -112,8 +114,12 @@ class GrpcServerProtocol final : public ServerProtocol {
   // once the session is done.
   void Flush(net::Connection& connection);
   void PublishLocked();  // mutex_ held: held_bytes_, in_request_
-  // mutex_ held: the session's output into unsent_; wakes the writers whose streams drained.
-  void TakeOutputLocked();
+  // mutex_ held: the session's output into unsent_ while the connection holds less than
+  // max_unwritten_bytes (else it asks to be told when it drained); wakes the writers whose
+  // streams drained; runs the flow-control stall clock (write_timeout_ms).
+  void TakeOutputLocked(net::Connection& connection);
+  // mutex_ held: replies held for the client's windows + output not yet written.
+  size_t HeldWithConnectionLocked(const net::Connection& connection) const;
   void WakeLocked(const std::vector<int32_t>& stream_ids);
   // The streaming method `path` names, if a GrpcStreamService serves it (any thread).
   bool IsStreamPath(std::string_view path) const;
@@ -125,6 +131,11 @@ class GrpcServerProtocol final : public ServerProtocol {
   bool writers_wait_for_connection_ = false;  // mutex_: a writer met max_unwritten_bytes
   bool flush_posted_ = false;                 // mutex_: a Flush() is posted to the connection
   static constexpr size_t kStreamFlushBytes = 32u << 10;
+  // Input handed to nghttp2 per turn of the connection's read loop (Next() yields past it), so
+  // one connection's frames do not keep the others waiting.
+  static constexpr size_t kInputPerTurn = 64u << 10;
+  size_t input_this_turn_ = 0;     // Next() only
+  uint64_t data_bytes_seen_ = 0;   // mutex_: session_.data_bytes_sent() at the last look
   std::string error_;  // Next() only
   // The request Next() decoded for admission, and its compress type (reading thread only).
   protocol::h2::GrpcRequest request_;

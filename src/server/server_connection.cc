@@ -126,6 +126,10 @@ net::Connection::InputResult ServerConnection::OnInput(
     CallHead head;
     const ServerProtocol::Step step = protocol_->Next(connection, input, read_at, &head);
     if (step == ServerProtocol::Step::kNeedMore) break;
+    if (step == ServerProtocol::Step::kYield) {
+      result.input_waits = true;
+      break;
+    }
     result.message_completed = true;
     if (step == ServerProtocol::Step::kMalformed ||
         step == ServerProtocol::Step::kMalformedAnswered) {
@@ -211,6 +215,10 @@ void ServerConnection::UpdateReadBlock(net::Connection& connection) {
   connection.SetDelegateBlocked(blocked);
 }
 
+void ServerConnection::OnOutputDrained(net::Connection& connection) {
+  if (entry_.load(std::memory_order_acquire) != nullptr) protocol_->OnOutputDrained(connection);
+}
+
 void ServerConnection::OnTlsHandshakeDone(net::Connection&) {
   state_->counters.tls_handshakes.fetch_add(1, std::memory_order_relaxed);
 }
@@ -245,7 +253,8 @@ void ServerConnection::OnClosed(net::Connection& connection) {
       state_->counters.connections_closed_write_timeout.fetch_add(1, std::memory_order_relaxed);
       state_->counters.timeout_log.Log(
           "closing connection from " + connection.remote_side() +
-          ": its replies found no room in the socket for write_timeout_ms=" +
+          ": its replies found no room in the socket (or, HTTP/2, in the client's flow-control "
+          "window) for write_timeout_ms=" +
           std::to_string(state_->config.options.write_timeout_ms));
       break;
     default:

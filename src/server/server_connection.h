@@ -38,6 +38,7 @@ class ServerConnection final : public net::Connection::Delegate {
                                        net::Connection::Clock::time_point read_at) override;
   void OnClosed(net::Connection& connection) override;
   void OnTlsHandshakeDone(net::Connection& connection) override;
+  void OnOutputDrained(net::Connection& connection) override;
 
   // "baidu_std", "http"; "unknown" until the first bytes are in. Any thread.
   std::string_view protocol_name() const noexcept;

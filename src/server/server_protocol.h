@@ -53,6 +53,9 @@ class ServerProtocol {
     kAnswered,           // a request was answered or rejected without admission
     kMalformed,          // bad input: count it and close the connection now (error() says why)
     kMalformedAnswered,  // bad input, answered: count it; the protocol closes after the answer
+    // The protocol decoded its share of the input for this turn and more waits in it: other
+    // connections go first, then Next() runs again on what is left (nothing new is read).
+    kYield,
   };
 
   virtual ~ServerProtocol() = default;
@@ -78,6 +81,8 @@ class ServerProtocol {
   // The protocol holds as many replies waiting for their turn as it may (HTTP's in-order replies):
   // decoding and reading pause until ServerConnection::OnRepliesDrained(). Any thread; lock-free.
   virtual bool Saturated() const noexcept { return false; }
+  // Unwritten output drained after the protocol asked (net::Connection::NotifyWhenDrained).
+  virtual void OnOutputDrained(net::Connection& /*connection*/) {}
   // Memory held by replies waiting for their turn (not yet handed to the connection); counts in
   // max_unwritten_bytes with the connection's own unsent bytes. Any thread; lock-free.
   virtual size_t HeldBytes() const noexcept { return 0; }

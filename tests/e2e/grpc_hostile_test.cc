@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
@@ -21,6 +22,7 @@
 #include "arenarpc/fiber.h"
 #include "arenarpc/grpc_stream.h"
 #include "grpc_stream_test.pb.h"
+#include "process_rss.h"
 #include "server_fixture.h"
 
 namespace arenarpc::e2e {
@@ -173,6 +175,10 @@ class H2Socket {
   bool closed() const { return closed_; }
   int stream_window_updates() const { return stream_window_updates_; }
   int frames_of(uint8_t type) const { return counts_.count(type) ? counts_.at(type) : 0; }
+  // The error code of the RST_STREAM the stream got, -1 none.
+  int64_t rst_code(uint32_t stream) const {
+    return rst_codes_.count(stream) ? rst_codes_.at(stream) : -1;
+  }
   // The response header fields of a stream (trailers included), in order.
   const std::vector<std::pair<std::string, std::string>>& fields(uint32_t stream) {
     return fields_[stream];
@@ -195,6 +201,10 @@ class H2Socket {
                               (uint32_t{b[7]} << 8) | b[8];
       ++counts_[type];
       if (type == kWindowUpdate && stream != 0) ++stream_window_updates_;
+      if (type == kRstStream && length == 4) {
+        rst_codes_[stream] = (uint32_t{b[9]} << 24) | (uint32_t{b[10]} << 16) |
+                             (uint32_t{b[11]} << 8) | b[12];
+      }
       if (type == kHeaders) Inflate(stream, b + 9, length, b[4]);
       buffer_.erase(0, 9 + length);
     }
@@ -232,6 +242,7 @@ class H2Socket {
   std::string buffer_;
   nghttp2_hd_inflater* inflater_ = nullptr;
   std::map<uint8_t, int> counts_;
+  std::map<uint32_t, uint32_t> rst_codes_;
   std::map<uint32_t, std::vector<std::pair<std::string, std::string>>> fields_;
 };
 
@@ -253,10 +264,50 @@ class GrpcHostileTest : public ServerTest {
     }
     ServerTest::TearDown();
   }
+  // The test service and `streams` (which must outlive the server: reset server_ first).
+  void StartWithStreams(GrpcStreamService& streams) {
+    options_.memory_mode = GetParam();
+    if (options_.num_threads == 0) options_.num_threads = 2;
+    service_ = std::make_unique<TestServiceImpl>();
+    server_ = std::make_unique<Server>();
+    ASSERT_EQ(0, server_->AddService(service_.get(), SERVER_DOESNT_OWN_SERVICE));
+    ASSERT_EQ(0, server_->AddService(&streams, SERVER_DOESNT_OWN_SERVICE));
+    ASSERT_EQ(0, server_->Start("127.0.0.1:0", options_)) << server_->last_error();
+    port_ = server_->listen_port();
+    good_ = StartGoodClient();
+  }
+  // Stops the good client (0 failures, some calls) and the server, before `streams` goes.
+  void StopWithStreams() {
+    good_->Stop();
+    EXPECT_EQ(0, good_->failures()) << good_->last_error();
+    EXPECT_GE(good_->calls(), 10);
+    good_.reset();
+    server_.reset();
+  }
+  bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
   ServerOptions options_;
   std::unique_ptr<GoodClient> good_;
 };
 INSTANTIATE_TEST_SUITE_P(Heap, GrpcHostileTest, ::testing::Values("heap"), ModeName);
+
+std::string WindowUpdate(uint32_t stream, uint32_t increment) {
+  return Frame(kWindowUpdate, 0, stream,
+               std::string{static_cast<char>(increment >> 24), static_cast<char>(increment >> 16),
+                           static_cast<char>(increment >> 8), static_cast<char>(increment)});
+}
+
+std::string Prefixed(const std::string& bytes) {
+  const auto n = static_cast<uint32_t>(bytes.size());
+  return std::string{0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                     static_cast<char>(n >> 8), static_cast<char>(n)} + bytes;
+}
 
 TEST_P(GrpcHostileTest, MalformedFramesCloseOnlyTheirConnectionAndAreCounted) {
   StartWithGoodClient();
@@ -294,8 +345,9 @@ TEST_P(GrpcHostileTest, PingAndSettingsFloodsAreBoundedByUnsentOutput) {
   }
 }
 
-// Thousands of references to a 4 KB dynamic-table entry: the header list is refused with
-// RESOURCE_EXHAUSTED past max_http_header_size without being kept, and the connection goes on.
+// Thousands of references to a 4 KB dynamic-table entry: past max_http_header_size the stream is
+// reset ENHANCE_YOUR_CALM (RESOURCE_EXHAUSTED to gRPC clients) at the field that passes it, the
+// rest of the block is skipped, and the connection goes on.
 TEST_P(GrpcHostileTest, HpackBombIsRefusedAndTheConnectionGoesOn) {
   options_.max_http_header_size = 16u << 10;
   StartWithGoodClient();
@@ -312,9 +364,10 @@ TEST_P(GrpcHostileTest, HpackBombIsRefusedAndTheConnectionGoesOn) {
            Frame(kData, kEndStream, 3, GrpcMessage(request));
   ASSERT_TRUE(client.Send(bytes));
   ASSERT_TRUE(client.ReadUntil([&] {
-    return !client.field(1, "grpc-status").empty() && !client.field(3, "grpc-status").empty();
+    return client.rst_code(1) >= 0 && !client.field(3, "grpc-status").empty();
   }));
-  EXPECT_EQ("8", client.field(1, "grpc-status"));  // RESOURCE_EXHAUSTED
+  EXPECT_EQ(NGHTTP2_ENHANCE_YOUR_CALM, client.rst_code(1));
+  EXPECT_TRUE(client.fields(1).empty());  // nothing of it was answered but the reset
   EXPECT_EQ("0", client.field(3, "grpc-status"));
   EXPECT_FALSE(client.closed());
 }
@@ -376,16 +429,8 @@ TEST_P(GrpcHostileTest, StreamingCallsNotReadHoldOneWindowEach) {
   ASSERT_EQ(0, streams.AddMethod("ClientStream", [](GrpcServerStream& stream) {
     while (!stream.controller().IsCanceled()) fiber::SleepFor(std::chrono::milliseconds(5));
   }));
-  options_.memory_mode = GetParam();
-  options_.num_threads = 2;
   options_.max_queued_request_bytes = 512u << 10;
-  service_ = std::make_unique<TestServiceImpl>();
-  server_ = std::make_unique<Server>();
-  ASSERT_EQ(0, server_->AddService(service_.get(), SERVER_DOESNT_OWN_SERVICE));
-  ASSERT_EQ(0, server_->AddService(&streams, SERVER_DOESNT_OWN_SERVICE));
-  ASSERT_EQ(0, server_->Start("127.0.0.1:0", options_)) << server_->last_error();
-  port_ = server_->listen_port();
-  good_ = StartGoodClient();
+  StartWithStreams(streams);
   {
     H2Socket client(port_);
     std::string bytes = std::string(kPreface) + Settings();
@@ -427,11 +472,237 @@ TEST_P(GrpcHostileTest, StreamingCallsNotReadHoldOneWindowEach) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(0, server_->GetMethodStats("arenarpc.e2e.StreamService.ClientStream").in_flight);
-  good_->Stop();
-  EXPECT_EQ(0, good_->failures()) << good_->last_error();
-  EXPECT_GE(good_->calls(), 10);
-  good_.reset();
-  server_.reset();  // before `streams`
+  StopWithStreams();
+}
+
+// The HPACK bomb on 200 streams: each header list is cut off at the field that passes the limit
+// and the rest of its block is skipped (not validated field by field), so every stream is reset
+// at once and the connection goes on.
+TEST_P(GrpcHostileTest, HpackBombOnManyStreamsIsCutOffAtTheLimit) {
+  options_.max_http_header_size = 16u << 10;
+  options_.max_queued_requests_per_connection = 256;
+  StartWithGoodClient();
+  H2Socket client(port_);
+  std::string bytes = std::string(kPreface) + Settings();
+  constexpr int kStreams = 200;
+  for (int i = 0; i < kStreams; ++i) {
+    std::string block = RequestBlock();
+    if (i == 0) block += Literal("user-agent", std::string(4000, 'a'), true);
+    block.append(12000, '\xbe');  // 48 MB of header fields per stream if decoded
+    bytes += Frame(kHeaders, kEndHeaders | kEndStream, static_cast<uint32_t>(2 * i + 1), block);
+  }
+  TestRequest request;
+  request.set_message("after the bombs");
+  const uint32_t last = 2 * kStreams + 1;
+  bytes += Frame(kHeaders, kEndHeaders, last, RequestBlock()) +
+           Frame(kData, kEndStream, last, GrpcMessage(request));
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(client.Send(bytes));
+  ASSERT_TRUE(client.ReadUntil([&] {
+    return !client.field(last, "grpc-status").empty() && client.rst_code(2 * kStreams - 1) >= 0;
+  }));
+  const auto took = std::chrono::steady_clock::now() - start;
+  for (int i = 0; i < kStreams; ++i) {
+    EXPECT_EQ(NGHTTP2_ENHANCE_YOUR_CALM, client.rst_code(2 * i + 1)) << i;
+  }
+  EXPECT_EQ("0", client.field(last, "grpc-status"));
+  EXPECT_FALSE(client.closed());
+  // 9.6 GB of fields: validating them all takes seconds; cut off, well under one
+  EXPECT_LT(took, std::chrono::seconds(2))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  std::printf("[ measured ] 200 bomb streams reset in %lld ms\n",
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+}
+
+// 256 streaming calls whose handlers never read, each sent one window (64 KiB) of empty
+// messages (13,107 each, 16.8 MB in all): each queued message is charged its overhead and only
+// one window's charge of them is decoded, so the server's memory stays near the bytes on the
+// wire (it held 427 MB when the queues counted payload only).
+TEST_P(GrpcHostileTest, EmptyMessagesNotReadAreChargedTheirOverhead) {
+  GrpcStreamService streams(StreamService::descriptor());
+  ASSERT_EQ(0, streams.AddMethod("ClientStream", [](GrpcServerStream& stream) {
+    while (!stream.controller().IsCanceled()) fiber::SleepFor(std::chrono::milliseconds(5));
+  }));
+  options_.max_queued_requests_per_connection = 256;
+  StartWithStreams(streams);
+  constexpr int kStreams = 256;
+  std::string data;
+  while (data.size() + 5 <= 65535) data += Prefixed("");
+  std::string bytes = std::string(kPreface) + Settings();
+  const std::string block = RequestBlock("/arenarpc.e2e.StreamService/ClientStream");
+  for (int i = 0; i < kStreams; ++i) {
+    const auto stream = static_cast<uint32_t>(2 * i + 1);
+    bytes += Frame(kHeaders, kEndHeaders, stream, block);
+    for (size_t at = 0; at < data.size(); at += 16384) {
+      bytes += Frame(kData, 0, stream, std::string_view(data).substr(at, 16384));
+    }
+  }
+  const uint64_t rss_before = RssBytes();
+  ResetPeakRss();
+  {
+    H2Socket client(port_);
+    ASSERT_TRUE(client.Send(bytes));
+    bytes.clear();
+    bytes.shrink_to_fit();
+    const std::string method = "arenarpc.e2e.StreamService.ClientStream";
+    EXPECT_TRUE(WaitFor([&] { return server_->GetMethodStats(method).in_flight == kStreams; },
+                        std::chrono::seconds(5)));
+    EXPECT_FALSE(client.ReadUntil([] { return false; }, std::chrono::milliseconds(300)));
+    EXPECT_EQ(0, client.frames_of(kRstStream));
+    EXPECT_FALSE(client.closed());
+    const uint64_t growth = PeakRssBytes() - std::min(rss_before, PeakRssBytes());
+    std::printf("[ measured ] peak RSS growth %llu MiB for 16.8 MB of empty messages\n",
+                static_cast<unsigned long long>(growth >> 20));
+    if (kMeasuresRss) {
+      // one window raw + one window of charge per stream: 256 x 128 KiB = 32 MiB, plus pages
+      EXPECT_LT(growth, uint64_t{96} << 20) << (growth >> 20) << " MiB";
+    }
+  }
+  EXPECT_TRUE(WaitFor([&] {
+    return server_->GetMethodStats("arenarpc.e2e.StreamService.ClientStream").in_flight == 0;
+  }, std::chrono::seconds(5)));
+  StopWithStreams();
+}
+
+// Server streaming to a client that grants a 2 GiB window and never reads: frames leave the
+// session only while the connection holds less than max_unwritten_bytes, the writer waits at
+// that bound, and write_timeout_ms closes the connection (it held 2.37 GB before).
+TEST_P(GrpcHostileTest, HugeWindowNeverReadIsBoundedByUnwrittenBytes) {
+  GrpcStreamService streams(StreamService::descriptor());
+  ASSERT_EQ(0, streams.AddMethod("ServerStream", [](GrpcServerStream& stream) {
+    GrpcStreamMessages messages;
+    if (!stream.Read(&messages)) return;
+    for (int i = 0; !stream.controller().IsCanceled(); ++i) {
+      GrpcStreamMessages reply = stream.NewMessages();
+      reply.response<StreamReply>().set_index(i);
+      reply.response<StreamReply>().set_payload(std::string(64u << 10, 'p'));
+      if (!stream.Write(std::move(reply))) return;
+    }
+  }));
+  options_.write_timeout_ms = 1000;
+  StartWithStreams(streams);
+  const uint64_t rss_before = RssBytes();
+  ResetPeakRss();
+  StreamRequest request;
+  request.set_text("go");
+  H2Socket client(port_);
+  ASSERT_TRUE(client.Send(std::string(kPreface) +
+                          Settings({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0x7fffffff}}) +
+                          WindowUpdate(0, 0x7fffffff - 65535) +
+                          Frame(kHeaders, kEndHeaders, 1,
+                                RequestBlock("/arenarpc.e2e.StreamService/ServerStream")) +
+                          Frame(kData, kEndStream, 1, Prefixed(request.SerializeAsString()))));
+  uint64_t max_held = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(800)) {
+    max_held = std::max(max_held, server_->GetServerStats().unwritten_held_bytes);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::printf("[ measured ] held at most %llu KiB (max_unwritten_bytes %zu KiB)\n",
+              static_cast<unsigned long long>(max_held >> 10), options_.max_unwritten_bytes >> 10);
+  EXPECT_GE(max_held, options_.max_unwritten_bytes / 2);  // it did press
+  // the bound, + the message that crossed it, + the last frames taken
+  EXPECT_LE(max_held, options_.max_unwritten_bytes + (256u << 10));
+  // The socket takes nothing more: write_timeout_ms closes the connection, the handler ends.
+  EXPECT_EQ(1u, StatSoon(&ServerStats::connections_closed_write_timeout, 1));
+  EXPECT_TRUE(WaitFor([&] {
+    return server_->GetMethodStats("arenarpc.e2e.StreamService.ServerStream").in_flight == 0;
+  }, std::chrono::seconds(5)));
+  const uint64_t growth = PeakRssBytes() - std::min(rss_before, PeakRssBytes());
+  std::printf("[ measured ] peak RSS growth %llu MiB\n",
+              static_cast<unsigned long long>(growth >> 20));
+  if (kMeasuresRss) {
+    EXPECT_LT(growth, uint64_t{64} << 20) << (growth >> 20) << " MiB";
+  }
+  StopWithStreams();
+}
+
+// Replies held behind windows that never open (8 connections, window 0, 4 MiB replies): the
+// flow-control stall runs the write_timeout_ms clock, and each connection is closed.
+TEST_P(GrpcHostileTest, RepliesHeldBehindAClosedWindowTimeOut) {
+  options_.write_timeout_ms = 500;
+  options_.max_unwritten_bytes = 16u << 20;
+  StartWithGoodClient();
+  constexpr int kConnections = 8;
+  std::vector<std::unique_ptr<H2Socket>> clients;
+  TestRequest request;
+  request.set_message("big");
+  request.set_response_bytes(4 << 20);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kConnections; ++i) {
+    clients.push_back(std::make_unique<H2Socket>(port_));
+    ASSERT_TRUE(clients.back()->Send(
+        std::string(kPreface) + Settings({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0}}) +
+        Frame(kHeaders, kEndHeaders, 1, RequestBlock()) +
+        Frame(kData, kEndStream, 1, GrpcMessage(request))));
+  }
+  EXPECT_TRUE(WaitFor([&] { return server_->GetServerStats().unwritten_held_bytes >= (4u << 20); },
+                      std::chrono::seconds(3)));  // replies are held indeed
+  for (auto& client : clients) EXPECT_TRUE(client->WaitClosed(std::chrono::seconds(5)));
+  const auto took = std::chrono::steady_clock::now() - start;
+  std::printf("[ measured ] %d stalled connections closed after %lld ms\n", kConnections,
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+  EXPECT_GE(took, std::chrono::milliseconds(options_.write_timeout_ms));
+  EXPECT_EQ(uint64_t{kConnections},
+            StatSoon(&ServerStats::connections_closed_write_timeout, kConnections));
+  EXPECT_TRUE(WaitFor([&] { return server_->GetServerStats().unwritten_held_bytes == 0; },
+                      std::chrono::seconds(3)));
+}
+
+// 200 requests of 15 KiB sent in one write: nghttp2 gets 64 KiB of a connection's input per turn
+// of the I/O loop, and the rest waits (unread) behind the other connections' work; every request
+// is still decoded and answered.
+TEST_P(GrpcHostileTest, InputLargerThanOneTurnIsDecodedOverSeveralTurns) {
+  options_.max_queued_requests_per_connection = 256;
+  StartWithGoodClient();
+  H2Socket client(port_);
+  std::string bytes = std::string(kPreface) + Settings();
+  constexpr int kCalls = 200;
+  TestRequest request;
+  request.set_message(std::string(15u << 10, 'm'));  // one DATA frame each (16 KiB at most)
+  request.set_response_bytes(1);  // the replies fit the client's 64 KiB connection window
+  for (int i = 0; i < kCalls; ++i) {
+    const auto stream = static_cast<uint32_t>(2 * i + 1);
+    bytes += Frame(kHeaders, kEndHeaders, stream, RequestBlock()) +
+             Frame(kData, kEndStream, stream, GrpcMessage(request));
+  }
+  ASSERT_GT(bytes.size(), 3000u << 10);  // about 47 turns' worth
+  ASSERT_TRUE(client.Send(bytes));
+  ASSERT_TRUE(client.ReadUntil([&] {
+    for (int i = 0; i < kCalls; ++i) {
+      if (client.field(2 * i + 1, "grpc-status").empty()) return false;
+    }
+    return true;
+  }));
+  for (int i = 0; i < kCalls; ++i) EXPECT_EQ("0", client.field(2 * i + 1, "grpc-status")) << i;
+  EXPECT_FALSE(client.closed());
+}
+
+// Frames that carry no work: WINDOW_UPDATE(+1) on the connection, and empty DATA on an open
+// stream. Past the stated limits the connection gets GOAWAY ENHANCE_YOUR_CALM and is closed,
+// counted as malformed; the good client on its own connection sees nothing.
+TEST_P(GrpcHostileTest, FloodsOfFramesWithoutWorkCloseTheConnection) {
+  StartWithGoodClient();
+  const std::vector<std::pair<const char*, std::string>> floods = {
+      {"WINDOW_UPDATE(+1)", WindowUpdate(0, 1)},
+      {"empty DATA", Frame(kData, 0, 1, "")},
+  };
+  for (const auto& [what, frame] : floods) {
+    H2Socket bad(port_);
+    ASSERT_TRUE(bad.Send(std::string(kPreface) + Settings() +
+                         Frame(kHeaders, kEndHeaders, 1, RequestBlock())));
+    const auto start = std::chrono::steady_clock::now();
+    const size_t sent = bad.Flood(frame, std::chrono::seconds(3));
+    EXPECT_TRUE(bad.WaitClosed(std::chrono::seconds(3))) << what;
+    const auto took = std::chrono::steady_clock::now() - start;
+    std::printf("[ measured ] %s flood closed after %zu bytes, %lld ms\n", what, sent,
+                static_cast<long long>(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+    EXPECT_LT(took, std::chrono::seconds(3)) << what;  // closed, not the flood's own end
+  }
+  EXPECT_EQ(floods.size(), StatSoon(&ServerStats::malformed_frames, floods.size()));
 }
 
 }  // namespace

@@ -11,29 +11,11 @@
 
 #include "http_client.h"
 #include "memory/message_memory_budget.h"
+#include "process_rss.h"
 #include "server_fixture.h"
 
 namespace arenarpc::e2e {
 namespace {
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(ARENARPC_SANITIZE_THREAD)
-constexpr bool kMeasuresRss = false;  // sanitizers' shadow memory and quarantine hold memory
-#else
-constexpr bool kMeasuresRss = true;
-#endif
-
-uint64_t StatusKiB(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::string prefix = std::string(field) + ":";
-  while (std::getline(in, line)) {
-    if (line.rfind(prefix, 0) == 0) return std::stoull(line.substr(prefix.size()));
-  }
-  return 0;
-}
-uint64_t RssBytes() { return StatusKiB("VmRSS") << 10; }
-uint64_t PeakRssBytes() { return StatusKiB("VmHWM") << 10; }
-void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 // Calls Echo on its own connection until stopped; counts failures.
 class GoodClient {

@@ -6,6 +6,8 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -120,6 +122,27 @@ class Exchange {
       }
       if (!moved) return;
     }
+  }
+
+  // Takes stream `id`'s messages until its input ends, pumping between rounds: `each` sees every
+  // message (and whether it was compressed), `after_pump` runs after each pump. Returns how many.
+  int TakeMessages(int32_t id, const std::function<void(const net::BufferChain&, bool)>& each,
+                   const std::function<void()>& after_pump = {}) {
+    int got = 0;
+    for (int round = 0; round < 100; ++round) {
+      net::BufferChain message;
+      bool compressed = true;
+      GrpcServerSession::StreamInput input;
+      while ((input = server_.PopMessage(id, &message, &compressed)) ==
+             GrpcServerSession::StreamInput::kMessage) {
+        each(message, compressed);
+        ++got;
+      }
+      if (input == GrpcServerSession::StreamInput::kEnd) break;
+      Pump();
+      if (after_pump) after_pump();
+    }
+    return got;
   }
 
   GrpcServerSession& server() { return server_; }
@@ -240,6 +263,98 @@ TEST(GrpcServerSessionTest, StreamWindowsReopenWithinTheBudgetAndNeverStall) {
   }
 }
 
+// Raw HTTP/2 for what an nghttp2 client will not send: frames and HPACK by hand.
+std::string RawFrame(uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload) {
+  const auto n = static_cast<uint32_t>(payload.size());
+  std::string frame = {static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                       static_cast<char>(n), static_cast<char>(type), static_cast<char>(flags),
+                       static_cast<char>((stream >> 24) & 0x7f), static_cast<char>(stream >> 16),
+                       static_cast<char>(stream >> 8), static_cast<char>(stream)};
+  return frame + std::string(payload);
+}
+// A literal field with a new name (both shorter than 127 bytes, or one 4000-byte value);
+// `indexed`: added to the dynamic table (index 62).
+std::string RawLiteral(std::string_view name, std::string_view value, bool indexed = false) {
+  std::string out(1, indexed ? '\x40' : '\x00');
+  out += static_cast<char>(name.size());
+  out += name;
+  if (value.size() < 127) {
+    out += static_cast<char>(value.size());
+  } else {  // 7-bit prefix integer: 127, then the rest in 7-bit groups
+    size_t rest = value.size() - 127;
+    out += '\x7f';
+    for (; rest >= 128; rest >>= 7) out += static_cast<char>(0x80 | (rest & 0x7f));
+    out += static_cast<char>(rest);
+  }
+  return out + std::string(value);
+}
+std::string RawRequestBlock() {
+  return RawLiteral(":method", "POST") + RawLiteral(":scheme", "http") +
+         RawLiteral(":path", "/a.B/C") + RawLiteral(":authority", "x") +
+         RawLiteral("content-type", "application/grpc");
+}
+// Frame types of the output, by stream; RST_STREAM as 0x300 + its error code.
+std::map<uint32_t, std::vector<uint32_t>> FramesByStream(const std::string& out) {
+  std::map<uint32_t, std::vector<uint32_t>> frames;
+  for (size_t at = 0; at + 9 <= out.size();) {
+    const auto* b = reinterpret_cast<const uint8_t*>(out.data() + at);
+    const size_t length = (size_t{b[0]} << 16) | (size_t{b[1]} << 8) | b[2];
+    const uint32_t stream =
+        ((uint32_t{b[5]} & 0x7f) << 24) | (uint32_t{b[6]} << 16) | (uint32_t{b[7]} << 8) | b[8];
+    uint32_t kind = b[3];
+    if (kind == 3 && length == 4) kind = 0x300 + b[12];
+    frames[stream].push_back(kind);
+    at += 9 + length;
+  }
+  return frames;
+}
+
+// HPACK bomb: a 4 KB field indexed once, referenced 12,000 times in every HEADERS frame. Past
+// max_header_list_bytes the stream is reset (ENHANCE_YOUR_CALM) and the rest of its block is skipped,
+// not validated field by field: a tenth of the time of a session that takes every field.
+TEST(GrpcServerSessionTest, HeaderListPastTheLimitIsCutOffWithoutDecodingTheRest) {
+  constexpr int kStreams = 10;
+  std::string bytes = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + RawFrame(4, 0, 0, "");
+  for (int i = 0; i < kStreams; ++i) {
+    // user-agent is not kept as metadata: the session that takes it all only validates it
+    std::string block = RawRequestBlock();
+    if (i == 0) block += RawLiteral("user-agent", std::string(4000, 'a'), /*indexed=*/true);
+    block.append(12000, '\xbe');
+    ASSERT_LE(block.size(), 16384u);
+    bytes += RawFrame(1, 0x4 | 0x1, static_cast<uint32_t>(2 * i + 1), block);
+  }
+  auto timed = [&](size_t limit, GrpcServerSession::Counters* counters, std::string* out) {
+    GrpcServerSession::Limits limits;
+    limits.max_header_list_bytes = limit;
+    GrpcServerSession session(limits);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(session.Receive(bytes)) << session.error();
+    const auto took = std::chrono::steady_clock::now() - start;
+    net::BufferChain output;
+    session.TakeOutput(&output);
+    *out = output.ToString();
+    *counters = session.counters();
+    return took;
+  };
+  GrpcServerSession::Counters cut{}, full{};
+  std::string cut_out, full_out;
+  const auto cut_time = timed(16u << 10, &cut, &cut_out);
+  const auto full_time = timed(size_t{64} << 20, &full, &full_out);
+  EXPECT_EQ(uint64_t{kStreams}, cut.header_lists_cut);
+  EXPECT_EQ(uint64_t{kStreams}, cut.refused_streams);
+  EXPECT_EQ(0u, cut.connection_errors);
+  EXPECT_EQ(0u, full.header_lists_cut);
+  const auto frames = FramesByStream(cut_out);
+  for (int i = 0; i < kStreams; ++i) {  // reset ENHANCE_YOUR_CALM (RESOURCE_EXHAUSTED)
+    const auto it = frames.find(static_cast<uint32_t>(2 * i + 1));
+    ASSERT_NE(frames.end(), it) << i;
+    EXPECT_EQ((std::vector<uint32_t>{0x300 + NGHTTP2_ENHANCE_YOUR_CALM}), it->second) << i;
+  }
+  EXPECT_LT(cut_time * 10, full_time)
+      << std::chrono::duration_cast<std::chrono::microseconds>(cut_time).count() << " us vs "
+      << std::chrono::duration_cast<std::chrono::microseconds>(full_time).count() << " us";
+}
+
 TEST(GrpcServerSessionTest, ResetStreamIsReportedCanceledAndItsReplyDropped) {
   Exchange exchange(GrpcServerSession::Limits{});
   const int32_t id = exchange.Call("x");
@@ -295,21 +410,17 @@ TEST(GrpcServerSessionTest, StreamingCallReadsMessagesWithinItsWindowAndWritesMe
   EXPECT_LE(exchange.sent(), limits.stream_window);  // nothing read yet: one window
   EXPECT_EQ(std::vector<int32_t>{id}, exchange.server().TakeReadable());
   int got = 0;
-  for (int round = 0; round < 100; ++round) {
-    net::BufferChain message;
-    bool compressed = true;
-    GrpcServerSession::StreamInput input;
-    while ((input = exchange.server().PopMessage(id, &message, &compressed)) ==
-           GrpcServerSession::StreamInput::kMessage) {
-      EXPECT_FALSE(compressed);
-      EXPECT_EQ(std::string(4000, 'a' + got % 26), message.ToString()) << got;
-      ++got;
-    }
-    if (input == GrpcServerSession::StreamInput::kEnd) break;
-    exchange.Pump();
-    // read + one window (+ the part of a message that had arrived when the window reopened)
-    EXPECT_LE(exchange.sent(), got * 4005u + limits.stream_window + 4005u);
-  }
+  exchange.TakeMessages(
+      id,
+      [&](const net::BufferChain& message, bool compressed) {
+        EXPECT_FALSE(compressed);
+        EXPECT_EQ(std::string(4000, 'a' + got % 26), message.ToString()) << got;
+        ++got;
+      },
+      [&] {
+        // read + one window (+ the part of a message that had arrived when the window reopened)
+        EXPECT_LE(exchange.sent(), got * 4005u + limits.stream_window + 4005u);
+      });
   EXPECT_EQ(kMessages, got);
   for (const char* reply : {"one", "two"}) {
     net::BufferChain message;
@@ -328,6 +439,39 @@ TEST(GrpcServerSessionTest, StreamingCallReadsMessagesWithinItsWindowAndWritesMe
   EXPECT_EQ(0u, exchange.server().open_streams());
   EXPECT_EQ(0u, exchange.server().held_bytes());
   EXPECT_TRUE(exchange.server().TakeCanceled().empty());
+}
+
+// Empty messages cost no payload but a queue entry each: the inbox charges each message its
+// payload plus a fixed overhead and decodes only one window's worth of charge; the others wait
+// as received (5 bytes each) until the call takes messages. Nothing is lost and the charge is
+// given back as they are taken.
+TEST(GrpcServerSessionTest, QueuedMessagesAreChargedTheirOverhead) {
+  GrpcServerSession::Limits limits;
+  limits.stream_window = 16384;
+  Exchange exchange(limits);
+  exchange.server().set_streaming_predicate([](std::string_view) { return true; });
+  exchange.Pump();
+  constexpr int kMessages = 5000;  // 25,000 bytes: more than one window
+  std::string body;
+  for (int i = 0; i < kMessages; ++i) body += Exchange::Prefixed("");
+  const int32_t id = exchange.CallWithBody(body);
+  exchange.Pump();
+  GrpcRequest request;
+  ASSERT_TRUE(exchange.server().PopRequest(&request));
+  EXPECT_LE(exchange.sent(), limits.stream_window);
+  const size_t arrived = exchange.sent() / 5;  // 3,276 messages
+  const size_t charged = exchange.server().queued_request_bytes();
+  // The decoded ones are charged > 100 bytes each (an uncharged inbox would hold 0 here) ...
+  EXPECT_GE(charged, limits.stream_window);
+  // ... and at most one window of them is decoded; the rest are their 5 raw bytes.
+  EXPECT_LE(charged, 2 * size_t{limits.stream_window} + 256);
+  EXPECT_LT(charged, arrived * 100);
+  const int got = exchange.TakeMessages(id, [&](const net::BufferChain& message, bool) {
+    EXPECT_TRUE(message.empty());
+    EXPECT_LE(exchange.server().queued_request_bytes(), 2 * size_t{limits.stream_window} + 256);
+  });
+  EXPECT_EQ(kMessages, got);
+  EXPECT_EQ(0u, exchange.server().queued_request_bytes());
 }
 
 TEST(GrpcServerSessionTest, StreamingCallMessageOverTheLimitEndsTheCall) {

@@ -64,7 +64,7 @@ struct GrpcClientSession::Callbacks {
                  "gRPC response header list larger than " +
                      std::to_string(self.limits_.max_header_list_bytes) + " bytes",
                  NGHTTP2_ENHANCE_YOUR_CALM);
-      return 0;
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // nghttp2 skips the rest of the block
     }
     const std::string_view name(reinterpret_cast<const char*>(name_bytes), name_size);
     const std::string_view value(reinterpret_cast<const char*>(value_bytes), value_size);

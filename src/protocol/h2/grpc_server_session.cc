@@ -44,9 +44,13 @@ struct GrpcServerSession::Stream {
   };
   bool streaming = false;
   bool finished = false;     // trailers submitted (or the stream was answered / reset)
-  bool input_ended = false;  // END_STREAM from the client, or its input broke
+  bool end_received = false;  // END_STREAM from the client (messages may still wait in body)
+  bool input_ended = false;  // every message before END_STREAM is in the inbox, or input broke
   std::deque<InMessage> inbox;  // complete messages the call did not take yet
-  size_t inbox_bytes = 0;
+  size_t inbox_bytes = 0;       // their payload + kQueuedMessageOverhead each
+  // What one queued message costs beyond its payload: its InMessage in the inbox's deque block
+  // plus the allocator's slack (an empty message held ~127 bytes when this was measured).
+  static constexpr size_t kQueuedMessageOverhead = sizeof(InMessage) + 16;
 };
 
 struct GrpcServerSession::Callbacks {
@@ -65,7 +69,8 @@ struct GrpcServerSession::Callbacks {
     return 0;
   }
 
-  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name_bytes,
+  static int OnHeader(nghttp2_session* session, const nghttp2_frame* frame,
+                      const uint8_t* name_bytes,
                       size_t name_size, const uint8_t* value_bytes, size_t value_size, uint8_t,
                       void* user_data) {
     GrpcServerSession& self = Self(user_data);
@@ -74,10 +79,21 @@ struct GrpcServerSession::Callbacks {
     if (stream == nullptr || stream->headers_too_large) return 0;
     stream->header_bytes += name_size + value_size + 32;
     if (stream->header_bytes > self.limits_.max_header_list_bytes) {
-      stream->headers_too_large = true;  // what was kept goes: the stream is refused
+      // The temporal failure makes nghttp2 skip the rest of the block (no more field
+      // validation: an HPACK bomb costs one field past the limit) and drop any answer but a
+      // reset; ENHANCE_YOUR_CALM is RESOURCE_EXHAUSTED to gRPC clients.
+      stream->headers_too_large = true;
       stream->request.metadata.clear();
       stream->request.metadata.shrink_to_fit();
-      return 0;
+      ++self.counters_.header_lists_cut;
+      ++self.counters_.refused_streams;
+      if (!stream->complete) {
+        stream->complete = true;
+        --self.incomplete_;
+      }
+      stream->responded = stream->finished = true;  // the reset is its answer
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_ENHANCE_YOUR_CALM);
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     const std::string_view name(reinterpret_cast<const char*>(name_bytes), name_size);
     const std::string_view value(reinterpret_cast<const char*>(value_bytes), value_size);
@@ -102,6 +118,11 @@ struct GrpcServerSession::Callbacks {
 
   static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
     GrpcServerSession& self = Self(user_data);
+    const size_t payload =
+        frame->hd.type == NGHTTP2_DATA ? frame->hd.length - frame->data.padlen : 0;
+    if (!self.CountFrame(frame->hd.type, frame->hd.flags, payload)) {
+      return NGHTTP2_ERR_CALLBACK_FAILURE;  // Receive() ends the session
+    }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     Stream* stream = self.Find(frame->hd.stream_id);
     if (stream == nullptr) return 0;
@@ -112,12 +133,6 @@ struct GrpcServerSession::Callbacks {
     }
     if (stream->complete) return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-      if (stream->headers_too_large) {
-        self.Refuse(*stream, GrpcStatus::kResourceExhausted,
-                    "header list larger than " +
-                        std::to_string(self.limits_.max_header_list_bytes) + " bytes");
-        return 0;
-      }
       if (stream->method != "POST" || !IsGrpcContentType(stream->content_type)) {
         self.Refuse(*stream, GrpcStatus::kUnimplemented,
                     "this port serves gRPC over HTTP/2: POST with content-type application/grpc");
@@ -196,6 +211,7 @@ struct GrpcServerSession::Callbacks {
   }
 
   static int OnFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type == NGHTTP2_DATA) ++Self(user_data).work_frames_;  // answers earn frames
     if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR) {
       GrpcServerSession& self = Self(user_data);
       ++self.counters_.connection_errors;
@@ -231,6 +247,7 @@ struct GrpcServerSession::Callbacks {
     const size_t n = stream->out.CopyTo(buf, length);
     stream->out.PopFront(n);
     self.held_bytes_ -= held_before - stream->out.held_bytes();
+    self.data_bytes_sent_ += n;
     if (stream->streaming && n > 0 && (self.drained_.empty() || self.drained_.back() != stream_id)) {
       self.drained_.push_back(stream_id);
     }
@@ -288,10 +305,74 @@ bool GrpcServerSession::Check(int rv, std::string_view what) {
 
 bool GrpcServerSession::Receive(std::string_view input) {
   if (failed_) return false;
+  now_ = std::chrono::steady_clock::now();
   const ssize_t rv = nghttp2_session_mem_recv(
       session_, reinterpret_cast<const uint8_t*>(input.data()), input.size());
+  if (rv < 0 && !flood_.empty()) {
+    failed_ = true;
+    ++counters_.floods;
+    error_ = flood_;
+    nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+    return false;
+  }
   if (!Check(static_cast<int>(std::min<ssize_t>(rv, 0)), "HTTP/2")) return false;
   return true;
+}
+
+bool GrpcServerSession::ReceiveSome(net::BufferChain& input, size_t max_bytes) {
+  size_t fed = 0;
+  bool ok = true;
+  for (size_t i = 0; ok && i < input.span_count() && fed < max_bytes; ++i) {
+    const std::span<const char> span = input.span(i);
+    const size_t n = std::min(span.size(), max_bytes - fed);
+    ok = Receive(std::string_view(span.data(), n));
+    fed += n;
+  }
+  input.PopFront(fed);
+  return ok;
+}
+
+bool GrpcServerSession::CountFrame(uint8_t type, uint8_t flags, size_t payload) {
+  switch (type) {
+    case NGHTTP2_DATA:
+      if (payload > 0) {
+        consecutive_empty_ = 0;
+        ++work_frames_;
+      } else if ((flags & NGHTTP2_FLAG_END_STREAM) == 0 &&
+                 ++consecutive_empty_ > limits_.max_consecutive_empty_frames) {
+        flood_ = "flood: " + std::to_string(consecutive_empty_) +
+                 " DATA frames in a row without payload or END_STREAM (the limit is " +
+                 std::to_string(limits_.max_consecutive_empty_frames) + ")";
+        return false;
+      }
+      return true;
+    case NGHTTP2_HEADERS:
+      consecutive_empty_ = 0;
+      ++work_frames_;
+      return true;
+    case NGHTTP2_WINDOW_UPDATE:
+    case NGHTTP2_PING:
+    case NGHTTP2_SETTINGS:
+    case NGHTTP2_RST_STREAM:
+    case NGHTTP2_PRIORITY:
+      break;
+    default:
+      return true;
+  }
+  if (now_ - window_start_ >= std::chrono::seconds(1)) {
+    window_start_ = now_;
+    control_frames_ = 0;
+    work_frames_ = 0;
+  }
+  const uint64_t allowed = limits_.max_control_frames_per_second +
+                           uint64_t{limits_.max_control_frames_per_work} * work_frames_;
+  if (++control_frames_ <= allowed) return true;
+  flood_ = "flood: " + std::to_string(control_frames_) +
+           " WINDOW_UPDATE/PING/SETTINGS/RST_STREAM/PRIORITY frames within a second for " +
+           std::to_string(work_frames_) + " frames of requests and responses (the limit is " +
+           std::to_string(limits_.max_control_frames_per_second) + " + " +
+           std::to_string(limits_.max_control_frames_per_work) + " per such frame)";
+  return false;
 }
 
 bool GrpcServerSession::Receive(const net::BufferChain& input) {
@@ -434,8 +515,12 @@ void GrpcServerSession::Shutdown() {
                         nullptr, 0);
 }
 
-void GrpcServerSession::TakeOutput(net::BufferChain* out) {
-  if (const int rv = DrainSession(session_, out); rv < 0) Check(rv, "HTTP/2 send");
+bool GrpcServerSession::TakeOutput(net::BufferChain* out, size_t max_bytes) {
+  bool more = false;
+  if (const int rv = DrainSession(session_, out, max_bytes, &more); rv < 0) {
+    Check(rv, "HTTP/2 send");
+  }
+  return more;
 }
 
 bool GrpcServerSession::Closing() const { return nghttp2_session_want_read(session_) == 0; }
@@ -458,7 +543,19 @@ void GrpcServerSession::ReceiveStreamData(Stream& stream, std::string_view data)
   stream.unreleased += data.size();
   request_bytes_ += data.size();
   stream.body.Append(data);
-  while (stream.body.size() >= kMessagePrefixSize) {
+  DecodeStreamMessages(stream);
+  GrantWindows();
+}
+
+void GrpcServerSession::DecodeStreamMessages(Stream& stream) {
+  bool readable = false;
+  // The inbox takes messages up to one window's worth of charge (at least one message); the
+  // rest wait in `body` as they arrived (5 bytes of prefix each, packed in pages), decoded as
+  // the call takes the ones before: tiny messages cannot multiply the window by their overhead.
+  auto inbox_full = [&] {
+    return !stream.inbox.empty() && stream.inbox_bytes >= limits_.stream_window;
+  };
+  while (stream.body.size() >= kMessagePrefixSize && !inbox_full()) {
     const uint32_t length = DecodeMessageLength(stream.body);
     if (length > limits_.max_message_bytes) {
       BreakStream(stream, GrpcStatus::kResourceExhausted,
@@ -474,23 +571,29 @@ void GrpcServerSession::ReceiveStreamData(Stream& stream, std::string_view data)
     message.compressed = flag != 0;
     stream.body.PopFront(kMessagePrefixSize);
     stream.body.CutFront(length, &message.bytes);
-    request_bytes_ -= kMessagePrefixSize;
-    stream.inbox_bytes += length;
+    request_bytes_ += Stream::kQueuedMessageOverhead - kMessagePrefixSize;
+    stream.inbox_bytes += length + Stream::kQueuedMessageOverhead;
     stream.inbox.push_back(std::move(message));
-    if (readable_.empty() || readable_.back() != stream.id) readable_.push_back(stream.id);
+    readable = true;
   }
-  GrantWindows();
+  if (stream.end_received && !stream.input_ended && !inbox_full()) {
+    if (!stream.body.empty()) {
+      BreakStream(stream, GrpcStatus::kInternal, "the request stream ended inside a message");
+      return;
+    }
+    stream.input_ended = true;
+    nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
+    stream.unreleased = 0;
+    readable = true;
+  }
+  if (readable && (readable_.empty() || readable_.back() != stream.id)) {
+    readable_.push_back(stream.id);
+  }
 }
 
 void GrpcServerSession::EndStreamInput(Stream& stream) {
-  if (!stream.body.empty()) {
-    BreakStream(stream, GrpcStatus::kInternal, "the request stream ended inside a message");
-    return;
-  }
-  stream.input_ended = true;
-  nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
-  stream.unreleased = 0;
-  if (readable_.empty() || readable_.back() != stream.id) readable_.push_back(stream.id);
+  stream.end_received = true;
+  DecodeStreamMessages(stream);
 }
 
 void GrpcServerSession::BreakStream(Stream& stream, GrpcStatus status, std::string text) {
@@ -522,11 +625,12 @@ GrpcServerSession::StreamInput GrpcServerSession::PopMessage(int32_t stream_id,
   if (stream->inbox.empty()) return stream->input_ended ? StreamInput::kEnd : StreamInput::kNone;
   Stream::InMessage& next = stream->inbox.front();
   *compressed = next.compressed;
-  const size_t size = next.bytes.size();
+  const size_t charge = next.bytes.size() + Stream::kQueuedMessageOverhead;
   *message = std::move(next.bytes);
   stream->inbox.pop_front();
-  stream->inbox_bytes -= size;
-  request_bytes_ -= size;
+  stream->inbox_bytes -= charge;
+  request_bytes_ -= charge;
+  DecodeStreamMessages(*stream);
   GrantWindows();
   return StreamInput::kMessage;
 }

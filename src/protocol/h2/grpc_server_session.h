@@ -9,14 +9,18 @@
 // the oldest unfinished stream's while no complete request waits to be popped, so that one
 // request always completes (no stall with every stream half-received). Streams are bounded by
 // max_concurrent_streams, header lists by max_header_list_bytes (larger ones are answered
-// RESOURCE_EXHAUSTED without being kept), a message by max_message_bytes. Responses wait in
+// RESOURCE_EXHAUSTED and the stream reset at the field that passes it; the rest of the block is
+// not decoded into fields), a message by max_message_bytes. Responses wait in
 // held_bytes() until the client's flow-control windows take them.
 //
 // Streaming calls (a path the streaming predicate names): the request is popped as soon as its
-// headers are complete; its messages are queued on the stream as they complete (PopMessage) and
-// its window reopens only while none waits there, within the same budget; responses are started,
+// headers are complete; its messages are queued on the stream as they complete (PopMessage), each
+// charged its payload plus a fixed overhead for its queue entry, up to one stream window of
+// charge (the rest wait as received, packed, and are decoded as the call takes messages); its
+// window reopens only while none waits there, within the same budget; responses are started,
 // sent message by message and finished (StartStream / SendMessage / FinishStream).
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -58,12 +62,22 @@ class GrpcServerSession {
     size_t max_message_bytes = 4u << 20;
     size_t request_bytes_budget = 4u << 20;
     uint32_t stream_window = 65535;  // SETTINGS_INITIAL_WINDOW_SIZE
+    // Floods of frames that carry no work end the connection (GOAWAY ENHANCE_YOUR_CALM), as
+    // Envoy does: DATA without payload nor END_STREAM, more than this many in a row ...
+    uint32_t max_consecutive_empty_frames = 1;
+    // ... and WINDOW_UPDATE, PING, SETTINGS, RST_STREAM, PRIORITY: more than this many in one
+    // second, plus max_control_frames_per_work for each request HEADERS and DATA frame with
+    // payload received and each DATA frame sent in that second.
+    uint32_t max_control_frames_per_second = 1000;
+    uint32_t max_control_frames_per_work = 10;
   };
   struct Counters {
     uint64_t refused_streams = 0;   // header list / message limits, bad requests
     uint64_t canceled_streams = 0;  // reset by the client before their response went out
     uint64_t invalid_frames = 0;    // frames nghttp2 rejected (stream or connection errors)
     uint64_t connection_errors = 0; // GOAWAY with an error code sent (the connection ends)
+    uint64_t header_lists_cut = 0;  // header lists cut off at max_header_list_bytes
+    uint64_t floods = 0;            // connections ended for frames that carry no work
   };
 
   explicit GrpcServerSession(const Limits& limits);
@@ -75,6 +89,8 @@ class GrpcServerSession {
   // GOAWAY (in TakeOutput) and accepts nothing more.
   bool Receive(const net::BufferChain& input);
   bool Receive(std::string_view input);
+  // Feeds at most `max_bytes` of `input` and removes them from it; as Receive() otherwise.
+  bool ReceiveSome(net::BufferChain& input, size_t max_bytes);
   const std::string& error() const noexcept { return error_; }
   // The next complete request, in the order they completed.
   bool PopRequest(GrpcRequest* request);
@@ -115,8 +131,11 @@ class GrpcServerSession {
   // streams already taken finish.
   void Shutdown();
 
-  // Appends every byte the session may send now to *out.
-  void TakeOutput(net::BufferChain* out);
+  // Appends the bytes the session may send now to *out, frame by frame until *out holds
+  // `max_bytes` or more. true: more waits (call again once they are written).
+  bool TakeOutput(net::BufferChain* out, size_t max_bytes = SIZE_MAX);
+  // DATA payload bytes handed to TakeOutput so far (monotonic): responses making progress.
+  uint64_t data_bytes_sent() const noexcept { return data_bytes_sent_; }
   // The session is done (GOAWAY exchanged or a connection error) and wrote its last bytes.
   bool Finished() const;
   // The session reads nothing more (a connection error, or GOAWAY and no stream left).
@@ -126,6 +145,9 @@ class GrpcServerSession {
   // A stream has a request that has not completed (headers or a message in progress).
   bool InRequest() const noexcept { return incomplete_ > 0; }
   size_t open_streams() const noexcept { return streams_.size(); }
+  // Request bytes held: DATA of unfinished requests, requests not popped, streaming calls'
+  // messages not taken (each charged its payload + a fixed overhead for its queue entry).
+  size_t queued_request_bytes() const noexcept { return request_bytes_; }
   const Counters& counters() const noexcept { return counters_; }
 
  private:
@@ -137,6 +159,9 @@ class GrpcServerSession {
   void Complete(Stream& stream);
   void Open(Stream& stream);  // a streaming call: its request goes out at once
   void ReceiveStreamData(Stream& stream, std::string_view data);
+  // Complete messages of a streaming call from its raw bytes into its inbox, as far as the
+  // inbox's bound allows; the end of its input once every message before END_STREAM is in.
+  void DecodeStreamMessages(Stream& stream);
   void EndStreamInput(Stream& stream);
   // A streaming call's input broke (a message over the limit): answered `status` if nothing was
   // sent yet, reset otherwise; the call sees a cancel.
@@ -146,6 +171,9 @@ class GrpcServerSession {
   // Reopens the stream windows the budget allows (see the top of this file).
   void GrantWindows();
   bool Check(int rv, std::string_view what);
+  // Counts a received frame (`payload`: DATA bytes without padding) against the flood limits
+  // (Limits); false: past them (flood_ says why).
+  bool CountFrame(uint8_t type, uint8_t flags, size_t payload);
 
   const Limits limits_;
   nghttp2_session* session_ = nullptr;
@@ -157,6 +185,12 @@ class GrpcServerSession {
   size_t held_bytes_ = 0;
   size_t incomplete_ = 0;
   size_t request_bytes_ = 0;  // DATA of unfinished streams and of requests not popped
+  uint64_t data_bytes_sent_ = 0;
+  // Flood accounting: the current one-second window (from the Receive() call's clock).
+  std::chrono::steady_clock::time_point now_{}, window_start_{};
+  uint64_t control_frames_ = 0, work_frames_ = 0;
+  uint32_t consecutive_empty_ = 0;
+  std::string flood_;  // why the flood limit ended the connection
   bool failed_ = false;
   std::string error_;
   std::string error_reason_;  // nghttp2's words for the last error it reported

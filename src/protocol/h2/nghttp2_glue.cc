@@ -49,8 +49,13 @@ std::string TerminateAfterError(nghttp2_session* session, int rv, std::string_vi
   return std::string(what) + ": " + nghttp2_strerror(rv);
 }
 
-int DrainSession(nghttp2_session* session, net::BufferChain* out) {
+int DrainSession(nghttp2_session* session, net::BufferChain* out, size_t max_bytes, bool* more) {
+  if (more != nullptr) *more = false;
   for (;;) {
+    if (out->size() >= max_bytes) {
+      if (more != nullptr) *more = nghttp2_session_want_write(session) != 0;
+      return 0;
+    }
     const uint8_t* data = nullptr;
     const ssize_t n = nghttp2_session_mem_send(session, &data);
     if (n <= 0) return static_cast<int>(n);

@@ -6,6 +6,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -36,7 +37,9 @@ int OpenConnectionWindow(nghttp2_session* session, size_t budget);
 // PROTOCOL_ERROR otherwise. Returns the error text, "what: nghttp2's reason".
 std::string TerminateAfterError(nghttp2_session* session, int rv, std::string_view what);
 
-// Appends everything `session` may send now to *out. Returns 0, or nghttp2's error.
-int DrainSession(nghttp2_session* session, net::BufferChain* out);
+// Appends what `session` may send now to *out, frame by frame until *out holds `max_bytes` or
+// more (*more = true: frames may wait). Returns 0, or nghttp2's error.
+int DrainSession(nghttp2_session* session, net::BufferChain* out, size_t max_bytes = SIZE_MAX,
+                 bool* more = nullptr);
 
 }  // namespace arenarpc::protocol::h2
