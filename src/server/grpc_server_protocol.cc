@@ -196,7 +196,9 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
   // ServerOptions::auth: the `authorization` metadata, per request (as HTTP's header).
   head->per_request_auth = true;
   for (const auto& [name, value] : request.metadata) {
-    if (name == protocol::h2::kAuthorizationMetadata) head->credential = value;
+    if (name != protocol::h2::kAuthorizationMetadata) continue;
+    if (head->credential.data() != nullptr) head->credential_repeated = true;
+    head->credential = value;
   }
   request_compress_type_ = request.compressed ? compress_type : 0;
   return Step::kCall;

@@ -233,7 +233,7 @@ ServerProtocol::Step HttpServerProtocol::ServeBuiltin(net::Connection& connectio
   if (options.auth != nullptr && request.path != "/health") {
     const std::string* authorization = request.Header("authorization");
     AuthContext ignored;
-    if (authorization == nullptr ||
+    if (authorization == nullptr || request.HeaderCount("authorization") > 1 ||
         options.auth->VerifyCredential(*authorization, connection.remote_side(), &ignored) != 0) {
       state_.counters.rejected_auth.fetch_add(1, std::memory_order_relaxed);
       protocol::HttpResponseHead head = Head(403);
@@ -288,6 +288,7 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
   head->per_request_auth = true;
   if (const std::string* authorization = request.Header("authorization")) {
     head->credential = *authorization;
+    head->credential_repeated = request.HeaderCount("authorization") > 1;
   }
   timeout_ms_ = -1;
   if (RequestCompressType(request) < 0) {

@@ -358,7 +358,8 @@ bool ServerConnection::Authenticate(net::Connection& connection, const CallHead&
     return true;
   }
   auto verified = std::make_unique<AuthContext>();
-  if (state_->config.options.auth->VerifyCredential(
+  if (head.credential_repeated ||
+      state_->config.options.auth->VerifyCredential(
           std::string(head.credential), connection.remote_side(), verified.get()) != 0) {
     Reject(connection, head.key, ERPCAUTH, protocol::kAuthFailedText,
            &state_->counters.rejected_auth, true);

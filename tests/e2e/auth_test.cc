@@ -139,6 +139,17 @@ TEST_P(AuthTest, HttpCredentialIsVerifiedPerRequestAndGuardsThePages) {
   EXPECT_EQ(0u, status(HttpClient::Request("GET", "/connections", "", "application/json",
                                            "Authorization: token-alice\r\n"))
                     .rfind("200", 0));
+  // Two Authorization headers are refused whichever comes first, a valid one included.
+  for (const char* headers : {"Authorization: token-bob\r\nAuthorization: token-mallory\r\n",
+                              "Authorization: token-mallory\r\nAuthorization: token-bob\r\n"}) {
+    EXPECT_EQ(0u, status(HttpClient::Request("POST", "/arenarpc.e2e.TestService/Echo",
+                                             R"({"message":"m"})", "application/json", headers))
+                      .rfind("403", 0))
+        << headers;
+    EXPECT_EQ(0u, status(HttpClient::Request("GET", "/connections", "", "application/json", headers))
+                      .rfind("403", 0))
+        << headers;
+  }
 }
 
 TEST_P(AuthTest, GrpcChannelSendsItsCredentialAsAuthorizationMetadataPerCall) {
@@ -367,7 +378,8 @@ TEST_P(InterceptorTest, GrpcMetadataAuthenticatesAndInterceptorsRefuse) {
       std::to_string(port_) + " " + gen);
   std::filesystem::remove_all(gen);
   EXPECT_EQ(0, run.exit_code) << run.out;
-  for (const char* name : {"authorized", "unauthenticated", "per_request", "interceptor_refuses"}) {
+  for (const char* name :
+       {"authorized", "unauthenticated", "per_request", "two_credentials", "interceptor_refuses"}) {
     EXPECT_NE(std::string::npos, run.out.find(std::string("OK ") + name + "\n"))
         << name << "\n" << run.out;
   }
@@ -375,7 +387,8 @@ TEST_P(InterceptorTest, GrpcMetadataAuthenticatesAndInterceptorsRefuse) {
   EXPECT_NE(std::string::npos, seen.find("A:Echo:alice:- B:Echo:alice:-")) << seen;
   EXPECT_NE(std::string::npos, seen.find("B:Echo:bob:-")) << seen;
   EXPECT_EQ(std::string::npos, seen.find(":-:-")) << seen;  // no unauthenticated call seen
-  EXPECT_EQ(3u, StatSoon(&ServerStats::rejected_auth, 3));  // none, mallory, none (per_request)
+  // none, mallory, none (per_request), two pairs of credentials
+  EXPECT_EQ(5u, StatSoon(&ServerStats::rejected_auth, 5));
 }
 
 TEST_P(InterceptorTest, InterceptorsSeeTheMtlsIdentity) {

@@ -46,6 +46,15 @@ def _():
     expect(call("3", "token-alice").auth_user == "alice", "then alice")
 
 
+@case("two_credentials")
+def _():
+    # Two authorization values are refused whichever comes first, a valid one included.
+    for tokens in (("token-alice", "token-mallory"), ("token-mallory", "token-alice")):
+        metadata = tuple(("authorization", t) for t in tokens)
+        expect_status(lambda: echo(pb.TestRequest(message="x"), metadata=metadata, timeout=10),
+                      grpc.StatusCode.UNAUTHENTICATED, f"tokens {tokens}")
+
+
 @case("interceptor_refuses")
 def _():
     e = expect_status(lambda: call("refuse-B", "token-alice"), grpc.StatusCode.PERMISSION_DENIED,

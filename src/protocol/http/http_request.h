@@ -18,6 +18,12 @@ struct HttpRequest {
   std::string body;                                          // de-chunked
   bool keep_alive = true;  // the connection stays open after the reply (HTTP/1.1 default)
 
+  // How many header fields have this (lower-case) name.
+  size_t HeaderCount(std::string_view lower_name) const {
+    size_t count = 0;
+    for (const auto& header : headers) count += header.first == lower_name ? 1 : 0;
+    return count;
+  }
   // The first header with this (lower-case) name, or nullptr.
   const std::string* Header(std::string_view lower_name) const {
     for (const auto& [name, value] : headers) {
