@@ -49,6 +49,15 @@ bool ServerConnection::Recognize(net::Connection& connection, const net::BufferC
                            "(its preface)")));
     return false;
   }
+  if (internal_port_ && wire != protocol::WireProtocol::kHttp) {
+    // The internal port serves the built-in pages, over HTTP only: no method is called there,
+    // whatever the protocol (its HTTP answers a method's path 404).
+    state_->counters.malformed_frames.fetch_add(1, std::memory_order_relaxed);
+    state_->counters.malformed_log.Log("closing connection from " + connection.remote_side() +
+                                       " to internal_port: it serves the built-in pages over "
+                                       "HTTP/1.1 only; methods are called on the main port");
+    return false;
+  }
   protocol_ = entry->create(*state_, *this, internal_port_);
   entry_.store(entry, std::memory_order_release);
   return true;

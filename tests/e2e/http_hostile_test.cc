@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "http_client.h"
+#include "raw_client.h"
 #include "server_fixture.h"
 
 namespace arenarpc::e2e {
@@ -172,9 +173,20 @@ TEST_P(HttpHostileTest, InternalPortServesBuiltinsAndTheMainPortMethods) {
   EXPECT_EQ(200, get(internal, HttpClient::Request("GET", "/version")));
   EXPECT_EQ(200, get(port_, echo));
   EXPECT_EQ(404, get(internal, echo));
-  // baidu_std stays on the main port too.
+  // baidu_std and gRPC stay on the main port too: the internal port closes their connections
+  // without calling the method.
   auto channel = MakeChannel();
   EXPECT_EQ("", CallEcho(channel.get(), "rpc"));
+  TestRequest request;
+  request.set_message("internal");
+  RawClient baidu_std(internal);
+  baidu_std.Send(RequestFor(&request));
+  EXPECT_TRUE(baidu_std.WaitForClose());
+  RawClient h2(internal);
+  h2.SendBytes("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+  EXPECT_TRUE(h2.WaitForClose());
+  // Two calls ran, both on the main port (HTTP and baidu_std).
+  EXPECT_EQ(2u, server_->GetMethodStats("arenarpc.e2e.TestService.Echo").calls);
 }
 
 // main_port_pages: kHealth keeps only /health on the main port, kNone no page; methods stay.
