@@ -5,6 +5,7 @@
 #include <google/protobuf/arena.h>
 #include <google/protobuf/message.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <memory>
@@ -88,12 +89,15 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       const std::optional<uint64_t> known = call->pair.held_bytes();
       const uint64_t held =
           known ? *known : request->SpaceUsedLong() + response->SpaceUsedLong();
+      // Serialized by now (a failed call's may be 0): no walk.
+      const auto response_bytes = static_cast<uint64_t>(std::max(0, response->GetCachedSize()));
       const uint64_t after_held = util::ThreadCpuTimer::Now();
       call->pair.Release();
       AutoChooser::Measurement m;
       m.cpu_ns = *before_held + (util::ThreadCpuTimer::Now() - after_held);
       m.held_bytes = held;
       m.request_bytes = call->request_bytes;
+      m.response_bytes = response_bytes;
       chooser_.Record(call->candidate, m, NowMs());
     }
 

@@ -102,7 +102,8 @@ struct ReuseSettings {
 // The "auto" strategy: per method, it runs trials on live calls (the candidates take turns in
 // blocks of trial_block calls), charges each call the thread CPU time from Acquire() to Release() (parse, handler,
 // serialize, release; a call is measured only if it ran on one thread without suspending), and
-// serves the method with the cheapest candidate (median CPU per call). It runs a new trial after
+// serves the method with the cheapest candidate (median CPU per call, each call scaled to the
+// trial's call size by a cost model fitted over it; docs/memory.md). It runs a new trial after
 // recheck_calls calls or recheck_interval_ms, and when the method's request size moves by
 // shape_change times. Every candidate is exact, so a switch never changes what goes on the wire.
 struct AutoSettings {
@@ -133,11 +134,24 @@ struct MemoryChoice {
   struct Candidate {
     std::string name;
     uint64_t samples = 0;       // calls counted in the last trial
-    uint64_t cpu_ns = 0;        // median thread CPU per call in the last trial
-    uint64_t held_bytes = 0;    // mean bytes the call's messages held at release (last trial)
+    // Median thread CPU per call in the last trial, each call scaled to reference_bytes by the
+    // trial's cost model, and a ~95 % interval of that median.
+    uint64_t cpu_ns = 0;
+    uint64_t cpu_ns_low = 0, cpu_ns_high = 0;
+    uint64_t raw_cpu_ns = 0;    // median thread CPU per call as measured
+    uint64_t wire_bytes = 0;    // mean request + response wire bytes of its counted calls
+    // Its calls' mean size was near enough reference_bytes to rank it (docs/memory.md).
+    bool comparable = false;
+    uint64_t held_bytes = 0;    // bytes the call's messages held at release, per reference call
   };
   std::string chosen;
   std::vector<Candidate> candidates;  // in AutoSettings::candidates order
+  // The last trial's scale: the median of its candidates' mean request + response wire bytes per
+  // call, and the cost model
+  // fitted over it (CPU per call = fixed_ns + ns_per_kib * KiB; ns_per_kib 0: cost did not
+  // follow size, calls are compared as measured).
+  uint64_t reference_bytes = 0;
+  double fixed_ns = 0, ns_per_kib = 0;
   uint64_t trials = 0;                // finished trials
   uint64_t switches = 0;              // trials that moved the method to another candidate
   bool in_trial = false;
