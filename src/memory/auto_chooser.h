@@ -55,6 +55,7 @@ class AutoChooser {
 
   MemoryChoice Report() const;
   uint32_t chosen() const noexcept { return chosen_.load(std::memory_order_relaxed); }
+  bool in_trial() const noexcept { return in_trial_.load(std::memory_order_relaxed); }
 
  private:
   struct Trial {

@@ -6,7 +6,9 @@
 #include <google/protobuf/message.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <memory>
 #include <stdexcept>
@@ -30,7 +32,7 @@ int64_t NowMs() noexcept {
 class AutoMemory final : public MessageMemory, public std::enable_shared_from_this<AutoMemory> {
  public:
   AutoMemory(std::vector<std::shared_ptr<MessageMemory>> candidates, const AutoSettings& settings)
-      : candidates_(std::move(candidates)), settings_(settings) {}
+      : candidates_(std::move(candidates)), settings_(settings), users_(candidates_.size()) {}
 
   class Method final : public MethodMemory {
    public:
@@ -41,6 +43,11 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       for (const auto& candidate : owner_->candidates_) {
         candidates_.push_back(candidate->Bind(req, resp));
       }
+      FollowChooser();  // in its first trial: every candidate
+    }
+    ~Method() override {
+      std::lock_guard lock(using_mu_);
+      owner_->Use(using_, 0);
     }
 
     MessagePair Acquire() override {
@@ -81,7 +88,7 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       const std::optional<uint64_t> before_held = call->timer.Elapsed();
       if (!before_held) {
         call->pair.Release();
-        chooser_.Unmeasured(NowMs());
+        if (chooser_.Unmeasured(NowMs()) != AutoChooser::Step::kNone) FollowChooser();
         return;
       }
       // What the call's messages hold: the strategy's own account (an arena's, reuse's estimates
@@ -98,7 +105,9 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       m.held_bytes = held;
       m.request_bytes = call->request_bytes;
       m.response_bytes = response_bytes;
-      chooser_.Record(call->candidate, m, NowMs());
+      if (chooser_.Record(call->candidate, m, NowMs()) != AutoChooser::Step::kNone) {
+        FollowChooser();
+      }
     }
 
    private:
@@ -109,6 +118,19 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       uint64_t request_bytes = 0;
     };
 
+    // The candidates this method may serve with: all during a trial, the chosen one between.
+    // Read from the chooser itself, so that transitions seen out of order settle right.
+    void FollowChooser() noexcept {
+      std::lock_guard lock(using_mu_);
+      const bool trial = chooser_.in_trial();
+      uint32_t now = 0;
+      for (size_t i = 0; i < candidates_.size(); ++i) {
+        if (trial || i == chooser_.chosen()) now |= 1u << i;
+      }
+      owner_->Use(using_, now);
+      using_ = now;
+    }
+
     static std::vector<std::string> Names(const AutoMemory& owner) {
       std::vector<std::string> names;
       for (const auto& candidate : owner.candidates_) names.emplace_back(candidate->name());
@@ -118,7 +140,21 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
     std::shared_ptr<AutoMemory> owner_;
     AutoChooser chooser_;
     std::vector<std::unique_ptr<MethodMemory>> candidates_;
+    std::mutex using_mu_;
+    uint32_t using_ = 0;  // bit i: counted among candidate i's users
   };
+
+  // A method's candidates went from `before` to `after`: a candidate that no method uses any
+  // more gives back what it keeps (its pools, its cached pages), so having tried it costs nothing.
+  void Use(uint32_t before, uint32_t after) noexcept {
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      const bool was = (before >> i & 1) != 0, is = (after >> i & 1) != 0;
+      if (is && !was) users_[i].fetch_add(1, std::memory_order_relaxed);
+      if (was && !is && users_[i].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        candidates_[i]->Trim();
+      }
+    }
+  }
 
   std::string_view name() const noexcept override { return "auto"; }
   std::unique_ptr<MethodMemory> Bind(const Message& req, const Message& resp) override {
@@ -148,10 +184,14 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
     }
     return total;
   }
+  void Trim() noexcept override {
+    for (const auto& candidate : candidates_) candidate->Trim();
+  }
 
  private:
   const std::vector<std::shared_ptr<MessageMemory>> candidates_;
   const AutoSettings settings_;
+  std::vector<std::atomic<uint32_t>> users_;  // methods that may serve with each candidate
 };
 
 }  // namespace

@@ -62,6 +62,7 @@ class PagedMemory final : public MessageMemory, public std::enable_shared_from_t
     FillPageStats(pages_->stats(), s);
     return s;
   }
+  void Trim() noexcept override { pages_->Trim(); }
 
   std::shared_ptr<CachedPageAllocator> pages_;
   PagedArenaFactory factory_;

@@ -291,6 +291,10 @@ class MessageMemory {
       const google::protobuf::Message& request_prototype,
       const google::protobuf::Message& response_prototype) = 0;
   virtual MemoryStats stats() const noexcept = 0;
+  // Gives back what the strategy keeps between calls (pooled objects, cached pages) and no call
+  // holds now; the next calls build it up again. The "auto" strategy calls it on a candidate no
+  // method uses any more. Thread-safe; the default does nothing (nothing kept).
+  virtual void Trim() noexcept {}
 };
 
 // Creates a strategy by name ("heap", "arena", "paged", "reuse", "auto"). Throws std::invalid_argument

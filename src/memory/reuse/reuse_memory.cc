@@ -250,6 +250,11 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     }
     return s;
   }
+  void Trim() noexcept override {
+    std::lock_guard lock(mu_);
+    for (const auto& [descriptor, pool] : pools_) pool->Trim();
+    if (arena_pages_) arena_pages_->Trim();
+  }
 
   // The strategy's paged arenas (responses reuse cannot keep, small calls), made when a method
   // first needs them (a factory takes one of PagedArenaFactory::kMaxFactories slots).
