@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "memory/auto_chooser.h"
+#include "memory/memory_stats_sum.h"
 #include "memory/strategies.h"
 #include "util/thread_cpu_timer.h"
 
@@ -64,6 +65,11 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
     }
 
     std::optional<MemoryChoice> Choice() const override { return chooser_.Report(); }
+    MemoryStats stats() const noexcept override {
+      MemoryStats total;
+      for (const auto& candidate : candidates_) AddStats(total, candidate->stats());
+      return total;
+    }
 
    protected:
     ParseResult ParseRequest(Message*, void* cookie, SerializedMessage& bytes) override {
@@ -161,27 +167,10 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
     return std::make_unique<Method>(shared_from_this(), req, resp);
   }
   // The candidates' counters added up (each strategy fills only its own fields, except the
-  // acquired/released totals).
+  // acquired/released totals). The same for a method, over its own bindings.
   MemoryStats stats() const noexcept override {
     MemoryStats total;
-    for (const auto& candidate : candidates_) {
-      const MemoryStats s = candidate->stats();
-      total.acquired += s.acquired;
-      total.released += s.released;
-      total.page_allocations += s.page_allocations;
-      total.page_cache_hits += s.page_cache_hits;
-      total.page_cache_misses += s.page_cache_misses;
-      total.pages_cached += s.pages_cached;
-      total.pages_outstanding += s.pages_outstanding;
-      total.reuses += s.reuses;
-      total.rebuilds += s.rebuilds;
-      total.trims += s.trims;
-      total.objects_pooled += s.objects_pooled;
-      total.retained_bytes_estimate += s.retained_bytes_estimate;
-      total.requests_shaped += s.requests_shaped;
-      total.responses_mirrored += s.responses_mirrored;
-      total.calls_on_arena += s.calls_on_arena;
-    }
+    for (const auto& candidate : candidates_) AddStats(total, candidate->stats());
     return total;
   }
   void Trim() noexcept override {

@@ -52,6 +52,7 @@ class SlowMemory final : public MessageMemory {
       }
       return inner_->Acquire();
     }
+    MemoryStats stats() const noexcept override { return inner_->stats(); }
 
    protected:
     void Release(google::protobuf::Message*, google::protobuf::Message*, google::protobuf::Arena*,

@@ -250,6 +250,11 @@ class MethodMemory {
   virtual MessagePair Acquire() = 0;
   // The "auto" strategy's current decision for this method; empty for the fixed strategies.
   virtual std::optional<MemoryChoice> Choice() const { return std::nullopt; }
+  // This method's own counters: its pairs acquired and released, and what it did with them
+  // (reuse: requests shaped, responses mirrored, calls on the arena, and the pools of its request
+  // and response types, which methods of the same types share). Counters of what the whole
+  // strategy shares (its page pool) are 0 here: see MessageMemory::stats(). The default: zeros.
+  virtual MemoryStats stats() const noexcept { return {}; }
   const google::protobuf::Message& request_prototype() const { return *request_prototype_; }
   const google::protobuf::Message& response_prototype() const { return *response_prototype_; }
 
