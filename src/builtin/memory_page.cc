@@ -1,6 +1,7 @@
 #include "builtin/memory_page.h"
 
 #include <chrono>
+#include <ctime>
 #include <utility>
 #include <vector>
 
@@ -49,7 +50,34 @@ void WriteChoiceJson(JsonWriter& json, const memory::MemoryChoice& c) {
         .Field("held_bytes_per_call", candidate.held_bytes)
         .EndObject();
   }
+  json.EndArray();
+  json.Key("history").BeginArray();
+  for (const auto& d : c.history) {
+    json.BeginObject()
+        .Field("unix_ms", d.unix_ms)
+        .Field("from", d.from)
+        .Field("to", d.to)
+        .Field("switched", d.from != d.to)
+        .Field("reason", d.reason)
+        .EndObject();
+  }
   json.EndArray().EndObject();
+}
+
+// "2026-11-28 22:51:01 UTC", or "-" before the first decision.
+std::string UtcTime(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  const std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return text;
+}
+
+std::string HistoryLine(const memory::MemoryChoice::Decision& d) {
+  return UtcTime(d.unix_ms) + " " + (d.from == d.to ? "kept " + d.to : d.from + " -> " + d.to) +
+         ": " + d.reason;
 }
 
 std::string ChoiceText(const memory::MemoryChoice& c) {
@@ -69,6 +97,8 @@ std::string ChoiceText(const memory::MemoryChoice& c) {
             std::to_string(candidate.held_bytes) + " bytes held/call (" +
             std::to_string(candidate.samples) + " calls)\n";
   }
+  text += "  auto: last " + std::to_string(c.history.size()) + " decisions, oldest first:\n";
+  for (const auto& d : c.history) text += "    " + HistoryLine(d) + "\n";
   return text;
 }
 
@@ -119,7 +149,9 @@ std::string MethodHtml(const stats::MethodView& view) {
               "</td><td>" + std::to_string(candidate.held_bytes) + "</td><td>" +
               std::to_string(candidate.samples) + "</td></tr>\n";
     }
-    html += "</table>\n";
+    html += "</table>\n<p>Last decisions, oldest first:</p>\n<ul>\n";
+    for (const auto& d : c->history) html += "<li>" + HtmlEscape(HistoryLine(d)) + "</li>\n";
+    html += "</ul>\n";
   }
   for (const auto& a : m.presence_advice) {
     html += "<p class=\"note\">advice: <code>" + HtmlEscape(a.field) + "</code> holds " +

@@ -249,6 +249,8 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
   confirm_ = trials_ == 0;
   ++trials_;
   reason_ = trial_reason_ + ": " + found;
+  if (history_.size() == MemoryChoice::kHistory) history_.pop_front();
+  history_.push_back({now_ms, names_[current], names_[next], reason_});
   decided_ms_ = now_ms;
   calls_since_ = 0;
   chosen_cpu_ns_ = static_cast<double>(figures_[next].raw_cpu_ns);
@@ -272,6 +274,7 @@ MemoryChoice AutoChooser::Report() const {
   choice.decided_unix_ms = decided_ms_;
   choice.chosen_cpu_ns = static_cast<uint64_t>(chosen_cpu_ns_);
   choice.reason = trials_ == 0 ? "first trial running" : reason_;
+  choice.history.assign(history_.begin(), history_.end());
   return choice;
 }
 

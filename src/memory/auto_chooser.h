@@ -15,6 +15,7 @@
 // Between trials Next() costs a thread-local random draw and two relaxed loads; everything else
 // (Record(), trials) takes a mutex, and runs only on measured calls.
 #include <atomic>
+#include <deque>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -93,6 +94,7 @@ class AutoChooser {
   double decided_request_bytes_ = 0;
   std::string reason_;
   std::string trial_reason_;
+  std::deque<MemoryChoice::Decision> history_;  // at most MemoryChoice::kHistory
 };
 
 }  // namespace arenarpc::memory

@@ -158,6 +158,14 @@ struct MemoryChoice {
   int64_t decided_unix_ms = 0;        // when the last trial ended (0: none yet)
   uint64_t chosen_cpu_ns = 0;         // the chosen candidate's CPU per call since (moving mean)
   std::string reason;                 // why the last trial started and what it found
+  // The last decisions (at most kHistory), oldest first: every trial's outcome, switch or not.
+  struct Decision {
+    int64_t unix_ms = 0;
+    std::string from, to;  // the candidate serving before and after (equal: kept)
+    std::string reason;    // as `reason` was then, with the trial's figures
+  };
+  static constexpr size_t kHistory = 16;
+  std::vector<Decision> history;
 };
 
 // A response field whose declaration keeps the exact reuse strategy from keeping its subtree
