@@ -19,13 +19,14 @@ double BytesPerCall(const MethodStats& m) {
 // (name, value) of one method's own memory, in the order both formats show them.
 std::vector<std::pair<const char*, uint64_t>> MemoryCounters(const MethodStats& m) {
   std::vector<std::pair<const char*, uint64_t>> counters = {{"arena_bytes", m.arena_bytes},
-                                                             {"arena_calls", m.arena_calls}};
+                                                            {"arena_calls", m.arena_calls}};
   for (const auto& field : StatsFields(m.method_memory)) counters.push_back(field);
   return counters;
 }
 
 void WriteChoiceJson(JsonWriter& json, const memory::MemoryChoice& c) {
-  json.Key("auto").BeginObject()
+  json.Key("auto")
+      .BeginObject()
       .Field("chosen", c.chosen)
       .Field("in_trial", c.in_trial)
       .Field("trials", c.trials)
@@ -190,11 +191,12 @@ void ServeMemory(const stats::ServerView& view, const BuiltinRequest& request,
     std::string html = HtmlHead("arenarpc memory") + "<h1>arenarpc message memory</h1>\n";
     for (const stats::MethodView& m : methods) html += MethodHtml(m);
     html += StrategiesHtml(GroupByStrategy(methods));
-    html += "<p class=\"note\">Charts: sampled calls (held bytes: every arena call and one in 32 "
-            "others; CPU: one call in 16 timed whole on its thread). Each method's counters are "
-            "its own (reuse: the pools of its message types); the strategies' totals, shared by "
-            "the methods they serve, are listed once. JSON: <code>/memory?format=json"
-            "</code></p>\n</body></html>\n";
+    html +=
+        "<p class=\"note\">Charts: sampled calls (held bytes: every arena call and one in 32 "
+        "others; CPU: one call in 16 timed whole on its thread). Each method's counters are "
+        "its own (reuse: the pools of its message types); the strategies' totals, shared by "
+        "the methods they serve, are listed once. JSON: <code>/memory?format=json"
+        "</code></p>\n</body></html>\n";
     reply->content_type = "text/html; charset=utf-8";
     reply->body = std::move(html);
     return;
@@ -212,8 +214,9 @@ void ServeMemory(const stats::ServerView& view, const BuiltinRequest& request,
     }
   }
   text += StrategiesText(GroupByStrategy(methods));
-  text += "(each method's counters are its own, reuse's pools those of its message types; the "
-          "strategies' totals above; charts: /memory?format=html)\n";
+  text +=
+      "(each method's counters are its own, reuse's pools those of its message types; the "
+      "strategies' totals above; charts: /memory?format=html)\n";
   reply->body = std::move(text);
 }
 

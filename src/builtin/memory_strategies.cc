@@ -77,11 +77,11 @@ std::string StrategiesText(const std::vector<StrategyTotals>& strategies) {
 std::string StrategiesHtml(const std::vector<StrategyTotals>& strategies) {
   std::string html;
   for (const StrategyTotals& s : strategies) {
-    html += "<h2>strategy " + HtmlEscape(s.mode) + " &mdash; totals of its methods: " +
-            HtmlEscape(MethodList(s)) + "</h2>\n<table class=\"counters\">\n";
+    html += "<h2>strategy " + HtmlEscape(s.mode) +
+            " &mdash; totals of its methods: " + HtmlEscape(MethodList(s)) +
+            "</h2>\n<table class=\"counters\">\n";
     for (const auto& [name, value] : StatsFields(s.totals)) {
-      html += std::string("<tr><th>") + name + "</th><td>" + std::to_string(value) +
-              "</td></tr>\n";
+      html += std::string("<tr><th>") + name + "</th><td>" + std::to_string(value) + "</td></tr>\n";
     }
     html += "</table>\n";
   }

@@ -164,11 +164,14 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
     f.comparable = c.comparable;
     // Held bytes follow size too: per byte of its calls, at the reference size.
     const double wire_sum = c.mean_bytes * static_cast<double>(c.samples);
-    f.held_bytes = t.calls.empty() ? 0
-                   : wire_sum > 0
-                       ? static_cast<uint64_t>(static_cast<double>(t.held_sum) *
-                                               comparison.reference_bytes / wire_sum)
-                       : t.held_sum / t.calls.size();
+    if (t.calls.empty()) {
+      f.held_bytes = 0;
+    } else if (wire_sum > 0) {
+      f.held_bytes = static_cast<uint64_t>(static_cast<double>(t.held_sum) *
+                                           comparison.reference_bytes / wire_sum);
+    } else {
+      f.held_bytes = t.held_sum / t.calls.size();
+    }
     if (f.samples >= enough && f.comparable) leanest = std::min(leanest, f.held_bytes);
   }
   reference_bytes_ = comparison.reference_bytes;
@@ -202,7 +205,8 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
     for (size_t i = 0; i < names_.size(); ++i) {
       if (measured(i) && !figures_[i].comparable) again |= 1u << i;
     }
-    const double bar = (1 - settings_.switch_margin) * static_cast<double>(figures_[current].cpu_ns);
+    const double bar =
+        (1 - settings_.switch_margin) * static_cast<double>(figures_[current].cpu_ns);
     if (static_cast<uint32_t>(best) != current && incumbent_ok &&
         static_cast<double>(figures_[best].cpu_ns_low) < bar && !apart(best, current)) {
       for (size_t i = 0; i < names_.size(); ++i) {
@@ -218,9 +222,10 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
   std::string found;
   uint32_t next = current;
   if (best < 0) {
-    found = "too few calls could be measured at a comparable size (handlers that suspend or "
-            "finish on another thread, or calls of very different sizes): kept " +
-            names_[current];
+    found =
+        "too few calls could be measured at a comparable size (handlers that suspend or "
+        "finish on another thread, or calls of very different sizes): kept " +
+        names_[current];
   } else {
     const MemoryChoice::Candidate& incumbent = figures_[current];
     const double bar = (1 - settings_.switch_margin) * static_cast<double>(incumbent.cpu_ns);
@@ -235,8 +240,8 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
              " wire bytes: ";
     for (size_t i = 0; i < names_.size(); ++i) {
       if (i != 0) found += ", ";
-      found += names_[i] + " " +
-               (measured(i) ? Micros(figures_[i].cpu_ns) + " us" : std::string("-"));
+      found +=
+          names_[i] + " " + (measured(i) ? Micros(figures_[i].cpu_ns) + " us" : std::string("-"));
       if (measured(i) && !figures_[i].comparable) {
         found += " [measured on calls of " + std::to_string(figures_[i].wire_bytes) + " bytes]";
       } else if (measured(i) && !eligible(i)) {

@@ -15,8 +15,8 @@
 // Between trials Next() costs a thread-local random draw and two relaxed loads; everything else
 // (Record(), trials) takes a mutex, and runs only on measured calls.
 #include <atomic>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -60,7 +60,7 @@ class AutoChooser {
 
  private:
   struct Trial {
-    uint32_t warm = 0;  // calls seen and discarded since the candidate's turn began
+    uint32_t warm = 0;    // calls seen and discarded since the candidate's turn began
     uint64_t target = 0;  // counted calls wanted
     std::vector<TrialSample> calls;
     uint64_t held_sum = 0;
@@ -84,7 +84,7 @@ class AutoChooser {
   uint64_t trial_attempts_ = 0;
   uint32_t retries_ = 0;
   double reference_bytes_ = 0, fixed_ns_ = 0, per_byte_ns_ = 0;  // of the last finished trial
-  std::vector<MemoryChoice::Candidate> figures_;  // of the last finished trial
+  std::vector<MemoryChoice::Candidate> figures_;                 // of the last finished trial
   uint64_t trials_ = 0, switches_ = 0;
   int64_t decided_ms_ = 0;
   uint64_t calls_since_ = 0;  // estimated calls of the method since the last trial ended

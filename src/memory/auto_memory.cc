@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <memory>
 #include <stdexcept>
 
 #include "memory/auto_chooser.h"

@@ -10,9 +10,9 @@
 // between candidates do not pass for a size effect), fixed from the candidates' mean cost at their
 // mean size. A candidate's figure is then the median of its scaled calls, each weighted by its
 // expected cost (a tiny call tells little about the cost per byte), with a distribution-free
-// ~95 % interval of that median (quantiles 1/2 -+ 0.98/sqrt(n), n the effective number of calls). A candidate whose calls' mean size is more
-// than kComparableRatio away from the reference is marked not comparable: the model would be
-// extrapolated too far to rank it.
+// ~95 % interval of that median (quantiles 1/2 -+ 0.98/sqrt(n), n the effective number of calls). A
+// candidate whose calls' mean size is more than kComparableRatio away from the reference is marked
+// not comparable: the model would be extrapolated too far to rank it.
 #include <cstdint>
 #include <vector>
 
@@ -25,12 +25,12 @@ struct TrialSample {
 
 struct CandidateCost {
   uint64_t samples = 0;
-  double cpu_ns = 0;   // median CPU per call, scaled to the reference size
-  double low_ns = 0;   // ~95 % interval of that median
+  double cpu_ns = 0;  // median CPU per call, scaled to the reference size
+  double low_ns = 0;  // ~95 % interval of that median
   double high_ns = 0;
-  double raw_cpu_ns = 0;     // median CPU per call as measured
-  double mean_bytes = 0;     // mean wire bytes of its calls
-  bool comparable = false;   // has samples, at a size near the reference
+  double raw_cpu_ns = 0;    // median CPU per call as measured
+  double mean_bytes = 0;    // mean wire bytes of its calls
+  bool comparable = false;  // has samples, at a size near the reference
 };
 
 struct TrialComparison {

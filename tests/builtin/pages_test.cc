@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -271,8 +271,11 @@ TEST_P(PagesTest, MemoryShowsTheStrategyAndArenaBytesPerCall) {
   const auto& totals = strategies.values(0).struct_value().fields();
   EXPECT_EQ(mode, totals.at("strategy").string_value());
   if (mode == "paged") {
-    EXPECT_EQ(0, echo.at("page_cache_hits").number_value() + echo.at("page_cache_misses").number_value());
-    EXPECT_GT(totals.at("page_cache_hits").number_value() + totals.at("page_cache_misses").number_value(), 0);
+    EXPECT_EQ(
+        0, echo.at("page_cache_hits").number_value() + echo.at("page_cache_misses").number_value());
+    EXPECT_GT(
+        totals.at("page_cache_hits").number_value() + totals.at("page_cache_misses").number_value(),
+        0);
   }
   const std::string text = Get("/memory").body;
   EXPECT_NE(std::string::npos, text.find("  strategy = " + mode + "\n"));

@@ -118,7 +118,8 @@ TEST_F(AutoServerTest, PagesShowTheChoiceAndThePresenceAdvice) {
       << text;
   // Each decision so far, the last one leading to the candidate serving now.
   const auto& history = stats.memory_choice->history;
-  ASSERT_EQ(history.size(), std::min<uint64_t>(stats.memory_choice->trials, MemoryChoice::kHistory));
+  ASSERT_EQ(history.size(),
+            std::min<uint64_t>(stats.memory_choice->trials, MemoryChoice::kHistory));
   EXPECT_EQ(history.back().to, stats.memory_choice->chosen);
   EXPECT_NE(text.find("decisions, oldest first:\n"), std::string::npos) << text;
   EXPECT_NE(text.find(history.back().reason), std::string::npos) << text;

@@ -42,10 +42,11 @@ class AutoTrimTest : public ::testing::Test {
     paged_ = MakeMessageMemory("paged", options);
     reuse_ = MakeMessageMemory("reuse", options);
     // heap is the cheapest by far: the trials must settle on it.
-    automatic_ = MakeAutoMemory({std::make_shared<SlowMemory>("paged", paged_, 300'000),
-                                 std::make_shared<SlowMemory>("reuse", reuse_, 300'000),
-                                 std::make_shared<SlowMemory>("heap", MakeMessageMemory("heap"), 0)},
-                                QuickAutoSettings());
+    automatic_ =
+        MakeAutoMemory({std::make_shared<SlowMemory>("paged", paged_, 300'000),
+                        std::make_shared<SlowMemory>("reuse", reuse_, 300'000),
+                        std::make_shared<SlowMemory>("heap", MakeMessageMemory("heap"), 0)},
+                       QuickAutoSettings());
   }
 
   std::unique_ptr<MethodMemory> Bind() {

@@ -1,6 +1,8 @@
 // Trials that compare like with like: CompareTrial's cost model, and AutoChooser ranking
 // candidates fed calls of different sizes by cost per unit of work, re-trying what it cannot
 // rank. Synthetic samples: each candidate's cost is a known function of the call's wire bytes.
+#include "memory/trial_comparison.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,7 +13,6 @@
 
 #include "auto_test_support.h"
 #include "memory/auto_chooser.h"
-#include "memory/trial_comparison.h"
 
 namespace arenarpc::memory {
 namespace {
@@ -28,8 +29,8 @@ uint64_t RunTrial(AutoChooser& chooser, const CostOf& cost, const SizeOf& size,
     const AutoChooser::Pick pick = chooser.Next();
     const uint64_t bytes = size(pick.candidate, call++);
     if (!pick.measure) continue;
-    chooser.Record(pick.candidate, {cost(pick.candidate, bytes), bytes, bytes / 2, bytes - bytes / 2},
-                   1000);
+    chooser.Record(pick.candidate,
+                   {cost(pick.candidate, bytes), bytes, bytes / 2, bytes - bytes / 2}, 1000);
   }
   return call;
 }
@@ -75,9 +76,7 @@ TEST(AutoChooser, RanksByCostPerUnitOfWorkNotPerCall) {
   // "small" costs 10 us + 10 ns/byte and happens to serve calls of 20-40 KB; "big" costs
   // 10 us + 6 ns/byte and serves calls of 40-80 KB. Per call, small looks cheaper (~310 us
   // against ~370); per unit of work big is cheaper at every size.
-  const CostOf cost = [](uint32_t c, uint64_t bytes) {
-    return 10'000 + (c == 0 ? 10 : 6) * bytes;
-  };
+  const CostOf cost = [](uint32_t c, uint64_t bytes) { return 10'000 + (c == 0 ? 10 : 6) * bytes; };
   const SizeOf size = [](uint32_t c, uint64_t call) {
     const uint64_t spread = call * 7919 % 1000;  // deterministic, spread over the range
     return c == 0 ? 20'000 + spread * 20 : 40'000 + spread * 40;
@@ -151,8 +150,7 @@ TEST(AutoChooser, OverlappingIntervalsKeepTheIncumbent) {
   };
   const auto [noisy, noisy_calls] = run(0.3);
   EXPECT_EQ(noisy.chosen, "a") << noisy.reason;
-  EXPECT_NE(noisy.reason.find("a kept (b not clearly cheaper)"), std::string::npos)
-      << noisy.reason;
+  EXPECT_NE(noisy.reason.find("a kept (b not clearly cheaper)"), std::string::npos) << noisy.reason;
   EXPECT_LT(noisy.candidates[1].cpu_ns, noisy.candidates[0].cpu_ns);  // b leads, within noise
   EXPECT_GE(noisy.candidates[1].cpu_ns_high, noisy.candidates[0].cpu_ns_low);
   // Re-tried before keeping a: each candidate counted 3 rounds of 16 calls.
@@ -180,8 +178,7 @@ TEST(AutoChooser, TenPercentTinyCallsDoNotChangeTheChoice) {
     RunTrial(
         chooser,
         [&](uint32_t c, uint64_t bytes) {
-          const double base =
-              14'000 + (at_136k[c] - 14'000) * static_cast<double>(bytes) / 136'000;
+          const double base = 14'000 + (at_136k[c] - 14'000) * static_cast<double>(bytes) / 136'000;
           return static_cast<uint64_t>(base * (0.9 + 0.2 * unit(random)));
         },
         [&](uint32_t, uint64_t) -> uint64_t {

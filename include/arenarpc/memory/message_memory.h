@@ -100,12 +100,12 @@ struct ReuseSettings {
 };
 
 // The "auto" strategy: per method, it runs trials on live calls (the candidates take turns in
-// blocks of trial_block calls), charges each call the thread CPU time from Acquire() to Release() (parse, handler,
-// serialize, release; a call is measured only if it ran on one thread without suspending), and
-// serves the method with the cheapest candidate (median CPU per call, each call scaled to the
-// trial's call size by a cost model fitted over it; docs/memory.md). It runs a new trial after
-// recheck_calls calls or recheck_interval_ms, and when the method's request size moves by
-// shape_change times. Every candidate is exact, so a switch never changes what goes on the wire.
+// blocks of trial_block calls), charges each call the thread CPU time from Acquire() to Release()
+// (parse, handler, serialize, release; a call is measured only if it ran on one thread without
+// suspending), and serves the method with the cheapest candidate (median CPU per call, each call
+// scaled to the trial's call size by a cost model fitted over it; docs/memory.md). It runs a new
+// trial after recheck_calls calls or recheck_interval_ms, and when the method's request size moves
+// by shape_change times. Every candidate is exact, so a switch never changes what goes on the wire.
 struct AutoSettings {
   // The first one serves a method until its first trial ends, and whenever no call can be
   // measured (handlers that finish their calls on another thread).
@@ -138,11 +138,11 @@ struct MemoryChoice {
     // trial's cost model, and a ~95 % interval of that median.
     uint64_t cpu_ns = 0;
     uint64_t cpu_ns_low = 0, cpu_ns_high = 0;
-    uint64_t raw_cpu_ns = 0;    // median thread CPU per call as measured
-    uint64_t wire_bytes = 0;    // mean request + response wire bytes of its counted calls
+    uint64_t raw_cpu_ns = 0;  // median thread CPU per call as measured
+    uint64_t wire_bytes = 0;  // mean request + response wire bytes of its counted calls
     // Its calls' mean size was near enough reference_bytes to rank it (docs/memory.md).
     bool comparable = false;
-    uint64_t held_bytes = 0;    // bytes the call's messages held at release, per reference call
+    uint64_t held_bytes = 0;  // bytes the call's messages held at release, per reference call
   };
   std::string chosen;
   std::vector<Candidate> candidates;  // in AutoSettings::candidates order
