@@ -53,6 +53,13 @@ AutoChooser::Pick AutoChooser::Next() noexcept {
 
 AutoChooser::Step AutoChooser::Record(uint32_t candidate, const Measurement& m, int64_t now_ms) {
   std::lock_guard lock(mu_);
+  const bool first = !seen_calls_.exchange(true, std::memory_order_relaxed);
+  const Step step = RecordLocked(candidate, m, now_ms);
+  return first && step == Step::kNone ? Step::kTrialStarted : step;
+}
+
+AutoChooser::Step AutoChooser::RecordLocked(uint32_t candidate, const Measurement& m,
+                                            int64_t now_ms) {
   request_bytes_ =
       request_bytes_ == 0
           ? static_cast<double>(m.request_bytes)
@@ -76,9 +83,15 @@ AutoChooser::Step AutoChooser::Record(uint32_t candidate, const Measurement& m, 
 
 AutoChooser::Step AutoChooser::Unmeasured(int64_t now_ms) {
   std::lock_guard lock(mu_);
-  if (!in_trial_.load(std::memory_order_relaxed)) return CheckRecheck(now_ms);
-  ++trial_attempts_;
-  return MaybeFinishTrial(now_ms);
+  const bool first = !seen_calls_.exchange(true, std::memory_order_relaxed);
+  Step step;
+  if (!in_trial_.load(std::memory_order_relaxed)) {
+    step = CheckRecheck(now_ms);
+  } else {
+    ++trial_attempts_;
+    step = MaybeFinishTrial(now_ms);
+  }
+  return first && step == Step::kNone ? Step::kTrialStarted : step;
 }
 
 AutoChooser::Step AutoChooser::CheckRecheck(int64_t now_ms) {

@@ -39,7 +39,8 @@ class AutoChooser {
     uint64_t response_bytes = 0;
   };
   // What a Record() or Unmeasured() changed: the caller may act on it (give back the memory of
-  // the candidates a settled method left).
+  // the candidates a settled method left). The method's first call counts as starting its first
+  // trial.
   enum class Step { kNone, kTrialStarted, kSettled };
   static constexpr uint32_t kMaxRetries = 2;
   static constexpr size_t kMaxCandidates = 32;
@@ -57,6 +58,8 @@ class AutoChooser {
   MemoryChoice Report() const;
   uint32_t chosen() const noexcept { return chosen_.load(std::memory_order_relaxed); }
   bool in_trial() const noexcept { return in_trial_.load(std::memory_order_relaxed); }
+  // A call has been recorded (measured or not): the method has traffic.
+  bool seen_calls() const noexcept { return seen_calls_.load(std::memory_order_relaxed); }
 
  private:
   struct Trial {
@@ -66,6 +69,7 @@ class AutoChooser {
     uint64_t held_sum = 0;
   };
 
+  Step RecordLocked(uint32_t candidate, const Measurement& m, int64_t now_ms);  // mu_ held
   void StartTrial(std::string reason);    // mu_ held
   Step MaybeFinishTrial(int64_t now_ms);  // mu_ held
   Step FinishTrial(int64_t now_ms);       // mu_ held; kNone when the trial goes on for some
@@ -78,6 +82,7 @@ class AutoChooser {
   std::atomic<uint32_t> chosen_{0};
   std::atomic<uint64_t> turn_{0};  // round robin of a trial
   std::atomic<uint32_t> active_{0};  // bit i: candidate i takes turns in the trial
+  std::atomic<bool> seen_calls_{false};
 
   mutable std::mutex mu_;
   std::vector<Trial> trial_;

@@ -44,7 +44,6 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       for (const auto& candidate : owner_->candidates_) {
         candidates_.push_back(candidate->Bind(req, resp));
       }
-      FollowChooser();  // in its first trial: every candidate
     }
     ~Method() override {
       std::lock_guard lock(using_mu_);
@@ -124,13 +123,14 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       uint64_t request_bytes = 0;
     };
 
-    // The candidates this method may serve with: all during a trial, the chosen one between.
-    // Read from the chooser itself, so that transitions seen out of order settle right.
+    // The candidates this method may serve with: none before its first call (a method without
+    // traffic keeps nothing in use), all during a trial, the chosen one between. Read from the
+    // chooser itself, so that transitions seen out of order settle right.
     void FollowChooser() noexcept {
       std::lock_guard lock(using_mu_);
       const bool trial = chooser_.in_trial();
       uint32_t now = 0;
-      for (size_t i = 0; i < candidates_.size(); ++i) {
+      for (size_t i = 0; i < candidates_.size() && chooser_.seen_calls(); ++i) {
         if (trial || i == chooser_.chosen()) now |= 1u << i;
       }
       owner_->Use(using_, now);

@@ -96,6 +96,16 @@ TEST_F(AutoTrimTest, ACandidateAnotherMethodStillTriesIsKept) {
   EXPECT_EQ(paged_->stats().pages_cached, 0u);
 }
 
+TEST_F(AutoTrimTest, AMethodWithoutCallsKeepsNothingInUse) {
+  auto idle = Bind();  // never called: it stays in its first trial
+  auto method = Bind();
+  for (int i = 0; i < 200 && method->Choice()->in_trial; ++i) Echo(*method, wire_);
+  ASSERT_FALSE(method->Choice()->in_trial);
+  ASSERT_TRUE(idle->Choice()->in_trial);
+  EXPECT_EQ(reuse_->stats().objects_pooled, 0u);
+  EXPECT_EQ(paged_->stats().pages_cached, 0u);
+}
+
 TEST_F(AutoTrimTest, ADestroyedMethodStopsCounting) {
   {
     auto gone = Bind();
