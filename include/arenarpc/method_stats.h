@@ -57,6 +57,11 @@ struct MethodStats {
   // Counters of the strategy serving this method. The strategy (one per mode per server) is shared
   // by every method configured with the same mode, so these are that strategy's totals.
   memory::MemoryStats memory;
+  // This method's own share of them (MethodMemory::stats()): its pairs, and for reuse the pools
+  // of its request and response types; what the whole strategy shares (its page pool) is 0 here.
+  memory::MemoryStats method_memory;
+  // Equal for the methods that share one strategy object (an opaque identity, 0 if none).
+  uintptr_t memory_strategy_id = 0;
   // memory_mode "auto": the candidate serving the method now, and the figures it was chosen by.
   std::optional<memory::MemoryChoice> memory_choice;
   // Response fields whose declaration keeps the exact reuse strategy from keeping their subtree

@@ -1,9 +1,11 @@
 #include "builtin/memory_page.h"
 
 #include <chrono>
+#include <ctime>
 #include <utility>
 #include <vector>
 
+#include "builtin/memory_strategies.h"
 #include "builtin/page_view.h"
 
 namespace arenarpc::builtin {
@@ -14,36 +16,26 @@ double BytesPerCall(const MethodStats& m) {
                             : static_cast<double>(m.arena_bytes) / static_cast<double>(m.arena_calls);
 }
 
-// (name, value) of one method's memory, in the order both formats show them.
+// (name, value) of one method's own memory, in the order both formats show them.
 std::vector<std::pair<const char*, uint64_t>> MemoryCounters(const MethodStats& m) {
-  const memory::MemoryStats& s = m.memory;
-  return {{"arena_bytes", m.arena_bytes},
-          {"arena_calls", m.arena_calls},
-          {"acquired", s.acquired},
-          {"released", s.released},
-          {"page_allocations", s.page_allocations},
-          {"page_cache_hits", s.page_cache_hits},
-          {"page_cache_misses", s.page_cache_misses},
-          {"pages_cached", s.pages_cached},
-          {"pages_outstanding", s.pages_outstanding},
-          {"reuses", s.reuses},
-          {"rebuilds", s.rebuilds},
-          {"trims", s.trims},
-          {"objects_pooled", s.objects_pooled},
-          {"retained_bytes_estimate", s.retained_bytes_estimate},
-          {"requests_shaped", s.requests_shaped},
-          {"responses_mirrored", s.responses_mirrored},
-          {"calls_on_arena", s.calls_on_arena}};
+  std::vector<std::pair<const char*, uint64_t>> counters = {{"arena_bytes", m.arena_bytes},
+                                                            {"arena_calls", m.arena_calls}};
+  for (const auto& field : StatsFields(m.method_memory)) counters.push_back(field);
+  return counters;
 }
 
 void WriteChoiceJson(JsonWriter& json, const memory::MemoryChoice& c) {
-  json.Key("auto").BeginObject()
+  json.Key("auto")
+      .BeginObject()
       .Field("chosen", c.chosen)
       .Field("in_trial", c.in_trial)
       .Field("trials", c.trials)
       .Field("switches", c.switches)
       .Field("decided_unix_ms", c.decided_unix_ms)
       .Field("chosen_cpu_ns_per_call", c.chosen_cpu_ns)
+      .Field("reference_wire_bytes", c.reference_bytes)
+      .Field("model_fixed_ns", c.fixed_ns)
+      .Field("model_ns_per_kib", c.ns_per_kib)
       .Field("reason", c.reason);
   json.Key("candidates").BeginArray();
   for (const auto& candidate : c.candidates) {
@@ -51,10 +43,42 @@ void WriteChoiceJson(JsonWriter& json, const memory::MemoryChoice& c) {
         .Field("name", candidate.name)
         .Field("samples", candidate.samples)
         .Field("cpu_ns_per_call", candidate.cpu_ns)
+        .Field("cpu_ns_per_call_low", candidate.cpu_ns_low)
+        .Field("cpu_ns_per_call_high", candidate.cpu_ns_high)
+        .Field("measured_cpu_ns_per_call", candidate.raw_cpu_ns)
+        .Field("wire_bytes_per_call", candidate.wire_bytes)
+        .Field("comparable", candidate.comparable)
         .Field("held_bytes_per_call", candidate.held_bytes)
         .EndObject();
   }
+  json.EndArray();
+  json.Key("history").BeginArray();
+  for (const auto& d : c.history) {
+    json.BeginObject()
+        .Field("unix_ms", d.unix_ms)
+        .Field("from", d.from)
+        .Field("to", d.to)
+        .Field("switched", d.from != d.to)
+        .Field("reason", d.reason)
+        .EndObject();
+  }
   json.EndArray().EndObject();
+}
+
+// "2026-11-28 22:51:01 UTC", or "-" before the first decision.
+std::string UtcTime(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  const std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return text;
+}
+
+std::string HistoryLine(const memory::MemoryChoice::Decision& d) {
+  return UtcTime(d.unix_ms) + " " + (d.from == d.to ? "kept " + d.to : d.from + " -> " + d.to) +
+         ": " + d.reason;
 }
 
 std::string ChoiceText(const memory::MemoryChoice& c) {
@@ -62,11 +86,20 @@ std::string ChoiceText(const memory::MemoryChoice& c) {
                      ", " + std::to_string(c.trials) + " trials, " +
                      std::to_string(c.switches) + " switches\n";
   text += "  auto: " + c.reason + "\n";
+  text += "  auto: per call of " + std::to_string(c.reference_bytes) + " wire bytes (model " +
+          FormatDouble(c.fixed_ns / 1000.0, 2) + " us + " + FormatDouble(c.ns_per_kib / 1000.0, 3) +
+          " us/KiB):\n";
   for (const auto& candidate : c.candidates) {
     text += "    " + candidate.name + ": " + FormatDouble(candidate.cpu_ns / 1000.0, 2) +
-            " us CPU/call, " + std::to_string(candidate.held_bytes) + " bytes held/call (" +
+            " us CPU/call [" + FormatDouble(candidate.cpu_ns_low / 1000.0, 2) + "-" +
+            FormatDouble(candidate.cpu_ns_high / 1000.0, 2) + "], measured " +
+            FormatDouble(candidate.raw_cpu_ns / 1000.0, 2) + " us on calls of " +
+            std::to_string(candidate.wire_bytes) + " bytes, " +
+            std::to_string(candidate.held_bytes) + " bytes held/call (" +
             std::to_string(candidate.samples) + " calls)\n";
   }
+  text += "  auto: last " + std::to_string(c.history.size()) + " decisions, oldest first:\n";
+  for (const auto& d : c.history) text += "    " + HistoryLine(d) + "\n";
   return text;
 }
 
@@ -117,7 +150,9 @@ std::string MethodHtml(const stats::MethodView& view) {
               "</td><td>" + std::to_string(candidate.held_bytes) + "</td><td>" +
               std::to_string(candidate.samples) + "</td></tr>\n";
     }
-    html += "</table>\n";
+    html += "</table>\n<p>Last decisions, oldest first:</p>\n<ul>\n";
+    for (const auto& d : c->history) html += "<li>" + HtmlEscape(HistoryLine(d)) + "</li>\n";
+    html += "</ul>\n";
   }
   for (const auto& a : m.presence_advice) {
     html += "<p class=\"note\">advice: <code>" + HtmlEscape(a.field) + "</code> holds " +
@@ -145,7 +180,9 @@ void ServeMemory(const stats::ServerView& view, const BuiltinRequest& request,
       json.Key(m.stats.full_name);
       WriteMethodMemoryJson(json, m.stats, &m);
     }
-    json.EndObject().EndObject();
+    json.EndObject().Key("strategies");
+    WriteStrategiesJson(json, GroupByStrategy(methods));
+    json.EndObject();
     reply->content_type = "application/json";
     reply->body = json.Take() + "\n";
     return;
@@ -153,10 +190,13 @@ void ServeMemory(const stats::ServerView& view, const BuiltinRequest& request,
   if (WantsHtml(request)) {
     std::string html = HtmlHead("arenarpc memory") + "<h1>arenarpc message memory</h1>\n";
     for (const stats::MethodView& m : methods) html += MethodHtml(m);
-    html += "<p class=\"note\">Charts: sampled calls (held bytes: every arena call and one in 32 "
-            "others; CPU: one call in 16 timed whole on its thread). Strategy counters are the "
-            "strategy's totals, shared by the methods it serves. JSON: <code>/memory?format=json"
-            "</code></p>\n</body></html>\n";
+    html += StrategiesHtml(GroupByStrategy(methods));
+    html +=
+        "<p class=\"note\">Charts: sampled calls (held bytes: every arena call and one in 32 "
+        "others; CPU: one call in 16 timed whole on its thread). Each method's counters are "
+        "its own (reuse: the pools of its message types); the strategies' totals, shared by "
+        "the methods they serve, are listed once. JSON: <code>/memory?format=json"
+        "</code></p>\n</body></html>\n";
     reply->content_type = "text/html; charset=utf-8";
     reply->body = std::move(html);
     return;
@@ -173,8 +213,10 @@ void ServeMemory(const stats::ServerView& view, const BuiltinRequest& request,
       text += std::string("  ") + name + " = " + std::to_string(value) + "\n";
     }
   }
-  text += "(strategy counters are the strategy's totals, shared by the methods it serves; "
-          "charts: /memory?format=html)\n";
+  text += StrategiesText(GroupByStrategy(methods));
+  text +=
+      "(each method's counters are its own, reuse's pools those of its message types; the "
+      "strategies' totals above; charts: /memory?format=html)\n";
   reply->body = std::move(text);
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 // /memory: per method, the message memory: strategy, what "auto" chose and why, the presence
 // advisor, held bytes and CPU per call over the last 10 minutes, arena bytes per call, pairs
-// acquired and released, page pool hits/misses and pages cached/outstanding (paged), reuse pool
-// objects and retained bytes (reuse). Text, ?format=json, or HTML with charts (?format=html or a
-// browser). The strategy counters are the strategy's totals, shared by every method it serves.
+// acquired and released, what reuse did and the pools of its message types: the method's own
+// counters. Then each strategy's totals once (page pool, all its pools), with the methods it
+// serves. Text, ?format=json, or HTML with charts (?format=html or a browser).
 
 #include <memory>
 

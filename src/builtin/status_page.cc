@@ -6,6 +6,7 @@
 
 #include "arenarpc/error_codes.h"
 #include "builtin/memory_page.h"
+#include "builtin/memory_strategies.h"
 #include "builtin/page_format.h"
 #include "builtin/page_view.h"
 #include "stats/process_stats.h"
@@ -111,7 +112,9 @@ std::string StatusJson(const std::vector<MethodView>& methods, const ServerStats
     WriteMethodMemoryJson(json, m);
     json.EndObject();
   }
-  json.EndArray().EndObject();
+  json.EndArray().Key("memory_strategies");
+  WriteStrategiesJson(json, GroupByStrategy(methods));
+  json.EndObject();
   return json.Take() + "\n";
 }
 
@@ -165,7 +168,7 @@ std::string MethodHtml(const MethodView& view) {
   Row(html, "errors by code", by_code.empty() ? "none" : by_code);
   Row(html, "in flight (max)",
       std::to_string(m.in_flight) + " (" + std::to_string(m.max_in_flight) + ")");
-  const memory::MemoryStats& s = m.memory;
+  const memory::MemoryStats& s = m.method_memory;  // the strategy's totals: StrategiesHtml
   Row(html, "memory strategy", HtmlEscape(m.memory_mode));
   if (const auto& c = m.memory_choice) {
     std::string figures;
@@ -184,17 +187,11 @@ std::string MethodHtml(const MethodView& view) {
       m.arena_calls == 0 ? "-" : FormatDouble(static_cast<double>(m.arena_bytes) / m.arena_calls, 0));
   Row(html, "pairs acquired / released",
       std::to_string(s.acquired) + " / " + std::to_string(s.released));
-  if (m.memory_mode == "paged") {
-    Row(html, "page cache hits / misses",
-        std::to_string(s.page_cache_hits) + " / " + std::to_string(s.page_cache_misses));
-    Row(html, "pages cached / outstanding",
-        std::to_string(s.pages_cached) + " / " + std::to_string(s.pages_outstanding));
-  }
-  if (m.memory_mode == "reuse") {
+  if (m.memory_mode == "reuse" || m.memory_mode == "auto") {
     Row(html, "reuses / rebuilds / trims",
         std::to_string(s.reuses) + " / " + std::to_string(s.rebuilds) + " / " +
             std::to_string(s.trims));
-    Row(html, "objects pooled", std::to_string(s.objects_pooled));
+    Row(html, "objects pooled (its message types)", std::to_string(s.objects_pooled));
     Row(html, "retained bytes (estimate)", std::to_string(s.retained_bytes_estimate));
   }
   html += "</table>\n";
@@ -224,6 +221,7 @@ std::string StatusHtml(const std::vector<MethodView>& methods, const ServerStats
           std::to_string(p.fd_count) + " / " + std::to_string(p.thread_count));
   html += "</table>\n";
   for (const MethodView& view : methods) html += MethodHtml(view);
+  html += StrategiesHtml(GroupByStrategy(methods));
   html += "<p class=\"note\">JSON: <code>/status?format=json</code></p>\n</body></html>\n";
   return html;
 }

@@ -31,17 +31,26 @@ class ArenaMemory final : public MessageMemory, public std::enable_shared_from_t
       Message* request = request_prototype().New(arena.get());
       Message* response = response_prototype().New(arena.get());
       owner_->counters_.OnAcquire();
+      counters_.OnAcquire();
       return MakePair(request, response, arena.release(), nullptr, /*response_plain=*/true);
+    }
+
+    MemoryStats stats() const noexcept override {
+      MemoryStats s;
+      counters_.FillStats(s);
+      return s;
     }
 
    protected:
     void Release(Message*, Message*, Arena* arena, void*) noexcept override {
       std::unique_ptr<Arena> owned(arena);  // frees both messages with it
       owner_->counters_.OnRelease();
+      counters_.OnRelease();
     }
 
    private:
     std::shared_ptr<ArenaMemory> owner_;
+    CallCounters counters_;
   };
 
   std::string_view name() const noexcept override { return "arena"; }

@@ -1,8 +1,10 @@
 #include "memory/auto_chooser.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 
 #include "util/sampling.h"
 
@@ -22,17 +24,14 @@ std::string Micros(uint64_t ns) {
   return text;
 }
 
-uint64_t Median(std::vector<uint64_t> values) {
-  if (values.empty()) return 0;
-  auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  return *middle;
-}
-
 }  // namespace
 
 AutoChooser::AutoChooser(std::vector<std::string> names, const AutoSettings& settings)
     : names_(std::move(names)), settings_(settings), figures_(names_.size()) {
+  if (names_.empty() || names_.size() > kMaxCandidates) {
+    throw std::invalid_argument("auto takes 1 to 32 candidates");
+  }
+  for (size_t i = 0; i < names_.size(); ++i) figures_[i].name = names_[i];
   std::lock_guard lock(mu_);
   StartTrial("first calls of the method");
 }
@@ -40,14 +39,27 @@ AutoChooser::AutoChooser(std::vector<std::string> names, const AutoSettings& set
 AutoChooser::Pick AutoChooser::Next() noexcept {
   if (in_trial_.load(std::memory_order_relaxed)) {
     const uint64_t turn = turn_.fetch_add(1, std::memory_order_relaxed);
-    return {static_cast<uint32_t>(turn / settings_.trial_block % names_.size()), true};
+    // The turn-th of the candidates still in the trial, block by block.
+    uint32_t mask = active_.load(std::memory_order_relaxed);
+    if (mask == 0) return {chosen_.load(std::memory_order_relaxed), true};
+    for (uint64_t skip = turn / settings_.trial_block % std::popcount(mask); skip > 0; --skip) {
+      mask &= mask - 1;
+    }
+    return {static_cast<uint32_t>(std::countr_zero(mask)), true};
   }
   // Random, not every Nth call: methods that alternate on a thread are sampled alike.
   return {chosen_.load(std::memory_order_relaxed), util::OneIn(settings_.sample_every)};
 }
 
-void AutoChooser::Record(uint32_t candidate, const Measurement& m, int64_t now_ms) {
+AutoChooser::Step AutoChooser::Record(uint32_t candidate, const Measurement& m, int64_t now_ms) {
   std::lock_guard lock(mu_);
+  const bool first = !seen_calls_.exchange(true, std::memory_order_relaxed);
+  const Step step = RecordLocked(candidate, m, now_ms);
+  return first && step == Step::kNone ? Step::kTrialStarted : step;
+}
+
+AutoChooser::Step AutoChooser::RecordLocked(uint32_t candidate, const Measurement& m,
+                                            int64_t now_ms) {
   request_bytes_ =
       request_bytes_ == 0
           ? static_cast<double>(m.request_bytes)
@@ -56,31 +68,33 @@ void AutoChooser::Record(uint32_t candidate, const Measurement& m, int64_t now_m
     if (candidate == chosen_.load(std::memory_order_relaxed)) {
       chosen_cpu_ns_ += kMeanWeight * (static_cast<double>(m.cpu_ns) - chosen_cpu_ns_);
     }
-    CheckRecheck(now_ms);
-    return;
+    return CheckRecheck(now_ms);
   }
   ++trial_attempts_;
   Trial& trial = trial_[candidate];
   if (trial.warm < settings_.warmup_calls) {
     ++trial.warm;
   } else {
-    trial.cpu_ns.push_back(m.cpu_ns);
+    trial.calls.push_back({m.cpu_ns, m.request_bytes + m.response_bytes});
     trial.held_sum += m.held_bytes;
   }
-  MaybeFinishTrial(now_ms);
+  return MaybeFinishTrial(now_ms);
 }
 
-void AutoChooser::Unmeasured(int64_t now_ms) {
+AutoChooser::Step AutoChooser::Unmeasured(int64_t now_ms) {
   std::lock_guard lock(mu_);
+  const bool first = !seen_calls_.exchange(true, std::memory_order_relaxed);
+  Step step;
   if (!in_trial_.load(std::memory_order_relaxed)) {
-    CheckRecheck(now_ms);
-    return;
+    step = CheckRecheck(now_ms);
+  } else {
+    ++trial_attempts_;
+    step = MaybeFinishTrial(now_ms);
   }
-  ++trial_attempts_;
-  MaybeFinishTrial(now_ms);
+  return first && step == Step::kNone ? Step::kTrialStarted : step;
 }
 
-void AutoChooser::CheckRecheck(int64_t now_ms) {
+AutoChooser::Step AutoChooser::CheckRecheck(int64_t now_ms) {
   calls_since_ += settings_.sample_every;
   const double moved = decided_request_bytes_ > 0 ? request_bytes_ / decided_request_bytes_ : 1;
   if (calls_since_ >= kShapeSamples * settings_.sample_every &&
@@ -97,40 +111,90 @@ void AutoChooser::CheckRecheck(int64_t now_ms) {
     StartTrial("periodic recheck (" + std::to_string(settings_.recheck_calls) + " calls)");
   } else if (now_ms - decided_ms_ >= int64_t{settings_.recheck_interval_ms}) {
     StartTrial("periodic recheck (" + std::to_string(settings_.recheck_interval_ms) + " ms)");
+  } else {
+    return Step::kNone;
   }
+  return Step::kTrialStarted;
 }
 
 void AutoChooser::StartTrial(std::string reason) {
   trial_.assign(names_.size(), Trial{});
-  for (Trial& t : trial_) t.cpu_ns.reserve(settings_.trial_calls);
+  for (Trial& t : trial_) {
+    t.target = settings_.trial_calls;
+    t.calls.reserve(std::size_t{settings_.trial_calls} * (1 + kMaxRetries));
+  }
   trial_attempts_ = 0;
+  retries_ = 0;
   trial_reason_ = std::move(reason);
+  active_.store(names_.size() == kMaxCandidates ? ~0u : (1u << names_.size()) - 1,
+                std::memory_order_relaxed);
   in_trial_.store(true, std::memory_order_relaxed);
 }
 
-void AutoChooser::MaybeFinishTrial(int64_t now_ms) {
-  const uint64_t per_candidate = uint64_t{settings_.warmup_calls} + settings_.trial_calls;
-  bool complete = true;
-  for (const Trial& t : trial_) complete = complete && t.cpu_ns.size() >= settings_.trial_calls;
-  if (complete || trial_attempts_ >= 4 * per_candidate * names_.size()) FinishTrial(now_ms);
+void AutoChooser::Retry(uint32_t mask) {
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if ((mask >> i & 1) == 0) continue;
+    trial_[i].warm = 0;  // its turn comes after the others': warm up again
+    trial_[i].target = trial_[i].calls.size() + settings_.trial_calls;
+  }
+  ++retries_;
+  trial_attempts_ = 0;
+  active_.store(mask, std::memory_order_relaxed);
 }
 
-void AutoChooser::FinishTrial(int64_t now_ms) {
+AutoChooser::Step AutoChooser::MaybeFinishTrial(int64_t now_ms) {
+  const uint64_t per_candidate = uint64_t{settings_.warmup_calls} + settings_.trial_calls;
+  const uint32_t mask = active_.load(std::memory_order_relaxed);
+  bool complete = true;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if ((mask >> i & 1) != 0) complete = complete && trial_[i].calls.size() >= trial_[i].target;
+  }
+  if (complete) return FinishTrial(now_ms);
+  if (trial_attempts_ >= 4 * per_candidate * static_cast<uint64_t>(std::popcount(mask))) {
+    retries_ = kMaxRetries;  // calls cannot be measured: decide on what there is
+    return FinishTrial(now_ms);
+  }
+  return Step::kNone;
+}
+
+AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
   const uint64_t enough = std::max<uint64_t>(1, settings_.trial_calls / 4);
   const uint32_t current = chosen_.load(std::memory_order_relaxed);
+  std::vector<std::vector<TrialSample>> samples;
+  for (const Trial& t : trial_) samples.push_back(t.calls);
+  const TrialComparison comparison = CompareTrial(samples);
   uint64_t leanest = UINT64_MAX;
   for (size_t i = 0; i < names_.size(); ++i) {
     const Trial& t = trial_[i];
-    Figures& f = figures_[i];
-    f.samples = t.cpu_ns.size();
-    f.cpu_ns = Median(t.cpu_ns);
-    f.held_bytes = t.cpu_ns.empty() ? 0 : t.held_sum / t.cpu_ns.size();
-    if (f.samples >= enough) leanest = std::min(leanest, f.held_bytes);
+    const CandidateCost& c = comparison.candidates[i];
+    MemoryChoice::Candidate& f = figures_[i];
+    f.samples = c.samples;
+    f.cpu_ns = static_cast<uint64_t>(c.cpu_ns);
+    f.cpu_ns_low = static_cast<uint64_t>(c.low_ns);
+    f.cpu_ns_high = static_cast<uint64_t>(c.high_ns);
+    f.raw_cpu_ns = static_cast<uint64_t>(c.raw_cpu_ns);
+    f.wire_bytes = static_cast<uint64_t>(c.mean_bytes);
+    f.comparable = c.comparable;
+    // Held bytes follow size too: per byte of its calls, at the reference size.
+    const double wire_sum = c.mean_bytes * static_cast<double>(c.samples);
+    if (t.calls.empty()) {
+      f.held_bytes = 0;
+    } else if (wire_sum > 0) {
+      f.held_bytes = static_cast<uint64_t>(static_cast<double>(t.held_sum) *
+                                           comparison.reference_bytes / wire_sum);
+    } else {
+      f.held_bytes = t.held_sum / t.calls.size();
+    }
+    if (f.samples >= enough && f.comparable) leanest = std::min(leanest, f.held_bytes);
   }
-  // Measured, and within max_held_ratio of the leanest: may serve the method.
+  reference_bytes_ = comparison.reference_bytes;
+  fixed_ns_ = comparison.fixed_ns;
+  per_byte_ns_ = comparison.per_byte_ns;
+  const auto measured = [&](size_t i) { return figures_[i].samples >= enough; };
+  // Measured, at the trial's call size, and within max_held_ratio of the leanest: may serve.
   const auto eligible = [&](size_t i) {
-    const Figures& f = figures_[i];
-    return f.samples >= enough &&
+    const MemoryChoice::Candidate& f = figures_[i];
+    return measured(i) && f.comparable &&
            (settings_.max_held_ratio == 0 ||
             static_cast<double>(f.held_bytes) <=
                 settings_.max_held_ratio * static_cast<double>(leanest));
@@ -141,56 +205,94 @@ void AutoChooser::FinishTrial(int64_t now_ms) {
       best = static_cast<int>(i);
     }
   }
+  const bool incumbent_ok = eligible(current);
+  const auto apart = [&](size_t a, size_t b) {
+    return figures_[a].cpu_ns_high < figures_[b].cpu_ns_low;
+  };
+  if (best >= 0 && retries_ < kMaxRetries) {
+    // Go on for whatever could still change the decision: candidates measured on other sizes,
+    // and, while the leader may or may not be switch_margin cheaper than the incumbent (its
+    // interval reaches below the bar and overlaps the incumbent's), the two and whatever overlaps
+    // the leader.
+    uint32_t again = 0;
+    for (size_t i = 0; i < names_.size(); ++i) {
+      if (measured(i) && !figures_[i].comparable) again |= 1u << i;
+    }
+    const double bar =
+        (1 - settings_.switch_margin) * static_cast<double>(figures_[current].cpu_ns);
+    if (static_cast<uint32_t>(best) != current && incumbent_ok &&
+        static_cast<double>(figures_[best].cpu_ns_low) < bar && !apart(best, current)) {
+      for (size_t i = 0; i < names_.size(); ++i) {
+        if (eligible(i) && !apart(best, i)) again |= 1u << i;
+      }
+      again |= 1u << current;
+    }
+    if (again != 0) {
+      Retry(again);
+      return Step::kNone;
+    }
+  }
   std::string found;
   uint32_t next = current;
   if (best < 0) {
     found =
-        "too few calls could be measured (handlers that suspend or finish on another "
-        "thread): kept " +
+        "too few calls could be measured at a comparable size (handlers that suspend or "
+        "finish on another thread, or calls of very different sizes): kept " +
         names_[current];
   } else {
-    const Figures& incumbent = figures_[current];
-    const bool incumbent_ok = eligible(current);
+    const MemoryChoice::Candidate& incumbent = figures_[current];
     const double bar = (1 - settings_.switch_margin) * static_cast<double>(incumbent.cpu_ns);
-    if (!incumbent_ok || static_cast<double>(figures_[best].cpu_ns) < bar) {
-      next = static_cast<uint32_t>(best);
+    const bool clearly_cheaper =
+        static_cast<double>(figures_[best].cpu_ns) < bar && apart(best, current);
+    if (!incumbent_ok || clearly_cheaper) next = static_cast<uint32_t>(best);
+    found = names_[next];
+    if (next == current && static_cast<uint32_t>(best) != current) {
+      found += " kept (" + names_[best] + " not clearly cheaper)";
     }
-    found = names_[next] + " (";
+    found += " (per call of " + std::to_string(static_cast<uint64_t>(reference_bytes_)) +
+             " wire bytes: ";
     for (size_t i = 0; i < names_.size(); ++i) {
       if (i != 0) found += ", ";
       found +=
-          names_[i] + " " +
-          (figures_[i].samples >= enough ? Micros(figures_[i].cpu_ns) + " us" : std::string("-"));
-      if (figures_[i].samples >= enough && !eligible(i)) found += " [holds > max_held_ratio]";
+          names_[i] + " " + (measured(i) ? Micros(figures_[i].cpu_ns) + " us" : std::string("-"));
+      if (measured(i) && !figures_[i].comparable) {
+        found += " [measured on calls of " + std::to_string(figures_[i].wire_bytes) + " bytes]";
+      } else if (measured(i) && !eligible(i)) {
+        found += " [holds > max_held_ratio]";
+      }
     }
-    found += " per call)";
+    found += ")";
   }
   if (trials_ > 0 && next != current) ++switches_;
   confirm_ = trials_ == 0;
   ++trials_;
   reason_ = trial_reason_ + ": " + found;
+  if (history_.size() == MemoryChoice::kHistory) history_.pop_front();
+  history_.push_back({now_ms, names_[current], names_[next], reason_});
   decided_ms_ = now_ms;
   calls_since_ = 0;
-  chosen_cpu_ns_ = static_cast<double>(figures_[next].cpu_ns);
+  chosen_cpu_ns_ = static_cast<double>(figures_[next].raw_cpu_ns);
   decided_request_bytes_ = request_bytes_;
   chosen_.store(next, std::memory_order_relaxed);
   in_trial_.store(false, std::memory_order_relaxed);
+  return Step::kSettled;
 }
 
 MemoryChoice AutoChooser::Report() const {
   std::lock_guard lock(mu_);
   MemoryChoice choice;
   choice.chosen = names_[chosen_.load(std::memory_order_relaxed)];
-  for (size_t i = 0; i < names_.size(); ++i) {
-    choice.candidates.push_back(
-        {names_[i], figures_[i].samples, figures_[i].cpu_ns, figures_[i].held_bytes});
-  }
+  choice.candidates = figures_;
+  choice.reference_bytes = static_cast<uint64_t>(reference_bytes_);
+  choice.fixed_ns = fixed_ns_;
+  choice.ns_per_kib = per_byte_ns_ * 1024;
   choice.trials = trials_;
   choice.switches = switches_;
   choice.in_trial = in_trial_.load(std::memory_order_relaxed);
   choice.decided_unix_ms = decided_ms_;
   choice.chosen_cpu_ns = static_cast<uint64_t>(chosen_cpu_ns_);
   choice.reason = trials_ == 0 ? "first trial running" : reason_;
+  choice.history.assign(history_.begin(), history_.end());
   return choice;
 }
 

@@ -2,17 +2,27 @@
 // AutoChooser: the decision half of the "auto" strategy, for one method. It says which candidate
 // serves the next call and whether to measure it, takes the measurements, and runs the trials
 // (AutoSettings). It knows nothing of messages or clocks: the strategy feeds it CPU times, held
-// bytes, request sizes and the time, so its logic is testable with made-up figures.
+// bytes, wire sizes and the time, so its logic is testable with made-up figures.
+//
+// A trial ranks the candidates by CPU per call scaled to one call size (CompareTrial). The
+// leader replaces the candidate serving the method only if it is switch_margin cheaper and its
+// interval lies wholly below the incumbent's. While the intervals overlap and the leader's
+// reaches below that margin, and for candidates measured on calls of another size, the trial goes
+// on for them (the leader, the incumbent, every candidate whose interval reaches the leader's,
+// every one measured on other sizes), adding to their samples, up to kMaxRetries times; then
+// the incumbent stays.
 //
 // Between trials Next() costs a thread-local random draw and two relaxed loads; everything else
 // (Record(), trials) takes a mutex, and runs only on measured calls.
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "arenarpc/memory/message_memory.h"
+#include "memory/trial_comparison.h"
 
 namespace arenarpc::memory {
 
@@ -26,46 +36,60 @@ class AutoChooser {
     uint64_t cpu_ns = 0;
     uint64_t held_bytes = 0;
     uint64_t request_bytes = 0;
+    uint64_t response_bytes = 0;
   };
+  // What a Record() or Unmeasured() changed: the caller may act on it (give back the memory of
+  // the candidates a settled method left). The method's first call counts as starting its first
+  // trial.
+  enum class Step { kNone, kTrialStarted, kSettled };
+  static constexpr uint32_t kMaxRetries = 2;
+  static constexpr size_t kMaxCandidates = 32;
 
   // `names` are the candidates, in preference order (the first serves until a trial decides).
   AutoChooser(std::vector<std::string> names, const AutoSettings& settings);
 
   Pick Next() noexcept;
   // A measured call finished; `now_ms` is the wall clock (for recheck_interval_ms and the report).
-  void Record(uint32_t candidate, const Measurement& m, int64_t now_ms);
+  Step Record(uint32_t candidate, const Measurement& m, int64_t now_ms);
   // A call picked for measurement could not be measured (it suspended or changed threads). Counts
   // toward the end of a trial, so that a trial ends even if no call can be measured.
-  void Unmeasured(int64_t now_ms);
+  Step Unmeasured(int64_t now_ms);
 
   MemoryChoice Report() const;
   uint32_t chosen() const noexcept { return chosen_.load(std::memory_order_relaxed); }
+  bool in_trial() const noexcept { return in_trial_.load(std::memory_order_relaxed); }
+  // A call has been recorded (measured or not): the method has traffic.
+  bool seen_calls() const noexcept { return seen_calls_.load(std::memory_order_relaxed); }
 
  private:
   struct Trial {
-    uint32_t warm = 0;  // calls seen and discarded
-    std::vector<uint64_t> cpu_ns;
+    uint32_t warm = 0;    // calls seen and discarded since the candidate's turn began
+    uint64_t target = 0;  // counted calls wanted
+    std::vector<TrialSample> calls;
     uint64_t held_sum = 0;
   };
-  struct Figures {  // of the last finished trial
-    uint64_t samples = 0, cpu_ns = 0, held_bytes = 0;
-  };
 
+  Step RecordLocked(uint32_t candidate, const Measurement& m, int64_t now_ms);  // mu_ held
   void StartTrial(std::string reason);    // mu_ held
-  void MaybeFinishTrial(int64_t now_ms);  // mu_ held
-  void FinishTrial(int64_t now_ms);       // mu_ held
-  void CheckRecheck(int64_t now_ms);      // mu_ held, between trials
+  Step MaybeFinishTrial(int64_t now_ms);  // mu_ held
+  Step FinishTrial(int64_t now_ms);       // mu_ held; kNone when the trial goes on for some
+  Step CheckRecheck(int64_t now_ms);      // mu_ held, between trials
+  void Retry(uint32_t mask);              // mu_ held
 
   const std::vector<std::string> names_;
   const AutoSettings settings_;
   std::atomic<bool> in_trial_{true};
   std::atomic<uint32_t> chosen_{0};
   std::atomic<uint64_t> turn_{0};  // round robin of a trial
+  std::atomic<uint32_t> active_{0};  // bit i: candidate i takes turns in the trial
+  std::atomic<bool> seen_calls_{false};
 
   mutable std::mutex mu_;
   std::vector<Trial> trial_;
   uint64_t trial_attempts_ = 0;
-  std::vector<Figures> figures_;
+  uint32_t retries_ = 0;
+  double reference_bytes_ = 0, fixed_ns_ = 0, per_byte_ns_ = 0;  // of the last finished trial
+  std::vector<MemoryChoice::Candidate> figures_;                 // of the last finished trial
   uint64_t trials_ = 0, switches_ = 0;
   int64_t decided_ms_ = 0;
   uint64_t calls_since_ = 0;  // estimated calls of the method since the last trial ended
@@ -75,6 +99,7 @@ class AutoChooser {
   double decided_request_bytes_ = 0;
   std::string reason_;
   std::string trial_reason_;
+  std::deque<MemoryChoice::Decision> history_;  // at most MemoryChoice::kHistory
 };
 
 }  // namespace arenarpc::memory

@@ -5,12 +5,16 @@
 #include <google/protobuf/arena.h>
 #include <google/protobuf/message.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <optional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 
 #include "memory/auto_chooser.h"
+#include "memory/memory_stats_sum.h"
 #include "memory/strategies.h"
 #include "util/thread_cpu_timer.h"
 
@@ -29,7 +33,7 @@ int64_t NowMs() noexcept {
 class AutoMemory final : public MessageMemory, public std::enable_shared_from_this<AutoMemory> {
  public:
   AutoMemory(std::vector<std::shared_ptr<MessageMemory>> candidates, const AutoSettings& settings)
-      : candidates_(std::move(candidates)), settings_(settings) {}
+      : candidates_(std::move(candidates)), settings_(settings), users_(candidates_.size()) {}
 
   class Method final : public MethodMemory {
    public:
@@ -40,6 +44,10 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       for (const auto& candidate : owner_->candidates_) {
         candidates_.push_back(candidate->Bind(req, resp));
       }
+    }
+    ~Method() override {
+      std::lock_guard lock(using_mu_);
+      owner_->Use(using_, 0);
     }
 
     MessagePair Acquire() override {
@@ -56,6 +64,11 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
     }
 
     std::optional<MemoryChoice> Choice() const override { return chooser_.Report(); }
+    MemoryStats stats() const noexcept override {
+      MemoryStats total;
+      for (const auto& candidate : candidates_) AddStats(total, candidate->stats());
+      return total;
+    }
 
    protected:
     ParseResult ParseRequest(Message*, void* cookie, SerializedMessage& bytes) override {
@@ -80,7 +93,7 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       const std::optional<uint64_t> before_held = call->timer.Elapsed();
       if (!before_held) {
         call->pair.Release();
-        chooser_.Unmeasured(NowMs());
+        if (chooser_.Unmeasured(NowMs()) != AutoChooser::Step::kNone) FollowChooser();
         return;
       }
       // What the call's messages hold: the strategy's own account (an arena's, reuse's estimates
@@ -88,13 +101,18 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       const std::optional<uint64_t> known = call->pair.held_bytes();
       const uint64_t held =
           known ? *known : request->SpaceUsedLong() + response->SpaceUsedLong();
+      // Serialized by now (a failed call's may be 0): no walk.
+      const auto response_bytes = static_cast<uint64_t>(std::max(0, response->GetCachedSize()));
       const uint64_t after_held = util::ThreadCpuTimer::Now();
       call->pair.Release();
       AutoChooser::Measurement m;
       m.cpu_ns = *before_held + (util::ThreadCpuTimer::Now() - after_held);
       m.held_bytes = held;
       m.request_bytes = call->request_bytes;
-      chooser_.Record(call->candidate, m, NowMs());
+      m.response_bytes = response_bytes;
+      if (chooser_.Record(call->candidate, m, NowMs()) != AutoChooser::Step::kNone) {
+        FollowChooser();
+      }
     }
 
    private:
@@ -105,6 +123,20 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       uint64_t request_bytes = 0;
     };
 
+    // The candidates this method may serve with: none before its first call (a method without
+    // traffic keeps nothing in use), all during a trial, the chosen one between. Read from the
+    // chooser itself, so that transitions seen out of order settle right.
+    void FollowChooser() noexcept {
+      std::lock_guard lock(using_mu_);
+      const bool trial = chooser_.in_trial();
+      uint32_t now = 0;
+      for (size_t i = 0; i < candidates_.size() && chooser_.seen_calls(); ++i) {
+        if (trial || i == chooser_.chosen()) now |= 1u << i;
+      }
+      owner_->Use(using_, now);
+      using_ = now;
+    }
+
     static std::vector<std::string> Names(const AutoMemory& owner) {
       std::vector<std::string> names;
       for (const auto& candidate : owner.candidates_) names.emplace_back(candidate->name());
@@ -114,40 +146,41 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
     std::shared_ptr<AutoMemory> owner_;
     AutoChooser chooser_;
     std::vector<std::unique_ptr<MethodMemory>> candidates_;
+    std::mutex using_mu_;
+    uint32_t using_ = 0;  // bit i: counted among candidate i's users
   };
+
+  // A method's candidates went from `before` to `after`: a candidate that no method uses any
+  // more gives back what it keeps (its pools, its cached pages), so having tried it costs nothing.
+  void Use(uint32_t before, uint32_t after) noexcept {
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      const bool was = (before >> i & 1) != 0, is = (after >> i & 1) != 0;
+      if (is && !was) users_[i].fetch_add(1, std::memory_order_relaxed);
+      if (was && !is && users_[i].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        candidates_[i]->Trim();
+      }
+    }
+  }
 
   std::string_view name() const noexcept override { return "auto"; }
   std::unique_ptr<MethodMemory> Bind(const Message& req, const Message& resp) override {
     return std::make_unique<Method>(shared_from_this(), req, resp);
   }
   // The candidates' counters added up (each strategy fills only its own fields, except the
-  // acquired/released totals).
+  // acquired/released totals). The same for a method, over its own bindings.
   MemoryStats stats() const noexcept override {
     MemoryStats total;
-    for (const auto& candidate : candidates_) {
-      const MemoryStats s = candidate->stats();
-      total.acquired += s.acquired;
-      total.released += s.released;
-      total.page_allocations += s.page_allocations;
-      total.page_cache_hits += s.page_cache_hits;
-      total.page_cache_misses += s.page_cache_misses;
-      total.pages_cached += s.pages_cached;
-      total.pages_outstanding += s.pages_outstanding;
-      total.reuses += s.reuses;
-      total.rebuilds += s.rebuilds;
-      total.trims += s.trims;
-      total.objects_pooled += s.objects_pooled;
-      total.retained_bytes_estimate += s.retained_bytes_estimate;
-      total.requests_shaped += s.requests_shaped;
-      total.responses_mirrored += s.responses_mirrored;
-      total.calls_on_arena += s.calls_on_arena;
-    }
+    for (const auto& candidate : candidates_) AddStats(total, candidate->stats());
     return total;
+  }
+  void Trim() noexcept override {
+    for (const auto& candidate : candidates_) candidate->Trim();
   }
 
  private:
   const std::vector<std::shared_ptr<MessageMemory>> candidates_;
   const AutoSettings settings_;
+  std::vector<std::atomic<uint32_t>> users_;  // methods that may serve with each candidate
 };
 
 }  // namespace

@@ -220,6 +220,25 @@ void CachedPageAllocator::Deallocate(void* page) noexcept {
   FreeSystemPage(page, core.options.page_size);
 }
 
+size_t CachedPageAllocator::Trim() noexcept {
+  Core& core = *core_;
+  size_t freed = 0;
+  if (!t_caches_destroyed) {
+    for (auto& cache : t_caches.caches) {
+      if (cache->core != core_) continue;
+      for (void* page : cache->pages) FreeSystemPage(page, core.options.page_size);
+      freed += cache->pages.size();
+      cache->pages.clear();
+      cache->cached.value.store(0, std::memory_order_relaxed);
+    }
+  }
+  std::lock_guard lock(core.mu);
+  for (void* page : core.shared) FreeSystemPage(page, core.options.page_size);
+  freed += core.shared.size();
+  core.shared.clear();
+  return freed;
+}
+
 PageAllocatorStats CachedPageAllocator::stats() const noexcept {
   const Core& core = *core_;
   std::lock_guard lock(core.mu);

@@ -22,18 +22,27 @@ class HeapMemory final : public MessageMemory, public std::enable_shared_from_th
       std::unique_ptr<Message> request(request_prototype().New());
       std::unique_ptr<Message> response(response_prototype().New());
       owner_->counters_.OnAcquire();
+      counters_.OnAcquire();
       return MakePair(request.release(), response.release(), nullptr, nullptr,
                       /*response_plain=*/true);
+    }
+
+    MemoryStats stats() const noexcept override {
+      MemoryStats s;
+      counters_.FillStats(s);
+      return s;
     }
 
    protected:
     void Release(Message* request, Message* response, Arena*, void*) noexcept override {
       std::unique_ptr<Message> req(request), resp(response);
       owner_->counters_.OnRelease();
+      counters_.OnRelease();
     }
 
    private:
     std::shared_ptr<HeapMemory> owner_;
+    CallCounters counters_;
   };
 
   std::string_view name() const noexcept override { return "heap"; }

@@ -35,6 +35,7 @@ class PagedMemory final : public MessageMemory, public std::enable_shared_from_t
         Message* request = request_prototype().New(arena);
         Message* response = response_prototype().New(arena);
         owner_->counters_.OnAcquire();
+        counters_.OnAcquire();
         return MakePair(request, response, arena, nullptr, /*response_plain=*/true);
       } catch (...) {
         factory.Destroy(arena);
@@ -42,14 +43,22 @@ class PagedMemory final : public MessageMemory, public std::enable_shared_from_t
       }
     }
 
+    MemoryStats stats() const noexcept override {
+      MemoryStats s;
+      counters_.FillStats(s);
+      return s;
+    }
+
    protected:
     void Release(Message*, Message*, Arena* arena, void*) noexcept override {
       owner_->factory_.Destroy(arena);
       owner_->counters_.OnRelease();
+      counters_.OnRelease();
     }
 
    private:
     std::shared_ptr<PagedMemory> owner_;
+    CallCounters counters_;
   };
 
   std::string_view name() const noexcept override { return "paged"; }
@@ -62,6 +71,7 @@ class PagedMemory final : public MessageMemory, public std::enable_shared_from_t
     FillPageStats(pages_->stats(), s);
     return s;
   }
+  void Trim() noexcept override { pages_->Trim(); }
 
   std::shared_ptr<CachedPageAllocator> pages_;
   PagedArenaFactory factory_;

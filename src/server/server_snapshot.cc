@@ -61,6 +61,8 @@ MethodStats SnapshotMethod(const MethodEntry& entry,
   stats.arena_calls = entry.arena_calls.load(kRelaxed);
   if (entry.binding) {
     stats.memory = entry.binding->strategy->stats();
+    stats.method_memory = entry.binding->memory->stats();
+    stats.memory_strategy_id = reinterpret_cast<uintptr_t>(entry.binding->strategy.get());
     stats.memory_choice = entry.binding->memory->Choice();
   }
   if (entry.presence) stats.presence_advice = entry.presence->Report();

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -260,15 +261,80 @@ TEST_P(PagesTest, MemoryShowsTheStrategyAndArenaBytesPerCall) {
   } else {
     EXPECT_EQ(0, per_call);
   }
-  if (mode == "paged") {
-    EXPECT_GT(echo.at("page_cache_hits").number_value() + echo.at("page_cache_misses").number_value(), 0);
-  }
   if (mode == "reuse") {
     EXPECT_GT(echo.at("objects_pooled").number_value(), 0);
     EXPECT_GT(echo.at("retained_bytes_estimate").number_value(), 0);
   }
+  // The page pool is the strategy's: in its totals, listed once.
+  const auto& strategies = json.fields().at("strategies").list_value();
+  ASSERT_EQ(1, strategies.values_size()) << reply.body;
+  const auto& totals = strategies.values(0).struct_value().fields();
+  EXPECT_EQ(mode, totals.at("strategy").string_value());
+  if (mode == "paged") {
+    EXPECT_EQ(
+        0, echo.at("page_cache_hits").number_value() + echo.at("page_cache_misses").number_value());
+    EXPECT_GT(
+        totals.at("page_cache_hits").number_value() + totals.at("page_cache_misses").number_value(),
+        0);
+  }
   const std::string text = Get("/memory").body;
   EXPECT_NE(std::string::npos, text.find("  strategy = " + mode + "\n"));
+  EXPECT_NE(std::string::npos, text.find("strategy " + mode + " (totals of its methods: "));
+}
+
+// Echo and Echo2 share the server's strategy; only Echo is called. Each method shows its own
+// pairs; the strategy's totals are shown once, with both methods named.
+TEST_P(PagesTest, MemoryCountersAreEachMethodsOwn) {
+  MakeCalls();
+  constexpr char kEcho2[] = "arenarpc.e2e.TestService.Echo2";
+  const auto method_json = [&](const std::string& path, auto&& find) {
+    const BuiltinReply reply = Get(path, {{"format", "json"}});
+    google::protobuf::Struct json;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(reply.body, &json).ok()) << reply.body;
+    return find(json);
+  };
+  const auto from_memory = [&](const char* name) {
+    return method_json("/memory", [&](const google::protobuf::Struct& json) {
+      return json.fields().at("methods").struct_value().fields().at(name).struct_value();
+    });
+  };
+  const auto from_status = [&](const char* name) {
+    return method_json("/status", [&](const google::protobuf::Struct& json) {
+      for (const auto& m : json.fields().at("methods").list_value().values()) {
+        if (m.struct_value().fields().at("name").string_value() == name) {
+          return m.struct_value().fields().at("memory").struct_value();
+        }
+      }
+      ADD_FAILURE() << name << " not on /status";
+      return google::protobuf::Struct();
+    });
+  };
+  const std::string mode = GetParam();
+  for (const auto& get : {std::function<google::protobuf::Struct(const char*)>(from_memory),
+                          std::function<google::protobuf::Struct(const char*)>(from_status)}) {
+    const auto echo = get(kEcho).fields();
+    const auto echo2 = get(kEcho2).fields();
+    EXPECT_GE(echo.at("acquired").number_value(), kGoodCalls + kFailedCalls);
+    EXPECT_EQ(echo.at("acquired").number_value(), echo.at("released").number_value());
+    for (const char* field : {"acquired", "released", "requests_shaped", "responses_mirrored",
+                              "calls_on_arena", "arena_calls", "page_allocations"}) {
+      EXPECT_EQ(0, echo2.at(field).number_value()) << field;
+    }
+    // Pools are per message type: the two methods' types are the same, so are their pools.
+    EXPECT_EQ(echo.at("objects_pooled").number_value(), echo2.at("objects_pooled").number_value());
+  }
+  const BuiltinReply reply = Get("/memory", {{"format", "json"}});
+  google::protobuf::Struct json;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(reply.body, &json).ok());
+  const auto& strategies = json.fields().at("strategies").list_value();
+  ASSERT_EQ(1, strategies.values_size());
+  const auto& totals = strategies.values(0).struct_value().fields();
+  const auto& methods = totals.at("methods").list_value();
+  ASSERT_EQ(2, methods.values_size());
+  EXPECT_EQ(kEcho, methods.values(0).string_value());
+  EXPECT_EQ(kEcho2, methods.values(1).string_value());
+  EXPECT_EQ(from_memory(kEcho).fields().at("acquired").number_value(),
+            totals.at("acquired").number_value());
 }
 
 TEST_P(PagesTest, FlagsShowTheEffectiveOptions) {

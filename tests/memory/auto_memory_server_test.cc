@@ -5,6 +5,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -115,6 +116,14 @@ TEST_F(AutoServerTest, PagesShowTheChoiceAndThePresenceAdvice) {
   const std::string text = Get("/memory");
   EXPECT_NE(text.find("auto: serving with " + stats.memory_choice->chosen), std::string::npos)
       << text;
+  // Each decision so far, the last one leading to the candidate serving now.
+  const auto& history = stats.memory_choice->history;
+  ASSERT_EQ(history.size(),
+            std::min<uint64_t>(stats.memory_choice->trials, MemoryChoice::kHistory));
+  EXPECT_EQ(history.back().to, stats.memory_choice->chosen);
+  EXPECT_NE(text.find("decisions, oldest first:\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(history.back().reason), std::string::npos) << text;
+  EXPECT_NE(json.find("\"history\":[{\"unix_ms\":"), std::string::npos) << json;
   EXPECT_NE(text.find("declare it `optional ComplexPayload payload = 2;`"), std::string::npos);
   EXPECT_NE(Get("/status").find("auto: serving with"), std::string::npos);
   // The last 10 minutes: 60 points, the newest holding this test's sampled calls.

@@ -131,6 +131,33 @@ TEST(AutoChooser, SwitchesOnlyPastTheMargin) {
   EXPECT_NE(chooser.Report().reason.find("periodic recheck"), std::string::npos);
 }
 
+TEST(AutoChooser, KeepsTheLastDecisionsWithTheirFigures) {
+  AutoSettings s = QuickAutoSettings();
+  s.recheck_calls = 8;  // a new trial after two sampled calls
+  AutoChooser chooser({"a", "b"}, s);
+  // The cheaper candidate flips from trial to trial: every decision after the first switches.
+  constexpr uint64_t kTrials = 20;
+  for (uint64_t trial = 0; trial < kTrials; ++trial) {
+    const std::vector<uint64_t> cost =
+        trial % 2 == 0 ? std::vector<uint64_t>{1000, 2000} : std::vector<uint64_t>{2000, 1000};
+    for (int i = 0; i < 400 && chooser.Report().trials < trial + 1; ++i) Feed(chooser, cost, 1);
+  }
+  const MemoryChoice choice = chooser.Report();
+  ASSERT_EQ(choice.trials, kTrials);
+  EXPECT_EQ(choice.switches, kTrials - 1);
+  ASSERT_EQ(choice.history.size(), MemoryChoice::kHistory);  // bounded: the last 16
+  for (size_t i = 0; i < choice.history.size(); ++i) {
+    const MemoryChoice::Decision& d = choice.history[i];
+    const uint64_t trial = kTrials - MemoryChoice::kHistory + i;
+    EXPECT_EQ(d.to, trial % 2 == 0 ? "a" : "b") << i;
+    EXPECT_EQ(d.from, trial % 2 == 0 ? "b" : "a") << i;
+    EXPECT_NE(d.reason.find(d.to + " 1.00 us"), std::string::npos) << d.reason;
+    EXPECT_NE(d.reason.find(d.from + " 2.00 us"), std::string::npos) << d.reason;
+    EXPECT_EQ(d.unix_ms, 1000);
+  }
+  EXPECT_EQ(choice.history.back().reason, choice.reason);
+}
+
 TEST(AutoChooser, ConfirmsTheFirstChoiceOnceWarm) {
   // The first trial runs cold; b turns out cheaper once the process is warm. A second trial
   // follows after 16 trials' worth of calls (16 x 10 calls x 2 candidates here), then none until

@@ -37,6 +37,7 @@ class SlowMemory final : public MessageMemory {
     return std::make_unique<Method>(inner_->Bind(req, resp), burn_ns_);
   }
   MemoryStats stats() const noexcept override { return inner_->stats(); }
+  void Trim() noexcept override { inner_->Trim(); }
 
  private:
   class Method final : public MethodMemory {
@@ -51,6 +52,7 @@ class SlowMemory final : public MessageMemory {
       }
       return inner_->Acquire();
     }
+    MemoryStats stats() const noexcept override { return inner_->stats(); }
 
    protected:
     void Release(google::protobuf::Message*, google::protobuf::Message*, google::protobuf::Arena*,

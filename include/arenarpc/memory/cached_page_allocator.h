@@ -26,6 +26,9 @@ class CachedPageAllocator final : public PageAllocator {
   void Deallocate(void* page) noexcept override;
   PageAllocatorStats stats() const noexcept override;
   const PagePoolOptions& options() const noexcept;
+  // Frees the cached pages of the shared stack and of the calling thread's cache; other threads'
+  // caches are theirs alone (at most thread_cache_pages each). Returns the pages freed.
+  size_t Trim() noexcept;
 
   // Shared state; kept alive by thread caches that still hold pages of a destroyed allocator, which
   // hand them back when their thread exits or next creates a cache.

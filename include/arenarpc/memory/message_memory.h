@@ -100,11 +100,12 @@ struct ReuseSettings {
 };
 
 // The "auto" strategy: per method, it runs trials on live calls (the candidates take turns in
-// blocks of trial_block calls), charges each call the thread CPU time from Acquire() to Release() (parse, handler,
-// serialize, release; a call is measured only if it ran on one thread without suspending), and
-// serves the method with the cheapest candidate (median CPU per call). It runs a new trial after
-// recheck_calls calls or recheck_interval_ms, and when the method's request size moves by
-// shape_change times. Every candidate is exact, so a switch never changes what goes on the wire.
+// blocks of trial_block calls), charges each call the thread CPU time from Acquire() to Release()
+// (parse, handler, serialize, release; a call is measured only if it ran on one thread without
+// suspending), and serves the method with the cheapest candidate (median CPU per call, each call
+// scaled to the trial's call size by a cost model fitted over it; docs/memory.md). It runs a new
+// trial after recheck_calls calls or recheck_interval_ms, and when the method's request size moves
+// by shape_change times. Every candidate is exact, so a switch never changes what goes on the wire.
 struct AutoSettings {
   // The first one serves a method until its first trial ends, and whenever no call can be
   // measured (handlers that finish their calls on another thread).
@@ -133,17 +134,38 @@ struct MemoryChoice {
   struct Candidate {
     std::string name;
     uint64_t samples = 0;       // calls counted in the last trial
-    uint64_t cpu_ns = 0;        // median thread CPU per call in the last trial
-    uint64_t held_bytes = 0;    // mean bytes the call's messages held at release (last trial)
+    // Median thread CPU per call in the last trial, each call scaled to reference_bytes by the
+    // trial's cost model, and a ~95 % interval of that median.
+    uint64_t cpu_ns = 0;
+    uint64_t cpu_ns_low = 0, cpu_ns_high = 0;
+    uint64_t raw_cpu_ns = 0;  // median thread CPU per call as measured
+    uint64_t wire_bytes = 0;  // mean request + response wire bytes of its counted calls
+    // Its calls' mean size was near enough reference_bytes to rank it (docs/memory.md).
+    bool comparable = false;
+    uint64_t held_bytes = 0;  // bytes the call's messages held at release, per reference call
   };
   std::string chosen;
   std::vector<Candidate> candidates;  // in AutoSettings::candidates order
+  // The last trial's scale: the median of its candidates' mean request + response wire bytes per
+  // call, and the cost model
+  // fitted over it (CPU per call = fixed_ns + ns_per_kib * KiB; ns_per_kib 0: cost did not
+  // follow size, calls are compared as measured).
+  uint64_t reference_bytes = 0;
+  double fixed_ns = 0, ns_per_kib = 0;
   uint64_t trials = 0;                // finished trials
   uint64_t switches = 0;              // trials that moved the method to another candidate
   bool in_trial = false;
   int64_t decided_unix_ms = 0;        // when the last trial ended (0: none yet)
   uint64_t chosen_cpu_ns = 0;         // the chosen candidate's CPU per call since (moving mean)
   std::string reason;                 // why the last trial started and what it found
+  // The last decisions (at most kHistory), oldest first: every trial's outcome, switch or not.
+  struct Decision {
+    int64_t unix_ms = 0;
+    std::string from, to;  // the candidate serving before and after (equal: kept)
+    std::string reason;    // as `reason` was then, with the trial's figures
+  };
+  static constexpr size_t kHistory = 16;
+  std::vector<Decision> history;
 };
 
 // A response field whose declaration keeps the exact reuse strategy from keeping its subtree
@@ -236,6 +258,11 @@ class MethodMemory {
   virtual MessagePair Acquire() = 0;
   // The "auto" strategy's current decision for this method; empty for the fixed strategies.
   virtual std::optional<MemoryChoice> Choice() const { return std::nullopt; }
+  // This method's own counters: its pairs acquired and released, and what it did with them
+  // (reuse: requests shaped, responses mirrored, calls on the arena, and the pools of its request
+  // and response types, which methods of the same types share). Counters of what the whole
+  // strategy shares (its page pool) are 0 here: see MessageMemory::stats(). The default: zeros.
+  virtual MemoryStats stats() const noexcept { return {}; }
   const google::protobuf::Message& request_prototype() const { return *request_prototype_; }
   const google::protobuf::Message& response_prototype() const { return *response_prototype_; }
 
@@ -277,6 +304,10 @@ class MessageMemory {
       const google::protobuf::Message& request_prototype,
       const google::protobuf::Message& response_prototype) = 0;
   virtual MemoryStats stats() const noexcept = 0;
+  // Gives back what the strategy keeps between calls (pooled objects, cached pages) and no call
+  // holds now; the next calls build it up again. The "auto" strategy calls it on a candidate no
+  // method uses any more. Thread-safe; the default does nothing (nothing kept).
+  virtual void Trim() noexcept {}
 };
 
 // Creates a strategy by name ("heap", "arena", "paged", "reuse", "auto"). Throws std::invalid_argument

@@ -51,6 +51,27 @@ bool LosesSubtrees(const Descriptor& root) {
   return false;
 }
 
+void AddPoolStats(const ReusePoolStats& p, MemoryStats& s) noexcept {
+  s.reuses += p.reuses;
+  s.rebuilds += p.rebuilds + p.drops;
+  s.trims += p.trims;
+  s.objects_pooled += p.objects_pooled;
+  s.retained_bytes_estimate += p.retained_bytes_estimate;
+}
+
+// What the strategy counts, for itself and for each method.
+struct ReuseCounters {
+  CallCounters calls;
+  std::atomic<uint64_t> shaped{0}, mirrored{0}, on_arena{0};
+
+  void Fill(MemoryStats& s) const noexcept {
+    calls.FillStats(s);
+    s.requests_shaped = shaped.load(std::memory_order_relaxed);
+    s.responses_mirrored = mirrored.load(std::memory_order_relaxed);
+    s.calls_on_arena = on_arena.load(std::memory_order_relaxed);
+  }
+};
+
 class ReuseMemory final : public MessageMemory, public std::enable_shared_from_this<ReuseMemory> {
  public:
   explicit ReuseMemory(const MemoryOptions& options)
@@ -90,8 +111,17 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       }
       request->partner = response;
       if (!keep_response_tree_) responses_->DetachKept(*response);
-      owner_->counters_.OnAcquire();
+      owner_->counters_.calls.OnAcquire();
+      counters_.calls.OnAcquire();
       return MakePair(request->message.get(), response->message.get(), nullptr, request);
+    }
+
+    MemoryStats stats() const noexcept override {
+      MemoryStats s;
+      counters_.Fill(s);
+      AddPoolStats(requests_->stats(), s);
+      AddPoolStats(responses_->stats(), s);
+      return s;
     }
 
    protected:
@@ -100,14 +130,16 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       Observe(response_bytes_, response_message->GetCachedSize());
       if (cookie == nullptr) {  // a small call: both messages on the arena
         small_call_arenas_->Destroy(pair_arena);
-        owner_->counters_.OnRelease();
+        owner_->counters_.calls.OnRelease();
+        counters_.calls.OnRelease();
         return;
       }
       auto* request = static_cast<ReusePool::Entry*>(cookie);
       if (Arena* arena = std::exchange(request->response_arena, nullptr)) {
         requests_->Give(request);
         arenas_->Destroy(arena);  // the response with it
-        owner_->counters_.OnRelease();
+        owner_->counters_.calls.OnRelease();
+        counters_.calls.OnRelease();
         return;
       }
       ReusePool::Entry* response = request->partner;
@@ -115,7 +147,8 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       const ResponseMirror* fitted_by = response->fitted ? mirror_.get() : nullptr;
       requests_->Give(request);
       responses_->Give(response, fitted_by);
-      owner_->counters_.OnRelease();
+      owner_->counters_.calls.OnRelease();
+      counters_.calls.OnRelease();
     }
     // Shape (fit the kept tree to the bytes, so the merge allocates nothing), merge, then settle
     // (detach kept sub-messages the bytes left empty) and fit the response to the request.
@@ -124,7 +157,8 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       if (cookie == nullptr) return MergeSerialized(*message, bytes);  // a fresh arena message
       auto& request = *static_cast<ReusePool::Entry*>(cookie);
       requests_->Shape(request, bytes.Read());
-      owner_->shaped_.fetch_add(1, std::memory_order_relaxed);
+      owner_->counters_.shaped.fetch_add(1, std::memory_order_relaxed);
+      counters_.shaped.fetch_add(1, std::memory_order_relaxed);
       const ParseResult result = MergeSerialized(*message, bytes);
       if (result != ParseResult::kOk) return result;
       requests_->Settle(request);
@@ -132,7 +166,8 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
         ReusePool::Entry& response = *request.partner;
         mirror_->Fit(*response.message, *request.message, response.spares);
         response.fitted = true;
-        owner_->mirrored_.fetch_add(1, std::memory_order_relaxed);
+        owner_->counters_.mirrored.fetch_add(1, std::memory_order_relaxed);
+        counters_.mirrored.fetch_add(1, std::memory_order_relaxed);
       }
       return result;
     }
@@ -175,8 +210,10 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       try {
         Message* request = request_prototype().New(arena);
         Message* response = response_prototype().New(arena);
-        owner_->counters_.OnAcquire();
-        owner_->on_arena_.fetch_add(1, std::memory_order_relaxed);
+        owner_->counters_.calls.OnAcquire();
+        counters_.calls.OnAcquire();
+        owner_->counters_.on_arena.fetch_add(1, std::memory_order_relaxed);
+        counters_.on_arena.fetch_add(1, std::memory_order_relaxed);
         return MakePair(request, response, arena, nullptr, /*response_plain=*/true);
       } catch (...) {
         small_call_arenas_->Destroy(arena);
@@ -197,7 +234,8 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
       }
       request->partner = nullptr;
       request->response_arena = arena;
-      owner_->counters_.OnAcquire();
+      owner_->counters_.calls.OnAcquire();
+      counters_.calls.OnAcquire();
       return MakePair(request->message.get(), response, nullptr, request);
     }
 
@@ -226,6 +264,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
     std::atomic<int64_t> request_bytes_{-1}, response_bytes_{-1};
     std::atomic<bool> mirroring_{false};
     std::atomic<uint64_t> follows_{0}, strays_{0};
+    ReuseCounters counters_;
   };
 
   std::string_view name() const noexcept override { return "reuse"; }
@@ -234,21 +273,16 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
   }
   MemoryStats stats() const noexcept override {
     MemoryStats s;
-    counters_.FillStats(s);
-    s.responses_mirrored = mirrored_.load(std::memory_order_relaxed);
-    s.requests_shaped = shaped_.load(std::memory_order_relaxed);
-    s.calls_on_arena = on_arena_.load(std::memory_order_relaxed);
+    counters_.Fill(s);
     std::lock_guard lock(mu_);
     if (arena_pages_) FillPageStats(arena_pages_->stats(), s);  // its paged arenas
-    for (const auto& [descriptor, pool] : pools_) {
-      const ReusePoolStats p = pool->stats();
-      s.reuses += p.reuses;
-      s.rebuilds += p.rebuilds + p.drops;
-      s.trims += p.trims;
-      s.objects_pooled += p.objects_pooled;
-      s.retained_bytes_estimate += p.retained_bytes_estimate;
-    }
+    for (const auto& [descriptor, pool] : pools_) AddPoolStats(pool->stats(), s);
     return s;
+  }
+  void Trim() noexcept override {
+    std::lock_guard lock(mu_);
+    for (const auto& [descriptor, pool] : pools_) pool->Trim();
+    if (arena_pages_) arena_pages_->Trim();
   }
 
   // The strategy's paged arenas (responses reuse cannot keep, small calls), made when a method
@@ -283,8 +317,7 @@ class ReuseMemory final : public MessageMemory, public std::enable_shared_from_t
   std::shared_ptr<CachedPageAllocator> arena_pages_;
   std::unique_ptr<PagedArenaFactory> arena_factory_;
   std::map<std::pair<const Descriptor*, bool>, std::shared_ptr<ReusePool>> pools_;
-  CallCounters counters_;
-  std::atomic<uint64_t> mirrored_{0}, shaped_{0}, on_arena_{0};
+  ReuseCounters counters_;
 };
 
 }  // namespace

@@ -74,18 +74,10 @@ ReusePool::Entry* ReusePool::Take() {
   // Home shard first, then the others: an object released on another thread is still found.
   const size_t home = ThreadIndex() % shards_.size();
   for (size_t i = 0; i < shards_.size(); ++i) {
-    Shard& shard = shards_[(home + i) % shards_.size()];
-    std::unique_ptr<Entry> entry;
-    {
-      std::lock_guard lock(shard.mu);
-      if (shard.entries.empty()) continue;
-      entry = std::move(shard.entries.back());
-      shard.entries.pop_back();
+    if (std::unique_ptr<Entry> entry = Pop(shards_[(home + i) % shards_.size()])) {
+      reuses_.fetch_add(1, std::memory_order_relaxed);
+      return entry.release();
     }
-    pooled_bytes_.fetch_sub(entry->retained_estimate, std::memory_order_relaxed);
-    pooled_objects_.fetch_sub(1, std::memory_order_relaxed);
-    reuses_.fetch_add(1, std::memory_order_relaxed);
-    return entry.release();
   }
   auto entry = std::make_unique<Entry>();
   if (on_arena_) {
@@ -249,6 +241,27 @@ void ReusePool::Give(Entry* entry, const ResponseMirror* fitted_by) noexcept {
   pooled_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
   drops_.fetch_add(1, std::memory_order_relaxed);
   Destroy(entry);
+}
+
+std::unique_ptr<ReusePool::Entry> ReusePool::Pop(Shard& shard) noexcept {
+  std::unique_ptr<Entry> entry;
+  {
+    std::lock_guard lock(shard.mu);
+    if (shard.entries.empty()) return entry;
+    entry = std::move(shard.entries.back());
+    shard.entries.pop_back();
+  }
+  pooled_bytes_.fetch_sub(entry->retained_estimate, std::memory_order_relaxed);
+  pooled_objects_.fetch_sub(1, std::memory_order_relaxed);
+  return entry;
+}
+
+void ReusePool::Trim() noexcept {
+  // One object at a time: no allocation, each shard's lock held briefly, destroyed outside it.
+  for (Shard& shard : shards_) {
+    while (Pop(shard)) {
+    }
+  }
 }
 
 ReusePoolStats ReusePool::stats() const noexcept {

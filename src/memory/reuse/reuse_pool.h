@@ -173,6 +173,8 @@ class ReusePool {
   }
 
   ReusePoolStats stats() const noexcept;
+  // Destroys every pooled object (objects taken now are pooled again when given back).
+  void Trim() noexcept;
   const ReuseSettings& settings() const noexcept { return settings_; }
   bool on_arena() const noexcept { return on_arena_; }
 
@@ -196,6 +198,7 @@ class ReusePool {
   size_t Measure(Entry& entry, size_t wire) noexcept;  // `wire`: the content's size, 0 if unknown
   size_t MeasureExactly(Entry& entry) noexcept;
   void Destroy(Entry* entry) noexcept;
+  std::unique_ptr<Entry> Pop(Shard& shard) noexcept;  // the shard's last object, or null
 
   const google::protobuf::Message& prototype_;
   const ReuseSettings settings_;
