@@ -133,6 +133,15 @@ struct ServerOptions {
   // Fibers alive at once (handlers running or waiting, and fibers they started); a call that
   // would need one more gets ELIMIT. >= 1.
   int max_fibers = 4096;
+  // Shares of max_fibers (a call past one gets ELIMIT, gRPC RESOURCE_EXHAUSTED, naming it):
+  // fibers the handlers of one connection hold at once; 0 = no share of its own (brpc clients
+  // send all their calls on one connection by default). 0..max_fibers.
+  int max_fibers_per_connection = 0;
+  // Fibers held by gRPC streaming handlers (each holds its fiber until its stream ends), all
+  // connections together; 0 = max_fibers / 2. The rest stays for unary calls. 0..max_fibers.
+  int max_streaming_fibers = 0;
+  // ... of one connection (gRPC core's default MAX_CONCURRENT_STREAMS). >= 1.
+  int max_streaming_calls_per_connection = 100;
   // Stack of each fiber (rounded up to pages; a guard page below it is extra). >= 16 KiB.
   size_t fiber_stack_size = 256u << 10;
 

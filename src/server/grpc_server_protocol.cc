@@ -360,6 +360,11 @@ void GrpcServerProtocol::SendRequestTooLarge(net::Connection& connection, int64_
   Fail(connection, key, GrpcStatus::kResourceExhausted, text);
 }
 
+void GrpcServerProtocol::SendOverShare(net::Connection& connection, int64_t key,
+                                      std::string_view text) {
+  Fail(connection, key, GrpcStatus::kResourceExhausted, text);
+}
+
 bool GrpcServerProtocol::CallCanceled(int64_t key) {
   std::lock_guard lock(mutex_);
   auto it = calls_.find(key);
@@ -451,6 +456,7 @@ void GrpcServerProtocol::OnClosed() {
 }
 
 bool GrpcServerProtocol::IsStreamCall(int64_t key) {
+  if (!has_stream_methods_) return false;
   std::lock_guard lock(mutex_);
   auto it = calls_.find(key);
   return it != calls_.end() && it->second.stream != nullptr;

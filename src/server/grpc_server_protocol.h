@@ -58,6 +58,7 @@ class GrpcServerProtocol final : public ServerProtocol {
   void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) override;
   void SendError(net::Connection& connection, int64_t key, int code,
                  std::string_view text) override;
+  void SendOverShare(net::Connection& connection, int64_t key, std::string_view text) override;
   void SendRequestTooLarge(net::Connection& connection, int64_t key,
                            std::string_view text) override;
   bool CallCanceled(int64_t key) override;
@@ -68,7 +69,7 @@ class GrpcServerProtocol final : public ServerProtocol {
 
   // Streaming calls (arenarpc/grpc_stream.h; server/grpc_server_stream.cc), by the call's key.
   using Clock = std::chrono::steady_clock;
-  bool IsStreamCall(int64_t key);
+  bool IsStreamCall(int64_t key) override;
   bool StreamAcceptsGzip(int64_t key);
   size_t max_body_size() const noexcept { return max_body_size_; }
   ServerState& state() const noexcept { return state_; }

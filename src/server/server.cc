@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "builtin/builtin_services.h"
 #include "cluster/server_registration.h"
@@ -169,6 +170,21 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
   }
   if (options.max_fibers < 1) {
     return Fail("max_fibers=" + std::to_string(options.max_fibers) + " is invalid (expected >= 1)");
+  }
+  for (const auto& [name, value] : {std::pair{"max_fibers_per_connection",
+                                               options.max_fibers_per_connection},
+                                     std::pair{"max_streaming_fibers",
+                                               options.max_streaming_fibers}}) {
+    if (value < 0 || value > options.max_fibers) {
+      return Fail(std::string(name) + "=" + std::to_string(value) +
+                  " is invalid (expected 0..max_fibers=" + std::to_string(options.max_fibers) +
+                  ")");
+    }
+  }
+  if (options.max_streaming_calls_per_connection < 1) {
+    return Fail("max_streaming_calls_per_connection=" +
+                std::to_string(options.max_streaming_calls_per_connection) +
+                " is invalid (expected >= 1)");
   }
   if (options.fiber_stack_size < kMinFiberStackSize) {
     return Fail("fiber_stack_size=" + std::to_string(options.fiber_stack_size) +

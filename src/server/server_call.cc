@@ -32,13 +32,20 @@ struct ServerCall::RetainedMessages {
 
 using internal::ControllerAccess;
 
+struct ServerCall::HandlerStart {
+  std::unique_ptr<ServerCall>* call;
+  FiberShares::Ticket* ticket;
+};
+
 ServerCall::ServerCall(std::shared_ptr<ServerState> state,
                        std::shared_ptr<net::Connection> connection, CancelRegistry* cancels,
+                       std::shared_ptr<FiberShares::Connection> fiber_share,
                        ServerProtocol* protocol, MethodEntry* method, int64_t correlation_id,
                        std::chrono::steady_clock::time_point start)
     : state_(std::move(state)),
       connection_(std::move(connection)),
       cancels_(cancels),
+      fiber_share_(std::move(fiber_share)),
       protocol_(protocol),
       method_(method),
       correlation_id_(correlation_id),
@@ -169,29 +176,41 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     return;  // the half-filled pair goes back to its strategy with the call
   }
   payload.bytes.clear();  // the input pages can go back before the handler runs
-  fiber::Scheduler& fibers = call->state_->runtime->fibers();
+  ServerRuntime& runtime = *call->state_->runtime;
+  fiber::Scheduler& fibers = runtime.fibers();
   std::string limit_text;
-  if (!fibers.TryReserve()) {
-    limit_text = "Reached server's max_fibers=" + std::to_string(fibers.options().max_fibers);
-  } else {
-    try {
-      fibers.RunReserved(&ServerCall::RunHandler, &call);
-      return;
-    } catch (const std::bad_alloc&) {  // no stack could be mapped; the handler did not start
-      limit_text = "Fail to map a fiber stack of " +
-                   std::to_string(fibers.options().stack_size) + " bytes";
+  FiberShares::Ticket ticket = runtime.fiber_shares().TryTake(
+      call->fiber_share_, call->protocol_->IsStreamCall(call->correlation_id_), &limit_text);
+  if (ticket) {
+    if (!fibers.TryReserve()) {
+      limit_text = "Reached server's max_fibers=" + std::to_string(fibers.options().max_fibers);
+    } else {
+      try {
+        HandlerStart start{&call, &ticket};
+        fibers.RunReserved(&ServerCall::RunHandler, &start);
+        return;
+      } catch (const std::bad_alloc&) {  // no stack could be mapped; the handler did not start
+        limit_text = "Fail to map a fiber stack of " +
+                     std::to_string(fibers.options().stack_size) + " bytes";
+      }
     }
   }
   ServerState& state = *call->state_;
   state.counters.rejected_fiber_limit.fetch_add(1, std::memory_order_relaxed);
   method->CountRejected(ELIMIT);
-  call->protocol_->SendError(*call->connection_, call->correlation_id_, ELIMIT, limit_text);
+  if (!ticket) {
+    call->protocol_->SendOverShare(*call->connection_, call->correlation_id_, limit_text);
+  } else {
+    call->protocol_->SendError(*call->connection_, call->correlation_id_, ELIMIT, limit_text);
+  }
   state.admission.Finish();
 }
 
 void ServerCall::RunHandler(void* arg) {
-  // Runs before RunReserved() returns, while Execute()'s `call` still exists.
-  ServerCall* done = static_cast<std::unique_ptr<ServerCall>*>(arg)->release();
+  // Runs before RunReserved() returns, while Execute()'s `call` and `ticket` still exist.
+  auto* start = static_cast<HandlerStart*>(arg);
+  const FiberShares::Ticket ticket = std::move(*start->ticket);  // given back as the fiber ends
+  ServerCall* done = start->call->release();
   MethodEntry* method = done->method_;
   method->CountStarted();
   if (!done->state_->config.options.interceptors.empty() && !done->Intercept()) return;

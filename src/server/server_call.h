@@ -17,6 +17,7 @@
 #include "net/connection.h"
 #include "protocol/payload_encoding.h"
 #include "server/cancel_registry.h"
+#include "server/fiber_shares.h"
 #include "server/method_entry.h"
 #include "server/server_protocol.h"
 #include "server/server_state.h"
@@ -36,11 +37,13 @@ struct RequestPayload {
 // client sent passed; NotifyOnCancel() callbacks run then, or when Run() finishes.
 class ServerCall final : public google::protobuf::Closure, private internal::CancelSource {
  public:
-  // `cancels` and `protocol` are the connection's (they live as long as `connection`).
-  // `correlation_id` identifies the reply for the protocol (baidu_std: the correlation id).
+  // `cancels`, `fiber_share` and `protocol` are the connection's (the first and last live as long
+  // as `connection`). `correlation_id` identifies the reply for the protocol (baidu_std: the
+  // correlation id).
   ServerCall(std::shared_ptr<ServerState> state, std::shared_ptr<net::Connection> connection,
-             CancelRegistry* cancels, ServerProtocol* protocol, MethodEntry* method,
-             int64_t correlation_id, std::chrono::steady_clock::time_point start);
+             CancelRegistry* cancels, std::shared_ptr<FiberShares::Connection> fiber_share,
+             ServerProtocol* protocol, MethodEntry* method, int64_t correlation_id,
+             std::chrono::steady_clock::time_point start);
   ~ServerCall() override;  // fires the NotifyOnCancel() callbacks that did not run yet
 
   Controller& controller() noexcept { return controller_; }
@@ -74,7 +77,8 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   static std::shared_ptr<void> RetainHook(const Controller& controller);
   // Acquires the pair, parses the request into it and runs the handler on a new fiber, on this
   // thread until the handler returns or first waits. A call that fails here is answered (EREQUEST
-  // / EINTERNAL, ELIMIT past max_fibers) and destroyed; otherwise the handler owns it until Run().
+  // / EINTERNAL, ELIMIT past max_fibers or one of its FiberShares) and destroyed; otherwise the
+  // handler owns it until Run().
   static void Execute(std::unique_ptr<ServerCall> call, RequestPayload payload);
   // max_request_memory and max_inflight_message_memory for the opened request bytes. false:
   // *code and *error_text say why (EREQUEST, ELIMIT).
@@ -82,7 +86,9 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // ServerOptions::interceptors, on the handler's fiber. false: one refused the call, which was
   // answered and deleted.
   bool Intercept();
-  // The fiber's body: takes `*arg` (a std::unique_ptr<ServerCall>*) and runs the handler.
+  // The fiber's body: takes `*arg` (a HandlerStart*: the call and its FiberShares ticket, held
+  // until the fiber ends) and runs the handler.
+  struct HandlerStart;
   static void RunHandler(void* arg);
   // Leaves the backlog: ServerState::queued.
   void Dequeue();
@@ -96,6 +102,7 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   std::shared_ptr<ServerState> state_;
   std::shared_ptr<net::Connection> connection_;
   CancelRegistry* const cancels_;
+  const std::shared_ptr<FiberShares::Connection> fiber_share_;
   ServerProtocol* const protocol_;
   MethodEntry* method_;
   const int64_t correlation_id_;

@@ -347,7 +347,8 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
     return nullptr;
   }
   auto call = std::make_unique<ServerCall>(state.shared_from_this(), connection.shared_from_this(),
-                                           &cancels_, protocol_.get(), method, key, read_at);
+                                           &cancels_, fiber_share_, protocol_.get(), method, key,
+                                           read_at);
   internal::ControllerAccess::set_remote_side(call->controller(), connection.remote_side());
   if (const net::TlsSession* tls = connection.tls()) {
     internal::ControllerAccess::set_tls_peer(call->controller(), &tls->peer());

@@ -25,6 +25,7 @@
 #include "net/connection.h"
 #include "server/call_task.h"
 #include "server/cancel_registry.h"
+#include "server/fiber_shares.h"
 #include "server/server_protocol.h"
 #include "server/server_state.h"
 
@@ -105,6 +106,9 @@ class ServerConnection final : public net::Connection::Delegate {
   int drainers_ = 0;        // drainers running or queued
   bool read_blocked_ = false;
   CancelRegistry cancels_;  // calls waiting in NotifyOnCancel(); fired by OnClosed
+  // The handler fibers this connection holds (FiberShares); also kept by their tickets.
+  const std::shared_ptr<FiberShares::Connection> fiber_share_ =
+      std::make_shared<FiberShares::Connection>();
 };
 
 }  // namespace arenarpc::server

@@ -113,10 +113,19 @@ class ServerProtocol {
                                    std::string_view text) {
     SendError(connection, key, EREQUEST, text);
   }
+  // ELIMIT for a call past its connection's (or its kind of call's) share of max_fibers
+  // (FiberShares). gRPC: RESOURCE_EXHAUSTED, a quota of the client's own, where a plain ELIMIT is
+  // UNAVAILABLE (brpc's mapping: try another server).
+  virtual void SendOverShare(net::Connection& connection, int64_t key, std::string_view text) {
+    SendError(connection, key, ELIMIT, text);
+  }
   // A protocol that cancels one call without closing the connection (HTTP/2's RST_STREAM): the
   // call `key` was canceled; `state` fires when it is. Any thread.
   virtual bool CallCanceled(int64_t /*key*/) { return false; }
   virtual void WatchCancel(int64_t /*key*/, const std::shared_ptr<CancelState>& /*state*/) {}
+  // The call's handler serves a stream and holds its fiber until the stream ends (gRPC
+  // streaming): it counts in FiberShares' streaming shares.
+  virtual bool IsStreamCall(int64_t /*key*/) { return false; }
   // Server::Stop() began: calls in flight finish, new ones get ELOGOFF (HTTP/2: GOAWAY).
   virtual void OnServerStopping(net::Connection& /*connection*/) {}
 

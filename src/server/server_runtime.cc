@@ -12,7 +12,8 @@ constexpr int kMaxCachedFiberStacks = 512;
 
 }  // namespace
 
-ServerRuntime::ServerRuntime(const ServerOptions& options) {
+ServerRuntime::ServerRuntime(const ServerOptions& options)
+    : fiber_shares_(FiberShares::LimitsFor(options)) {
   const int io_threads = options.num_threads > 0
                              ? options.num_threads
                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));

@@ -12,6 +12,7 @@
 
 #include "arenarpc/server.h"
 #include "fiber/scheduler.h"
+#include "server/fiber_shares.h"
 #include "net/acceptor.h"
 #include "net/event_loop_group.h"
 
@@ -46,12 +47,14 @@ class ServerRuntime {
   int internal_port() const noexcept;                                // -1 without internal_port
   asio::thread_pool* workers() noexcept { return workers_.get(); }   // nullptr: no worker_threads
   fiber::Scheduler& fibers() noexcept { return *fibers_; }
+  FiberShares& fiber_shares() noexcept { return fiber_shares_; }
 
  private:
   int handler_threads_ = 1;
   std::unique_ptr<net::EventLoopGroup> loops_;  // one io_context shared by all I/O threads
   std::unique_ptr<asio::thread_pool> workers_;
   std::unique_ptr<fiber::Scheduler> fibers_;  // on the workers, else on the I/O threads
+  FiberShares fiber_shares_;
   std::shared_ptr<net::Acceptor> acceptor_;
   std::shared_ptr<net::Acceptor> internal_acceptor_;
   bool listeners_closed_ = false;  // the thread that starts and stops the server

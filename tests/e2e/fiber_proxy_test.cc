@@ -259,6 +259,37 @@ TEST_F(FiberProxyTest, CallsPastMaxFibersGetElimit) {
   EXPECT_EQ(front_->GetMethodStats("arenarpc.e2e.TestService.Echo").rejected, 0u + limited);
 }
 
+// max_fibers_per_connection: each connection's handlers hold at most that many fibers; its
+// calls past it get ELIMIT naming the option while another connection gets its own share.
+TEST_F(FiberProxyTest, CallsPastTheConnectionsFiberShareGetElimit) {
+  ServerOptions options;
+  options.max_fibers_per_connection = 4;
+  StartFront(options);
+  std::vector<std::unique_ptr<CallResult>> calls[2];
+  {
+    std::thread second([&] { calls[1] = CallConcurrently(Address(*front_), 12, 500); });
+    calls[0] = CallConcurrently(Address(*front_), 12, 500);
+    second.join();
+  }
+  int ok_total = 0;
+  for (const auto& connection : calls) {
+    int ok = 0, limited = 0;
+    for (const auto& call : connection) {
+      if (!call->controller.Failed()) ++ok;
+      if (call->controller.ErrorCode() == ELIMIT) {
+        ++limited;
+        EXPECT_NE(call->controller.ErrorText().find("max_fibers_per_connection=4"),
+                  std::string::npos) << call->controller.ErrorText();
+      }
+    }
+    EXPECT_EQ(ok + limited, 12);
+    EXPECT_GE(ok, 4);
+    EXPECT_GE(limited, 1);
+    ok_total += ok;
+  }
+  EXPECT_GE(ok_total, 8);  // a share per connection, not one for all
+}
+
 TEST_F(FiberProxyTest, StopWaitsForSuspendedHandlersAndLosesNoReply) {
   StartFront();
   Channel channel;

@@ -1,7 +1,8 @@
 // Hostile HTTP/2 on the RPC port, from raw sockets: malformed frames of several classes, a PING
 // and a SETTINGS flood from a client that never reads, an HPACK bomb, 10,000 streams opened and
 // never finished, a client whose flow-control window stays 0, streaming calls whose handlers do
-// not read what the client streams — while a good baidu_std client on
+// not read what the client streams, idle streaming calls on many connections (the fiber
+// shares) — while a good baidu_std client on
 // another connection keeps 0 errors, and the server's memory for the bad connection stays within
 // the bound docs/grpc.md states.
 #include <arpa/inet.h>
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -525,6 +527,7 @@ TEST_P(GrpcHostileTest, EmptyMessagesNotReadAreChargedTheirOverhead) {
     while (!stream.controller().IsCanceled()) fiber::SleepFor(std::chrono::milliseconds(5));
   }));
   options_.max_queued_requests_per_connection = 256;
+  options_.max_streaming_calls_per_connection = 256;  // every stream's handler runs
   StartWithStreams(streams);
   constexpr int kStreams = 256;
   std::string data;
@@ -703,6 +706,140 @@ TEST_P(GrpcHostileTest, FloodsOfFramesWithoutWorkCloseTheConnection) {
     EXPECT_LT(took, std::chrono::seconds(3)) << what;  // closed, not the flood's own end
   }
   EXPECT_EQ(floods.size(), StatSoon(&ServerStats::malformed_frames, floods.size()));
+}
+
+
+// A client-streaming handler that waits for messages until the client ends its side (or the call
+// is canceled); idle streams keep it waiting in Read().
+void ReadUntilTheClientEnds(GrpcServerStream& stream) {
+  GrpcStreamMessages messages;
+  while (stream.Read(&messages)) {
+  }
+}
+
+// Opens `calls` client-streaming calls on a new connection (stream ids 1, 3, ...); `end`: each
+// also sends one empty message and ends its side, else the calls stay open and idle.
+std::unique_ptr<H2Socket> OpenClientStreams(int port, int calls, bool end) {
+  auto socket = std::make_unique<H2Socket>(port);
+  std::string bytes = std::string(kPreface) + Settings();
+  const std::string block = RequestBlock("/arenarpc.e2e.StreamService/ClientStream");
+  for (int i = 0; i < calls; ++i) {
+    const auto stream = static_cast<uint32_t>(2 * i + 1);
+    bytes += Frame(kHeaders, kEndHeaders, stream, block);
+    if (end) bytes += Frame(kData, kEndStream, stream, std::string(5, '\0'));  // empty message
+  }
+  EXPECT_TRUE(socket->Send(bytes));
+  return socket;
+}
+
+// Reads all `sockets` until `done` or `timeout`.
+bool ReadAllUntil(const std::vector<std::unique_ptr<H2Socket>>& sockets,
+                  const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    for (const auto& socket : sockets) {
+      socket->ReadUntil([] { return false; }, std::chrono::milliseconds(5));
+    }
+  }
+  return true;
+}
+
+// Streams of the first `calls` stream ids whose grpc-status is `status`.
+int CountStatus(const std::vector<std::unique_ptr<H2Socket>>& sockets, int calls,
+                const std::string& status, const std::string& message_part = "") {
+  int n = 0;
+  for (const auto& socket : sockets) {
+    for (int i = 0; i < calls; ++i) {
+      const auto stream = static_cast<uint32_t>(2 * i + 1);
+      if (socket->field(stream, "grpc-status") == status &&
+          socket->field(stream, "grpc-message").find(message_part) != std::string::npos) {
+        ++n;
+      }
+    }
+  }
+  return n;
+}
+
+// Issue 39's attack scaled down: 20 connections x 20 idle client-streaming calls against
+// max_fibers=256. Streaming handlers hold at most max_streaming_fibers (max_fibers / 2) fibers;
+// the rest are refused RESOURCE_EXHAUSTED, and the good baidu_std client keeps the unary half.
+// Once the attackers close, the whole streaming share serves calls again.
+TEST_P(GrpcHostileTest, IdleStreamingCallsLeaveTheUnaryFibers) {
+  GrpcStreamService streams(StreamService::descriptor());
+  ASSERT_EQ(0, streams.AddMethod("ClientStream", ReadUntilTheClientEnds));
+  options_.max_fibers = 256;
+  constexpr int kShare = 128;  // max_streaming_fibers' default: max_fibers / 2
+  constexpr int kConnections = 20, kCalls = 20;
+  StartWithStreams(streams);
+  const std::string method = "arenarpc.e2e.StreamService.ClientStream";
+  {
+    std::vector<std::unique_ptr<H2Socket>> attackers;
+    for (int c = 0; c < kConnections; ++c) {
+      attackers.push_back(OpenClientStreams(port_, kCalls, /*end=*/false));
+    }
+    constexpr int kRefused = kConnections * kCalls - kShare;
+    EXPECT_TRUE(ReadAllUntil(
+        attackers, [&] { return CountStatus(attackers, kCalls, "8") >= kRefused; },
+        std::chrono::seconds(10)));
+    EXPECT_EQ(kRefused, CountStatus(attackers, kCalls, "8", "max_streaming_fibers=128"));
+    EXPECT_EQ(kShare, server_->GetMethodStats(method).in_flight);
+    // the attack holds its share while the good client calls on
+    const int calls_before = good_->calls(), failures_before = good_->failures();
+    ReadAllUntil(attackers, [] { return false; }, std::chrono::seconds(1));
+    const int good_calls = good_->calls() - calls_before;
+    const int good_failures = good_->failures() - failures_before;
+    std::printf("[ measured ] under attack: %d streaming calls held, %d refused; good client "
+                "%d ok, %d failed in 1 s\n",
+                static_cast<int>(server_->GetMethodStats(method).in_flight),
+                CountStatus(attackers, kCalls, "8"), good_calls, good_failures);
+    EXPECT_GE(good_calls, 50);
+    EXPECT_EQ(0, good_failures) << good_->last_error();
+    EXPECT_EQ(kShare, server_->GetMethodStats(method).in_flight);
+  }
+  EXPECT_TRUE(WaitFor([&] { return server_->GetMethodStats(method).in_flight == 0; },
+                      std::chrono::seconds(5)));
+  // the attackers' share is free again: 4 x 32 streaming calls that end at once all succeed
+  constexpr int kAfterConnections = 4, kAfterCalls = kShare / kAfterConnections;
+  std::vector<std::unique_ptr<H2Socket>> after;
+  for (int c = 0; c < kAfterConnections; ++c) {
+    after.push_back(OpenClientStreams(port_, kAfterCalls, /*end=*/true));
+  }
+  EXPECT_TRUE(ReadAllUntil(
+      after, [&] { return CountStatus(after, kAfterCalls, "0") == kShare; },
+      std::chrono::seconds(10)));
+  EXPECT_EQ(kShare, CountStatus(after, kAfterCalls, "0"));
+  after.clear();
+  StopWithStreams();
+}
+
+// max_streaming_calls_per_connection: one connection's streaming calls past it are refused
+// RESOURCE_EXHAUSTED naming the option, while another connection still gets its own share.
+TEST_P(GrpcHostileTest, StreamingCallsPastTheConnectionsShareAreRefused) {
+  GrpcStreamService streams(StreamService::descriptor());
+  ASSERT_EQ(0, streams.AddMethod("ClientStream", ReadUntilTheClientEnds));
+  options_.max_streaming_calls_per_connection = 10;
+  StartWithStreams(streams);
+  const std::string method = "arenarpc.e2e.StreamService.ClientStream";
+  {
+    constexpr int kCalls = 30;
+    std::vector<std::unique_ptr<H2Socket>> first;
+    first.push_back(OpenClientStreams(port_, kCalls, /*end=*/false));
+    EXPECT_TRUE(ReadAllUntil(
+        first, [&] { return CountStatus(first, kCalls, "8") >= kCalls - 10; },
+        std::chrono::seconds(10)));
+    EXPECT_EQ(kCalls - 10,
+              CountStatus(first, kCalls, "8", "max_streaming_calls_per_connection=10"));
+    std::vector<std::unique_ptr<H2Socket>> second;
+    second.push_back(OpenClientStreams(port_, 10, /*end=*/false));
+    EXPECT_TRUE(WaitFor([&] { return server_->GetMethodStats(method).in_flight == 20; },
+                        std::chrono::seconds(5)));
+    EXPECT_FALSE(ReadAllUntil(
+        second, [&] { return CountStatus(second, 10, "8") > 0; }, std::chrono::milliseconds(200)));
+  }
+  EXPECT_TRUE(WaitFor([&] { return server_->GetMethodStats(method).in_flight == 0; },
+                      std::chrono::seconds(5)));
+  StopWithStreams();
 }
 
 }  // namespace
