@@ -760,6 +760,11 @@ TEST_F(StreamTest, WritesPastTheConnectionsUnsentBoundAreRefusedAndNothingIsLost
     }
   }
   EXPECT_EQ(0, service_.flood_wait_after.load());
+  // The writer's fiber marks itself done after StreamClose() returned (after the CLOSE went).
+  const auto done_by = std::chrono::steady_clock::now() + 10s;
+  while (!service_.flood_done.load() && std::chrono::steady_clock::now() < done_by) {
+    std::this_thread::sleep_for(1ms);
+  }
   EXPECT_TRUE(service_.flood_done.load());
   EXPECT_EQ(service_.flood_messages.load(), data_frames);
   EXPECT_TRUE(last);
