@@ -146,7 +146,17 @@ net::Connection::InputResult ServerConnection::OnInput(
       state_->counters.malformed_log.Log("closing connection from " + connection.remote_side() +
                                          ": malformed " + std::string(protocol_->name()) +
                                          " request: " + protocol_->error());
-      if (step == ServerProtocol::Step::kMalformed) result.keep_open = false;
+      if (step == ServerProtocol::Step::kMalformed) {
+        std::lock_guard lock(backlog_mutex_);
+        if (admitted.empty() && backlog_.empty() && drainers_ == 0) {
+          result.keep_open = false;
+        } else {
+          // Calls read before the bad bytes (this read's or earlier ones') are answered first.
+          close_after_backlog_ = true;
+          read_blocked_ = true;
+          connection.SetDelegateBlocked(true);
+        }
+      }
       break;
     }
     if ((step == ServerProtocol::Step::kCall || step == ServerProtocol::Step::kTask) &&
@@ -189,30 +199,46 @@ void ServerConnection::PostDrainer(net::Connection& connection) {
 
 void ServerConnection::DrainOne(net::Connection& connection) {
   PendingCall call;
+  bool close = false, popped = false;
   {
     std::lock_guard lock(backlog_mutex_);
     if (backlog_.empty()) {
-      --drainers_;
-      return;
-    }
-    call = std::move(backlog_.front());
-    backlog_.pop_front();
-    backlog_bytes_ -= call.payload.request_size;
-    UpdateReadBlock(connection);
-  }
-  call.Start();
-  {
-    std::lock_guard lock(backlog_mutex_);
-    if (backlog_.empty()) {
-      --drainers_;
-      return;
+      close = DrainerEndsLocked();
+    } else {
+      popped = true;
+      call = std::move(backlog_.front());
+      backlog_.pop_front();
+      backlog_bytes_ -= call.payload.request_size;
+      UpdateReadBlock(connection);
     }
   }
-  PostDrainer(connection);  // behind whatever else waits for a thread
+  if (popped) {
+    call.Start();
+    bool more = false;
+    {
+      std::lock_guard lock(backlog_mutex_);
+      more = !backlog_.empty();
+      if (!more) close = DrainerEndsLocked();
+    }
+    if (more) {
+      PostDrainer(connection);  // behind whatever else waits for a thread
+      return;
+    }
+  }
+  // The calls read before a malformed frame have started (their replies queued, unless their
+  // handlers went on asynchronously): close once those bytes are written. Outside the lock:
+  // closing runs OnClosed, which takes it.
+  if (close) connection.CloseWhenFlushed();
+}
+
+bool ServerConnection::DrainerEndsLocked() {
+  --drainers_;
+  return close_after_backlog_ && drainers_ == 0;
 }
 
 // Pauses reading while the backlog is full; resumes when it is down to half of both bounds.
 void ServerConnection::UpdateReadBlock(net::Connection& connection) {
+  if (close_after_backlog_) return;  // blocked until the close
   const ServerOptions& options = state_->config.options;
   const bool blocked =
       read_blocked_

@@ -84,6 +84,7 @@ class ServerConnection final : public net::Connection::Delegate {
   bool BacklogFull() const;                             // backlog_mutex_ held
   bool ProtocolSaturated() const;
   void UpdateReadBlock(net::Connection& connection);    // backlog_mutex_ held
+  bool DrainerEndsLocked();  // backlog_mutex_ held; true: close the connection now
 
   ServerState* state_;  // outlives every connection (Join closes them all first)
   const int max_drainers_;
@@ -105,6 +106,9 @@ class ServerConnection final : public net::Connection::Delegate {
   size_t backlog_bytes_ = 0;
   int drainers_ = 0;        // drainers running or queued
   bool read_blocked_ = false;
+  // A malformed frame came behind calls not started yet: reading stopped for good, and the
+  // connection closes (once flushed) when the last of them has started.
+  bool close_after_backlog_ = false;
   CancelRegistry cancels_;  // calls waiting in NotifyOnCancel(); fired by OnClosed
   // The handler fibers this connection holds (FiberShares); also kept by their tickets.
   const std::shared_ptr<FiberShares::Connection> fiber_share_ =

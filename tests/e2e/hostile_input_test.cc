@@ -101,6 +101,26 @@ TEST_P(HostileInputTest, MalformedFramesCloseOnlyTheirConnection) {
     ++expected_malformed;
   }
   {
+    // Ten pipelined requests and garbage in one write: every request read before the garbage is
+    // answered, in order, then the connection closes.
+    RawClient client(port_);
+    std::string bytes;
+    for (int i = 0; i < 10; ++i) {
+      TestRequest request;
+      request.set_message("pipelined " + std::to_string(i));
+      bytes += RawClient::Encode(RequestFor(&request), 100 + i);
+    }
+    client.SendBytes(bytes + "GARBAGE!GARBAGE!");
+    for (int i = 0; i < 10; ++i) {
+      RawReply reply;
+      ASSERT_TRUE(client.Read(&reply)) << "reply " << i;
+      EXPECT_EQ(100 + i, reply.correlation_id);
+      EXPECT_EQ(0, reply.error_code) << reply.error_text;
+    }
+    EXPECT_TRUE(client.WaitForClose());
+    ++expected_malformed;
+  }
+  {
     // Truncated frames, then the client closes: not a framing error, nothing to answer.
     TestRequest request;
     request.set_message("truncated");
@@ -123,7 +143,8 @@ TEST_P(HostileInputTest, MalformedFramesCloseOnlyTheirConnection) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_LE(server_->GetServerStats().connections_open, 2u);
-  EXPECT_EQ(0, service_->handler_calls() - good_calls.load() - 1);
+  // The one request before garbage and the ten pipelined ones ran; no hostile frame reached one.
+  EXPECT_EQ(0, service_->handler_calls() - good_calls.load() - 1 - 10);
   ExpectAllPairsReleased();
 }
 
