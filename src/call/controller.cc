@@ -1,9 +1,11 @@
 #include "arenarpc/controller.h"
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 
 #include "call/cancel_source.h"
+#include "call/client_cancel_hook.h"
 
 namespace arenarpc {
 namespace {
@@ -98,7 +100,18 @@ CallId Controller::call_id() {
   return CallId{id};
 }
 
-// arenarpc::StartCancel(CallId) and Join(CallId) find client calls: src/client/call_registry.cc.
-void Controller::StartCancel() { arenarpc::StartCancel(call_id()); }
+namespace {
+std::atomic<call::ClientCancelFunction> client_cancel{nullptr};
+}  // namespace
+
+void call::InstallClientCancel(ClientCancelFunction cancel) noexcept {
+  client_cancel.store(cancel, std::memory_order_release);
+}
+
+void call::CancelClientCall(uint64_t call_id) noexcept {
+  if (const auto cancel = client_cancel.load(std::memory_order_acquire)) cancel(call_id);
+}
+
+void Controller::StartCancel() { call::CancelClientCall(call_id().value); }
 
 }  // namespace arenarpc

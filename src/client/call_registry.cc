@@ -1,10 +1,17 @@
 #include "client/call_registry.h"
 
+#include "call/client_cancel_hook.h"
+
 namespace arenarpc::client {
 
 CallRegistry& CallRegistry::Instance() {
   static CallRegistry registry;
   return registry;
+}
+
+// Controller::StartCancel() finds client calls through this (call/ does not depend on client/).
+CallRegistry::CallRegistry() {
+  call::InstallClientCancel([](uint64_t id) { arenarpc::StartCancel(CallId{id}); });
 }
 
 void CallRegistry::Add(uint64_t id, const std::shared_ptr<ClientCall>& call) {

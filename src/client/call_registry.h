@@ -23,6 +23,8 @@ class CallRegistry {
   std::shared_ptr<ClientCall> Find(uint64_t id);
 
  private:
+  CallRegistry();
+
   struct Entry {
     const ClientCall* raw;
     std::weak_ptr<ClientCall> call;
