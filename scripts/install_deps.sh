@@ -8,7 +8,7 @@ PACKAGES=(
   libprotobuf-dev libprotoc-dev protobuf-compiler
   libgrpc++-dev protobuf-compiler-grpc
   libasio-dev libboost-context-dev libgflags-dev libsnappy-dev zlib1g-dev
-  libgoogle-perftools-dev libjemalloc-dev
+  libgoogle-perftools-dev google-perftools libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev lld
   valgrind util-linux procps

@@ -2,6 +2,7 @@
 
 #include "builtin/connections_page.h"
 #include "builtin/flags_page.h"
+#include "builtin/hotspots_page.h"
 #include "builtin/memory_page.h"
 #include "builtin/metrics_page.h"
 #include "builtin/status_page.h"
@@ -16,6 +17,7 @@ void AddObservabilityPages(BuiltinRegistry* registry, std::shared_ptr<const stat
   AddConnectionsPage(registry, view);
   AddMemoryPage(registry, view);
   AddFlagsPage(registry, view);
+  AddHotspotsPages(registry);
 }
 
 }  // namespace arenarpc::builtin

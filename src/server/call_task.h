@@ -12,7 +12,9 @@ namespace arenarpc::server {
 
 // Work admitted like a call that is not a method call. Admission (ServerState::queued and
 // in_flight) is settled by this base: queued when it starts, in flight when it is destroyed
-// (after Run() queued its reply, or without running).
+// (after Run() queued its reply, or without running). Run() is on a fiber of its own, as a
+// handler (a page that waits, /hotspots/cpu, suspends it and frees the thread), or on the calling
+// thread when no fiber can be had.
 class AdmittedTask {
  public:
   explicit AdmittedTask(std::shared_ptr<ServerState> state) : state_(std::move(state)) {}
@@ -23,16 +25,15 @@ class AdmittedTask {
   AdmittedTask(const AdmittedTask&) = delete;
   AdmittedTask& operator=(const AdmittedTask&) = delete;
 
-  void Start() {
-    started_ = true;
-    state_->admission.Dequeued();
-    Run();
-  }
+  // Runs `task` and destroys it once Run() returned.
+  static void Start(std::unique_ptr<AdmittedTask> task);
 
  protected:
   virtual void Run() = 0;
 
  private:
+  static void RunOnFiber(void* task);  // takes the std::unique_ptr<AdmittedTask>* it is given
+
   std::shared_ptr<ServerState> state_;
   bool started_ = false;
 };
@@ -51,11 +52,7 @@ struct PendingCall {
     if (call) ServerCall::Abandon(std::move(call), payload);
   }
   void Start() {
-    if (task) {
-      std::unique_ptr<AdmittedTask> run = std::move(task);
-      run->Start();
-      return;
-    }
+    if (task) return AdmittedTask::Start(std::move(task));
     ServerCall::Start(std::move(call), std::move(payload));
   }
 

@@ -9,14 +9,15 @@
 
 namespace arenarpc::builtin {
 
-std::optional<std::string> HttpGet(int port, std::string_view target, int* status) {
+std::optional<std::string> HttpGet(int port, std::string_view target, int* status,
+                                   std::chrono::seconds timeout_seconds) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::nullopt;
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   address.sin_port = htons(static_cast<uint16_t>(port));
-  timeval timeout{5, 0};
+  timeval timeout{static_cast<time_t>(timeout_seconds.count()), 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
   std::string response;
