@@ -22,12 +22,39 @@ def _per_core(run):
     return 1e6 / us if us else 0
 
 
+def _workload(result):
+    mix = result.get("payload_mix")
+    return f"payload_mix {mix}" if mix else f"payload_scale {result['payload_scale']}"
+
+
+def auto_versus_best(result):
+    """auto against the fixed mode (heap, arena, paged, reuse: what it chooses from) with the
+    lowest median CPU per call: ratios of the medians, each repeat's ratio (repeats interleave),
+    and how far the best mode's own repeats spread ((max - min) / median). None without auto."""
+    med = result["medians"]
+    fixed = [m for m in result["modes"] if m in ("heap", "arena", "paged", "reuse", "default")]
+    if "auto" not in med or not fixed:
+        return None
+    best = min(fixed, key=lambda m: med[m]["cpu_us_per_call"])
+    own = [r["cpu_us_per_call"] for r in result["runs"][best]]
+    ratio = lambda k: med["auto"][k] / med[best][k] if med[best][k] else 0
+    return {
+        "best": best, "cpu": ratio("cpu_us_per_call"), "p99": ratio("p99"),
+        "rss": ratio("rss_peak"),
+        "per_repeat": [a["cpu_us_per_call"] / b["cpu_us_per_call"]
+                       for a, b in zip(result["runs"]["auto"], result["runs"][best])
+                       if b["cpu_us_per_call"]],
+        "best_spread": (max(own) - min(own)) / med[best]["cpu_us_per_call"]
+        if med[best]["cpu_us_per_call"] else 0,
+    }
+
+
 def table(result):
     med, base = result["medians"], result["baseline"]
     b = med[base]
     maxq = result.get("max_throughput", {})
     lines = [
-        f"{result['server']} echo server, payload_scale {result['payload_scale']}, "
+        f"{result['server']} echo server, {_workload(result)}, "
         f"{result['qps']:.0f} QPS open loop, {result['repeats']} interleaved repeats x "
         f"{result['duration_s']:g} s (after {result['warmup_s']:g} s warm-up"
         f"{'; auto: until its start-up trials ended' if any(m.startswith('auto') for m in result['modes']) else ''}"
@@ -71,6 +98,14 @@ def table(result):
     if spread:
         lines.append("")
         lines.append(f"CPU ratio to {base} per repeat, in run order: " + "; ".join(spread))
+    versus = auto_versus_best(result)
+    if versus:
+        lines.append("")
+        lines.append(
+            f"auto / best fixed mode ({versus['best']}): CPU per call {versus['cpu']:.2f} (per "
+            f"repeat {' '.join(f'{r:.2f}' for r in versus['per_repeat'])}; {versus['best']}'s own "
+            f"repeats spread {versus['best_spread']:.0%} of its median), p99 {versus['p99']:.2f}, "
+            f"RSS peak {versus['rss']:.2f}")
     # --before_build: this build's CPU per call over the earlier build's, mode by mode (repeat i of
     # "mode" ran right after repeat i of "mode@before").
     before_after = []
@@ -129,7 +164,7 @@ def chart(result, png_path):
             data.write(f"{mode} {m['p80']} {m['p90']} {m['p99']} {m['p99.9']} "
                        f"{m['cpu_us_per_call']:.1f} {m['cpu_cores']:.4f} {m['rss_peak'] / 1e6:.2f} "
                        f"{maxq.get(mode, {}).get('achieved_qps', 0):.1f}\n")
-    title = (f"{result['server']} echo, payload_scale {result['payload_scale']}, "
+    title = (f"{result['server']} echo, {_workload(result)}, "
              f"{result['qps']:.0f} QPS, medians of {result['repeats']} ({result['utc']})")
     try:
         out = subprocess.run(["gnuplot", "-e", f"datafile='{data.name}'; outfile='{png_path}'; "

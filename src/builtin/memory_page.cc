@@ -127,16 +127,32 @@ void WriteSeriesJson(JsonWriter& json, const stats::MethodView& m) {
   json.EndArray();
 }
 
-std::string MethodHtml(const stats::MethodView& view) {
+// Where auto's decisions of the charts' last 10 minutes fall on them (0 = the oldest point).
+std::vector<double> DecisionMarks(const MethodStats& m, int64_t now_unix_ms) {
+  std::vector<double> marks;
+  if (!m.memory_choice) return marks;
+  constexpr int64_t kSpanMs =
+      int64_t{stats::MemorySeries::kPoints} * stats::MemorySeries::kPointSeconds * 1000;
+  for (const auto& d : m.memory_choice->history) {
+    const int64_t age = now_unix_ms - d.unix_ms;
+    if (age >= 0 && age < kSpanMs) marks.push_back(1 - static_cast<double>(age) / kSpanMs);
+  }
+  return marks;
+}
+
+std::string MethodHtml(const stats::MethodView& view, int64_t now_unix_ms) {
   const MethodStats& m = view.stats;
   std::vector<double> held, cpu;
   for (const stats::MemoryPoint& p : view.memory_points) {
     held.push_back(p.held_bytes_per_call() / 1024);
     cpu.push_back(p.cpu_ns_per_call() / 1000);
   }
-  std::string html = "<h2>" + HtmlEscape(m.full_name) + " &mdash; " + HtmlEscape(m.memory_mode) +
-                     "</h2>\n<p>" + SvgLine(held, "KiB held per call, last 10 min", 1) +
-                     "<br>" + SvgLine(cpu, "CPU us per call, last 10 min", 1) + "</p>\n";
+  const std::vector<double> marks = DecisionMarks(m, now_unix_ms);
+  const char* marked = marks.empty() ? "" : "; red lines: decisions of auto";
+  std::string html =
+      "<h2>" + HtmlEscape(m.full_name) + " &mdash; " + HtmlEscape(m.memory_mode) + "</h2>\n<p>" +
+      SvgLine(held, std::string("KiB held per call, last 10 min") + marked, 1, marks) + "<br>" +
+      SvgLine(cpu, std::string("CPU us per call, last 10 min") + marked, 1, marks) + "</p>\n";
   if (const auto& c = m.memory_choice) {
     html += "<p>auto: serving with <b>" + HtmlEscape(c->chosen) + "</b>" +
             (c->in_trial ? " (trial running)" : "") + ", " + std::to_string(c->trials) +
@@ -189,7 +205,10 @@ void ServeMemory(const stats::ServerView& view, const BuiltinRequest& request,
   }
   if (WantsHtml(request)) {
     std::string html = HtmlHead("arenarpc memory") + "<h1>arenarpc message memory</h1>\n";
-    for (const stats::MethodView& m : methods) html += MethodHtml(m);
+    const int64_t now_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+    for (const stats::MethodView& m : methods) html += MethodHtml(m, now_unix_ms);
     html += StrategiesHtml(GroupByStrategy(methods));
     html +=
         "<p class=\"note\">Charts: sampled calls (held bytes: every arena call and one in 32 "

@@ -57,7 +57,8 @@ std::string HtmlHead(std::string_view title) {
          "</head><body>\n";
 }
 
-std::string SvgLine(std::span<const double> values, std::string_view note, int decimals) {
+std::string SvgLine(std::span<const double> values, std::string_view note, int decimals,
+                    std::span<const double> marks) {
   constexpr int kWidth = 240, kHeight = 40;
   double top = 0;
   for (double v : values) top = std::max(top, v);
@@ -69,10 +70,16 @@ std::string SvgLine(std::span<const double> values, std::string_view note, int d
     const double y = kHeight - 2 - values[i] * (kHeight - 4) / scale;
     points += FormatDouble(x, 1) + "," + FormatDouble(y, 1) + " ";
   }
+  std::string lines;
+  for (double mark : marks) {
+    const std::string x = FormatDouble(std::clamp(mark, 0.0, 1.0) * kWidth, 1);
+    lines += "<line x1=\"" + x + "\" x2=\"" + x + "\" y1=\"0\" y2=\"" + std::to_string(kHeight) +
+             "\" stroke=\"#d33\" stroke-width=\"1\"/>";
+  }
   return "<svg class=\"spark\" width=\"" + std::to_string(kWidth) + "\" height=\"" +
          std::to_string(kHeight) + "\" viewBox=\"0 0 " + std::to_string(kWidth) + " " +
-         std::to_string(kHeight) +
-         "\"><polyline fill=\"none\" stroke=\"#2a6fdb\" stroke-width=\"1.5\" points=\"" + points +
+         std::to_string(kHeight) + "\">" + lines +
+         "<polyline fill=\"none\" stroke=\"#2a6fdb\" stroke-width=\"1.5\" points=\"" + points +
          "\"/></svg> <span class=\"note\">" + HtmlEscape(note) + " (max " +
          FormatDouble(top, decimals) + ")</span>";
 }

@@ -22,8 +22,10 @@ bool WantsHtml(const BuiltinRequest& request);
 // The start of an HTML page (doctype, title, the pages' shared style) up to the open <body>.
 std::string HtmlHead(std::string_view title);
 // An inline SVG line of `values` (oldest first) scaled to their maximum, then `note` and the
-// maximum ("calls/s, last 60 s (max 12)").
-std::string SvgLine(std::span<const double> values, std::string_view note, int decimals = 0);
+// maximum ("calls/s, last 60 s (max 12)"). Each of `marks` (0 = the left edge, 1 = the right)
+// draws a vertical red line across the chart (e.g. when auto decided).
+std::string SvgLine(std::span<const double> values, std::string_view note, int decimals = 0,
+                    std::span<const double> marks = {});
 // A GET-only page answers other methods with 405.
 bool RejectUnlessGet(const BuiltinRequest& request, BuiltinReply* reply);
 

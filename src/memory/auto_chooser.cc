@@ -17,6 +17,8 @@ constexpr uint64_t kShapeSamples = 16;    // sampled calls before a size change 
 // fresh, which favours some candidates over their steady state by 10-30 %. A second trial follows
 // after this many trials' worth of calls.
 constexpr uint64_t kConfirmAfterTrials = 16;
+constexpr int64_t kRateWindowMs = 1000;  // a rate window spans at least this and kShapeSamples
+constexpr uint32_t kRateStrikes = 2;     // windows in a row past rate_change before a trial
 
 std::string Micros(uint64_t ns) {
   char text[32];
@@ -94,17 +96,46 @@ AutoChooser::Step AutoChooser::Unmeasured(int64_t now_ms) {
   return first && step == Step::kNone ? Step::kTrialStarted : step;
 }
 
+std::string AutoChooser::RateMoved(uint64_t calls, int64_t now_ms) {
+  if (settings_.rate_change == 0) return "";
+  if (rate_window_ms_ == 0) rate_window_ms_ = now_ms;
+  rate_window_calls_ += calls;
+  const int64_t span_ms = now_ms - rate_window_ms_;
+  if (span_ms < kRateWindowMs || rate_window_calls_ < kShapeSamples * settings_.sample_every) {
+    return "";
+  }
+  const double rate = static_cast<double>(rate_window_calls_) * 1000 / static_cast<double>(span_ms);
+  rate_window_ms_ = now_ms;
+  rate_window_calls_ = 0;
+  if (decided_rate_ == 0) {
+    decided_rate_ = rate;
+    return "";
+  }
+  const double moved = rate / decided_rate_;
+  if (moved < settings_.rate_change && moved * settings_.rate_change > 1) {
+    rate_strikes_ = 0;
+    return "";
+  }
+  if (++rate_strikes_ < kRateStrikes) return "";
+  return "call rate moved from " + std::to_string(static_cast<uint64_t>(decided_rate_)) + " to " +
+         std::to_string(static_cast<uint64_t>(rate)) + " per second";
+}
+
 AutoChooser::Step AutoChooser::CheckRecheck(int64_t now_ms) {
   calls_since_ += settings_.sample_every;
   const double moved = decided_request_bytes_ > 0 ? request_bytes_ / decided_request_bytes_ : 1;
-  if (calls_since_ >= kShapeSamples * settings_.sample_every &&
-      (moved >= settings_.shape_change || moved * settings_.shape_change <= 1)) {
+  std::string rate_moved = RateMoved(settings_.sample_every, now_ms);
+  if (!rate_moved.empty()) {
+    StartTrial(std::move(rate_moved));
+  } else if (calls_since_ >= kShapeSamples * settings_.sample_every &&
+             (moved >= settings_.shape_change || moved * settings_.shape_change <= 1)) {
     StartTrial("request size moved from " +
                std::to_string(static_cast<uint64_t>(decided_request_bytes_)) + " to " +
                std::to_string(static_cast<uint64_t>(request_bytes_)) + " bytes");
-  } else if (confirm_ && calls_since_ >= kConfirmAfterTrials * (uint64_t{settings_.warmup_calls} +
-                                                                  settings_.trial_calls) *
-                                             names_.size()) {
+  } else if (confirm_ &&
+             calls_since_ >= kConfirmAfterTrials *
+                                 (uint64_t{settings_.warmup_calls} + settings_.trial_calls) *
+                                 names_.size()) {
     confirm_ = false;
     StartTrial("confirmation once warm");
   } else if (calls_since_ >= settings_.recheck_calls) {
@@ -273,6 +304,10 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
   calls_since_ = 0;
   chosen_cpu_ns_ = static_cast<double>(figures_[next].raw_cpu_ns);
   decided_request_bytes_ = request_bytes_;
+  rate_window_ms_ = now_ms;
+  rate_window_calls_ = 0;
+  decided_rate_ = 0;
+  rate_strikes_ = 0;
   chosen_.store(next, std::memory_order_relaxed);
   in_trial_.store(false, std::memory_order_relaxed);
   return Step::kSettled;

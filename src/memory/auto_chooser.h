@@ -74,6 +74,9 @@ class AutoChooser {
   Step MaybeFinishTrial(int64_t now_ms);  // mu_ held
   Step FinishTrial(int64_t now_ms);       // mu_ held; kNone when the trial goes on for some
   Step CheckRecheck(int64_t now_ms);      // mu_ held, between trials
+  // mu_ held, between trials: counts `calls` into the rate window; the reason for a trial when
+  // the rate moved past rate_change in two windows in a row, else "".
+  std::string RateMoved(uint64_t calls, int64_t now_ms);
   void Retry(uint32_t mask);              // mu_ held
 
   const std::vector<std::string> names_;
@@ -97,6 +100,12 @@ class AutoChooser {
   double chosen_cpu_ns_ = 0;  // moving mean between trials
   double request_bytes_ = 0;  // moving mean of measured calls' request sizes
   double decided_request_bytes_ = 0;
+  // Call rate: the window being counted, the rate of the first full window after the last trial
+  // (0: not yet), and how many windows in a row were past rate_change from it.
+  int64_t rate_window_ms_ = 0;
+  uint64_t rate_window_calls_ = 0;
+  double decided_rate_ = 0;
+  uint32_t rate_strikes_ = 0;
   std::string reason_;
   std::string trial_reason_;
   std::deque<MemoryChoice::Decision> history_;  // at most MemoryChoice::kHistory

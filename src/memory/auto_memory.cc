@@ -4,6 +4,9 @@
 // Acquire() and after Release().
 #include <google/protobuf/arena.h>
 #include <google/protobuf/message.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -152,14 +155,22 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
 
   // A method's candidates went from `before` to `after`: a candidate that no method uses any
   // more gives back what it keeps (its pools, its cached pages), so having tried it costs nothing.
+  // What they gave back to malloc stays in glibc's heap, between the chosen strategy's blocks, and
+  // counts in the process's RSS: glibc is asked to return its free pages (malloc_trim) once per
+  // settle that left a candidate unused.
   void Use(uint32_t before, uint32_t after) noexcept {
+    [[maybe_unused]] bool trimmed = false;
     for (size_t i = 0; i < candidates_.size(); ++i) {
       const bool was = (before >> i & 1) != 0, is = (after >> i & 1) != 0;
       if (is && !was) users_[i].fetch_add(1, std::memory_order_relaxed);
       if (was && !is && users_[i].fetch_sub(1, std::memory_order_acq_rel) == 1) {
         candidates_[i]->Trim();
+        trimmed = true;
       }
     }
+#if defined(__GLIBC__)
+    if (trimmed) malloc_trim(0);
+#endif
   }
 
   std::string_view name() const noexcept override { return "auto"; }

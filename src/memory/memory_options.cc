@@ -52,6 +52,9 @@ void ValidateAutoSettings(const AutoSettings& s) {
   if (s.recheck_calls == 0) throw std::invalid_argument("auto recheck_calls must be >= 1");
   if (s.recheck_interval_ms == 0) throw std::invalid_argument("auto recheck_interval_ms must be >= 1");
   if (!(s.shape_change > 1)) throw std::invalid_argument("auto shape_change must be > 1");
+  if (!(s.rate_change == 0 || s.rate_change > 1)) {
+    throw std::invalid_argument("auto rate_change must be > 1 (or 0: off)");
+  }
   if (!(s.switch_margin >= 0 && s.switch_margin < 1)) {
     throw std::invalid_argument("auto switch_margin must be in [0, 1)");
   }

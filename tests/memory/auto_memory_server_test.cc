@@ -142,7 +142,18 @@ TEST_F(AutoServerTest, PagesShowTheChoiceAndThePresenceAdvice) {
   const std::string html = Get("/memory?format=html");
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("KiB held per call, last 10 min"), std::string::npos);
-  EXPECT_NE(html.find("CPU us per call, last 10 min"), std::string::npos);
+  EXPECT_NE(html.find("CPU us per call, last 10 min; red lines: decisions of auto"),
+            std::string::npos);
+  // Each decision (all within this test's last seconds) marked at the charts' right edge.
+  size_t marks = 0;
+  for (size_t at = html.find("stroke=\"#d33\""); at != std::string::npos;
+       at = html.find("stroke=\"#d33\"", at + 1)) {
+    ++marks;
+  }
+  EXPECT_EQ(marks, 2 * history.size());  // on both charts
+  const size_t line = html.find("<line x1=\"");
+  ASSERT_NE(line, std::string::npos);
+  EXPECT_GE(std::stod(html.substr(line + 10, 8)), 0.95 * 240) << html.substr(line, 80);
   EXPECT_NE(html.find("<b>" + stats.memory_choice->chosen + "</b>"), std::string::npos);
   const std::string metrics = Get("/metrics");
   EXPECT_NE(metrics.find("arenarpc_memory_auto_chosen{method=\"" + std::string(kEcho) +

@@ -199,6 +199,44 @@ TEST(AutoChooser, ARequestSizeChangeStartsATrial) {
   EXPECT_NE(choice.reason.find("request size moved"), std::string::npos) << choice.reason;
 }
 
+// Feeds `calls` calls at `rate` calls per second from `now_ms` on (advanced).
+void FeedAt(AutoChooser& chooser, int calls, double rate, double& now_ms) {
+  for (int i = 0; i < calls; ++i) {
+    now_ms += 1000 / rate;
+    Feed(chooser, {1000, 2000}, 1, 100, static_cast<int64_t>(now_ms));
+  }
+}
+
+TEST(AutoChooser, ACallRateChangeStartsATrialOnlyWhenItLasts) {
+  AutoSettings s = QuickAutoSettings();
+  s.sample_every = 1;
+  s.recheck_calls = 1'000'000;
+  s.recheck_interval_ms = 3'600'000;
+  AutoChooser chooser({"a", "b"}, s);
+  double now_ms = 1000;
+  for (int i = 0; i < 2000 && (chooser.Report().trials < 2 || chooser.Report().in_trial); ++i) {
+    FeedAt(chooser, 1, 100, now_ms);  // the first trial and its confirmation
+  }
+  ASSERT_EQ(chooser.Report().trials, 2u);
+  FeedAt(chooser, 1000, 100, now_ms);  // ten seconds at the same rate
+  EXPECT_EQ(chooser.Report().trials, 2u);
+  EXPECT_FALSE(chooser.Report().in_trial);
+  // Half a second at ten times the rate, then back: at most one window past rate_change.
+  FeedAt(chooser, 500, 1000, now_ms);
+  FeedAt(chooser, 500, 100, now_ms);
+  EXPECT_FALSE(chooser.Report().in_trial) << chooser.Report().reason;
+  EXPECT_EQ(chooser.Report().trials, 2u);
+  // Ten times the rate for good: a trial within the second window.
+  for (int i = 0; i < 3000 && !chooser.Report().in_trial; ++i) FeedAt(chooser, 1, 1000, now_ms);
+  ASSERT_TRUE(chooser.Report().in_trial);
+  FeedAt(chooser, 200, 1000, now_ms);  // the trial's calls
+  const MemoryChoice choice = chooser.Report();
+  EXPECT_EQ(choice.trials, 3u);
+  EXPECT_NE(choice.history.back().reason.find("call rate moved from 100 to 1000 per second"),
+            std::string::npos)
+      << choice.history.back().reason;
+}
+
 TEST(AutoChooser, ARecheckAfterTime) {
   AutoSettings s = QuickAutoSettings();
   s.sample_every = 1;
@@ -326,6 +364,9 @@ TEST(AutoMemory, RejectsBadSettings) {
   EXPECT_THROW(MakeMessageMemory("auto", options), std::invalid_argument);
   options.automatic.candidates = {"heap"};
   options.automatic.shape_change = 1;
+  EXPECT_THROW(MakeMessageMemory("auto", options), std::invalid_argument);
+  options.automatic.shape_change = 2;
+  options.automatic.rate_change = 1;
   EXPECT_THROW(MakeMessageMemory("auto", options), std::invalid_argument);
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // What the "auto" strategy's tests share: short trials, and SlowMemory, a real strategy made slower
-// by a fixed amount of thread CPU per Acquire(), so that which candidate "auto" must choose is
-// known.
+// by an amount of thread CPU per Acquire() (fixed, or changed by the test while calls run), so
+// that which candidate "auto" must choose is known.
+#include <atomic>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -30,7 +31,12 @@ inline uint64_t ThreadCpuNs() {
 class SlowMemory final : public MessageMemory {
  public:
   SlowMemory(std::string name, std::shared_ptr<MessageMemory> inner, uint64_t burn_ns)
-      : name_(std::move(name)), inner_(std::move(inner)), burn_ns_(burn_ns) {}
+      : SlowMemory(std::move(name), std::move(inner),
+                   std::make_shared<std::atomic<uint64_t>>(burn_ns)) {}
+  // Burns what `burn_ns` holds at each Acquire(): the test may change it under load.
+  SlowMemory(std::string name, std::shared_ptr<MessageMemory> inner,
+             std::shared_ptr<const std::atomic<uint64_t>> burn_ns)
+      : name_(std::move(name)), inner_(std::move(inner)), burn_ns_(std::move(burn_ns)) {}
   std::string_view name() const noexcept override { return name_; }
   std::unique_ptr<MethodMemory> Bind(const google::protobuf::Message& req,
                                      const google::protobuf::Message& resp) override {
@@ -42,12 +48,12 @@ class SlowMemory final : public MessageMemory {
  private:
   class Method final : public MethodMemory {
    public:
-    Method(std::unique_ptr<MethodMemory> inner, uint64_t burn_ns)
+    Method(std::unique_ptr<MethodMemory> inner, std::shared_ptr<const std::atomic<uint64_t>> burn_ns)
         : MethodMemory(inner->request_prototype(), inner->response_prototype()),
           inner_(std::move(inner)),
-          burn_ns_(burn_ns) {}
+          burn_ns_(std::move(burn_ns)) {}
     MessagePair Acquire() override {
-      const uint64_t until = ThreadCpuNs() + burn_ns_;
+      const uint64_t until = ThreadCpuNs() + burn_ns_->load(std::memory_order_relaxed);
       while (ThreadCpuNs() < until) {
       }
       return inner_->Acquire();
@@ -60,12 +66,12 @@ class SlowMemory final : public MessageMemory {
 
    private:
     std::unique_ptr<MethodMemory> inner_;
-    uint64_t burn_ns_;
+    std::shared_ptr<const std::atomic<uint64_t>> burn_ns_;
   };
 
   std::string name_;
   std::shared_ptr<MessageMemory> inner_;
-  uint64_t burn_ns_;
+  std::shared_ptr<const std::atomic<uint64_t>> burn_ns_;
 };
 
 }  // namespace arenarpc::memory

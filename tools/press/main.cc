@@ -63,6 +63,9 @@ DEFINE_int32(concurrency, 0, "Closed loop: calls kept in flight (maximum-through
 DEFINE_validator(concurrency, &CheckNonNegativeInt);
 DEFINE_int32(payload_scale, 10, "Workload payload_scale (10: ~136 KB, ~11,700 strings)");
 DEFINE_validator(payload_scale, &CheckPositiveInt);
+DEFINE_string(payload_mix, "",
+              "Echo calls of several payload_scales, SCALE:WEIGHT,... (10:90,0:10: every tenth "
+              "call has an empty payload; 10:1,1:1 alternates); replaces --payload_scale");
 DEFINE_int32(ring, 64, "Pre-generate this many requests and cycle through them; 0 = draw a fresh "
              "payload for every call (costs client CPU)");
 DEFINE_validator(ring, &CheckNonNegativeInt);
@@ -105,6 +108,19 @@ DEFINE_bool(server_vars, true, "Read the server's /vars over HTTP before and aft
 
 namespace press = arenarpc::press;
 
+namespace {
+
+// The echo workload's scales: --payload_mix (validated already), else --payload_scale alone.
+std::vector<press::PayloadShare> EchoMix(const press::PressOptions& options) {
+  std::vector<press::PayloadShare> mix;
+  if (options.payload_mix.empty() || !press::ParsePayloadMix(options.payload_mix, &mix).empty()) {
+    mix = {{options.payload_scale, 1}};
+  }
+  return mix;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "load generator for the echo workload or any method\n"
@@ -122,6 +138,7 @@ int main(int argc, char** argv) {
   options.qps = FLAGS_qps;
   options.concurrency = FLAGS_concurrency;
   options.payload_scale = FLAGS_payload_scale;
+  options.payload_mix = FLAGS_payload_mix;
   options.ring = FLAGS_ring;
   options.warmup_s = FLAGS_warmup_s;
   options.duration_s = FLAGS_duration_s;
@@ -203,13 +220,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (options.live && options.ring > 0 && !user_method) {
-    std::fprintf(stderr, "[press] pre-generating %d requests (payload_scale %d)...\n",
-                 options.ring, options.payload_scale);
+    std::fprintf(stderr, "[press] pre-generating %d requests (%s %s)...\n", options.ring,
+                 options.payload_mix.empty() ? "payload_scale" : "payload_mix",
+                 options.payload_mix.empty() ? std::to_string(options.payload_scale).c_str()
+                                             : options.payload_mix.c_str());
   }
   const size_t distinct_requests = user_requests.size();
   std::unique_ptr<press::RequestSource> requests =
       user_method ? std::make_unique<press::RequestSource>(std::move(user_requests))
-                  : std::make_unique<press::RequestSource>(options.payload_scale, options.ring,
+                  : std::make_unique<press::RequestSource>(EchoMix(options), options.ring,
                                                            options.seed,
                                                            options.protocol == "http");
   press::LoadDriver driver(options, *transport, *requests);

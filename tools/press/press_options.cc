@@ -1,5 +1,9 @@
 #include "press/press_options.h"
 
+#include <vector>
+
+#include "press/payload_mix.h"
+
 #include <charconv>
 #include <cmath>
 #include <string_view>
@@ -53,6 +57,13 @@ std::string Validate(const PressOptions& o) {
     if (auto e = ValidatePositive(name, value, zero_ok); !e.empty()) return e;
   }
   if (o.payload_scale > 1000) return "--payload_scale must be <= 1000";
+  if (!o.payload_mix.empty()) {
+    std::vector<PayloadShare> mix;
+    if (auto e = ParsePayloadMix(o.payload_mix, &mix); !e.empty()) return e;
+    if (!o.proto.empty() || !o.method.empty() || !o.input.empty()) {
+      return "--payload_mix applies to the echo workload, not --method";
+    }
+  }
   if (o.ring > 100000) return "--ring must be <= 100000 (each request is ~136 KB at scale 10)";
   if (o.connection_type != "single" && o.connection_type != "pooled" &&
       o.connection_type != "short") {

@@ -14,6 +14,9 @@ struct PressOptions {
   double qps = 0;                          // > 0: open loop at this rate
   int concurrency = 0;                     // > 0: closed loop with this many calls in flight
   int payload_scale = 10;                  // docs/benchmarks.md, "Workload"
+  // --payload_mix "SCALE:WEIGHT,...": echo calls of several scales (payload_mix.h); replaces
+  // payload_scale when given.
+  std::string payload_mix;
   int ring = 64;                           // pre-generated requests; 0 = draw one per call
   double warmup_s = 2;
   double duration_s = 10;

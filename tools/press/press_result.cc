@@ -115,7 +115,9 @@ std::string FormatText(const PressResult& r) {
   s << std::fixed;
   s << "arenarpc_press " << o.protocol << " " << o.server << " " << Mode(o);
   if (o.method.empty()) {
-    s << " payload_scale=" << o.payload_scale << " requests="
+    s << (o.payload_mix.empty() ? " payload_scale=" + std::to_string(o.payload_scale)
+                                : " payload_mix=" + o.payload_mix)
+      << " requests="
       << (o.ring > 0 ? "ring of " + std::to_string(o.ring) + " pre-generated" : "drawn per call");
   }
   s << " warmup=" << std::setprecision(1) << o.warmup_s << "s duration=" << o.duration_s
@@ -184,6 +186,7 @@ std::string FormatJson(const PressResult& r) {
   j << "{\"protocol\":\"" << JsonEscape(o.protocol) << "\",\"server\":\"" << JsonEscape(o.server)
     << "\",\"mode\":\"" << (o.qps > 0 ? "open_loop" : "closed_loop") << "\",\"target_qps\":"
     << o.qps << ",\"concurrency\":" << o.concurrency << ",\"payload_scale\":" << o.payload_scale
+    << ",\"payload_mix\":\"" << JsonEscape(o.payload_mix) << "\""
     << ",\"ring\":" << o.ring << ",\"warmup_s\":" << o.warmup_s << ",\"duration_s\":"
     << o.duration_s << ",\"connections\":" << o.connections << ",\"threads\":" << o.threads
     << ",\"connection_type\":\"" << JsonEscape(o.connection_type) << "\",\"timeout_ms\":"

@@ -5,6 +5,9 @@
 //             read-only): the workload generator's CPU does not load the client while measuring.
 //   ring = 0: every call gets a freshly drawn payload (the workload of docs/benchmarks.md), at
 //             the cost of client CPU on the sending thread.
+//   With a payload mix (--payload_mix) the calls' scales follow MixOrder(); the ring is rounded up
+//   to a whole number of its periods, and each scale draws from its own generator (seeded alike),
+//   so a mix's scale-10 requests are the pure scale-10 ring's.
 //   Echo requests are RawEchoRequest (payload pre-serialized), wire-identical to EchoRequest.
 // A user's method (--method): the --input requests, converted once, cycled in order.
 
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "echo/payload_generator.h"
+#include "press/payload_mix.h"
 #include "press/press_request.h"
 
 namespace arenarpc::press {
@@ -33,6 +37,9 @@ class RequestSource {
  public:
   // The echo workload. with_json: also build each request's JSON (HTTP+JSON).
   RequestSource(int payload_scale, int ring, uint64_t seed, bool with_json = false);
+  // The echo workload, scales mixed (ParsePayloadMix); ring 0 draws each call at its turn's scale.
+  RequestSource(const std::vector<PayloadShare>& mix, int ring, uint64_t seed,
+                bool with_json = false);
   // Fixed requests, cycled in order (must not be empty).
   explicit RequestSource(std::vector<std::shared_ptr<const PressRequest>> requests);
 
@@ -50,7 +57,7 @@ class RequestSource {
   std::vector<std::shared_ptr<const PressRequest>> ring_;
   std::atomic<uint64_t> next_{0};
   double mean_bytes_ = 0;
-  int scale_ = 0;
+  std::vector<int> order_;  // scale of each call of a period (one entry: one scale)
   uint64_t seed_ = 0;
   bool with_json_ = false;
 };

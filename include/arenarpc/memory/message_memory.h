@@ -122,6 +122,10 @@ struct AutoSettings {
   uint64_t recheck_calls = 200000;
   uint32_t recheck_interval_ms = 300000;
   double shape_change = 2.0;    // > 1
+  // A trial also starts when the method's call rate (calls per second over windows of at least a
+  // second and 16 sampled calls) moves by this factor from the first window after the last trial,
+  // in two windows in a row (one burst or lull does not start one). > 1; 0 = off.
+  double rate_change = 4.0;
   double switch_margin = 0.05;  // a trial moves the method only to a candidate this much cheaper
   // Memory before CPU: > 0, a candidate whose held bytes per call (arena bytes, or SpaceUsedLong()
   // of the two messages) pass this many times the leanest measured candidate's is not chosen,
