@@ -37,19 +37,20 @@ struct GoodWindow {
 
 // The floor under the unattacked p99 that the attacked p99 is compared with (5x). The good client
 // makes ~400 calls a second on loopback; on a quiet machine its p99 is a fraction of a
-// millisecond in release builds, but on the shared 2-core CI machine (ctest -j2, other builds)
-// a wakeup the scheduler delays costs milliseconds whatever the server does: with no attack at
-// all, half-second windows measured p99s from 0.14 ms to 8 ms there. Without a floor, 5x a 0.2 ms
-// baseline (1 ms) is passed by two such delays in the attacked window, and with a 8 ms baseline
-// the bound is five times looser: the check would measure the machine, not the server. The floor
-// sits above the unattacked p99s measured on that machine (10 ms; 5x: 50 ms, still an order of
-// magnitude under the 600-965 ms p99s the attacks caused before they were bounded); sanitizer
-// builds, several times slower, get 2.5x that.
+// millisecond in release builds, but on a shared 2-core machine (ctest -j2, other builds) a
+// wakeup the scheduler delays costs milliseconds whatever the server does: with no attack at
+// all, half-second windows measured p99s from 0.14 ms to 32 ms there (load average 20). Without a
+// floor, 5x a 0.2 ms baseline (1 ms) is passed by two such delays in the attacked window: the
+// check would measure the machine, not the server. With 10 ms, attacks that keep the cores busy
+// (the attacker, the server's threads and the good client share two cores) still passed 50 ms
+// in about one test in twenty at that load. The floor is 20 ms (5x: 100 ms, still 6-10x under
+// the 612-965 ms p99s these attacks caused before they were bounded); sanitizer builds, several
+// times slower, get 2.5x that.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
     defined(ARENARPC_SANITIZE_THREAD)
-inline constexpr double kGoodP99FloorMs = 25;
+inline constexpr double kGoodP99FloorMs = 50;
 #else
-inline constexpr double kGoodP99FloorMs = 10;
+inline constexpr double kGoodP99FloorMs = 20;
 #endif
 
 class GoodClient {
