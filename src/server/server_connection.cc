@@ -14,6 +14,12 @@
 #include "server/server_tls.h"
 
 namespace arenarpc::server {
+namespace {
+// Input decoded per turn of a connection's read loop, in bytes and in requests or frames, before
+// the rest waits behind the other connections' work (OnInput).
+constexpr size_t kInputPerTurn = 64u << 10;
+constexpr int kStepsPerTurn = 256;
+}  // namespace
 
 // A turn of draining a connection's backlog, as a task the connection runs after a read.
 class ServerConnection::Drainer final : public net::InputTask {
@@ -119,6 +125,13 @@ net::Connection::InputResult ServerConnection::OnInput(
   std::vector<PendingCall>& admitted = admitted_;
   admitted.clear();
   size_t admitted_bytes = 0;
+  // Fairness between connections: once this turn decoded kInputPerTurn of input or
+  // kStepsPerTurn requests or frames, the rest waits
+  // (unread) behind the other connections' work on this thread, as gRPC's protocol does with
+  // nghttp2's input. Else a connection's 2 MiB wakeup of small frames (20,000 stream frames for
+  // unknown streams) kept every other connection of the thread waiting for all of them.
+  const size_t input_at_start = input.size();
+  int steps = 0;
   bool full = false;
   {
     std::lock_guard lock(backlog_mutex_);
@@ -163,6 +176,12 @@ net::Connection::InputResult ServerConnection::OnInput(
         AdmitDecoded(connection, step, head, read_at, &admitted)) {
       admitted_bytes += admitted.back().payload.request_size;
       full = admitted_bytes > state_->config.options.max_queued_request_bytes;
+    }
+    if (!input.empty() &&
+        (++steps >= kStepsPerTurn ||
+         input_at_start - std::min(input_at_start, input.size()) >= kInputPerTurn)) {
+      result.input_waits = true;
+      break;
     }
   }
   result.message_in_progress = protocol_->InRequest();

@@ -248,22 +248,35 @@ class H2Socket {
   std::map<uint32_t, std::vector<std::pair<std::string, std::string>>> fields_;
 };
 
+// A streaming handler that never reads: it holds its call until the call is canceled (the
+// connection closed). It looks every 50 ms: 256 such handlers polling every few milliseconds
+// would take the server's threads from the good client by themselves.
+void HoldWithoutReading(GrpcServerStream& stream) {
+  while (!stream.controller().IsCanceled()) fiber::SleepFor(std::chrono::milliseconds(50));
+}
+
+// Every test starts a good baidu_std client, measures its unattacked p99 for half a second, then
+// attacks: from then until the test ends the good client must keep >= 99 %
+// OK (it keeps 0 failures) and a p99 within 5x the unattacked one (ExpectKeptUp), and the
+// process's peak resident growth stays within the bound docs/grpc.md and docs/server.md state
+// for `attackers_` connections with the options the test set (ProcessBound).
 class GrpcHostileTest : public ServerTest {
  protected:
   void SetUp() override {
     options_.max_unwritten_bytes = 1u << 20;
     options_.max_queued_requests_per_connection = 64;  // SETTINGS_MAX_CONCURRENT_STREAMS
+    // Small enough that the stated bound is tight next to the attacks' hundreds of MB.
+    options_.max_body_size = 1u << 20;
+    options_.max_queued_request_bytes = 4u << 20;
+    options_.memory.reuse.max_pool_bytes = 8u << 20;
+    options_.max_stream_unconsumed_bytes = 1u << 20;  // the good client's connection: no streams
   }
   void StartWithGoodClient() {
     StartServer(options_);
-    good_ = StartGoodClient();
+    StartMeasuredGoodClient();
   }
   void TearDown() override {
-    if (good_) {
-      good_->Stop();
-      EXPECT_EQ(0, good_->failures()) << good_->last_error();
-      EXPECT_GE(good_->calls(), 10);
-    }
+    if (good_) StopMeasuredGoodClient(ProcessBound());
     ServerTest::TearDown();
   }
   // The test service and `streams` (which must outlive the server: reset server_ first).
@@ -276,15 +289,19 @@ class GrpcHostileTest : public ServerTest {
     ASSERT_EQ(0, server_->AddService(&streams, SERVER_DOESNT_OWN_SERVICE));
     ASSERT_EQ(0, server_->Start("127.0.0.1:0", options_)) << server_->last_error();
     port_ = server_->listen_port();
-    good_ = StartGoodClient();
+    StartMeasuredGoodClient();
   }
   // Stops the good client (0 failures, some calls) and the server, before `streams` goes.
   void StopWithStreams() {
-    good_->Stop();
-    EXPECT_EQ(0, good_->failures()) << good_->last_error();
-    EXPECT_GE(good_->calls(), 10);
-    good_.reset();
+    StopMeasuredGoodClient(ProcessBound());
     server_.reset();
+  }
+  // The process bound the docs state for `attackers_` connections (+ the good client's).
+  uint64_t ProcessBound() const {
+    ServerOptions options = options_;
+    options.memory_mode = GetParam();
+    return uint64_t(attackers_) * H2ConnectionBound(options, attack_replies_) +
+           BaiduStdConnectionBound(options) + ProcessCachesBound(options, attack_fibers_);
   }
   bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -295,9 +312,12 @@ class GrpcHostileTest : public ServerTest {
     return true;
   }
   ServerOptions options_;
-  std::unique_ptr<GoodClient> good_;
+  int attackers_ = 1;            // connections attacking at once
+  int attack_fibers_ = 2;        // handlers running at once (fiber stacks)
+  uint64_t attack_replies_ = 0;  // replies of calls admitted on one attacking connection
 };
-INSTANTIATE_TEST_SUITE_P(Heap, GrpcHostileTest, ::testing::Values("heap"), ModeName);
+INSTANTIATE_TEST_SUITE_P(Modes, GrpcHostileTest, ::testing::Values("heap", "reuse", "auto"),
+                         ModeName);
 
 std::string WindowUpdate(uint32_t stream, uint32_t increment) {
   return Frame(kWindowUpdate, 0, stream,
@@ -322,12 +342,15 @@ TEST_P(GrpcHostileTest, MalformedFramesCloseOnlyTheirConnectionAndAreCounted) {
       {"HEADERS on an even stream", hello + Frame(kHeaders, kEndHeaders, 2, RequestBlock())},
       {"bad preface", "PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n"},
   };
-  for (const auto& [what, bytes] : cases) {
-    H2Socket bad(port_);
-    ASSERT_TRUE(bad.Send(bytes)) << what;
-    EXPECT_TRUE(bad.WaitClosed()) << what;
-  }
-  EXPECT_EQ(cases.size(), StatSoon(&ServerStats::malformed_frames, cases.size()));
+  const int rounds = RepeatAttack([&] {
+    for (const auto& [what, bytes] : cases) {
+      H2Socket bad(port_);
+      ASSERT_TRUE(bad.Send(bytes)) << what;
+      EXPECT_TRUE(bad.WaitClosed()) << what;
+    }
+  });
+  const uint64_t malformed = rounds * cases.size();
+  EXPECT_EQ(malformed, StatSoon(&ServerStats::malformed_frames, malformed));
 }
 
 // A client that floods frames each needing an answer and reads none: nghttp2 ends the session
@@ -335,16 +358,23 @@ TEST_P(GrpcHostileTest, MalformedFramesCloseOnlyTheirConnectionAndAreCounted) {
 // in the connection's unsent output up to max_unwritten_bytes, then the server stops reading it.
 TEST_P(GrpcHostileTest, PingAndSettingsFloodsAreBoundedByUnsentOutput) {
   StartWithGoodClient();
-  for (const std::string& frame :
-       {Frame(kPing, 0, 0, "12345678"), Settings({{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}})}) {
-    H2Socket bad(port_);
-    ASSERT_TRUE(bad.Send(std::string(kPreface) + Settings()));
-    const size_t sent = bad.Flood(frame, std::chrono::seconds(2));
-    EXPECT_GT(sent, 64u << 10);  // it did flood
-    const uint64_t held = server_->GetServerStats().unwritten_held_bytes;
-    // max_unwritten_bytes, plus what one read round's answers add before reading pauses
-    EXPECT_LE(held, options_.max_unwritten_bytes + (1u << 20)) << "sent " << sent;
-  }
+  RepeatAttack([&] {
+    for (const std::string& frame :
+         {Frame(kPing, 0, 0, "12345678"), Settings({{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}})}) {
+      {
+        H2Socket bad(port_);
+        ASSERT_TRUE(bad.Send(std::string(kPreface) + Settings()));
+        const size_t sent = bad.Flood(frame, std::chrono::seconds(2));
+        EXPECT_GT(sent, 64u << 10);  // it did flood
+        const uint64_t held = server_->GetServerStats().unwritten_held_bytes;
+        // max_unwritten_bytes, plus what one read round's answers add before reading pauses
+        EXPECT_LE(held, options_.max_unwritten_bytes + (1u << 20)) << "sent " << sent;
+      }
+      // closed: what it held is given back before the next flood
+      EXPECT_TRUE(WaitFor([&] { return server_->GetServerStats().unwritten_held_bytes == 0; },
+                          std::chrono::seconds(5)));
+    }
+  });
 }
 
 // Thousands of references to a 4 KB dynamic-table entry: past max_http_header_size the stream is
@@ -353,7 +383,6 @@ TEST_P(GrpcHostileTest, PingAndSettingsFloodsAreBoundedByUnsentOutput) {
 TEST_P(GrpcHostileTest, HpackBombIsRefusedAndTheConnectionGoesOn) {
   options_.max_http_header_size = 16u << 10;
   StartWithGoodClient();
-  H2Socket client(port_);
   std::string block = RequestBlock() + Literal("x-bomb", std::string(4000, 'a'), true);
   for (int i = 0; i < 12000; ++i) block += '\xbe';  // index 62: the entry above (48 MB decoded)
   std::string bytes = std::string(kPreface) + Settings();
@@ -364,39 +393,43 @@ TEST_P(GrpcHostileTest, HpackBombIsRefusedAndTheConnectionGoesOn) {
   bytes += Frame(kHeaders, kEndHeaders, 1, block) + Frame(kData, kEndStream, 1, GrpcMessage(request));
   bytes += Frame(kHeaders, kEndHeaders, 3, RequestBlock()) +
            Frame(kData, kEndStream, 3, GrpcMessage(request));
-  ASSERT_TRUE(client.Send(bytes));
-  ASSERT_TRUE(client.ReadUntil([&] {
-    return client.rst_code(1) >= 0 && !client.field(3, "grpc-status").empty();
-  }));
-  EXPECT_EQ(NGHTTP2_ENHANCE_YOUR_CALM, client.rst_code(1));
-  EXPECT_TRUE(client.fields(1).empty());  // nothing of it was answered but the reset
-  EXPECT_EQ("0", client.field(3, "grpc-status"));
-  EXPECT_FALSE(client.closed());
+  RepeatAttack([&] {
+    H2Socket client(port_);
+    ASSERT_TRUE(client.Send(bytes));
+    ASSERT_TRUE(client.ReadUntil(
+        [&] { return client.rst_code(1) >= 0 && !client.field(3, "grpc-status").empty(); }));
+    EXPECT_EQ(NGHTTP2_ENHANCE_YOUR_CALM, client.rst_code(1));
+    EXPECT_TRUE(client.fields(1).empty());  // nothing of it was answered but the reset
+    EXPECT_EQ("0", client.field(3, "grpc-status"));
+    EXPECT_FALSE(client.closed());
+  });
 }
 
 // 10,000 streams opened (HEADERS, no END_STREAM) and never finished: past
 // SETTINGS_MAX_CONCURRENT_STREAMS they are refused (RST_STREAM), the rest hold no message bytes.
 TEST_P(GrpcHostileTest, TenThousandOpenStreamsAreRefusedPastTheLimit) {
   StartWithGoodClient();
-  H2Socket client(port_);
   std::string bytes = std::string(kPreface) + Settings();
   constexpr int kStreams = 10000;
   for (int i = 0; i < kStreams; ++i) {
     bytes += Frame(kHeaders, kEndHeaders, static_cast<uint32_t>(2 * i + 1), RequestBlock());
   }
-  ASSERT_TRUE(client.Send(bytes));
-  const int limit = options_.max_queued_requests_per_connection;
-  EXPECT_TRUE(client.ReadUntil([&] { return client.frames_of(kRstStream) >= kStreams - limit; }));
-  EXPECT_EQ(kStreams - limit, client.frames_of(kRstStream));
-  EXPECT_FALSE(client.closed());
+  RepeatAttack([&] {
+    H2Socket client(port_);
+    ASSERT_TRUE(client.Send(bytes));
+    const int limit = options_.max_queued_requests_per_connection;
+    EXPECT_TRUE(client.ReadUntil([&] { return client.frames_of(kRstStream) >= kStreams - limit; }));
+    EXPECT_EQ(kStreams - limit, client.frames_of(kRstStream));
+    EXPECT_FALSE(client.closed());
+  });
 }
 
 // A client whose stream windows are 0 sends requests for 64 KB replies and reads nothing: the
 // replies wait for a window, counted as the connection's held bytes; once they reach
 // max_unwritten_bytes, more calls are refused (EOVERCROWDED) instead of held.
 TEST_P(GrpcHostileTest, RepliesWaitingForAWindowAreBounded) {
+  attack_replies_ = uint64_t(options_.max_queued_requests_per_connection + 2) * (64u << 10);
   StartWithGoodClient();
-  H2Socket client(port_);
   std::string bytes =
       std::string(kPreface) + Settings({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0}});
   constexpr int kCalls = 60;  // 60 x 64 KB = 3.75 MB if all were held
@@ -408,30 +441,37 @@ TEST_P(GrpcHostileTest, RepliesWaitingForAWindowAreBounded) {
     bytes += Frame(kHeaders, kEndHeaders, stream, RequestBlock()) +
              Frame(kData, kEndStream, stream, GrpcMessage(request));
   }
-  ASSERT_TRUE(client.Send(bytes));
-  // Every call is answered: headers (and a held body) or a refusal.
-  ASSERT_TRUE(client.ReadUntil([&] {
-    int answered = 0;
-    for (int i = 0; i < kCalls; ++i) answered += !client.fields(2 * i + 1).empty();
-    return answered == kCalls;
-  }));
-  int refused = 0;
-  for (int i = 0; i < kCalls; ++i) refused += !client.field(2 * i + 1, "grpc-status").empty();
-  EXPECT_GT(refused, 0);
-  EXPECT_EQ("8", client.field(2 * kCalls - 1, "grpc-status"));  // RESOURCE_EXHAUSTED
-  const uint64_t held = server_->GetServerStats().unwritten_held_bytes;
-  EXPECT_LE(held, options_.max_unwritten_bytes + (80u << 10));  // + the reply that crossed it
-  EXPECT_GE(held, 512u << 10);                                   // replies are held indeed
+  RepeatAttack([&] {
+    {
+      H2Socket client(port_);
+      ASSERT_TRUE(client.Send(bytes));
+      // Every call is answered: headers (and a held body) or a refusal.
+      ASSERT_TRUE(client.ReadUntil([&] {
+        int answered = 0;
+        for (int i = 0; i < kCalls; ++i) answered += !client.fields(2 * i + 1).empty();
+        return answered == kCalls;
+      }));
+      int refused = 0;
+      for (int i = 0; i < kCalls; ++i) refused += !client.field(2 * i + 1, "grpc-status").empty();
+      EXPECT_GT(refused, 0);
+      EXPECT_EQ("8", client.field(2 * kCalls - 1, "grpc-status"));  // RESOURCE_EXHAUSTED
+      const uint64_t held = server_->GetServerStats().unwritten_held_bytes;
+      EXPECT_LE(held, options_.max_unwritten_bytes + (80u << 10));  // + the reply that crossed it
+      EXPECT_GE(held, 512u << 10);                                  // replies are held indeed
+    }
+    // closed: the replies it held are given back before the next round
+    EXPECT_TRUE(WaitFor([&] { return server_->GetServerStats().unwritten_held_bytes == 0; },
+                        std::chrono::seconds(5)));
+  });
 }
 
 // Streaming calls whose handlers never read: each stream's window (64 KiB) is all the client may
 // send; the server reopens none of them, and the connection still serves a unary call.
 TEST_P(GrpcHostileTest, StreamingCallsNotReadHoldOneWindowEach) {
   GrpcStreamService streams(StreamService::descriptor());
-  ASSERT_EQ(0, streams.AddMethod("ClientStream", [](GrpcServerStream& stream) {
-    while (!stream.controller().IsCanceled()) fiber::SleepFor(std::chrono::milliseconds(5));
-  }));
+  ASSERT_EQ(0, streams.AddMethod("ClientStream", HoldWithoutReading));
   options_.max_queued_request_bytes = 512u << 10;
+  attack_fibers_ = 32;
   StartWithStreams(streams);
   {
     H2Socket client(port_);
@@ -484,7 +524,6 @@ TEST_P(GrpcHostileTest, HpackBombOnManyStreamsIsCutOffAtTheLimit) {
   options_.max_http_header_size = 16u << 10;
   options_.max_queued_requests_per_connection = 256;
   StartWithGoodClient();
-  H2Socket client(port_);
   std::string bytes = std::string(kPreface) + Settings();
   constexpr int kStreams = 200;
   for (int i = 0; i < kStreams; ++i) {
@@ -498,23 +537,28 @@ TEST_P(GrpcHostileTest, HpackBombOnManyStreamsIsCutOffAtTheLimit) {
   const uint32_t last = 2 * kStreams + 1;
   bytes += Frame(kHeaders, kEndHeaders, last, RequestBlock()) +
            Frame(kData, kEndStream, last, GrpcMessage(request));
-  const auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(client.Send(bytes));
-  ASSERT_TRUE(client.ReadUntil([&] {
-    return !client.field(last, "grpc-status").empty() && client.rst_code(2 * kStreams - 1) >= 0;
-  }));
-  const auto took = std::chrono::steady_clock::now() - start;
-  for (int i = 0; i < kStreams; ++i) {
-    EXPECT_EQ(NGHTTP2_ENHANCE_YOUR_CALM, client.rst_code(2 * i + 1)) << i;
-  }
-  EXPECT_EQ("0", client.field(last, "grpc-status"));
-  EXPECT_FALSE(client.closed());
-  // 9.6 GB of fields: validating them all takes seconds; cut off, well under one
-  EXPECT_LT(took, std::chrono::seconds(2))
-      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
-  std::printf("[ measured ] 200 bomb streams reset in %lld ms\n",
+  std::chrono::steady_clock::duration slowest{};
+  const int rounds = RepeatAttack([&] {
+    H2Socket client(port_);
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(client.Send(bytes));
+    ASSERT_TRUE(client.ReadUntil([&] {
+      return !client.field(last, "grpc-status").empty() && client.rst_code(2 * kStreams - 1) >= 0;
+    }));
+    const auto took = std::chrono::steady_clock::now() - start;
+    for (int i = 0; i < kStreams; ++i) {
+      EXPECT_EQ(NGHTTP2_ENHANCE_YOUR_CALM, client.rst_code(2 * i + 1)) << i;
+    }
+    EXPECT_EQ("0", client.field(last, "grpc-status"));
+    EXPECT_FALSE(client.closed());
+    // 9.6 GB of fields: validating them all takes seconds; cut off, well under one
+    EXPECT_LT(took, std::chrono::seconds(2))
+        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+    slowest = std::max(slowest, took);
+  });
+  std::printf("[ measured ] %d rounds of 200 bomb streams, each reset within %lld ms\n", rounds,
               static_cast<long long>(
-                  std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+                  std::chrono::duration_cast<std::chrono::milliseconds>(slowest).count()));
 }
 
 // 256 streaming calls whose handlers never read, each sent one window (64 KiB) of empty
@@ -523,11 +567,10 @@ TEST_P(GrpcHostileTest, HpackBombOnManyStreamsIsCutOffAtTheLimit) {
 // wire (it held 427 MB when the queues counted payload only).
 TEST_P(GrpcHostileTest, EmptyMessagesNotReadAreChargedTheirOverhead) {
   GrpcStreamService streams(StreamService::descriptor());
-  ASSERT_EQ(0, streams.AddMethod("ClientStream", [](GrpcServerStream& stream) {
-    while (!stream.controller().IsCanceled()) fiber::SleepFor(std::chrono::milliseconds(5));
-  }));
+  ASSERT_EQ(0, streams.AddMethod("ClientStream", HoldWithoutReading));
   options_.max_queued_requests_per_connection = 256;
   options_.max_streaming_calls_per_connection = 256;  // every stream's handler runs
+  attack_fibers_ = 256;
   StartWithStreams(streams);
   constexpr int kStreams = 256;
   std::string data;
@@ -584,6 +627,7 @@ TEST_P(GrpcHostileTest, HugeWindowNeverReadIsBoundedByUnwrittenBytes) {
     }
   }));
   options_.write_timeout_ms = 1000;
+  attack_replies_ = 64u << 10;  // the message that crosses the bound
   StartWithStreams(streams);
   const uint64_t rss_before = RssBytes();
   ResetPeakRss();
@@ -626,6 +670,8 @@ TEST_P(GrpcHostileTest, HugeWindowNeverReadIsBoundedByUnwrittenBytes) {
 TEST_P(GrpcHostileTest, RepliesHeldBehindAClosedWindowTimeOut) {
   options_.write_timeout_ms = 500;
   options_.max_unwritten_bytes = 16u << 20;
+  attackers_ = 8;
+  attack_replies_ = 4u << 20;
   StartWithGoodClient();
   constexpr int kConnections = 8;
   std::vector<std::unique_ptr<H2Socket>> clients;
@@ -660,7 +706,6 @@ TEST_P(GrpcHostileTest, RepliesHeldBehindAClosedWindowTimeOut) {
 TEST_P(GrpcHostileTest, InputLargerThanOneTurnIsDecodedOverSeveralTurns) {
   options_.max_queued_requests_per_connection = 256;
   StartWithGoodClient();
-  H2Socket client(port_);
   std::string bytes = std::string(kPreface) + Settings();
   constexpr int kCalls = 200;
   TestRequest request;
@@ -672,6 +717,10 @@ TEST_P(GrpcHostileTest, InputLargerThanOneTurnIsDecodedOverSeveralTurns) {
              Frame(kData, kEndStream, stream, GrpcMessage(request));
   }
   ASSERT_GT(bytes.size(), 3000u << 10);  // about 47 turns' worth
+  // One round, not repeated: 3 MB of calls back to back for a second is a throughput load that
+  // keeps both cores of a 2-core machine busy, and the good client's p99 then measures its share
+  // of the cores (up to 47 ms measured on the loaded machine), not the turns between connections.
+  H2Socket client(port_);
   ASSERT_TRUE(client.Send(bytes));
   ASSERT_TRUE(client.ReadUntil([&] {
     for (int i = 0; i < kCalls; ++i) {
@@ -692,20 +741,25 @@ TEST_P(GrpcHostileTest, FloodsOfFramesWithoutWorkCloseTheConnection) {
       {"WINDOW_UPDATE(+1)", WindowUpdate(0, 1)},
       {"empty DATA", Frame(kData, 0, 1, "")},
   };
-  for (const auto& [what, frame] : floods) {
-    H2Socket bad(port_);
-    ASSERT_TRUE(bad.Send(std::string(kPreface) + Settings() +
-                         Frame(kHeaders, kEndHeaders, 1, RequestBlock())));
-    const auto start = std::chrono::steady_clock::now();
-    const size_t sent = bad.Flood(frame, std::chrono::seconds(3));
-    EXPECT_TRUE(bad.WaitClosed(std::chrono::seconds(3))) << what;
-    const auto took = std::chrono::steady_clock::now() - start;
-    std::printf("[ measured ] %s flood closed after %zu bytes, %lld ms\n", what, sent,
-                static_cast<long long>(
-                    std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
-    EXPECT_LT(took, std::chrono::seconds(3)) << what;  // closed, not the flood's own end
-  }
-  EXPECT_EQ(floods.size(), StatSoon(&ServerStats::malformed_frames, floods.size()));
+  std::chrono::steady_clock::duration slowest{};
+  const int rounds = RepeatAttack([&] {
+    for (const auto& [what, frame] : floods) {
+      H2Socket bad(port_);
+      ASSERT_TRUE(bad.Send(std::string(kPreface) + Settings() +
+                           Frame(kHeaders, kEndHeaders, 1, RequestBlock())));
+      const auto start = std::chrono::steady_clock::now();
+      const size_t sent = bad.Flood(frame, std::chrono::seconds(3));
+      EXPECT_TRUE(bad.WaitClosed(std::chrono::seconds(3))) << what;
+      const auto took = std::chrono::steady_clock::now() - start;
+      EXPECT_LT(took, std::chrono::seconds(3)) << what << " after " << sent << " bytes";
+      slowest = std::max(slowest, took);  // closed, not the flood's own end
+    }
+  });
+  std::printf("[ measured ] %d rounds of both floods, each closed within %lld ms\n", rounds,
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(slowest).count()));
+  const uint64_t malformed = rounds * floods.size();
+  EXPECT_EQ(malformed, StatSoon(&ServerStats::malformed_frames, malformed));
 }
 
 
@@ -771,6 +825,8 @@ TEST_P(GrpcHostileTest, IdleStreamingCallsLeaveTheUnaryFibers) {
   options_.max_fibers = 256;
   constexpr int kShare = 128;  // max_streaming_fibers' default: max_fibers / 2
   constexpr int kConnections = 20, kCalls = 20;
+  attackers_ = kConnections;
+  attack_fibers_ = kShare + 2;
   StartWithStreams(streams);
   const std::string method = "arenarpc.e2e.StreamService.ClientStream";
   {
@@ -819,6 +875,8 @@ TEST_P(GrpcHostileTest, StreamingCallsPastTheConnectionsShareAreRefused) {
   GrpcStreamService streams(StreamService::descriptor());
   ASSERT_EQ(0, streams.AddMethod("ClientStream", ReadUntilTheClientEnds));
   options_.max_streaming_calls_per_connection = 10;
+  attackers_ = 2;
+  attack_fibers_ = 20;
   StartWithStreams(streams);
   const std::string method = "arenarpc.e2e.StreamService.ClientStream";
   {

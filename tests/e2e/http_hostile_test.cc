@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "http_client.h"
+#include "process_rss.h"
 #include "raw_client.h"
 #include "server_fixture.h"
 
@@ -19,29 +20,22 @@ namespace arenarpc::e2e {
 namespace {
 
 class HttpHostileTest : public ServerTest {};
-INSTANTIATE_TEST_SUITE_P(Heap, HttpHostileTest, ::testing::Values("heap"), ModeName);
+INSTANTIATE_TEST_SUITE_P(Modes, HttpHostileTest, ::testing::Values("heap", "reuse", "auto"),
+                         ModeName);
 
 TEST_P(HttpHostileTest, BadHttpClosesOnlyItsConnectionAndIsCounted) {
   ServerOptions options;
   options.max_body_size = 64 << 10;
   options.read_timeout_ms = 300;
+  // Small enough that the stated bound is tight.
+  options.max_queued_request_bytes = 1u << 20;
+  options.max_unwritten_bytes = 1u << 20;
+  options.max_stream_unconsumed_bytes = 1u << 20;
+  options.memory.reuse.max_pool_bytes = 8u << 20;
+  options.memory_mode = GetParam();
   StartServer(options);
-
-  std::atomic<bool> done{false};
-  std::atomic<int> good_calls{0}, bad_calls{0};
-  std::thread good([&] {
-    auto channel = MakeChannel();
-    TestService_Stub stub(channel.get());
-    for (int i = 0; !done.load() || i < 20; ++i) {
-      Controller controller;
-      TestRequest request;
-      request.set_message("good-" + std::to_string(i));
-      TestResponse response;
-      stub.Echo(&controller, &request, &response, nullptr);
-      (!controller.Failed() && response.message() == request.message() ? good_calls : bad_calls)
-          .fetch_add(1);
-    }
-  });
+  // A good baidu_std client calls for the whole test: its p99 unattacked, then under attack.
+  StartMeasuredGoodClient();
 
   struct Hostile {
     const char* what;
@@ -105,10 +99,9 @@ TEST_P(HttpHostileTest, BadHttpClosesOnlyItsConnectionAndIsCounted) {
     EXPECT_EQ(200, response->status);
   }
 
-  done = true;
-  good.join();
-  EXPECT_EQ(0, bad_calls.load());
-  EXPECT_GE(good_calls.load(), 20);
+  // The bound: the good client's connection and one hostile connection (one at a time).
+  StopMeasuredGoodClient(BaiduStdConnectionBound(options) + HttpConnectionBound(options) +
+                         ProcessCachesBound(options, 2));
   EXPECT_EQ(expected_malformed, StatSoon(&ServerStats::malformed_frames, expected_malformed));
 }
 

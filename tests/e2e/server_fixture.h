@@ -62,6 +62,19 @@ class ServerTest : public ::testing::TestWithParam<const char*> {
     return std::make_unique<GoodClient>(MakeChannel(options));
   }
 
+  // Hostile tests: starts good_ and measures its unattacked p99 (meter_.Begin); what follows is
+  // the attack.
+  void StartMeasuredGoodClient() {
+    good_ = StartGoodClient();
+    meter_.Begin(good_.get());
+  }
+  // Ends the attack: the good client kept up (ExpectKeptUp) and the peak RSS growth stayed
+  // within `bound`; then it stops, with 0 failures.
+  void StopMeasuredGoodClient(uint64_t bound) {
+    meter_.Finish(bound, GetParam());
+    good_.reset();
+  }
+
   // True once `n` calls are admitted and unanswered (e.g. sitting in slow handlers).
   bool WaitForInFlight(int64_t n) {
     for (int i = 0; i < 1000; ++i) {
@@ -99,6 +112,8 @@ class ServerTest : public ::testing::TestWithParam<const char*> {
   std::unique_ptr<TestServiceImpl> service_;
   std::unique_ptr<Server> server_;
   int port_ = -1;
+  std::unique_ptr<GoodClient> good_;  // StartMeasuredGoodClient
+  AttackMeter meter_;
 };
 
 // One synchronous Echo of `message` over `channel`; the outcome is on *controller.

@@ -6,8 +6,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +20,7 @@
 #include "arenarpc/stream.h"
 #include "e2e_test.pb.h"
 #include "good_client.h"
+#include "process_rss.h"
 #include "protocol/frame_codec.h"
 #include "protocol/stream_frame.h"
 #include "raw_client.h"
@@ -70,6 +71,13 @@ class Recorder : public StreamInputHandler {
   bool closed() {
     std::lock_guard lock(mutex_);
     return closed_;
+  }
+  // Forgets what it recorded (for the next stream it handles).
+  void Reset() {
+    std::lock_guard lock(mutex_);
+    received_.clear();
+    closed_ = false;
+    failed_code = 0;
   }
 
   std::atomic<int> idle_timeouts{0};
@@ -573,15 +581,57 @@ TEST_F(StreamTest, AcceptingReplyIsWrappedInData) {
   EXPECT_TRUE(fed_back);
 }
 
+// Issue 39's hostile stream peers, in heap, reuse and auto: each test starts the server with
+// StartAttacked, which starts a good baidu_std client on its own connection and measures its
+// unattacked p99 for half a second; from then to the end of the test the good client keeps 0
+// failures and a p99 within 5x that (ExpectKeptUp), and the process's peak resident growth stays
+// within the bound docs/server.md states for `attackers_` connections with the test's options.
+class StreamHostileTest : public StreamTest, public ::testing::WithParamInterface<const char*> {
+ protected:
+  void SetUp() override {}  // each test starts its server (StartAttacked)
+  void StartAttacked(ServerOptions options) {
+    options.memory_mode = GetParam();
+    // Small enough that the stated bound is tight next to the attacks' hundreds of MB.
+    options.max_body_size = 1u << 20;
+    options.max_queued_request_bytes = 4u << 20;
+    options.max_stream_unconsumed_bytes = 4u << 20;
+    if (options.max_unwritten_bytes == ServerOptions{}.max_unwritten_bytes) {
+      options.max_unwritten_bytes = 4u << 20;
+    }
+    options.memory.reuse.max_pool_bytes = 8u << 20;
+    options_ = options;
+    Start(options);
+    good_ = std::make_unique<GoodClient>(MakeChannel());
+    meter_.Begin(good_.get());
+  }
+  void TearDown() override {
+    if (good_) {
+      meter_.Finish(uint64_t(attackers_) * BaiduStdConnectionBound(options_, attack_replies_) +
+                        BaiduStdConnectionBound(options_) + ProcessCachesBound(options_, 4),
+                    GetParam());
+      good_.reset();
+    }
+    StreamTest::TearDown();
+  }
+  ServerOptions options_;
+  std::unique_ptr<GoodClient> good_;
+  AttackMeter meter_;
+  int attackers_ = 1;            // attacking connections
+  uint64_t attack_replies_ = 0;  // what handlers write to one of them
+};
+INSTANTIATE_TEST_SUITE_P(Modes, StreamHostileTest, ::testing::Values("heap", "reuse", "auto"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
 // Hostile peers: one floods an accepted stream without waiting for feedback (it is reset once
 // past max_unconsumed_bytes), one floods unknown stream ids without reading the RSTs, one opens
 // more streams than max_streams_per_connection; a good client keeps 0 errors meanwhile.
-TEST_F(StreamTest, HostilePeersAreBoundedWhileAGoodClientKeepsWorking) {
-  TearDown();
+TEST_P(StreamHostileTest, HostilePeersAreBoundedWhileAGoodClientKeepsWorking) {
   ServerOptions options;
   options.max_streams_per_connection = 4;
-  Start(options);
-  GoodClient good(MakeChannel());
+  attackers_ = 3;
+  StartAttacked(options);
 
   // 1. Flood an accepted stream whose reader holds everything.
   RawClient flooder(port_);
@@ -642,92 +692,96 @@ TEST_F(StreamTest, HostilePeersAreBoundedWhileAGoodClientKeepsWorking) {
   EXPECT_GE(service_.refused.load(), 4);
 
   std::this_thread::sleep_for(200ms);
-  good.Stop();
-  EXPECT_GT(good.calls(), 0);
-  EXPECT_EQ(0, good.failures());
 }
 
 // brpc's contract: a failed StreamAccept never calls the handler it was given (code ported from
 // brpc deletes it on failure; calling it crashed such servers).
-TEST_F(StreamTest, RefusedStreamAcceptNeverCallsItsHandler) {
-  TearDown();
+TEST_P(StreamHostileTest, RefusedStreamAcceptNeverCallsItsHandler) {
   ServerOptions options;
   options.max_streams_per_connection = 2;
-  Start(options);
-  auto channel = MakeChannel();
-  std::vector<std::unique_ptr<ClientEnd>> ends;
-  int ok = 0;
-  for (int i = 0; i < 6; ++i) {
-    ends.push_back(std::make_unique<ClientEnd>());
-    Open(*channel, "own", ends.back().get());
-    if (!ends.back()->cntl.Failed()) ++ok;
-  }
-  EXPECT_EQ(2, ok);
-  EXPECT_EQ(4, service_.refused.load());
-  std::this_thread::sleep_for(100ms);  // a turn posted for a refused stream would have run
-  std::lock_guard lock(service_.handlers_mutex);
-  ASSERT_EQ(size_t{4}, service_.refused_handlers.size());
-  for (const auto& handler : service_.refused_handlers) {
-    EXPECT_FALSE(handler->closed());
-    EXPECT_EQ(0, handler->failed_code.load());
-    EXPECT_TRUE(handler->received().empty());
-  }
-  for (auto& end : ends) {
-    if (!end->cntl.Failed()) StreamClose(end->id);
-    EXPECT_TRUE(end->recorder.WaitForClosed());  // every client stream ended before its handler
-  }
-  for (const auto& handler : service_.accepted_handlers) EXPECT_TRUE(handler->WaitForClosed());
+  StartAttacked(options);
+  // Each round: a new connection offers 6 streams; 2 are accepted, 4 refused.
+  const int rounds = RepeatAttack([&] {
+    const size_t refused_before = service_.refused_handlers.size();
+    auto channel = MakeChannel();
+    std::vector<std::unique_ptr<ClientEnd>> ends;
+    int ok = 0;
+    for (int i = 0; i < 6; ++i) {
+      ends.push_back(std::make_unique<ClientEnd>());
+      Open(*channel, "own", ends.back().get());
+      if (!ends.back()->cntl.Failed()) ++ok;
+    }
+    EXPECT_EQ(2, ok);
+    std::this_thread::sleep_for(100ms);  // a turn posted for a refused stream would have run
+    std::lock_guard lock(service_.handlers_mutex);
+    ASSERT_EQ(refused_before + 4, service_.refused_handlers.size());
+    for (const auto& handler : service_.refused_handlers) {
+      EXPECT_FALSE(handler->closed());
+      EXPECT_EQ(0, handler->failed_code.load());
+      EXPECT_TRUE(handler->received().empty());
+    }
+    for (auto& end : ends) {
+      if (!end->cntl.Failed()) StreamClose(end->id);
+      EXPECT_TRUE(end->recorder.WaitForClosed());  // every client stream ended before its handler
+    }
+    for (const auto& handler : service_.accepted_handlers) EXPECT_TRUE(handler->WaitForClosed());
+  });
+  EXPECT_EQ(4 * rounds, service_.refused.load());
 }
 
 // A FEEDBACK may acknowledge only bytes written: one claiming 2^62 consumed fails the stream
 // (EPROTO, the peer gets RST) instead of opening the writer's window for good.
-TEST_F(StreamTest, FeedbackAcknowledgingUnwrittenBytesFailsTheStream) {
-  RawClient raw(port_);
-  const int64_t server_stream = OpenRawStream(raw, "echo", 7, /*need_feedback=*/true);
-  ASSERT_GT(server_stream, 0);
-  std::string bytes;
-  // One message echoed (4 bytes written): an honest FEEDBACK of 4 is taken.
-  raw.SendBytes(DataFrameBytes(server_stream, 7, "ping"));
-  auto feedback = [&](int64_t consumed) {
-    protocol::StreamFrameMeta meta;
-    meta.set_stream_id(server_stream);
-    meta.set_source_stream_id(7);
-    meta.set_frame_type(protocol::FRAME_TYPE_FEEDBACK);
-    meta.mutable_feedback()->set_consumed_size(consumed);
-    net::BufferChain wire;
-    protocol::EncodeStreamFrame(meta, net::BufferChain(), &wire);
-    raw.SendBytes(wire.to_string());
-  };
-  bool echoed = false;
-  while (!echoed && raw.ReadFrameBytes(&bytes, 5s)) {
-    protocol::StreamFrame f;
-    ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
-    echoed = f.meta.frame_type() == protocol::FRAME_TYPE_DATA;
-  }
-  ASSERT_TRUE(echoed);
-  feedback(4);
-  feedback(int64_t{1} << 62);
-  bool reset = false;
-  while (!reset && raw.ReadFrameBytes(&bytes, 5s)) {
-    protocol::StreamFrame f;
-    ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
-    reset = f.meta.frame_type() == protocol::FRAME_TYPE_RST && f.meta.stream_id() == 7;
-  }
-  EXPECT_TRUE(reset);
-  EXPECT_TRUE(service_.server_side.WaitForClosed());
-  EXPECT_EQ(EPROTO, service_.server_side.failed_code.load());
-  EXPECT_EQ(EINVAL, StreamWrite(service_.last_id.load(), Message("late")));
+TEST_P(StreamHostileTest, FeedbackAcknowledgingUnwrittenBytesFailsTheStream) {
+  StartAttacked(ServerOptions{});
+  // Each round: a new connection opens an echo stream and lies in a FEEDBACK.
+  RepeatAttack([&] {
+    service_.server_side.Reset();
+    RawClient raw(port_);
+    const int64_t server_stream = OpenRawStream(raw, "echo", 7, /*need_feedback=*/true);
+    ASSERT_GT(server_stream, 0);
+    std::string bytes;
+    // One message echoed (4 bytes written): an honest FEEDBACK of 4 is taken.
+    raw.SendBytes(DataFrameBytes(server_stream, 7, "ping"));
+    auto feedback = [&](int64_t consumed) {
+      protocol::StreamFrameMeta meta;
+      meta.set_stream_id(server_stream);
+      meta.set_source_stream_id(7);
+      meta.set_frame_type(protocol::FRAME_TYPE_FEEDBACK);
+      meta.mutable_feedback()->set_consumed_size(consumed);
+      net::BufferChain wire;
+      protocol::EncodeStreamFrame(meta, net::BufferChain(), &wire);
+      raw.SendBytes(wire.to_string());
+    };
+    bool echoed = false;
+    while (!echoed && raw.ReadFrameBytes(&bytes, 5s)) {
+      protocol::StreamFrame f;
+      ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
+      echoed = f.meta.frame_type() == protocol::FRAME_TYPE_DATA;
+    }
+    ASSERT_TRUE(echoed);
+    feedback(4);
+    feedback(int64_t{1} << 62);
+    bool reset = false;
+    while (!reset && raw.ReadFrameBytes(&bytes, 5s)) {
+      protocol::StreamFrame f;
+      ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
+      reset = f.meta.frame_type() == protocol::FRAME_TYPE_RST && f.meta.stream_id() == 7;
+    }
+    EXPECT_TRUE(reset);
+    EXPECT_TRUE(service_.server_side.WaitForClosed());
+    EXPECT_EQ(EPROTO, service_.server_side.failed_code.load());
+    EXPECT_EQ(EINVAL, StreamWrite(service_.last_id.load(), Message("late")));
+  });
 }
 
 // A writer with no window against a peer that never reads: StreamWrite is refused once the
 // connection holds max_unwritten_bytes unsent, StreamWait waits for the drain, and every message
 // StreamWrite accepted arrives, then CLOSE. A good client on another connection keeps 0 errors.
-TEST_F(StreamTest, WritesPastTheConnectionsUnsentBoundAreRefusedAndNothingIsLost) {
-  TearDown();
+TEST_P(StreamHostileTest, WritesPastTheConnectionsUnsentBoundAreRefusedAndNothingIsLost) {
   ServerOptions options;
   options.max_unwritten_bytes = 1 << 20;
-  Start(options);
-  GoodClient good(MakeChannel());
+  attack_replies_ = 16 << 10;  // the message that crosses the bound
+  StartAttacked(options);
   RawClient raw(port_);
   raw.SendBytes(StreamCallFrame("flood", 1, 7, /*need_feedback=*/false));
   const auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -769,9 +823,6 @@ TEST_F(StreamTest, WritesPastTheConnectionsUnsentBoundAreRefusedAndNothingIsLost
   EXPECT_EQ(service_.flood_messages.load(), data_frames);
   EXPECT_TRUE(last);
   EXPECT_TRUE(closed);
-  good.Stop();
-  EXPECT_GT(good.calls(), 0);
-  EXPECT_EQ(0, good.failures()) << good.last_error();
 }
 
 // A stream closed before it connected (writes and StreamClose before the reply is written) sends
