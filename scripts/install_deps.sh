@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential g++ cmake ninja-build pkg-config git
   libprotobuf-dev libprotoc-dev protobuf-compiler
-  libgrpc++-dev protobuf-compiler-grpc
+  libgrpc++-dev protobuf-compiler-grpc grpc-proto
   libasio-dev libboost-context-dev libgflags-dev libsnappy-dev zlib1g-dev
   libgoogle-perftools-dev google-perftools libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev

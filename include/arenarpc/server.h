@@ -228,10 +228,19 @@ class Server {
   // when a file does not load or TLS is off.
   int ReloadTlsCertificates();
 
+  // grpc.health.v1.Health (docs/grpc.md, "Health"): the status its Check and Watch report for
+  // `service` — a registered service's full name, "" for the server as a whole, or any other name
+  // your clients ask for. Registered services and "" are SERVING until set otherwise; once Stop()
+  // begins every one is NOT_SERVING and these calls change nothing (as gRPC's health service).
+  // Before or after Start(), from any thread; Watch streams see each change.
+  void SetServingStatus(std::string_view service, bool serving);
+  // Every service: those set so far, the registered ones and "".
+  void SetServingStatus(bool serving);
+
   // Counters of one method ("pkg.Service.Method"); full_name is empty if there is no such method.
   MethodStats GetMethodStats(std::string_view full_method_name) const;
   ServerStats GetServerStats() const;
-  // Registered methods, "pkg.Service.Method", sorted.
+  // Registered methods, "pkg.Service.Method", sorted (not the built-in gRPC services' methods).
   std::vector<std::string> ListMethods() const;
 
  private:

@@ -24,6 +24,7 @@ namespace {
 using protocol::h2::GrpcStatus;
 
 constexpr std::string_view kHealthCheckPath = "/grpc.health.v1.Health/Check";
+constexpr std::string_view kHealthWatchPath = "/grpc.health.v1.Health/Watch";
 
 // "/pkg.Service/Method" -> its two segments; false for any other shape.
 bool SplitMethodPath(std::string_view path, std::string_view* service, std::string_view* method) {
@@ -80,6 +81,8 @@ GrpcServerProtocol::GrpcServerProtocol(ServerState& state)
     has_stream_methods_ = has_stream_methods_ ||
                           dynamic_cast<const GrpcStreamService*>(entry->service) != nullptr;
   }
+  const MethodEntry* check = state_.config.registry.FindMethod("grpc.health.v1.Health.Check");
+  builtin_health_ = check != nullptr && check->builtin;
   if (has_stream_methods_) {
     session_.set_streaming_predicate([this](std::string_view path) { return IsStreamPath(path); });
   }
@@ -158,7 +161,7 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
                                                   CallHead* head) {
   protocol::h2::GrpcRequest& request = request_;
   const int64_t key = request.stream_id;
-  if (request.path == kHealthCheckPath) {
+  if (request.path == kHealthCheckPath && builtin_health_) {
     AnswerHealth(connection, request);
     return Step::kAnswered;
   }
@@ -195,6 +198,8 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
   head->key = key;
   // ServerOptions::auth: the `authorization` metadata, per request (as HTTP's header).
   head->per_request_auth = true;
+  // The built-in health Watch, like Check and the /health page, needs no credential.
+  head->without_auth = builtin_health_ && request.path == kHealthWatchPath;
   for (const auto& [name, value] : request.metadata) {
     if (name != protocol::h2::kAuthorizationMetadata) continue;
     if (head->credential.data() != nullptr) head->credential_repeated = true;
@@ -230,18 +235,15 @@ void GrpcServerProtocol::AnswerHealth(net::Connection& connection,
          "cannot parse grpc.health.v1.HealthCheckRequest");
     return;
   }
-  bool known = service.empty();
-  for (const auto& entry : state_.config.registry.methods()) {
-    known = known || entry->descriptor->service()->full_name() == service;
-  }
-  if (!known) {
+  const ServingStatus status = state_.health->Get(service);
+  if (status == ServingStatus::kServiceUnknown) {
     Fail(connection, request.stream_id, GrpcStatus::kNotFound, "unknown service " + service);
     return;
   }
   // HealthCheckResponse{status: SERVING (1) | NOT_SERVING (2)}
   net::BufferChain response;
-  response.Append(state_.admission.stopping() ? std::string_view("\x08\x02", 2)
-                                              : std::string_view("\x08\x01", 2));
+  const char encoded[2] = {0x08, static_cast<char>(status)};
+  response.Append(std::string_view(encoded, sizeof(encoded)));
   {
     std::lock_guard lock(mutex_);
     session_.Respond(request.stream_id, std::move(response), false, {});

@@ -2,7 +2,8 @@
 // gRPC over HTTP/2 on a server connection (docs/grpc.md): recognised by the HTTP/2 preface, each
 // stream "POST /pkg.Service/Method" is a unary call of a registered method, admitted and run as
 // a baidu_std call is (same admission, backlog, memory strategy); replies are gRPC responses with
-// grpc-status trailers. grpc.health.v1.Health/Check is answered here.
+// grpc-status trailers. grpc.health.v1.Health/Check is answered here (its Watch and reflection are
+// built-in services: server/grpc_builtin_services.h).
 
 #include <atomic>
 #include <cstdint>
@@ -129,6 +130,7 @@ class GrpcServerProtocol final : public ServerProtocol {
   const size_t max_body_size_;
   const size_t max_held_bytes_;  // max_unwritten_bytes: replies waiting for a window
   bool has_stream_methods_ = false;
+  bool builtin_health_ = false;  // grpc.health.v1.Health is the built-in one, not the user's
   bool writers_wait_for_connection_ = false;  // mutex_: a writer met max_unwritten_bytes
   bool flush_posted_ = false;                 // mutex_: a Flush() is posted to the connection
   static constexpr size_t kStreamFlushBytes = 32u << 10;

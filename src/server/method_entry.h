@@ -37,6 +37,9 @@ struct MethodEntry {
   const google::protobuf::MethodDescriptor* descriptor = nullptr;
   google::protobuf::Service* service = nullptr;
   std::shared_ptr<google::protobuf::Service> service_owner;  // for MethodBinding::service
+  // A built-in gRPC service's (health, reflection): heap messages, not in ListMethods() nor in
+  // the pages' method tables (GetMethodStats(name) has its counters).
+  bool builtin = false;
   std::string memory_mode;                 // set by Server::Start
   std::shared_ptr<MethodBinding> binding;  // set by Server::Start
   std::unique_ptr<memory::RequestMemoryGate> request_memory;  // set by Server::Start

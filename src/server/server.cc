@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "builtin/builtin_services.h"
+#include "server/grpc_builtin_services.h"
 #include "cluster/server_registration.h"
 #include "net/endpoint.h"
 #include "protocol/http/http_request_decoder.h"
@@ -245,9 +246,12 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
         given_it != options.method_memory_strategy.end() ? given_it->second
         : overridden                                      ? nullptr
                                                           : options.memory_strategy;
-    const std::string mode = strategy ? std::string(strategy->name())
-                             : overridden ? override_it->second
-                                          : options.memory_mode;
+    // Built-in gRPC services' messages are dynamic ones: the plain heap strategy serves them.
+    if (entry->builtin) strategy.reset();
+    const std::string mode = entry->builtin ? std::string("heap")
+                             : strategy     ? std::string(strategy->name())
+                             : overridden   ? override_it->second
+                                            : options.memory_mode;
     if (!strategy) {
       strategy = strategy_for(
           mode, overridden ? "method_memory_mode[" + entry->full_name + "]" : "memory_mode");
@@ -338,6 +342,7 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   if (!tls_error.empty()) return impl.Fail("Start: " + tls_error);
   state.config.options = options;
   state.message_memory.set_limit(options.max_inflight_message_memory);
+  AddGrpcBuiltinServices(options, &state.config.registry, state.health);
   if (impl.BindMethods(options) != 0) return -1;
 
   // Everything set up from here is released again, in reverse, unless Start() succeeds: the
@@ -410,6 +415,12 @@ int Server::ReloadTlsCertificates() {
   return 0;
 }
 
+void Server::SetServingStatus(std::string_view service, bool serving) {
+  impl_->state->health->Set(service, serving);
+}
+
+void Server::SetServingStatus(bool serving) { impl_->state->health->SetAll(serving); }
+
 int Server::listen_port() const { return impl_->port; }
 
 int Server::internal_listen_port() const { return impl_->internal_port; }
@@ -428,6 +439,7 @@ int Server::Stop() {
     return -1;
   }
   if (!state.admission.StartStopping()) return 0;  // another Stop() runs
+  state.health->Shutdown();  // health Watch streams send NOT_SERVING and end
   // Out of the registry first, so that clients stop choosing this server while it drains.
   if (impl.registration) impl.registration->Stop();
   state.runtime->CloseListeners();
@@ -518,8 +530,9 @@ std::shared_ptr<const stats::ServerView> internal::ServerAccess::View(const Serv
 
 std::vector<std::string> Server::ListMethods() const {
   std::vector<std::string> names;
-  for (const auto& entry : impl_->state->config.registry.methods())
-    names.push_back(entry->full_name);
+  for (const auto& entry : impl_->state->config.registry.methods()) {
+    if (!entry->builtin) names.push_back(entry->full_name);
+  }
   std::sort(names.begin(), names.end());
   return names;
 }

@@ -372,7 +372,7 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
   }
   std::unique_ptr<AuthContext> call_auth;
   const AuthContext* auth_context = nullptr;
-  if (state.config.options.auth != nullptr &&
+  if (state.config.options.auth != nullptr && !head.without_auth &&
       !Authenticate(connection, head, &call_auth, &auth_context)) {
     return nullptr;
   }

@@ -42,6 +42,8 @@ struct CallHead {
   // verified on every call (HTTP, gRPC); else once, on the connection's first call (baidu_std).
   std::string_view credential;
   bool per_request_auth = false;
+  // Served without a credential even with ServerOptions::auth (the built-in health Watch).
+  bool without_auth = false;
   // More than one credential (two Authorization headers or metadata): refused whatever they say,
   // so that no proxy in front can have checked another one than the server.
   bool credential_repeated = false;

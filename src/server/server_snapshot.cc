@@ -72,8 +72,9 @@ MethodStats SnapshotMethod(const MethodEntry& entry,
 std::vector<MethodStats> SnapshotMethods(const ServerState& state,
                                          std::chrono::steady_clock::time_point now) {
   std::vector<MethodStats> out;
-  for (const auto& entry : state.config.registry.methods())
-    out.push_back(SnapshotMethod(*entry, now));
+  for (const auto& entry : state.config.registry.methods()) {
+    if (!entry->builtin) out.push_back(SnapshotMethod(*entry, now));  // the application's only
+  }
   std::sort(out.begin(), out.end(),
             [](const MethodStats& a, const MethodStats& b) { return a.full_name < b.full_name; });
   return out;
@@ -132,6 +133,7 @@ class StateView final : public stats::ServerView {
     const auto state = state_.lock();
     if (!state) return out;
     for (const auto& entry : state->config.registry.methods()) {
+      if (entry->builtin) continue;  // the pages describe the application's methods
       stats::MethodView view;
       view.stats = SnapshotMethod(*entry, now);
       view.calls_per_second = entry->window.CountsPerSecond<60>(now);

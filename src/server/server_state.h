@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "server/serving_status_table.h"
 #include "memory/message_memory_budget.h"
 #include "server/admission.h"
 #include "server/connection_table.h"
@@ -25,6 +26,9 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   ConnectionTable connections;
   memory::MessageMemoryBudget message_memory;  // max_inflight_message_memory
   ServerCounters counters;
+  // grpc.health.v1.Health's statuses (Server::SetServingStatus; NOT_SERVING once Stop() begins).
+  std::shared_ptr<ServingStatusTable> health =
+      std::make_shared<ServingStatusTable>();
 };
 
 }  // namespace arenarpc::server

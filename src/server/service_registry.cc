@@ -39,6 +39,17 @@ int ServiceRegistry::Add(google::protobuf::Service* service, ServiceOwnership ow
   }
   auto entry = std::make_unique<ServiceEntry>();
   entry->full_name = full_name;
+  AddMethods(service, owner, /*builtin=*/false, &entry->methods);
+  by_short_name_.emplace(short_name, entry.get());
+  by_full_name_.emplace(full_name, std::move(entry));
+  return 0;
+}
+
+void ServiceRegistry::AddMethods(google::protobuf::Service* service,
+                                 const std::shared_ptr<google::protobuf::Service>& owner,
+                                 bool builtin,
+                                 std::map<std::string, MethodEntry*, std::less<>>* by_name) {
+  const google::protobuf::ServiceDescriptor* descriptor = service->GetDescriptor();
   for (int i = 0; i < descriptor->method_count(); ++i) {
     const google::protobuf::MethodDescriptor* method = descriptor->method(i);
     auto method_entry = std::make_unique<MethodEntry>();
@@ -46,13 +57,31 @@ int ServiceRegistry::Add(google::protobuf::Service* service, ServiceOwnership ow
     method_entry->descriptor = method;
     method_entry->service = service;
     method_entry->service_owner = owner;
-    entry->methods.emplace(method->name(), method_entry.get());
+    method_entry->builtin = builtin;
+    by_name->emplace(method->name(), method_entry.get());
     by_method_name_.emplace(method_entry->full_name, method_entry.get());
     methods_.push_back(std::move(method_entry));
   }
-  by_short_name_.emplace(short_name, entry.get());
-  by_full_name_.emplace(full_name, std::move(entry));
-  return 0;
+}
+
+void ServiceRegistry::AddBuiltin(std::shared_ptr<google::protobuf::Service> service) {
+  auto entry = std::make_unique<ServiceEntry>();
+  entry->full_name = service->GetDescriptor()->full_name();
+  AddMethods(service.get(), service, /*builtin=*/true, &entry->methods);
+  by_full_name_.emplace(entry->full_name, std::move(entry));
+}
+
+bool ServiceRegistry::Contains(std::string_view service_full_name) const {
+  return by_full_name_.find(service_full_name) != by_full_name_.end();
+}
+
+std::vector<const google::protobuf::ServiceDescriptor*> ServiceRegistry::Services() const {
+  std::vector<const google::protobuf::ServiceDescriptor*> services;
+  for (const auto& method : methods_) {
+    const google::protobuf::ServiceDescriptor* service = method->descriptor->service();
+    if (services.empty() || services.back() != service) services.push_back(service);
+  }
+  return services;
 }
 
 MethodEntry* ServiceRegistry::Resolve(std::string_view service_name, std::string_view method_name,

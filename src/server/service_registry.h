@@ -27,9 +27,18 @@ class ServiceRegistry {
   MethodEntry* Resolve(std::string_view service_name, std::string_view method_name,
                        int* error_code, std::string* error_text) const;
   MethodEntry* FindMethod(std::string_view full_method_name) const;
+  // A built-in gRPC service (server/grpc_builtin_services.h): by full name only, its methods
+  // marked MethodEntry::builtin. Its name must not be registered yet (Contains()).
+  void AddBuiltin(std::shared_ptr<google::protobuf::Service> service);
+  bool Contains(std::string_view service_full_name) const;
+  // Every registered service, in registration order.
+  std::vector<const google::protobuf::ServiceDescriptor*> Services() const;
   const std::vector<std::unique_ptr<MethodEntry>>& methods() const { return methods_; }
 
  private:
+  void AddMethods(google::protobuf::Service* service,
+                  const std::shared_ptr<google::protobuf::Service>& owner, bool builtin,
+                  std::map<std::string, MethodEntry*, std::less<>>* by_name);
   struct ServiceEntry {
     std::string full_name;
     std::map<std::string, MethodEntry*, std::less<>> methods;  // by method name

@@ -2,7 +2,7 @@
 // and a SETTINGS flood from a client that never reads, an HPACK bomb, 10,000 streams opened and
 // never finished, a client whose flow-control window stays 0, streaming calls whose handlers do
 // not read what the client streams, idle streaming calls on many connections (the fiber
-// shares) — while a good baidu_std client on
+// shares), server reflection asked without reading — while a good baidu_std client on
 // another connection keeps 0 errors, and the server's memory for the bad connection stays within
 // the bound docs/grpc.md states.
 #include <arpa/inet.h>
@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
@@ -515,6 +516,48 @@ TEST_P(GrpcHostileTest, StreamingCallsNotReadHoldOneWindowEach) {
   }
   EXPECT_EQ(0, server_->GetMethodStats("arenarpc.e2e.StreamService.ClientStream").in_flight);
   StopWithStreams();
+}
+
+// Server reflection asked without reading (window 0): ~1,800 requests for a file in one stream
+// window would be ~2 MB of responses; the handler's writes wait once the stream holds its
+// max_buffered_bytes (and the connection max_unwritten_bytes), so it stops reading and what the
+// server holds stays within that bound; closing the connection frees it. The good client keeps 0
+// errors meanwhile.
+TEST_P(GrpcHostileTest, ReflectionAskedWithoutReadingIsBoundedByTheStreamsBuffer) {
+  StartWithGoodClient();
+  const std::string method = "grpc.reflection.v1.ServerReflection.ServerReflectionInfo";
+  {
+    H2Socket client(port_);
+    // ServerReflectionRequest{file_containing_symbol (4): "arenarpc.e2e.TestService"}
+    const std::string symbol = "arenarpc.e2e.TestService";
+    const std::string message = Prefixed("\x22" + std::string(1, static_cast<char>(symbol.size())) +
+                                         symbol);
+    std::string data;
+    while (data.size() + message.size() <= 65535) data += message;
+    std::string bytes = std::string(kPreface) +
+                        Settings({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0}}) +
+                        Frame(kHeaders, kEndHeaders, 1,
+                              RequestBlock("/grpc.reflection.v1.ServerReflection/"
+                                           "ServerReflectionInfo"));
+    for (size_t at = 0; at < data.size(); at += 16384) {
+      bytes += Frame(kData, 0, 1, std::string_view(data).substr(at, 16384));
+    }
+    ASSERT_TRUE(client.Send(bytes));
+    const auto held = [&] { return server_->GetServerStats().unwritten_held_bytes; };
+    ASSERT_TRUE(WaitFor([&] { return held() >= (512u << 10); }, std::chrono::seconds(10)))
+        << held();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it would grow by now
+    EXPECT_LE(held(), options_.max_unwritten_bytes + (64u << 10));  // + the message that crossed
+    std::cout << "reflection responses held for the unread stream: " << held() << " bytes\n";
+    EXPECT_EQ(1, server_->GetMethodStats(method).in_flight);       // waiting, not failed
+    EXPECT_EQ(0, client.frames_of(kRstStream));
+  }
+  // the connection closed: the handler was canceled, and what it held went
+  EXPECT_TRUE(WaitFor([&] { return server_->GetMethodStats(method).in_flight == 0; },
+                      std::chrono::seconds(10)));
+  EXPECT_TRUE(WaitFor([&] { return server_->GetServerStats().unwritten_held_bytes < (64u << 10); },
+                      std::chrono::seconds(10)))
+      << server_->GetServerStats().unwritten_held_bytes;
 }
 
 // The HPACK bomb on 200 streams: each header list is cut off at the field that passes the limit
