@@ -391,6 +391,54 @@ TEST_P(GrpcHostileTest, TenThousandOpenStreamsAreRefusedPastTheLimit) {
   EXPECT_FALSE(client.closed());
 }
 
+// Rapid reset: a client opens streams whose calls queue behind a slow handler on the server's one
+// thread, then resets them (RST_STREAM CANCEL) before they start, round after round, reconnecting
+// now and then. A call reset while queued is dropped as it reaches the thread — its handler does
+// not run — and a good client on another connection keeps 0 errors.
+TEST_P(GrpcHostileTest, StreamsResetBeforeTheirCallsStartDoNotRunTheirHandlers) {
+  options_.num_threads = 1;
+  StartWithGoodClient();
+  TestRequest request;
+  request.set_message("reset");
+  request.set_block_ms(30);  // the first call of a round holds the thread while the resets come
+  const std::string message = GrpcMessage(request);
+  const std::string cancel("\0\0\0\x08", 4);  // RST_STREAM error code CANCEL
+  constexpr int kRounds = 20, kStreamsPerRound = 32, kRoundsPerConnection = 5;
+  int opened = 0;
+  std::unique_ptr<H2Socket> bad;
+  uint32_t next = 1;
+  for (int round = 0; round < kRounds; ++round) {
+    if (round % kRoundsPerConnection == 0) {
+      bad = std::make_unique<H2Socket>(port_);
+      ASSERT_TRUE(bad->Send(std::string(kPreface) + Settings()));
+      next = 1;
+    }
+    std::string open, reset;
+    for (int i = 0; i < kStreamsPerRound; ++i, next += 2, ++opened) {
+      open += Frame(kHeaders, kEndHeaders, next, RequestBlock()) +
+              Frame(kData, kEndStream, next, message);
+      reset += Frame(kRstStream, 0, next, cancel);
+    }
+    ASSERT_TRUE(bad->Send(open));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // read and queued
+    ASSERT_TRUE(bad->Send(reset));
+    bad->ReadUntil([] { return false; }, std::chrono::milliseconds(25));  // replies, windows
+  }
+  bad.reset();
+  ASSERT_TRUE(WaitFor([&] { return server_->GetServerStats().in_flight == 0; },
+                      std::chrono::seconds(20)));
+  good_->Stop();  // its calls ran the same handler: counted apart (TearDown checks its errors)
+  const int reset_handlers = service_->handler_calls() - good_->calls() - good_->failures();
+  const ServerStats stats = server_->GetServerStats();
+  std::printf("%d streams opened and reset: %d of their handlers ran, %llu calls dropped at "
+              "their start; good client %d calls\n",
+              opened, reset_handlers, static_cast<unsigned long long>(stats.canceled_before_start),
+              good_->calls());
+  // About one handler a round (the one running when the resets came) — before, every one ran.
+  EXPECT_LE(reset_handlers, opened / 4);
+  EXPECT_GT(stats.canceled_before_start, 0u);
+}
+
 // A client whose stream windows are 0 sends requests for 64 KB replies and reads nothing: the
 // replies wait for a window, counted as the connection's held bytes; once they reach
 // max_unwritten_bytes, more calls are refused (EOVERCROWDED) instead of held.
