@@ -114,8 +114,10 @@ std::shared_ptr<void> ServerCall::RetainHook(const Controller& controller) {
 }
 
 void ServerCall::Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload) {
-  call->state_->admission.Dequeued();
-  call->state_->admission.Finish();
+  ServerState& state = *call->state_;
+  state.counters.canceled_before_start.fetch_add(1, std::memory_order_relaxed);
+  state.admission.Dequeued();
+  state.admission.Finish();
 }
 
 void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload) {

@@ -67,7 +67,8 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // canceled_before_start), answers ERPCTIMEDOUT without running anything when the client's
   // deadline (its timeout_ms) has already passed, else Execute()s.
   static void Start(std::unique_ptr<ServerCall> call, RequestPayload payload);
-  // The call will never start (its threads went away first): settle its admission.
+  // The call will never start (its connection closed, or its threads went away first): settle
+  // its admission (counted in canceled_before_start).
   static void Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload);
 
   // done->Run(): reply, stats, release. Deletes the call.
