@@ -82,9 +82,13 @@ struct ServerStats {
   uint64_t requests = 0;                 // request frames decoded
   uint64_t rejected_stopping = 0;        // ELOGOFF
   uint64_t rejected_limit = 0;           // ELIMIT (max_concurrency or max_queued_requests)
+  uint64_t rejected_queue_wait = 0;      // ... of which the wait queued ahead would outlast the
+                                         // call's deadline (its timeout_ms / grpc-timeout)
   uint64_t rejected_unknown = 0;         // ENOSERVICE / ENOMETHOD
   uint64_t rejected_overcrowded = 0;     // EOVERCROWDED
   uint64_t rejected_timed_out = 0;       // ERPCTIMEDOUT: the client's deadline passed while queued
+  uint64_t canceled_before_start = 0;    // canceled by the client (RST_STREAM, connection closed)
+                                         // while queued: dropped, the handler not run
   uint64_t rejected_fiber_limit = 0;     // ELIMIT: max_fibers were alive
   uint64_t read_pauses = 0;              // times a connection's reading paused (backpressure)
   uint64_t rejected_request_memory = 0;  // EREQUEST: over max_request_memory once parsed

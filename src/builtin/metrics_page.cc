@@ -197,12 +197,13 @@ void AddServerMetrics(Families& f, const ServerStats& s) {
                              "Requests answered with an error without running a handler, by "
                              "reason (stopping: ELOGOFF, limit: ELIMIT, unknown_method: "
                              "ENOSERVICE/ENOMETHOD, overcrowded: EOVERCROWDED, timed_out: "
-                             "ERPCTIMEDOUT)");
+                             "ERPCTIMEDOUT, canceled: canceled by the client before starting)");
   const std::pair<const char*, uint64_t> by_reason[] = {{"stopping", s.rejected_stopping},
                                                         {"limit", s.rejected_limit},
                                                         {"unknown_method", s.rejected_unknown},
                                                         {"overcrowded", s.rejected_overcrowded},
-                                                        {"timed_out", s.rejected_timed_out}};
+                                                        {"timed_out", s.rejected_timed_out},
+                                                        {"canceled", s.canceled_before_start}};
   for (const auto& [reason, n] : by_reason) {
     rejected.Add({{"reason", reason}}).Increment(static_cast<double>(n));
   }

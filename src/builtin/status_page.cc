@@ -57,6 +57,8 @@ void WriteServer(JsonWriter& json, const ServerStats& s) {
       .Field("rejected_unknown", s.rejected_unknown)
       .Field("rejected_overcrowded", s.rejected_overcrowded)
       .Field("rejected_timed_out", s.rejected_timed_out)
+      .Field("rejected_queue_wait", s.rejected_queue_wait)
+      .Field("canceled_before_start", s.canceled_before_start)
       .Field("read_pauses", s.read_pauses)
       .Field("unwritten_held_bytes", s.unwritten_held_bytes)
       .Field("in_flight", s.in_flight)
@@ -210,10 +212,12 @@ std::string StatusHtml(const std::vector<MethodView>& methods, const ServerStats
   Row(html, "concurrency limit",
       s.concurrency_limit == 0 ? "none" : std::to_string(s.concurrency_limit));
   Row(html, "malformed frames", std::to_string(s.malformed_frames));
-  Row(html, "rejected: stopping / limit / unknown / overcrowded / timed out",
-      std::to_string(s.rejected_stopping) + " / " + std::to_string(s.rejected_limit) + " / " +
-          std::to_string(s.rejected_unknown) + " / " + std::to_string(s.rejected_overcrowded) +
-          " / " + std::to_string(s.rejected_timed_out));
+  Row(html, "rejected: stopping / limit (queue wait) / unknown / overcrowded / timed out",
+      std::to_string(s.rejected_stopping) + " / " + std::to_string(s.rejected_limit) + " (" +
+          std::to_string(s.rejected_queue_wait) + ") / " + std::to_string(s.rejected_unknown) +
+          " / " + std::to_string(s.rejected_overcrowded) + " / " +
+          std::to_string(s.rejected_timed_out));
+  Row(html, "canceled before start", std::to_string(s.canceled_before_start));
   Row(html, "unwritten held bytes", std::to_string(s.unwritten_held_bytes));
   Row(html, "process CPU s / RSS MiB / fds / threads",
       FormatDouble(static_cast<double>(p.cpu_us()) * 1e-6, 2) + " / " +

@@ -1,9 +1,9 @@
 #pragma once
 // Admission: the server-wide half of admitting a request (the connection's half — its backlog and
 // unsent output — is ServerConnection's). Every admitted unit (a call, an HTTP page) passes
-// TryAdmit() when it is decoded — stopping → ELOGOFF, max_queued_requests and max_concurrency →
-// ELIMIT — and ends in exactly one Finish() once its reply is queued (or it is dropped); Stop()
-// waits for the count to reach 0.
+// TryAdmit() when it is decoded — stopping → ELOGOFF, max_queued_requests, a wait that would
+// outlast the call's deadline and max_concurrency → ELIMIT — and ends in exactly one Finish() once
+// its reply is queued (or it is dropped); Stop() waits for the count to reach 0.
 
 #include <atomic>
 #include <chrono>
@@ -14,12 +14,16 @@
 
 #include "arenarpc/max_concurrency.h"
 #include "server/auto_concurrency_limiter.h"
+#include "server/queue_wait_estimate.h"
 
 namespace arenarpc::server {
 
 class Admission {
  public:
-  enum class Verdict { kAdmitted, kStopping, kQueueFull, kOverLimit };
+  enum class Verdict { kAdmitted, kStopping, kQueueFull, kWaitPastDeadline, kOverLimit };
+  // Of a call's deadline, the share its predicted wait in the backlog may take: the rest is left
+  // for the handler, the reply's way back and the estimate's error (the drain rate moves).
+  static constexpr double kWaitShareOfDeadline = 0.5;
 
   // At Start(), before any request. `min_auto_limit`: the adaptive limit's floor.
   void Configure(const MaxConcurrency& max_concurrency, int max_queued_requests,
@@ -35,11 +39,17 @@ class Admission {
     }
   }
 
-  // kAdmitted: counted in flight; one Finish() is owed.
-  Verdict TryAdmit() {
+  // kAdmitted: counted in flight; one Finish() is owed. `timeout`: the client's deadline, from
+  // now (zero: none).
+  Verdict TryAdmit(std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) {
     if (stopping_.load(std::memory_order_acquire)) return Verdict::kStopping;
-    if (max_queued_ > 0 && queued_.load(std::memory_order_relaxed) >= max_queued_) {
-      return Verdict::kQueueFull;
+    const int64_t queued = queued_.load(std::memory_order_relaxed);
+    if (max_queued_ > 0 && queued >= max_queued_) return Verdict::kQueueFull;
+    // A call that would reach a thread only past (most of) its deadline is refused now, while the
+    // client can still try elsewhere, instead of timing out in the queue.
+    if (timeout > std::chrono::milliseconds::zero() && queued > 0 &&
+        wait_.Predict(queued) > timeout * kWaitShareOfDeadline) {
+      return Verdict::kWaitPastDeadline;
     }
     const int64_t now = in_flight_.fetch_add(1, std::memory_order_acq_rel) + 1;
     const int limit = this->limit();
@@ -60,6 +70,10 @@ class Admission {
   // An admitted unit waits for a thread / was taken by one (max_queued_requests).
   void Queued() { queued_.fetch_add(1, std::memory_order_relaxed); }
   void Dequeued() { queued_.fetch_sub(1, std::memory_order_relaxed); }
+  // ... taken by a thread at `now` (feeds the wait estimate).
+  void Dequeued(std::chrono::steady_clock::time_point now) {
+    wait_.OnDequeue(now, queued_.fetch_sub(1, std::memory_order_relaxed) - 1);
+  }
   // A call ended (the adaptive limit learns from it); `ok`: it succeeded.
   void OnCallEnd(std::chrono::steady_clock::time_point now,
                  std::chrono::steady_clock::time_point started, bool ok) {
@@ -83,6 +97,8 @@ class Admission {
   int max_queued_requests() const { return max_queued_; }
   int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
   int64_t queued() const { return queued_.load(std::memory_order_relaxed); }
+  // The wait a call admitted now would have before a thread takes it.
+  std::chrono::nanoseconds predicted_wait() const { return wait_.Predict(queued()); }
 
  private:
   int fixed_limit_ = 0;
@@ -91,6 +107,7 @@ class Admission {
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> in_flight_{0};  // admitted, reply not queued yet
   std::atomic<int64_t> queued_{0};     // ... of which waiting for a thread
+  QueueWaitEstimate wait_;             // fed by the dequeues of method calls
   std::mutex idle_mutex_;
   std::condition_variable idle_;  // in_flight_ reached 0 while stopping
 };

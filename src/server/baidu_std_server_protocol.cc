@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "arenarpc/error_codes.h"
-#include "call/controller_access.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
@@ -58,6 +57,7 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(net::Connection& connection,
   head->method_name = request_meta.method_name();
   head->key = meta.correlation_id();
   head->credential = meta.authentication_data();
+  if (request_meta.has_timeout_ms()) head->timeout_ms = request_meta.timeout_ms();
   if (decoder_.attachment_error()) {
     invalid_text_ = protocol::AttachmentTooLargeText(
         "request", meta.attachment_size(), frame_.payload.size() + frame_.attachment.size());
@@ -75,9 +75,6 @@ void BaiduStdServerProtocol::Admitted(net::Connection& connection, ServerCall& c
   if (request_meta.has_request_id()) controller.set_request_id(request_meta.request_id());
   controller.set_trace(request_meta.trace_id(), request_meta.span_id(),
                        request_meta.parent_span_id());
-  if (request_meta.has_timeout_ms()) {
-    internal::ControllerAccess::set_deadline_hint_ms(controller, request_meta.timeout_ms());
-  }
   controller.set_request_compress_type(static_cast<CompressType>(frame_.meta.compress_type()));
   for (const auto& [key, value] : frame_.meta.user_fields()) {
     controller.request_user_fields().emplace(key, value);

@@ -7,10 +7,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 
 #include "arenarpc/error_codes.h"
 #include "arenarpc/grpc_stream.h"
-#include "call/controller_access.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
 #include "server/cancel_state.h"
@@ -114,7 +114,7 @@ void GrpcServerProtocol::MarkCanceled(std::vector<std::shared_ptr<CancelState>>*
   for (int32_t stream_id : session_.TakeCanceled()) {
     auto it = calls_.find(stream_id);
     if (it == calls_.end()) continue;
-    it->second.canceled = true;
+    MarkCanceledLocked(it->second);
     if (it->second.stream) it->second.stream->changed.notify_all();
     if (auto cancel = it->second.cancel.lock()) fire->push_back(std::move(cancel));
   }
@@ -196,6 +196,10 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
   head->service_name = service;
   head->method_name = method;
   head->key = key;
+  if (request.timeout_ms >= 0) {
+    head->timeout_ms = static_cast<int32_t>(
+        std::min<int64_t>(request.timeout_ms, std::numeric_limits<int32_t>::max()));
+  }
   // ServerOptions::auth: the `authorization` metadata, per request (as HTTP's header).
   head->per_request_auth = true;
   // The built-in health Watch, like Check and the /health page, needs no credential.
@@ -213,10 +217,6 @@ void GrpcServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& c
                                   RequestPayload* payload) {
   protocol::h2::GrpcRequest& request = request_;
   Controller& controller = call.controller();
-  if (request.timeout_ms >= 0) {
-    internal::ControllerAccess::set_deadline_hint_ms(controller,
-                                                     static_cast<int32_t>(request.timeout_ms));
-  }
   controller.set_request_compress_type(static_cast<CompressType>(request_compress_type_));
   for (auto& [name, value] : request.metadata) {
     controller.request_user_fields().emplace(std::move(name), std::move(value));
@@ -335,7 +335,7 @@ void GrpcServerProtocol::SendReply(net::Connection& connection, int64_t key,
     } else {
       session_.Respond(stream_id, std::move(reply), call.compressed, call.metadata);
     }
-    calls_.erase(it);
+    EraseLocked(it);
     PublishLocked();
   }
   Flush(connection);
@@ -345,7 +345,7 @@ void GrpcServerProtocol::Fail(net::Connection& connection, int64_t key, GrpcStat
                               std::string_view text) {
   {
     std::lock_guard lock(mutex_);
-    calls_.erase(key);
+    if (auto it = calls_.find(key); it != calls_.end()) EraseLocked(it);
     session_.Fail(static_cast<int32_t>(key), status, text);
     PublishLocked();
   }
@@ -367,7 +367,20 @@ void GrpcServerProtocol::SendOverShare(net::Connection& connection, int64_t key,
   Fail(connection, key, GrpcStatus::kResourceExhausted, text);
 }
 
+void GrpcServerProtocol::MarkCanceledLocked(Call& call) {
+  if (call.canceled) return;
+  call.canceled = true;
+  canceled_calls_.fetch_add(1, std::memory_order_release);
+}
+
+void GrpcServerProtocol::EraseLocked(std::unordered_map<int64_t, Call>::iterator it) {
+  if (it->second.canceled) canceled_calls_.fetch_sub(1, std::memory_order_relaxed);
+  calls_.erase(it);
+}
+
 bool GrpcServerProtocol::CallCanceled(int64_t key) {
+  // Every call asks as it starts: without a canceled call pending, no lock is taken.
+  if (canceled_calls_.load(std::memory_order_acquire) == 0) return false;
   std::lock_guard lock(mutex_);
   auto it = calls_.find(key);
   return it != calls_.end() && it->second.canceled;
@@ -452,7 +465,7 @@ void GrpcServerProtocol::WakeLocked(const std::vector<int32_t>& stream_ids) {
 void GrpcServerProtocol::OnClosed() {
   std::lock_guard lock(mutex_);
   for (auto& [key, call] : calls_) {
-    call.canceled = true;
+    MarkCanceledLocked(call);
     if (call.stream) call.stream->changed.notify_all();
   }
 }

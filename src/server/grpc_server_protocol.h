@@ -112,6 +112,8 @@ class GrpcServerProtocol final : public ServerProtocol {
             std::string_view text);
   // Canceled streams' calls, marked; their cancel states are returned to fire (mutex_ held).
   void MarkCanceled(std::vector<std::shared_ptr<CancelState>>* fire);
+  void MarkCanceledLocked(Call& call);  // counted in canceled_calls_
+  void EraseLocked(std::unordered_map<int64_t, Call>::iterator it);
   // Writes what the session has to send, in order, one thread at a time; closes the connection
   // once the session is done.
   void Flush(net::Connection& connection);
@@ -149,6 +151,8 @@ class GrpcServerProtocol final : public ServerProtocol {
   std::mutex mutex_;
   protocol::h2::GrpcServerSession session_;
   std::unordered_map<int64_t, Call> calls_;
+  // calls_ marked canceled (written under mutex_): CallCanceled()'s lock-free answer while 0.
+  std::atomic<int> canceled_calls_{0};
   net::BufferChain unsent_;  // session output for the writing thread
   bool writing_ = false;
   bool close_issued_ = false;

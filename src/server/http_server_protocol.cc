@@ -4,7 +4,6 @@
 
 #include "arenarpc/error_codes.h"
 #include "builtin/builtin_service.h"
-#include "call/controller_access.h"
 #include "protocol/compression.h"
 #include "protocol/http/json_message.h"
 #include "protocol/meta_builder.h"
@@ -290,7 +289,6 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
     head->credential = *authorization;
     head->credential_repeated = request.HeaderCount("authorization") > 1;
   }
-  timeout_ms_ = -1;
   if (RequestCompressType(request) < 0) {
     invalid_text_ = "Content-Encoding: " + *request.Header("content-encoding") +
                     " is not supported (gzip, deflate or identity)";
@@ -298,12 +296,15 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
     head->invalid_text = invalid_text_;
   }
   if (const std::string* value = request.Header("x-bd-timeout-ms")) {
+    int32_t timeout_ms = -1;
     const auto [end, error] =
-        std::from_chars(value->data(), value->data() + value->size(), timeout_ms_);
-    if (error != std::errc() || end != value->data() + value->size() || timeout_ms_ < 0) {
+        std::from_chars(value->data(), value->data() + value->size(), timeout_ms);
+    if (error != std::errc() || end != value->data() + value->size() || timeout_ms < 0) {
       invalid_text_ = "x-bd-timeout-ms: '" + *value + "' is not a number of milliseconds >= 0";
       head->invalid_code = EREQUEST;
       head->invalid_text = invalid_text_;
+    } else if (timeout_ms > 0) {  // 0 sets none
+      head->timeout_ms = timeout_ms;
     }
   }
   return Step::kCall;
@@ -312,7 +313,6 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
 void HttpServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& call,
                                   RequestPayload* payload) {
   Controller& controller = call.controller();
-  if (timeout_ms_ > 0) internal::ControllerAccess::set_deadline_hint_ms(controller, timeout_ms_);
   if (const std::string* log_id = request_.Header("x-bd-log-id")) {
     uint64_t id = 0;
     std::from_chars(log_id->data(), log_id->data() + log_id->size(), id);

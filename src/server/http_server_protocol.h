@@ -96,7 +96,6 @@ class HttpServerProtocol final : public ServerProtocol {
   protocol::HttpRequest request_;
   const builtin::BuiltinHandler* page_ = nullptr;  // request_'s page (kTask)
   int64_t page_sequence_ = 0;                      // ... and the sequence of its reply
-  int32_t timeout_ms_ = -1;                        // request_'s x-bd-timeout-ms
   std::string invalid_text_;                       // its CallHead::invalid_text
 
   const size_t max_held_;

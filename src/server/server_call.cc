@@ -5,6 +5,7 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/service.h>
 
+#include <cerrno>
 #include <exception>
 #include <new>
 #include <optional>
@@ -112,23 +113,33 @@ std::shared_ptr<void> ServerCall::RetainHook(const Controller& controller) {
   return call->retained_;
 }
 
-void ServerCall::Dequeue() { state_->admission.Dequeued(); }
-
 void ServerCall::Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload) {
-  call->Dequeue();
-  call->state_->admission.Finish();
+  ServerState& state = *call->state_;
+  state.counters.canceled_before_start.fetch_add(1, std::memory_order_relaxed);
+  state.admission.Dequeued();
+  state.admission.Finish();
 }
 
 void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload) {
   call->started_ = std::chrono::steady_clock::now();
-  call->Dequeue();
+  ServerState& state = *call->state_;
+  state.admission.Dequeued(call->started_);
   const int64_t queued_us =
       std::chrono::duration_cast<std::chrono::microseconds>(call->started_ - call->start_).count();
   MethodEntry* method = call->method_;
   method->queue_latency.Record(queued_us);
+  // Canceled while it waited (RST_STREAM, the connection closed): nobody takes its reply, so
+  // its handler does not run (a rapid-reset client would otherwise keep the threads busy).
+  if (call->connection_->closed() || call->protocol_->CallCanceled(call->correlation_id_)) {
+    state.counters.canceled_before_start.fetch_add(1, std::memory_order_relaxed);
+    // Settles the protocol's record of the call; the stream or connection is already gone.
+    call->protocol_->SendError(*call->connection_, call->correlation_id_, ECANCELED,
+                               "canceled by the client before it started");
+    state.admission.Finish();
+    return;
+  }
   const int32_t timeout_ms = call->controller_.deadline_hint_ms();
   if (timeout_ms > 0 && call->started_ >= call->deadline()) {  // a timeout_ms of 0 sets none
-    ServerState& state = *call->state_;
     state.counters.rejected_timed_out.fetch_add(1, std::memory_order_relaxed);
     method->CountRejected(ERPCTIMEDOUT);
     call->protocol_->SendError(*call->connection_, call->correlation_id_, ERPCTIMEDOUT,

@@ -62,11 +62,13 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // The call's own AuthContext (HTTP verifies per request); the controller points at it.
   void set_auth_context(std::unique_ptr<AuthContext> context) { auth_context_ = std::move(context); }
 
-  // On a thread, after its time in the connection's backlog: records the time queued, answers
-  // ERPCTIMEDOUT without running anything when the client's deadline (its timeout_ms) has
-  // already passed, else Execute()s.
+  // On a thread, after its time in the connection's backlog: records the time queued, drops a
+  // call its client canceled meanwhile (RST_STREAM, connection closed: nothing is run, counted in
+  // canceled_before_start), answers ERPCTIMEDOUT without running anything when the client's
+  // deadline (its timeout_ms) has already passed, else Execute()s.
   static void Start(std::unique_ptr<ServerCall> call, RequestPayload payload);
-  // The call will never start (its threads went away first): settle its admission.
+  // The call will never start (its connection closed, or its threads went away first): settle
+  // its admission (counted in canceled_before_start).
   static void Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload);
 
   // done->Run(): reply, stats, release. Deletes the call.
@@ -90,8 +92,6 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // until the fiber ends) and runs the handler.
   struct HandlerStart;
   static void RunHandler(void* arg);
-  // Leaves the backlog: ServerState::queued.
-  void Dequeue();
   // internal::CancelSource
   bool IsCanceled() const override;
   void NotifyOnCancel(google::protobuf::Closure* callback) override;

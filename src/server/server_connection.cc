@@ -330,10 +330,10 @@ void ServerConnection::Reject(net::Connection& connection, int64_t key, int code
   if (admitted) state_->admission.Finish();
 }
 
-bool ServerConnection::AdmitFirst(net::Connection& connection, int64_t key) {
+bool ServerConnection::AdmitFirst(net::Connection& connection, int64_t key, int32_t timeout_ms) {
   ServerState& state = *state_;
   state.counters.requests.fetch_add(1, std::memory_order_relaxed);
-  switch (state.admission.TryAdmit()) {
+  switch (state.admission.TryAdmit(std::chrono::milliseconds(std::max(timeout_ms, 0)))) {
     case Admission::Verdict::kAdmitted:
       return true;
     case Admission::Verdict::kStopping:
@@ -346,6 +346,18 @@ bool ServerConnection::AdmitFirst(net::Connection& connection, int64_t key) {
                  std::to_string(state.admission.max_queued_requests()),
              &state.counters.rejected_limit, false);
       return false;
+    case Admission::Verdict::kWaitPastDeadline: {
+      state.counters.rejected_queue_wait.fetch_add(1, std::memory_order_relaxed);
+      using std::chrono::duration_cast, std::chrono::milliseconds;
+      Reject(connection, key, ELIMIT,
+             "The server's queue would hold the request ~" +
+                 std::to_string(
+                     duration_cast<milliseconds>(state.admission.predicted_wait()).count()) +
+                 "ms (" + std::to_string(state.admission.queued()) +
+                 " calls queued), past half of its timeout_ms=" + std::to_string(timeout_ms),
+             &state.counters.rejected_limit, false);
+      return false;
+    }
     case Admission::Verdict::kOverLimit:
       Reject(connection, key, ELIMIT, protocol::MaxConcurrencyText(state.admission.limit()),
              &state.counters.rejected_limit, false);
@@ -364,7 +376,7 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
                                                     net::Connection::Clock::time_point read_at) {
   ServerState& state = *state_;
   const int64_t key = head.key;
-  if (!AdmitFirst(connection, key)) return nullptr;
+  if (!AdmitFirst(connection, key, head.timeout_ms)) return nullptr;
   // Admitted: from here every path ends in exactly one admission.Finish().
   if (head.invalid_code != 0) {
     Reject(connection, key, head.invalid_code, head.invalid_text, nullptr, true);
@@ -395,6 +407,9 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
                                            &cancels_, fiber_share_, protocol_.get(), method, key,
                                            read_at);
   internal::ControllerAccess::set_remote_side(call->controller(), connection.remote_side());
+  if (head.timeout_ms >= 0) {
+    internal::ControllerAccess::set_deadline_hint_ms(call->controller(), head.timeout_ms);
+  }
   if (const net::TlsSession* tls = connection.tls()) {
     internal::ControllerAccess::set_tls_peer(call->controller(), &tls->peer());
   }
@@ -434,7 +449,7 @@ bool ServerConnection::Authenticate(net::Connection& connection, const CallHead&
 }
 
 bool ServerConnection::AdmitTask(net::Connection& connection, int64_t key) {
-  if (!AdmitFirst(connection, key)) return false;
+  if (!AdmitFirst(connection, key, -1)) return false;
   if (Overcrowded(connection)) {
     Reject(connection, key, EOVERCROWDED,
            "Connection to " + connection.remote_side() + " is overcrowded",

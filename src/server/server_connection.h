@@ -1,8 +1,8 @@
 #pragma once
 // ServerConnection: the server's side of one connection. Recognises the connection's protocol from
 // its first bytes (server_protocol.h), lets the protocol decode requests, and takes each decoded
-// call or page through admission (stopping → ELOGOFF, max_concurrency / a full server queue →
-// ELIMIT, attachment_size → EREQUEST, name resolution → ENOSERVICE/ENOMETHOD, too much unsent
+// call or page through admission (stopping → ELOGOFF, max_concurrency / a full server queue / a
+// predicted wait in it past half the call's deadline → ELIMIT, attachment_size → EREQUEST, name resolution → ENOSERVICE/ENOMETHOD, too much unsent
 // output → EOVERCROWDED) into the connection's backlog.
 //
 // The backlog is drained by at most one task per handler thread: the reading thread starts one
@@ -69,9 +69,10 @@ class ServerConnection final : public net::Connection::Delegate {
   // One drainer's turn: starts the oldest backlog call; queues the drainer again if more wait.
   void DrainOne(net::Connection& connection);
   void PostDrainer(net::Connection& connection);
-  // Admission's first checks (stopping, max_queued_requests, max_concurrency). true: admitted,
+  // Admission's first checks (stopping, max_queued_requests, the predicted wait against
+  // `timeout_ms` — the client's deadline, negative: none —, max_concurrency). true: admitted,
   // one Admission::Finish() owed; false: rejected and answered.
-  bool AdmitFirst(net::Connection& connection, int64_t key);
+  bool AdmitFirst(net::Connection& connection, int64_t key, int32_t timeout_ms);
   bool Overcrowded(const net::Connection& connection) const;
   // ServerOptions::auth for one admitted call: true with the context to show its handler
   // (*call_context set when it is the call's own); false: answered ERPCAUTH.

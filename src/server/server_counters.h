@@ -16,7 +16,8 @@ struct ServerCounters {
       connections_closed_write_timeout{0}, connections_rejected{0}, malformed_frames{0},
       requests{0}, rejected_stopping{0}, rejected_limit{0}, rejected_unknown{0},
       rejected_overcrowded{0}, rejected_timed_out{0}, read_pauses{0}, rejected_fiber_limit{0},
-      tls_handshakes{0}, tls_failures{0}, tls_refused{0}, rejected_auth{0};
+      tls_handshakes{0}, tls_failures{0}, tls_refused{0}, rejected_auth{0},
+      rejected_queue_wait{0}, canceled_before_start{0};
   util::RateLimitedLog malformed_log;  // bad input, refused connections
   util::RateLimitedLog timeout_log;    // connections closed by a timeout
 };

@@ -47,6 +47,9 @@ struct CallHead {
   // More than one credential (two Authorization headers or metadata): refused whatever they say,
   // so that no proxy in front can have checked another one than the server.
   bool credential_repeated = false;
+  // The client's deadline, counted from the read that completed the request (baidu_std
+  // timeout_ms, gRPC grpc-timeout, HTTP x-bd-timeout-ms). Negative: none.
+  int32_t timeout_ms = -1;
 };
 
 class ServerProtocol {

@@ -93,6 +93,8 @@ ServerStats SnapshotServer(ServerState& state) {
   stats.connections_rejected = counters.connections_rejected.load(kRelaxed);
   stats.malformed_frames = counters.malformed_frames.load(kRelaxed);
   stats.rejected_timed_out = counters.rejected_timed_out.load(kRelaxed);
+  stats.rejected_queue_wait = counters.rejected_queue_wait.load(kRelaxed);
+  stats.canceled_before_start = counters.canceled_before_start.load(kRelaxed);
   stats.read_pauses = counters.read_pauses.load(kRelaxed);
   stats.rejected_request_memory = state.message_memory.rejected_too_large.load(kRelaxed);
   stats.rejected_message_memory = state.message_memory.rejected_in_flight.load(kRelaxed);

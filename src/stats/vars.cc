@@ -96,6 +96,8 @@ void VarList::AddServer(const ServerStats& s) {
   Add("rpc_server_rejected_unknown", s.rejected_unknown);
   Add("rpc_server_rejected_overcrowded", s.rejected_overcrowded);
   Add("rpc_server_rejected_timed_out", s.rejected_timed_out);
+  Add("rpc_server_rejected_queue_wait", s.rejected_queue_wait);
+  Add("rpc_server_canceled_before_start", s.canceled_before_start);
   Add("rpc_server_read_pauses", s.read_pauses);
   Add("rpc_server_rejected_request_memory", s.rejected_request_memory);
   Add("rpc_server_rejected_message_memory", s.rejected_message_memory);

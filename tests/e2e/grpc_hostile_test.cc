@@ -2,7 +2,8 @@
 // and a SETTINGS flood from a client that never reads, an HPACK bomb, 10,000 streams opened and
 // never finished, a client whose flow-control window stays 0, streaming calls whose handlers do
 // not read what the client streams, idle streaming calls on many connections (the fiber
-// shares), server reflection asked without reading — while a good baidu_std client on
+// shares), server reflection asked without reading, streams reset while their calls wait for a
+// thread (rapid reset) — while a good baidu_std client on
 // another connection keeps 0 errors, and the server's memory for the bad connection stays within
 // the bound docs/grpc.md states.
 #include <arpa/inet.h>
@@ -423,6 +424,63 @@ TEST_P(GrpcHostileTest, TenThousandOpenStreamsAreRefusedPastTheLimit) {
     EXPECT_EQ(kStreams - limit, client.frames_of(kRstStream));
     EXPECT_FALSE(client.closed());
   });
+}
+
+// Rapid reset: a client opens streams whose calls queue behind a slow handler on the server's one
+// thread, then resets them (RST_STREAM CANCEL) before they start, round after round, reconnecting
+// now and then. A call reset while queued is dropped as it reaches the thread — its handler does
+// not run — and a good client on another connection keeps 0 errors.
+TEST_P(GrpcHostileTest, StreamsResetBeforeTheirCallsStartDoNotRunTheirHandlers) {
+  options_.num_threads = 1;
+  StartWithGoodClient();
+  TestRequest request;
+  request.set_message("reset");
+  request.set_block_ms(50);  // the first call of a round holds the thread while the resets come
+  const std::string message = GrpcMessage(request);
+  const std::string cancel("\0\0\0\x08", 4);  // RST_STREAM error code CANCEL
+  constexpr int kRounds = 10, kStreamsPerRound = 32, kRoundsPerConnection = 5;
+  int opened = 0;
+  std::unique_ptr<H2Socket> bad;
+  uint32_t next = 1;
+  for (int round = 0; round < kRounds; ++round) {
+    if (round % kRoundsPerConnection == 0) {
+      bad = std::make_unique<H2Socket>(port_);
+      ASSERT_TRUE(bad->Send(std::string(kPreface) + Settings()));
+      next = 1;
+    }
+    std::string open, reset;
+    for (int i = 0; i < kStreamsPerRound; ++i, next += 2, ++opened) {
+      open += Frame(kHeaders, kEndHeaders, next, RequestBlock()) +
+              Frame(kData, kEndStream, next, message);
+      reset += Frame(kRstStream, 0, next, cancel);
+    }
+    ASSERT_TRUE(bad->Send(open));
+    // The round's calls were read and admitted: one runs, the rest wait for the thread.
+    EXPECT_TRUE(WaitFor(
+        [&] { return server_->GetServerStats().queued >= kStreamsPerRound - 1; },
+        std::chrono::seconds(5)));
+    ASSERT_TRUE(bad->Send(reset));
+    // The next round once these calls left the queue (run, or dropped as they reached the thread).
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          bad->ReadUntil([] { return false; }, std::chrono::milliseconds(1));  // replies, windows
+          return server_->GetServerStats().queued == 0;
+        },
+        std::chrono::seconds(10)));
+  }
+  bad.reset();
+  ASSERT_TRUE(WaitFor([&] { return server_->GetServerStats().in_flight == 0; },
+                      std::chrono::seconds(20)));
+  good_->Stop();  // its calls ran the same handler: counted apart (TearDown checks its errors)
+  const int reset_handlers = service_->handler_calls() - good_->calls() - good_->failures();
+  const ServerStats stats = server_->GetServerStats();
+  std::printf("%d streams opened and reset: %d of their handlers ran, %llu calls dropped at "
+              "their start; good client %d calls\n",
+              opened, reset_handlers, static_cast<unsigned long long>(stats.canceled_before_start),
+              good_->calls());
+  // About one handler a round (the one running when the resets came): every one ran before.
+  EXPECT_LE(reset_handlers, opened / 4);
+  EXPECT_GE(stats.canceled_before_start, static_cast<uint64_t>(opened / 2));
 }
 
 // A client whose stream windows are 0 sends requests for 64 KB replies and reads nothing: the

@@ -27,6 +27,7 @@ class BaiduStdTransport : public Transport {
     ChannelOptions channel_options;
     channel_options.protocol = protocol_;
     channel_options.timeout_ms = options.timeout_ms;
+    channel_options.deliver_timeout = options.deliver_timeout;
     channel_options.connection_type = options.connection_type;
     channel_options.io_threads = options.io_threads;
     channel_options.tls.enable = options.tls;

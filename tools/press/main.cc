@@ -80,6 +80,10 @@ DEFINE_string(tls_sni, "", "--tls: name sent as SNI and verified (empty = the ho
 DEFINE_validator(connection_type, &CheckConnectionType);
 DEFINE_int64(timeout_ms, 1000, "Per-call timeout");
 DEFINE_validator(timeout_ms, &CheckPositiveInt64);
+DEFINE_bool(deliver_timeout, false,
+            "baidu_std: send each call's remaining timeout to the server (RpcRequestMeta."
+            "timeout_ms, ChannelOptions::deliver_timeout), so that it can refuse or drop calls "
+            "that would miss it");
 DEFINE_int32(connections, 1, "Independent connections (channels), used round-robin");
 DEFINE_validator(connections, &CheckPositiveInt);
 DEFINE_int32(threads, 1, "Open-loop sender threads, and the transport's I/O threads");
@@ -147,6 +151,7 @@ int main(int argc, char** argv) {
   options.tls_ca = FLAGS_tls_ca;
   options.tls_sni = FLAGS_tls_sni;
   options.timeout_ms = FLAGS_timeout_ms;
+  options.deliver_timeout = FLAGS_deliver_timeout;
   options.connections = FLAGS_connections;
   options.lb = FLAGS_lb;
   options.threads = FLAGS_threads;
@@ -197,6 +202,7 @@ int main(int argc, char** argv) {
   transport_options.load_balancer = options.lb;
   transport_options.connection_type = options.connection_type;
   transport_options.timeout_ms = options.timeout_ms;
+  transport_options.deliver_timeout = options.deliver_timeout;
   transport_options.connections = options.connections;
   transport_options.io_threads = options.threads;
   const google::protobuf::ServiceDescriptor* echo_service =

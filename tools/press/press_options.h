@@ -22,6 +22,7 @@ struct PressOptions {
   double duration_s = 10;
   std::string connection_type = "single";
   int64_t timeout_ms = 1000;
+  bool deliver_timeout = false;
   int connections = 1;
   int threads = 1;                         // open-loop sender threads and transport I/O threads
   int server_pid = 0;                      // > 0: sample this process's CPU and RSS

@@ -24,6 +24,7 @@ struct TransportOptions {
   std::string load_balancer;                // "" = one server
   std::string connection_type = "single";   // "single" | "pooled" | "short" (protocol-specific)
   int64_t timeout_ms = 1000;                // per call
+  bool deliver_timeout = false;             // baidu_std: send it (RpcRequestMeta.timeout_ms)
   int connections = 1;                      // independent connections/channels, used round-robin
   int io_threads = 1;                       // threads that run completion callbacks
   bool tls = false;                         // baidu_std: TLS to the server (docs/tls.md)

@@ -1,0 +1,73 @@
+// The wait a call admitted now would have in the backlog (deadline-aware admission), fed with
+// synthetic dequeues: a busy backlog's drain interval times the calls ahead; light load, whose
+// dequeues are spaced by arrivals rather than by the threads, measures nothing.
+
+#include "server/queue_wait_estimate.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "server/admission.h"
+
+namespace arenarpc::server {
+namespace {
+
+using std::chrono::milliseconds, std::chrono::microseconds;
+using Clock = QueueWaitEstimate::Clock;
+
+TEST(QueueWaitEstimateTest, ABusyBacklogPredictsCallsAheadTimesTheDrainInterval) {
+  QueueWaitEstimate estimate;
+  Clock::time_point now{std::chrono::seconds(100)};
+  EXPECT_EQ(0, estimate.Predict(50).count());  // nothing measured yet
+  for (int i = 0; i < 200; ++i, now += microseconds(1300)) estimate.OnDequeue(now, 40);
+  EXPECT_NEAR(1300, std::chrono::duration_cast<microseconds>(estimate.interval()).count(), 1);
+  EXPECT_NEAR(130, std::chrono::duration_cast<milliseconds>(estimate.Predict(100)).count(), 1);
+  // The threads get faster: the average follows within a few dozen dequeues.
+  for (int i = 0; i < 100; ++i, now += microseconds(300)) estimate.OnDequeue(now, 40);
+  EXPECT_NEAR(300, std::chrono::duration_cast<microseconds>(estimate.interval()).count(), 10);
+}
+
+TEST(QueueWaitEstimateTest, DequeuesOfAnIdleBacklogAreNotSamples) {
+  QueueWaitEstimate estimate;
+  Clock::time_point now{std::chrono::seconds(100)};
+  // One call a second, each leaving an empty backlog: the gaps measure arrivals, not service.
+  for (int i = 0; i < 20; ++i, now += std::chrono::seconds(1)) estimate.OnDequeue(now, 0);
+  EXPECT_EQ(0, estimate.interval().count());
+  // A busy period: only the gaps that followed a dequeue leaving calls behind count.
+  estimate.OnDequeue(now, 3);
+  now += milliseconds(2);
+  estimate.OnDequeue(now, 2);
+  EXPECT_EQ(2, std::chrono::duration_cast<milliseconds>(estimate.interval()).count());
+  now += milliseconds(2);
+  estimate.OnDequeue(now, 0);  // the last waiting call: a sample, and the backlog is idle again
+  for (int i = 0; i < 5; ++i) {
+    now += std::chrono::seconds(5);
+    estimate.OnDequeue(now, 0);  // the gaps of an idle backlog are not samples
+  }
+  EXPECT_EQ(2, std::chrono::duration_cast<milliseconds>(estimate.interval()).count());
+}
+
+TEST(AdmissionTest, ACallIsRefusedWhenItsQueueWaitWouldPassHalfItsDeadline) {
+  Admission admission;
+  admission.Configure(MaxConcurrency(), /*max_queued_requests=*/1024, /*min_auto_limit=*/1);
+  Clock::time_point now{std::chrono::seconds(100)};
+  // 60 calls queued, draining one per 10 ms: a new call would wait ~600 ms.
+  for (int i = 0; i < 61; ++i) {
+    ASSERT_EQ(Admission::Verdict::kAdmitted, admission.TryAdmit(milliseconds(5000)));
+    admission.Queued();
+  }
+  for (int i = 0; i < 20; ++i, now += milliseconds(10)) {
+    admission.Dequeued(now);
+    admission.Queued();  // one more arrives: the backlog stays at 60
+    ASSERT_EQ(Admission::Verdict::kAdmitted, admission.TryAdmit());
+  }
+  EXPECT_NEAR(600, std::chrono::duration_cast<milliseconds>(admission.predicted_wait()).count(),
+              20);
+  EXPECT_EQ(Admission::Verdict::kWaitPastDeadline, admission.TryAdmit(milliseconds(1000)));
+  EXPECT_EQ(Admission::Verdict::kAdmitted, admission.TryAdmit(milliseconds(1300)));
+  EXPECT_EQ(Admission::Verdict::kAdmitted, admission.TryAdmit());  // no deadline: not bounded
+}
+
+}  // namespace
+}  // namespace arenarpc::server
