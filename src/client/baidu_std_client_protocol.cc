@@ -38,11 +38,13 @@ class BaiduStdRequest final : public ClientRequest {
       meta.mutable_request()->set_timeout_ms(static_cast<int32_t>(
           std::clamp<int64_t>(left.count(), 1, std::numeric_limits<int32_t>::max())));
     }
-    net::BufferChain frame, payload_copy, attachment_copy;
+    net::BufferChain payload_copy, attachment_copy;
     payload_copy.AppendShared(payload);  // retries resend the same bytes
     attachment_copy.AppendShared(attachment);
-    protocol::EncodeFrame(meta, std::move(payload_copy), std::move(attachment_copy), &frame);
-    return PackedRequest(std::in_place_index<0>, std::move(frame));
+    PackedRequest packed(std::in_place_index<0>);  // encoded in place: no extra move
+    protocol::EncodeFrame(meta, std::move(payload_copy), std::move(attachment_copy),
+                          std::get_if<0>(&packed));
+    return packed;
   }
 
   protocol::RpcMeta meta;
@@ -182,13 +184,13 @@ BaiduStdClientSession::BaiduStdClientSession(ClientSessionHost& host,
 BaiduStdClientSession::~BaiduStdClientSession() = default;
 
 size_t BaiduStdClientSession::RequestBytes(const PackedRequest& request) const noexcept {
-  return std::get<0>(request).size();
+  return std::get_if<0>(&request)->size();
 }
 
 void BaiduStdClientSession::OnConnected() { Pump(); }
 
-void BaiduStdClientSession::Submit(int64_t correlation_id, PackedRequest request) {
-  net::BufferChain frame = std::move(std::get<0>(request));
+void BaiduStdClientSession::Submit(int64_t correlation_id, PackedRequest&& request) {
+  net::BufferChain& frame = *std::get_if<0>(&request);
   if (!host_.connected() || !waiting_.empty() || host_.socket_unsent_bytes() > kHandOffWindow) {
     waiting_bytes_ += frame.size();
     waiting_.emplace_back(correlation_id, std::move(frame));

@@ -32,7 +32,7 @@ class BaiduStdClientSession final : public ClientSession {
 
   void OnConnected() override;
   size_t RequestBytes(const PackedRequest& request) const noexcept override;
-  void Submit(int64_t correlation_id, PackedRequest request) override;
+  void Submit(int64_t correlation_id, PackedRequest&& request) override;
   void Abandon(int64_t /*correlation_id*/) override {}  // dropped unsent by Pump()
   bool OnInput(net::BufferChain& input) override;
   void Pump() override;

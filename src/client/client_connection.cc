@@ -110,7 +110,7 @@ void ClientConnection::OnConnected(const asio::error_code& error) {
 }
 
 void ClientConnection::Submit(std::shared_ptr<ClientCall> call, int64_t correlation_id,
-                              PackedRequest request) {
+                              PackedRequest&& request) {
   asio::post(loop_, [self = shared_from_this(), call = std::move(call), correlation_id,
                      request = std::move(request)]() mutable {
     self->DoSubmit(std::move(call), correlation_id, std::move(request));
@@ -142,7 +142,7 @@ ClientConnection::Pending* ClientConnection::Admit(const std::shared_ptr<ClientC
 }
 
 void ClientConnection::DoSubmit(std::shared_ptr<ClientCall> call, int64_t correlation_id,
-                                PackedRequest request) {
+                                PackedRequest&& request) {
   Pending* pending = Admit(call, correlation_id, session_->RequestBytes(request));
   if (pending == nullptr) return;
   pending->call = std::move(call);
@@ -229,7 +229,7 @@ void ClientConnection::CloseStuck(const std::string& why) {
   }
 }
 
-bool ClientConnection::WriteRequest(int64_t correlation_id, net::BufferChain bytes) {
+bool ClientConnection::WriteRequest(int64_t correlation_id, net::BufferChain&& bytes) {
   auto it = pending_.find(correlation_id);
   if (it == pending_.end()) return false;  // abandoned (timed out) while it waited
   it->second.queued = true;
@@ -241,7 +241,7 @@ bool ClientConnection::WriteRequest(int64_t correlation_id, net::BufferChain byt
   return true;
 }
 
-void ClientConnection::WriteOutput(net::BufferChain bytes, std::span<const int64_t> started) {
+void ClientConnection::WriteOutput(net::BufferChain&& bytes, std::span<const int64_t> started) {
   // Only this thread writes to a connection whose session writes this way: exact.
   const uint64_t end = connection_->bytes_queued() + bytes.size();
   for (int64_t id : started) {

@@ -54,7 +54,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection>,
 
   // Any thread: queue one attempt's request, packed by the channel's protocol. Never calls back
   // into `call` before returning.
-  void Submit(std::shared_ptr<ClientCall> call, int64_t correlation_id, PackedRequest request);
+  void Submit(std::shared_ptr<ClientCall> call, int64_t correlation_id, PackedRequest&& request);
   // Any thread: runs `work(session)` on the loop thread (protocol-specific requests, e.g. a gRPC
   // stream's: client/grpc_client_protocol.h).
   template <class Work>
@@ -91,7 +91,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection>,
                    bool exclusive);
   void StartConnect();
   void OnConnected(const asio::error_code& error);
-  void DoSubmit(std::shared_ptr<ClientCall> call, int64_t correlation_id, PackedRequest request);
+  void DoSubmit(std::shared_ptr<ClientCall> call, int64_t correlation_id, PackedRequest&& request);
   // Checks a new attempt against the closed state and max_unwritten_bytes and registers it;
   // nullptr: the call was told why not.
   Pending* Admit(const std::shared_ptr<ClientCall>& call, int64_t correlation_id, size_t bytes);
@@ -117,8 +117,8 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection>,
   const std::string& remote_side() const noexcept override;
   int close_code() const noexcept override;
   std::string close_text() const override;
-  bool WriteRequest(int64_t correlation_id, net::BufferChain bytes) override;
-  void WriteOutput(net::BufferChain bytes, std::span<const int64_t> started) override;
+  bool WriteRequest(int64_t correlation_id, net::BufferChain&& bytes) override;
+  void WriteOutput(net::BufferChain&& bytes, std::span<const int64_t> started) override;
   bool Awaits(int64_t correlation_id) const noexcept override;
   void Complete(int64_t correlation_id, ClientReply& reply) override;
   void FailAttempt(int64_t correlation_id, int code, const std::string& text,

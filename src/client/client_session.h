@@ -42,9 +42,9 @@ class ClientSessionHost {
 
   // Writes one attempt's request, noting where it ends in the written stream (sent once the
   // kernel took that far). false: the attempt was abandoned meanwhile; nothing is written.
-  virtual bool WriteRequest(int64_t correlation_id, net::BufferChain bytes) = 0;
+  virtual bool WriteRequest(int64_t correlation_id, net::BufferChain&& bytes) = 0;
   // Writes protocol bytes; the requests of `started` end within them.
-  virtual void WriteOutput(net::BufferChain bytes, std::span<const int64_t> started) = 0;
+  virtual void WriteOutput(net::BufferChain&& bytes, std::span<const int64_t> started) = 0;
   // The attempt is still waiting for its reply.
   virtual bool Awaits(int64_t correlation_id) const noexcept = 0;
   // The server's reply to an attempt: it completes there (dropped and counted if none waits).
@@ -80,7 +80,7 @@ class ClientSession {
   // Bytes of `request` counted against max_unwritten_bytes.
   virtual size_t RequestBytes(const PackedRequest& request) const noexcept = 0;
   // One attempt the connection admitted (and now awaits): writes it, or queues it.
-  virtual void Submit(int64_t correlation_id, PackedRequest request) = 0;
+  virtual void Submit(int64_t correlation_id, PackedRequest&& request) = 0;
   // The connection forgot an attempt it awaited (timeout, cancel, a backup's loser).
   virtual void Abandon(int64_t correlation_id) = 0;
   // Decodes `input` (what it leaves is kept for the next read). false: close the connection (the

@@ -26,7 +26,8 @@ namespace {
 class GrpcRequest final : public ClientRequest {
  public:
   PackedRequest Pack(const AttemptFacts& attempt) override {
-    protocol::h2::GrpcClientRequest request;
+    PackedRequest packed(std::in_place_index<1>);  // built in place: no extra move
+    protocol::h2::GrpcClientRequest& request = *std::get_if<1>(&packed);
     request.path = path;
     request.authority = attempt.authority;
     if (attempt.deadline != std::chrono::steady_clock::time_point::max()) {
@@ -38,7 +39,7 @@ class GrpcRequest final : public ClientRequest {
     request.gzip = gzip;
     request.metadata = metadata;
     request.message.AppendShared(message);  // retries resend the same bytes
-    return PackedRequest(std::in_place_index<1>, std::move(request));
+    return packed;
   }
 
   std::string path;  // "/pkg.Service/Method"
@@ -143,11 +144,11 @@ GrpcClientProtocolSession::GrpcClientProtocolSession(ClientSessionHost& host,
 GrpcClientProtocolSession::~GrpcClientProtocolSession() = default;
 
 size_t GrpcClientProtocolSession::RequestBytes(const PackedRequest& request) const noexcept {
-  return std::get<1>(request).message.size();
+  return std::get_if<1>(&request)->message.size();
 }
 
-void GrpcClientProtocolSession::Submit(int64_t correlation_id, PackedRequest request) {
-  h2_.Start(correlation_id, std::move(std::get<1>(request)));
+void GrpcClientProtocolSession::Submit(int64_t correlation_id, PackedRequest&& request) {
+  h2_.Start(correlation_id, std::move(*std::get_if<1>(&request)));
   Flush();
   if (!host_.watchdog_armed() && !host_.closed()) host_.ArmWatchdog(/*fast=*/false);
 }

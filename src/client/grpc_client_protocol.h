@@ -23,7 +23,7 @@ class GrpcClientProtocolSession final : public ClientSession {
 
   void OnConnected() override { Flush(); }  // the preface, SETTINGS and the waiting calls
   size_t RequestBytes(const PackedRequest& request) const noexcept override;
-  void Submit(int64_t correlation_id, PackedRequest request) override;
+  void Submit(int64_t correlation_id, PackedRequest&& request) override;
   void Abandon(int64_t correlation_id) override;
   bool OnInput(net::BufferChain& input) override;
   void Pump() override {}

@@ -51,13 +51,13 @@ class FakeConnection final : public ClientSessionHost {
   const std::string& remote_side() const noexcept override { return remote_side_; }
   int close_code() const noexcept override { return close_code_; }
   std::string close_text() const override { return close_text_; }
-  bool WriteRequest(int64_t correlation_id, net::BufferChain bytes) override {
+  bool WriteRequest(int64_t correlation_id, net::BufferChain&& bytes) override {
     if (!Awaits(correlation_id)) return false;
     written_ids.push_back(correlation_id);
     written.Append(bytes.ToString());
     return true;
   }
-  void WriteOutput(net::BufferChain bytes, std::span<const int64_t> started) override {
+  void WriteOutput(net::BufferChain&& bytes, std::span<const int64_t> started) override {
     written_ids.insert(written_ids.end(), started.begin(), started.end());
     written.Append(bytes.ToString());
   }
