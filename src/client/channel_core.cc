@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "arenarpc/logging.h"
+#include "client/client_protocol.h"
 #include "client/connection_manager.h"
 #include "client/option_checks.h"
 #include "client/server_pool.h"
@@ -34,6 +35,7 @@ ChannelCore::ChannelCore(const ChannelOptions& options, std::string remote_side)
     : options_(options),
       remote_side_(std::move(remote_side)),
       grpc_(IsGrpcProtocol(options.protocol)),
+      protocol_(grpc_ ? GrpcClientProtocol() : BaiduStdClientProtocol()),
       callbacks_(options.callback_threads > 0
                      ? std::make_unique<net::EventLoopGroup>(options.callback_threads, "arpc-done")
                      : nullptr),

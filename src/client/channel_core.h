@@ -21,6 +21,7 @@
 
 namespace arenarpc::client {
 
+class ClientProtocol;
 class ServerPool;
 class SubChannel;
 
@@ -50,6 +51,8 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   const ChannelOptions& options() const noexcept { return options_; }
   // protocol "grpc" / "h2:grpc": calls and streams go over HTTP/2.
   bool grpc() const noexcept { return grpc_; }
+  // What packs this channel's requests and decodes its replies (client/client_protocol.h).
+  const ClientProtocol& protocol() const noexcept { return protocol_; }
   // An empty *credential becomes ChannelOptions::auth's, if set; false: its GenerateCredential
   // failed. The credential a call sends (baidu_std authentication_data, gRPC `authorization`).
   bool ResolveCredential(std::string* credential) const;
@@ -88,6 +91,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   std::atomic<uint32_t> next_slot_{1};
   std::atomic<bool> shutting_down_{false};
   const bool grpc_;
+  const ClientProtocol& protocol_;
   bool needs_request_code_ = false;  // set by InitCluster
   bool tracks_load_ = false;
   std::shared_ptr<net::TlsContext> tls_;

@@ -13,13 +13,9 @@
 #include "client/channel_core.h"
 #include "client/client_connection.h"
 #include "client/connection_manager.h"
-#include "client/grpc_reply.h"
 #include "call/controller_access.h"
 #include "client/sub_channel.h"
-#include "protocol/compression.h"
-#include "protocol/meta_builder.h"
 #include "stream/stream.h"
-#include "protocol/payload_codec.h"
 
 namespace arenarpc::client {
 
@@ -32,7 +28,6 @@ ClientCall::ClientCall(std::shared_ptr<ChannelCore> core,
       response_(response),
       done_(done),
       call_id_(controller->call_id().value),
-      grpc_(core_->grpc()),
       deadline_timer_(core_->loops().Next()) {
   const ChannelOptions& options = core_->options();
   // Per-call overrides: a positive timeout, a non-negative retry count.
@@ -43,74 +38,15 @@ ClientCall::ClientCall(std::shared_ptr<ChannelCore> core,
 
 ClientCall::~ClientCall() = default;
 
-bool ClientCall::PrepareGrpc(const google::protobuf::Message& request, std::string credential) {
-  const int compress_type = static_cast<int>(controller_->request_compress_type());
-  std::string error;
-  if (compress_type != 0 && compress_type != static_cast<int>(COMPRESS_TYPE_GZIP)) {
-    error = std::string("gRPC compresses with gzip only, not ") +
-            protocol::CompressTypeName(compress_type);
-  } else if (!controller_->request_attachment().empty()) {
-    error = "gRPC has no attachments: request_attachment must be empty";
-  } else if (protocol::SerializePayload(request, compress_type, &payload_, &error, "request")) {
-    if (!ResolveCredential(&credential)) return false;
-    grpc_path_ = "/" + method_->service()->full_name() + "/" + method_->name();
-    grpc_credential_ = std::move(credential);
-    return true;
-  }
-  FailLocked(EREQUEST, error);  // not started: nothing else can see the call
-  internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
-  return false;
-}
-
-bool ClientCall::ResolveCredential(std::string* credential) {
-  if (core_->ResolveCredential(credential)) return true;
-  FailLocked(ERPCAUTH, "Fail to generate credential");  // not started
-  internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
-  return false;
-}
-
 bool ClientCall::Prepare(const google::protobuf::Message& request, std::string credential) {
-  if (grpc_) return PrepareGrpc(request, std::move(credential));
-  const auto fail = [this](std::string text) {  // not started: nothing else can see the call
-    FailLocked(EREQUEST, text);
-    internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
-    return false;
-  };
-  const int compress_type = static_cast<int>(controller_->request_compress_type());
-  std::string error;
-  if (!protocol::SerializePayload(request, compress_type, &payload_, &error, "request")) {
-    return fail(std::move(error));
-  }
-  const net::BufferChain& attachment = controller_->request_attachment();
-  // baidu_std's body_size is 32 bits and attachment_size an int32; leave room for the meta.
-  if (attachment.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()) ||
-      payload_.size() + attachment.size() > std::numeric_limits<uint32_t>::max() - (1u << 20)) {
-    return fail("request of " + std::to_string(payload_.size()) + " + attachment of " +
-                std::to_string(attachment.size()) + " bytes does not fit a baidu_std frame");
-  }
-  attachment_.AppendShared(attachment);
-
-  protocol::RequestMetaFields fields;
-  fields.service_name = method_->service()->full_name();
-  fields.method_name = method_->name();
-  fields.log_id = controller_->log_id();
-  fields.request_id = controller_->request_id();
-  fields.trace_id = controller_->trace_id();
-  fields.span_id = controller_->span_id();
-  fields.parent_span_id = controller_->parent_span_id();
-  fields.user_fields = &controller_->request_user_fields();
-  if (!ResolveCredential(&credential)) return false;
-  if (core_->options().auth != nullptr || !credential.empty()) {
-    fields.authentication_data = credential;
-  }
-  protocol::PayloadFields payload_fields;
-  payload_fields.compress_type = compress_type;
-  payload_fields.attachment_size = attachment_.size();
-  if (!protocol::BuildRequestMeta(fields, payload_fields, payload_, attachment_, &meta_, &error)) {
-    return fail(std::move(error));
-  }
-  stream::AddRequestSettings(*controller_, &meta_);
-  return true;
+  int code = 0;
+  std::string text;
+  request_ = core_->protocol().Prepare(
+      RequestSource{*method_, request, *controller_, std::move(credential)}, *core_, &code, &text);
+  if (request_) return true;
+  FailLocked(code, text);  // not started: nothing else can see the call
+  internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
+  return false;
 }
 
 void ClientCall::Start() {
@@ -166,35 +102,11 @@ bool ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup) {
     tried_[attempts_ % kMaxTried] = server.get();
   }
   const int64_t correlation_id = MakeCorrelationId(slot_, attempts_++);
-  net::BufferChain frame;
-  protocol::h2::GrpcClientRequest grpc_request;
-  if (grpc_) {
-    grpc_request.path = grpc_path_;
-    grpc_request.authority = server->remote_side();
-    if (deadline_ != Clock::time_point::max()) {  // the budget left, as grpc-timeout
-      grpc_request.timeout_ms = std::max<int64_t>(
-          1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now())
-                 .count());
-    }
-    grpc_request.gzip = controller_->request_compress_type() == COMPRESS_TYPE_GZIP;
-    grpc_request.metadata.assign(controller_->request_user_fields().begin(),
-                                 controller_->request_user_fields().end());
-    if (!grpc_credential_.empty())
-      grpc_request.metadata.emplace_back(protocol::h2::kAuthorizationMetadata, grpc_credential_);
-    grpc_request.message.AppendShared(payload_);
-  } else {
-    meta_.set_correlation_id(correlation_id);
-    if (core_->options().deliver_timeout && deadline_ != Clock::time_point::max()) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
-      meta_.mutable_request()->set_timeout_ms(static_cast<int32_t>(
-          std::clamp<int64_t>(left.count(), 1, std::numeric_limits<int32_t>::max())));
-    }
-    net::BufferChain payload, attachment;
-    payload.AppendShared(payload_);
-    attachment.AppendShared(attachment_);
-    protocol::EncodeFrame(meta_, std::move(payload), std::move(attachment), &frame);
-  }
+  AttemptFacts facts;
+  facts.correlation_id = correlation_id;
+  facts.deadline = deadline_;
+  facts.authority = server->remote_side();
+  PackedRequest request = request_->Pack(facts);
 
   std::shared_ptr<ClientConnection> connection = server->connections().Acquire();
   last_server_ = server;
@@ -214,11 +126,7 @@ bool ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup) {
   attempt.server = std::move(server);
   attempt.connection = connection;
   // Submit only posts to the connection's loop: no callback into this call from inside it.
-  if (grpc_) {
-    connection->SubmitGrpc(shared_from_this(), correlation_id, std::move(grpc_request));
-  } else {
-    connection->Submit(shared_from_this(), correlation_id, std::move(frame));
-  }
+  connection->Submit(shared_from_this(), correlation_id, std::move(request));
   return true;
 }
 
@@ -286,52 +194,23 @@ int ClientCall::ReplyAttempt(std::unique_lock<std::mutex>& lock, int64_t correla
   return index;
 }
 
-void ClientCall::OnReply(int64_t correlation_id, protocol::Frame& frame,
-                         bool attachment_too_large) {
-  std::unique_lock lock(mutex_);
-  const int index = ReplyAttempt(lock, correlation_id);
-  if (index < 0) return;
-  const protocol::RpcMeta& meta = frame.meta;
-  const bool error_reply = meta.has_response() && meta.response().error_code() != 0;
-  EndAttempt(index, error_reply ? AttemptEnd::kFailed : AttemptEnd::kOk);
-  if (error_reply) {
-    HandleAttemptFailure(lock, meta.response().error_code(), meta.response().error_text(),
-                         /*request_sent=*/true, /*server_replied=*/true);
-    return;
-  }
-  InterpretReplyLocked(frame, attachment_too_large);
-  CompleteLocked(lock);
-}
-
-void ClientCall::OnGrpcReply(int64_t correlation_id, protocol::h2::GrpcClientResponse& response) {
+void ClientCall::OnReply(int64_t correlation_id, ClientReply& reply) {
   std::unique_lock lock(mutex_);
   const int index = ReplyAttempt(lock, correlation_id);
   if (index < 0) return;
   std::string text;
-  if (const int code = GrpcOutcome(response, &text); code != 0) {
+  if (const int code = reply.ServerError(&text); code != 0) {
     EndAttempt(index, AttemptEnd::kFailed);
     HandleAttemptFailure(lock, code, text, /*request_sent=*/true, /*server_replied=*/true);
     return;
   }
   EndAttempt(index, AttemptEnd::kOk);
-  InterpretGrpcReplyLocked(response);
-  CompleteLocked(lock);
-}
-
-void ClientCall::InterpretGrpcReplyLocked(protocol::h2::GrpcClientResponse& response) {
-  CompressType compress_type = COMPRESS_TYPE_NONE;
-  std::string text;
-  if (const int code = ParseGrpcMessage(response.compressed, response.encoding, response.message,
-                                        core_->options().max_decompressed_size, response_,
-                                        &compress_type, &text);
+  if (const int code = reply.ReadInto(*controller_, response_,
+                                      core_->options().max_decompressed_size, &text);
       code != 0) {
     FailLocked(code, text);
-    return;
   }
-  controller_->set_response_compress_type(compress_type);
-  for (auto& [key, value] : response.metadata) {
-    controller_->response_user_fields()[key] = std::move(value);
-  }
+  CompleteLocked(lock);
 }
 
 void ClientCall::OnAttemptFailed(int64_t correlation_id, int code, const std::string& text,
@@ -367,42 +246,6 @@ void ClientCall::HandleAttemptFailure(std::unique_lock<std::mutex>& lock, int co
 
 void ClientCall::FailLocked(int code, const std::string& text) {
   controller_->SetFailed(code, "[E" + std::to_string(code) + "]" + text);
-}
-
-void ClientCall::InterpretReplyLocked(protocol::Frame& frame, bool attachment_too_large) {
-  const protocol::RpcMeta& meta = frame.meta;
-  // 1. A failed call: the code and text as the server sent them; payload ignored.
-  if (meta.has_response() && meta.response().error_code() != 0) {
-    FailLocked(meta.response().error_code(), meta.response().error_text());
-    return;
-  }
-  // 2. Split off the attachment (the decoder did), then checksum, decompress, parse straight
-  //    into the caller's response (its arena, if any).
-  if (attachment_too_large) {
-    FailLocked(ERESPONSE, protocol::AttachmentTooLargeText("response", meta.attachment_size(),
-                                                           frame.payload.size()));
-    return;
-  }
-  // Cleared first, like brpc's parse: a reused response does not accumulate. Clear() keeps the
-  // message's arena and its allocated repeated elements.
-  response_->Clear();
-  std::string detail;
-  const protocol::PayloadEncoding encoding = protocol::PayloadEncoding::Of(meta);
-  if (!protocol::MergePayload(encoding, frame.payload, frame.attachment, response_, &detail,
-                              core_->options().max_decompressed_size)) {
-    FailLocked(EREQUEST,
-               protocol::ParseFailureText("response", *response_, encoding,
-                                          frame.payload.size() + frame.attachment.size()));
-    return;
-  }
-  controller_->response_attachment() = std::move(frame.attachment);
-  controller_->set_response_compress_type(static_cast<CompressType>(meta.compress_type()));
-  for (const auto& [key, value] : meta.user_fields()) {
-    controller_->response_user_fields()[key] = value;
-  }
-  if (!stream::OnClientReply(*controller_, meta)) {
-    FailLocked(EREQUEST, "The server didn't accept the stream");
-  }
 }
 
 void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {

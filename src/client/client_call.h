@@ -26,10 +26,8 @@
 #include "arenarpc/buffer_chain.h"
 #include "arenarpc/controller.h"
 #include "arenarpc/fiber.h"
+#include "client/client_protocol.h"
 #include "cluster/server_state.h"
-#include "protocol/frame_codec.h"
-#include "protocol/h2/grpc_client_session.h"
-#include "protocol/rpc_meta.pb.h"
 
 namespace google::protobuf {
 class Closure;
@@ -67,10 +65,8 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
 
   // From a connection's loop thread. correlation_id tells which attempt the event belongs to;
   // events of an older attempt or of a completed call are ignored (a reply is counted as dropped).
-  // attachment_too_large: the frame's attachment_size exceeded its body (FrameDecoder said so).
-  void OnReply(int64_t correlation_id, protocol::Frame& frame, bool attachment_too_large);
-  // The server finished a gRPC attempt (protocol "grpc"): a status, and a message when OK.
-  void OnGrpcReply(int64_t correlation_id, protocol::h2::GrpcClientResponse& response);
+  // `reply`: the server's, as the channel's protocol decoded it.
+  void OnReply(int64_t correlation_id, ClientReply& reply);
   // request_sent: the kernel accepted the whole request, so it may have run; never retried then.
   void OnAttemptFailed(int64_t correlation_id, int code, const std::string& text,
                        bool request_sent);
@@ -106,13 +102,6 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   void OnBackupTimer();
   // Fails the call's controller; text gets brpc's "[E<code>]" prefix.
   void FailLocked(int code, const std::string& text);
-  // Reads a successful or failed reply into controller/response (spec §6.2).
-  void InterpretReplyLocked(protocol::Frame& frame, bool attachment_too_large);
-  // gRPC: Prepare()'s part, and the reply of an OK status into controller/response.
-  bool PrepareGrpc(const google::protobuf::Message& request, std::string credential);
-  // An empty *credential becomes ChannelOptions::auth's (if set). false: it failed (ERPCAUTH).
-  bool ResolveCredential(std::string* credential);
-  void InterpretGrpcReplyLocked(protocol::h2::GrpcClientResponse& response);
   // Sets completed_, fills latency etc., wakes the waiter; runs done after unlocking (here, or on
   // the channel's callback threads).
   void CompleteLocked(std::unique_lock<std::mutex>& lock);
@@ -129,9 +118,6 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   Clock::time_point deadline_ = Clock::time_point::max();
   int64_t timeout_ms_ = -1;
   int max_retry_ = 0;
-  const bool grpc_;        // ChannelOptions::protocol "grpc" / "h2:grpc"
-  std::string grpc_path_;  // "/pkg.Service/Method"
-  std::string grpc_credential_;  // sent as the `authorization` metadata
 
   std::mutex mutex_;
   // Synchronous calls and Join() wait on it: a waiting fiber suspends, a plain thread blocks.
@@ -146,9 +132,8 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   std::array<const cluster::ServerState*, kMaxTried> tried_{};
   int tried_count_ = 0;
   std::shared_ptr<SubChannel> last_server_;  // of the latest attempt: the controller's remote_side
-  protocol::RpcMeta meta_;
-  net::BufferChain payload_;     // serialized (maybe compressed) request, resent on retries
-  net::BufferChain attachment_;  // shares the controller's request attachment
+  // Serialized once by the channel's protocol (Prepare), packed for every attempt.
+  std::unique_ptr<ClientRequest> request_;
   asio::steady_timer deadline_timer_;
   std::unique_ptr<asio::steady_timer> backup_timer_;  // cluster channels with backup_request_ms
 };

@@ -10,7 +10,6 @@
 #include "client/channel_core.h"
 #include "client/client_call.h"
 #include "client/connection_manager.h"
-#include "client/grpc_stream_call.h"
 #include "client/sub_channel.h"
 #include "net/tls_session.h"
 
@@ -50,19 +49,9 @@ ClientConnection::ClientConnection(ChannelCore* core, std::shared_ptr<SubChannel
       exclusive_(exclusive),
       connecting_socket_(loop),
       connect_timer_(loop),
-      decoder_(core->options().max_body_size),
-      stream_decoder_(core->options().max_body_size),
       watchdog_(loop) {
-  const ChannelOptions& options = core->options();
-  if (core->grpc()) {
-    protocol::h2::GrpcClientSession::Limits limits;
-    limits.max_concurrent_streams = options.grpc_max_concurrent_streams;
-    limits.max_header_list_bytes = options.grpc_max_header_list_bytes;
-    limits.max_message_bytes = options.max_body_size;
-    limits.response_bytes_budget = options.max_body_size;
-    limits.stream_window = options.grpc_stream_window;
-    grpc_ = std::make_unique<protocol::h2::GrpcClientSession>(limits);
-  }
+  // Last: the session may ask this host about itself.
+  session_ = core->protocol().NewSession(*this, core->options());
 }
 
 ClientConnection::~ClientConnection() = default;
@@ -116,181 +105,25 @@ void ClientConnection::OnConnected(const asio::error_code& error) {
     connection_->StartTls(std::move(session));  // requests wait for the handshake
   }
   connection_->Start();
-  if (grpc_) FlushGrpc();  // the preface, SETTINGS and the calls that waited for the connect
-  DrainWaiting();
-  if (!closed()) ArmWatchdog(!waiting_.empty());
+  session_->OnConnected();  // what waited for the connect (gRPC: the preface and SETTINGS first)
+  if (!closed()) ArmWatchdog(session_->requests_waiting());
 }
 
 void ClientConnection::Submit(std::shared_ptr<ClientCall> call, int64_t correlation_id,
-                              net::BufferChain frame) {
-  asio::post(loop_, [self = shared_from_this(), call = std::move(call), correlation_id,
-                     frame = std::move(frame)]() mutable {
-    self->DoSubmit(std::move(call), correlation_id, std::move(frame));
-  });
-}
-
-void ClientConnection::SubmitGrpc(std::shared_ptr<ClientCall> call, int64_t correlation_id,
-                                  protocol::h2::GrpcClientRequest request) {
+                              PackedRequest&& request) {
   asio::post(loop_, [self = shared_from_this(), call = std::move(call), correlation_id,
                      request = std::move(request)]() mutable {
-    Pending* pending = self->Admit(call, correlation_id, request.message.size());
-    if (pending == nullptr) return;
-    pending->call = std::move(call);
-    self->grpc_->Start(correlation_id, std::move(request));
-    self->FlushGrpc();
-    if (!self->watchdog_armed_ && !self->closed()) self->ArmWatchdog(/*fast=*/false);
+    self->DoSubmit(std::move(call), correlation_id, std::move(request));
   });
-}
-
-void ClientConnection::OpenGrpcStream(std::shared_ptr<GrpcStreamCall> call, int64_t tag,
-                                      protocol::h2::GrpcClientRequest request) {
-  asio::post(loop_, [self = shared_from_this(), call = std::move(call), tag,
-                     request = std::move(request)]() mutable {
-    if (self->closed()) {
-      call->OnFailed(self->close_code_ != 0 ? self->close_code_ : EFAILEDSOCKET,
-                     self->close_text_.empty()
-                         ? "Connection to " + self->server_->remote_side() + " closed"
-                         : self->close_text_);
-      return;
-    }
-    if (!self->grpc_streams_.try_emplace(tag, GrpcStreamEntry{std::move(call), 0}).second) {
-      return;  // needs 2^32 calls between two still in flight
-    }
-    self->grpc_->Start(tag, std::move(request));
-    self->FlushGrpc();
-  });
-}
-
-void ClientConnection::SendGrpcStream(int64_t tag, net::BufferChain message, bool gzip) {
-  asio::post(loop_, [self = shared_from_this(), tag, message = std::move(message), gzip]() mutable {
-    auto it = self->grpc_streams_.find(tag);
-    if (it == self->grpc_streams_.end() || self->closed()) return;
-    const size_t bytes = protocol::h2::kMessagePrefixSize + message.size();
-    if (self->grpc_->Send(tag, std::move(message), gzip)) it->second.sent += bytes;
-    self->FlushGrpc();
-  });
-}
-
-void ClientConnection::CloseGrpcStreamSend(int64_t tag) {
-  asio::post(loop_, [self = shared_from_this(), tag] {
-    if (self->closed() || !self->grpc_streams_.contains(tag)) return;
-    self->grpc_->CloseSend(tag);
-    self->FlushGrpc();
-  });
-}
-
-void ClientConnection::ReleaseGrpcStream(int64_t tag, size_t bytes) {
-  asio::post(loop_, [self = shared_from_this(), tag, bytes] {
-    if (self->closed() || !self->grpc_streams_.contains(tag)) return;
-    self->grpc_->Release(tag, bytes);
-    self->FlushGrpc();  // the WINDOW_UPDATE
-  });
-}
-
-void ClientConnection::CancelGrpcStream(int64_t tag) {
-  asio::post(loop_, [self = shared_from_this(), tag] {
-    if (self->closed() || self->grpc_streams_.erase(tag) == 0) return;
-    self->grpc_->Cancel(tag);  // RST_STREAM CANCEL, or dropped while it waits for a stream
-    self->FlushGrpc();
-    if (self->exclusive_ && !self->closed() && self->connection_) {  // as Abandon() does
-      self->close_code_ = EFAILEDSOCKET;
-      self->close_text_ = "Connection closed after its gRPC stream was canceled";
-      self->connection_->Close();
-    }
-  });
-}
-
-void ClientConnection::FlushGrpc() {
-  if (grpc_->goaway_received()) {  // before the refused calls retry: they need a new connection
-    retiring_.store(true, std::memory_order_release);
-  }
-  if (connection_ && !closed()) {
-    net::BufferChain out;
-    grpc_->TakeOutput(&out);
-    // Only this thread writes to a gRPC connection (no "STRM" streams on it): exact.
-    const uint64_t end = connection_->bytes_queued() + out.size();
-    for (int64_t id : grpc_->TakeStarted()) {  // their HEADERS are in `out`: sent with its end
-      auto it = pending_.find(id);
-      if (it != pending_.end()) it->second.end_offset = end, it->second.queued = true;
-    }
-    for (int64_t tag : grpc_->TakeDrained()) {
-      auto it = grpc_streams_.find(tag);
-      if (it != grpc_streams_.end()) it->second.call->OnTaken(it->second.sent - grpc_->unsent_bytes(tag));
-    }
-    if (!out.empty()) {
-      const std::shared_ptr<net::Connection> connection = connection_;
-      connection->Write(std::move(out));  // may close (FailAll) right here
-    }
-  }
-  protocol::h2::GrpcStreamMessage message;
-  while (!closed() && grpc_->PopMessage(&message)) {
-    auto it = grpc_streams_.find(message.tag);
-    if (it != grpc_streams_.end()) it->second.call->OnMessage(std::move(message));
-  }
-  protocol::h2::GrpcClientResponse response;
-  while (!closed() && grpc_->PopResponse(&response)) {
-    if (auto stream = grpc_streams_.find(response.tag); stream != grpc_streams_.end()) {
-      std::shared_ptr<GrpcStreamCall> call = std::move(stream->second.call);
-      grpc_streams_.erase(stream);
-      // Back to the pool before the caller hears of the end, so that its next call finds it.
-      if (exclusive_ && pending_.empty() && grpc_streams_.empty() && !closed()) {
-        server_->connections().OnExclusiveCallDone(shared_from_this());
-      }
-      call->OnEnd(response);
-      continue;
-    }
-    auto it = pending_.find(response.tag);
-    if (it == pending_.end()) {
-      core_->counters().dropped_responses.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    std::shared_ptr<ClientCall> call = std::move(it->second.call);
-    pending_.erase(it);
-    if (response.unprocessed) {  // never reached the server: may go again, elsewhere
-      call->OnAttemptFailed(response.tag, response.error_code, response.error_text, false);
-      continue;
-    }
-    if (exclusive_ && pending_.empty() && grpc_streams_.empty() && !closed()) {
-      server_->connections().OnExclusiveCallDone(shared_from_this());
-    }
-    if (response.error_code == EFAILEDSOCKET) {  // the stream broke after the request went
-      call->OnAttemptFailed(response.tag, response.error_code, response.error_text, true);
-    } else {
-      call->OnGrpcReply(response.tag, response);
-    }
-  }
-  if (closed() || !connection_) return;
-  if (grpc_->failed()) {
-    close_code_ = EINVAL;
-    close_text_ = "Bad HTTP/2 from " + server_->remote_side() + ": " + grpc_->error();
-    connection_->Close();
-  } else if (grpc_->goaway_received() && grpc_->Idle()) {
-    close_code_ = EFAILEDSOCKET;
-    close_text_ = "Connection to " + server_->remote_side() + " closed after GOAWAY";
-    connection_->Close();
-  }
-}
-
-bool ClientConnection::OnGrpcInput(net::BufferChain& input) {
-  const bool ok = grpc_->Receive(input);
-  input.clear();
-  if (timeouts_in_a_row_.load(std::memory_order_relaxed) != 0) {
-    timeouts_in_a_row_.store(0, std::memory_order_relaxed);
-  }
-  FlushGrpc();  // on a bad input: the GOAWAY goes out, then the connection closes
-  return ok || closed();
 }
 
 ClientConnection::Pending* ClientConnection::Admit(const std::shared_ptr<ClientCall>& call,
                                                   int64_t correlation_id, size_t bytes) {
   if (closed()) {  // lost a race with a failure: retryable, nothing was sent
-    call->OnAttemptFailed(correlation_id, close_code_ != 0 ? close_code_ : EFAILEDSOCKET,
-                          close_text_.empty() ? "Connection to " + server_->remote_side() + " closed"
-                                              : close_text_,
-                          false);
+    call->OnAttemptFailed(correlation_id, close_code(), close_text(), false);
     return nullptr;
   }
-  const uint64_t unsent = UnsentBytes() + (grpc_ ? grpc_->unsent_request_bytes() : 0);
+  const uint64_t unsent = UnsentBytes();
   const size_t max_unwritten = core_->options().max_unwritten_bytes;
   if (unsent > 0 && unsent + bytes > max_unwritten) {
     call->OnAttemptFailed(correlation_id, EOVERCROWDED,
@@ -309,40 +142,20 @@ ClientConnection::Pending* ClientConnection::Admit(const std::shared_ptr<ClientC
 }
 
 void ClientConnection::DoSubmit(std::shared_ptr<ClientCall> call, int64_t correlation_id,
-                                net::BufferChain frame) {
-  Pending* pending = Admit(call, correlation_id, frame.size());
+                                PackedRequest&& request) {
+  Pending* pending = Admit(call, correlation_id, session_->RequestBytes(request));
   if (pending == nullptr) return;
-  const uint64_t unsent = UnsentBytes();
   pending->call = std::move(call);
-  if (!connection_ || !waiting_.empty() || unsent - waiting_bytes_ > kHandOffWindow) {
-    waiting_bytes_ += frame.size();
-    waiting_.emplace_back(correlation_id, std::move(frame));
-    if (connection_) ArmWatchdog(/*fast=*/true);
-    return;
-  }
-  WriteFrame(correlation_id, std::move(frame));
-  if (!watchdog_armed_ && !closed()) ArmWatchdog(/*fast=*/false);
+  session_->Submit(correlation_id, std::move(request));
 }
 
 uint64_t ClientConnection::UnsentBytes() const noexcept {
-  // Stream frames count too: they share the connection's output.
-  return waiting_bytes_ +
-         (connection_ ? connection_->bytes_queued() - connection_->bytes_written() : 0);
+  return session_->unsent_request_bytes() + socket_unsent_bytes();
 }
 
-void ClientConnection::DrainWaiting() {
-  while (!waiting_.empty() && !closed()) {
-    auto& [correlation_id, frame] = waiting_.front();
-    const bool abandoned = !pending_.contains(correlation_id);
-    if (!abandoned && connection_->bytes_queued() - connection_->bytes_written() > kHandOffWindow) {
-      return;
-    }
-    const int64_t id = correlation_id;
-    net::BufferChain bytes = std::move(frame);
-    waiting_bytes_ -= bytes.size();
-    waiting_.pop_front();
-    if (!abandoned) WriteFrame(id, std::move(bytes));  // may close (and clear waiting_)
-  }
+uint64_t ClientConnection::socket_unsent_bytes() const noexcept {
+  // Stream frames count too: they share the connection's output.
+  return connection_ ? connection_->bytes_queued() - connection_->bytes_written() : 0;
 }
 
 void ClientConnection::ArmWatchdog(bool fast) {
@@ -370,18 +183,21 @@ void ClientConnection::ArmWatchdog(bool fast) {
 
 void ClientConnection::OnWatchdog() {
   if (closed() || !connection_) return;
-  DrainWaiting();
+  session_->Pump();
   if (closed()) return;
   const ChannelOptions& options = core_->options();
   const Clock::time_point now = Clock::now();
-  if (options.read_timeout_ms > 0 && partial_since_ != Clock::time_point{} &&
-      now - partial_since_ > std::chrono::milliseconds(options.read_timeout_ms)) {
+  const Clock::time_point partial_since = session_->partial_reply_since();
+  if (options.read_timeout_ms > 0 && partial_since != Clock::time_point{} &&
+      now - partial_since > std::chrono::milliseconds(options.read_timeout_ms)) {
     CloseStuck("a reply frame stayed incomplete for more than read_timeout_ms=" +
                std::to_string(options.read_timeout_ms));
     return;
   }
   const uint64_t written = connection_->bytes_written();
-  const bool unsent = UnsentBytes() > 0;
+  // The socket's own: after Pump(), requests still held wait for it to drain (the session's
+  // flow-controlled bytes, gRPC's, do not count as stuck writes).
+  const bool unsent = connection_->bytes_queued() - written > 0;
   if (!unsent) {
     write_progress_at_ = {};
   } else if (write_progress_at_ == Clock::time_point{} || written != last_written_) {
@@ -393,9 +209,9 @@ void ClientConnection::OnWatchdog() {
     return;
   }
   last_written_ = written;
-  if (!waiting_.empty()) {
+  if (session_->requests_waiting()) {
     ArmWatchdog(/*fast=*/true);
-  } else if (unsent || !pending_.empty() || partial_since_ != Clock::time_point{}) {
+  } else if (unsent || !pending_.empty() || partial_since != Clock::time_point{}) {
     ArmWatchdog(/*fast=*/false);
   }
 }
@@ -413,15 +229,93 @@ void ClientConnection::CloseStuck(const std::string& why) {
   }
 }
 
-void ClientConnection::WriteFrame(int64_t correlation_id, net::BufferChain frame) {
+bool ClientConnection::WriteRequest(int64_t correlation_id, net::BufferChain&& bytes) {
   auto it = pending_.find(correlation_id);
-  if (it == pending_.end()) return;  // abandoned (timed out) while waiting for the connect
+  if (it == pending_.end()) return false;  // abandoned (timed out) while it waited
   it->second.queued = true;
   // May fail the write at once (on this thread) and close: OnSocketClosed then runs in here and
   // drops connection_, so write through a local reference. The end offset is set before that,
   // counting the stream frames other threads wrote before this one.
   const std::shared_ptr<net::Connection> connection = connection_;
-  connection->Write(std::move(frame), &it->second.end_offset);
+  connection->Write(std::move(bytes), &it->second.end_offset);
+  return true;
+}
+
+void ClientConnection::WriteOutput(net::BufferChain&& bytes, std::span<const int64_t> started) {
+  // Only this thread writes to a connection whose session writes this way: exact.
+  const uint64_t end = connection_->bytes_queued() + bytes.size();
+  for (int64_t id : started) {
+    auto it = pending_.find(id);
+    if (it != pending_.end()) it->second.end_offset = end, it->second.queued = true;
+  }
+  if (bytes.empty()) return;
+  const std::shared_ptr<net::Connection> connection = connection_;
+  connection->Write(std::move(bytes));  // may close (FailAll) right here
+}
+
+bool ClientConnection::Awaits(int64_t correlation_id) const noexcept {
+  return pending_.contains(correlation_id);
+}
+
+std::shared_ptr<ClientCall> ClientConnection::TakeCall(int64_t correlation_id) {
+  auto it = pending_.find(correlation_id);
+  if (it == pending_.end()) {  // late (after a timeout), duplicate or never sent: drop, keep going
+    core_->counters().dropped_responses.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  std::shared_ptr<ClientCall> call = std::move(it->second.call);
+  pending_.erase(it);
+  return call;
+}
+
+void ClientConnection::Complete(int64_t correlation_id, ClientReply& reply) {
+  std::shared_ptr<ClientCall> call = TakeCall(correlation_id);
+  if (!call) return;
+  ReleaseIfIdle();  // back to the pool before the caller hears of the reply: its next call finds it
+  call->OnReply(correlation_id, reply);
+}
+
+void ClientConnection::FailAttempt(int64_t correlation_id, int code, const std::string& text,
+                                   bool request_sent) {
+  std::shared_ptr<ClientCall> call = TakeCall(correlation_id);
+  if (!call) return;
+  // An unsent request's connection is going away (GOAWAY, refused): not back to the pool.
+  if (request_sent) ReleaseIfIdle();
+  call->OnAttemptFailed(correlation_id, code, text, request_sent);
+}
+
+void ClientConnection::ReleaseIfIdle() {
+  if (exclusive_ && pending_.empty() && session_->open_streams() == 0 && !closed()) {
+    server_->connections().OnExclusiveCallDone(shared_from_this());
+  }
+}
+
+void ClientConnection::OnReplyRead() noexcept {
+  if (timeouts_in_a_row_.load(std::memory_order_relaxed) != 0) {
+    timeouts_in_a_row_.store(0, std::memory_order_relaxed);
+  }
+}
+
+const std::string& ClientConnection::remote_side() const noexcept {
+  return server_->remote_side();
+}
+
+int ClientConnection::close_code() const noexcept {
+  return close_code_ != 0 ? close_code_ : EFAILEDSOCKET;
+}
+
+std::string ClientConnection::close_text() const {
+  return close_text_.empty() ? "Connection to " + server_->remote_side() + " closed" : close_text_;
+}
+
+void ClientConnection::SetCloseReason(int code, std::string text) {
+  close_code_ = code;
+  close_text_ = std::move(text);
+}
+
+void ClientConnection::CloseSocket(int code, std::string text) {
+  SetCloseReason(code, std::move(text));
+  if (connection_) connection_->Close();  // OnSocketClosed fails the calls
 }
 
 void ClientConnection::Abandon(int64_t correlation_id, bool timed_out, Clock::time_point call_start,
@@ -430,12 +324,9 @@ void ClientConnection::Abandon(int64_t correlation_id, bool timed_out, Clock::ti
   // connection out before the caller can start its next call.
   const bool stuck = timed_out && !exclusive_ && CountTimeout(call_start, ended);
   asio::post(loop_, [self = shared_from_this(), correlation_id, stuck] {
-    // An unsent request stays in waiting_ until DrainWaiting() drops it.
+    // An unsent request stays queued in the session until its Pump() drops it.
     const bool forgot = self->pending_.erase(correlation_id) != 0;
-    if (forgot && self->grpc_) {  // RST_STREAM CANCEL, or dropped while it waits for a stream
-      self->grpc_->Cancel(correlation_id);
-      self->FlushGrpc();
-    }
+    if (forgot) self->session_->Abandon(correlation_id);
     if (!forgot && !stuck) return;
     if (stuck) {
       self->CloseStuck(std::to_string(self->core_->options().max_consecutive_timeouts) +
@@ -484,96 +375,7 @@ void ClientConnection::Close(int code, std::string text) {
   });
 }
 
-bool ClientConnection::OnInput(net::BufferChain& input) {
-  if (grpc_) return OnGrpcInput(input);
-  bool got_frame = false;
-  for (;;) {
-    const protocol::FrameKind kind = protocol::PeekFrameKind(input);
-    if (kind == protocol::FrameKind::kStream) {
-      protocol::StreamFrame stream_frame;
-      const protocol::DecodeStatus status = stream_decoder_.Next(input, &stream_frame);
-      if (status == protocol::DecodeStatus::kFrame) {
-        got_frame = true;
-        if (!HandleStreamFrame(stream_frame)) return false;
-        if (closed()) return true;
-        continue;
-      }
-      if (status == protocol::DecodeStatus::kError) {
-        close_code_ = EINVAL;
-        close_text_ =
-            "Bad stream frame from " + server_->remote_side() + ": " + stream_decoder_.error();
-        return false;
-      }
-    }
-    protocol::Frame frame;
-    const bool not_rpc =
-        kind == protocol::FrameKind::kStream || kind == protocol::FrameKind::kNeedMore;
-    switch (not_rpc ? protocol::DecodeStatus::kNeedMore : decoder_.Next(input, &frame)) {
-      case protocol::DecodeStatus::kNeedMore:
-        if (input.empty()) {
-          partial_since_ = {};
-        } else if (got_frame || partial_since_ == Clock::time_point{}) {
-          partial_since_ = Clock::now();  // read_timeout_ms counts per frame
-          if (!watchdog_armed_) ArmWatchdog(/*fast=*/false);
-        }
-        return true;
-      case protocol::DecodeStatus::kFrame:
-        got_frame = true;
-        if (timeouts_in_a_row_.load(std::memory_order_relaxed) != 0) {
-          timeouts_in_a_row_.store(0, std::memory_order_relaxed);
-        }
-        HandleFrame(frame, decoder_.attachment_error());
-        if (closed()) return true;  // the frame's call closed us (exclusive) — stop reading
-        break;
-      case protocol::DecodeStatus::kError:
-        // Like brpc (spec §7.4): pending calls fail with EINVAL, the connection is closed.
-        close_code_ = EINVAL;
-        close_text_ = "Bad response frame from " + server_->remote_side() + ": " + decoder_.error();
-        return false;
-    }
-  }
-}
-
-bool ClientConnection::HandleStreamFrame(protocol::StreamFrame& stream_frame) {
-  if (!stream_host_) {
-    auto executor = loop_.get_executor();
-    stream::StreamHost::Limits limits;
-    limits.max_unwritten_bytes = core_->options().max_unwritten_bytes;
-    stream_host_ = std::make_shared<stream::StreamHost>(
-        connection_, executor,
-        [executor](std::function<void()> turn) { asio::post(executor, std::move(turn)); },
-        limits, /*client_side=*/true);
-  }
-  net::BufferChain reply;
-  if (!stream_host_->Dispatch(std::move(stream_frame), &reply)) return true;
-  // The first DATA of our stream is the call's reply frame (brpc's accepting reply).
-  protocol::FrameDecoder decoder(core_->options().max_body_size);
-  protocol::Frame frame;
-  if (decoder.Next(reply, &frame) != protocol::DecodeStatus::kFrame || !reply.empty()) {
-    close_code_ = EINVAL;
-    close_text_ = "Bad reply frame in a stream from " + server_->remote_side() +
-                  (decoder.error().empty() ? std::string(": trailing bytes") : ": " + decoder.error());
-    return false;
-  }
-  HandleFrame(frame, decoder.attachment_error());
-  return true;
-}
-
-void ClientConnection::HandleFrame(protocol::Frame& frame, bool attachment_error) {
-  const int64_t correlation_id = frame.meta.correlation_id();
-  auto it = pending_.find(correlation_id);
-  if (it == pending_.end()) {  // late (after a timeout), duplicate or never sent: drop, keep going
-    core_->counters().dropped_responses.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  std::shared_ptr<ClientCall> call = std::move(it->second.call);
-  pending_.erase(it);
-  // Back to the pool before the caller hears of the reply, so that its next call finds it.
-  if (exclusive_ && pending_.empty() && !closed()) {
-    server_->connections().OnExclusiveCallDone(shared_from_this());
-  }
-  call->OnReply(correlation_id, frame, attachment_error);
-}
+bool ClientConnection::OnInput(net::BufferChain& input) { return session_->OnInput(input); }
 
 void ClientConnection::OnSocketClosed(net::Connection& connection) {
   int code = close_code_;
@@ -608,18 +410,13 @@ void ClientConnection::FailAll(int code, const std::string& text, uint64_t bytes
   server_->connections().OnClosed(this);
   std::unordered_map<int64_t, Pending> pending = std::move(pending_);
   pending_.clear();
-  waiting_.clear();
-  waiting_bytes_ = 0;
   watchdog_.cancel();
   watchdog_armed_ = false;
   for (auto& [correlation_id, entry] : pending) {
     const bool sent = entry.queued && entry.end_offset <= bytes_written;
     entry.call->OnAttemptFailed(correlation_id, code, text, sent);
   }
-  std::unordered_map<int64_t, GrpcStreamEntry> streams = std::move(grpc_streams_);
-  grpc_streams_.clear();
-  for (auto& [tag, entry] : streams) entry.call->OnFailed(code, text);
-  if (stream_host_) stream_host_->Close(code, text);
+  session_->OnClosed(code, text);  // queued requests, streams
   connection_.reset();  // breaks the cycle through our Delegate
 }
 

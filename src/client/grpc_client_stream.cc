@@ -14,6 +14,7 @@
 #include "client/channel_core.h"
 #include "client/client_connection.h"
 #include "client/connection_manager.h"
+#include "client/grpc_client_protocol.h"
 #include "client/grpc_reply.h"
 #include "client/grpc_stream_call.h"
 #include "client/sub_channel.h"
@@ -21,6 +22,20 @@
 
 namespace arenarpc {
 namespace client {
+
+namespace {
+
+// Runs `work` on the stream's gRPC session, on its connection's loop, if the connection lives.
+template <class Work>
+void InSession(const std::weak_ptr<ClientConnection>& connection, Work work) {
+  if (auto live = connection.lock()) {
+    live->RunInSession([work = std::move(work)](ClientSession& session) mutable {
+      work(GrpcSessionOf(session));
+    });
+  }
+}
+
+}  // namespace
 
 GrpcStreamCall::GrpcStreamCall(std::shared_ptr<ChannelCore> core,
                                const google::protobuf::MethodDescriptor* method,
@@ -85,7 +100,10 @@ int GrpcStreamCall::Open() {
       if (!error) self->OnDeadline();
     });
   }
-  connection->OpenGrpcStream(shared_from_this(), tag_, std::move(request));
+  InSession(connection_, [call = shared_from_this(), tag = tag_, request = std::move(request)](
+                             GrpcClientProtocolSession& session) mutable {
+    session.OpenStream(std::move(call), tag, std::move(request));
+  });
   return 0;
 }
 
@@ -105,7 +123,9 @@ void GrpcStreamCall::Cancel(int code, const std::string& text) {
     if (!EndLocked(code, text)) return;
     inbox_.clear();  // Read() returns false from now on
   }
-  if (auto connection = connection_.lock()) connection->CancelGrpcStream(tag_);
+  InSession(connection_, [tag = tag_](GrpcClientProtocolSession& session) {
+    session.CancelStream(tag);
+  });
 }
 
 void GrpcStreamCall::OnDeadline() {
@@ -138,7 +158,10 @@ int GrpcStreamCall::TryWrite(const google::protobuf::Message& request, bool wait
     if (ended_ || writes_done_) return ECANCELED;
     written_bytes_ += bytes;
   }
-  if (auto connection = connection_.lock()) connection->SendGrpcStream(tag_, std::move(payload), gzip_);
+  InSession(connection_, [tag = tag_, payload = std::move(payload), gzip = gzip_](
+                             GrpcClientProtocolSession& session) mutable {
+    session.SendStream(tag, std::move(payload), gzip);
+  });
   return 0;
 }
 
@@ -158,7 +181,9 @@ bool GrpcStreamCall::WritesDone() {
     writes_done_ = true;
     cv_.notify_all();
   }
-  if (auto connection = connection_.lock()) connection->CloseGrpcStreamSend(tag_);
+  InSession(connection_, [tag = tag_](GrpcClientProtocolSession& session) {
+    session.CloseStreamSend(tag);
+  });
   return true;
 }
 
@@ -171,7 +196,8 @@ bool GrpcStreamCall::Read(google::protobuf::Message* response) {
     message = std::move(inbox_.front());
     inbox_.pop_front();
   }
-  if (auto connection = connection_.lock()) connection->ReleaseGrpcStream(tag_, message.wire_bytes);
+  InSession(connection_, [tag = tag_, bytes = message.wire_bytes](
+                             GrpcClientProtocolSession& session) { session.ReleaseStream(tag, bytes); });
   CompressType compress_type = COMPRESS_TYPE_NONE;
   std::string text;
   if (const int code = ParseGrpcMessage(message.compressed, message.encoding, message.message,
@@ -192,7 +218,9 @@ int GrpcStreamCall::Finish() {
       for (const auto& message : inbox_) dropped += message.wire_bytes;
       inbox_.clear();
       if (dropped > 0) {
-        if (auto connection = connection_.lock()) connection->ReleaseGrpcStream(tag_, dropped);
+        InSession(connection_, [tag = tag_, dropped](GrpcClientProtocolSession& session) {
+          session.ReleaseStream(tag, dropped);
+        });
       }
       if (ended_) break;
       cv_.wait(lock, [this] { return !inbox_.empty() || ended_; });

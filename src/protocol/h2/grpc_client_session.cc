@@ -197,37 +197,23 @@ struct GrpcClientSession::Callbacks {
   }
 };
 
-GrpcClientSession::GrpcClientSession(const Limits& limits) : limits_(limits) {
-  SessionCallbacks callbacks;
-  callbacks.on_begin_headers = &Callbacks::OnBeginHeaders;
-  callbacks.on_header = &Callbacks::OnHeader;
-  callbacks.on_frame_recv = &Callbacks::OnFrameRecv;
-  callbacks.on_data_chunk_recv = &Callbacks::OnDataChunk;
-  callbacks.on_stream_close = &Callbacks::OnStreamClose;
-  callbacks.on_frame_send = &Callbacks::OnFrameSend;
-  session_ = NewSession(/*server=*/false, callbacks, this);
+GrpcClientSession::GrpcClientSession(const Limits& limits)
+    : limits_(limits),
+      h2_(Nghttp2Core::Side::kClient, CommonCallbacks<Callbacks>(),
+          {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+           {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+            std::clamp<uint32_t>(limits.stream_window, 1, INT32_MAX)},
+           {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+            static_cast<uint32_t>(std::min<size_t>(limits.max_header_list_bytes, UINT32_MAX))}},
+          limits.response_bytes_budget, this) {}
 
-  const nghttp2_settings_entry settings[] = {
-      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
-       std::clamp<uint32_t>(limits_.stream_window, 1, INT32_MAX)},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
-       static_cast<uint32_t>(std::min<size_t>(limits_.max_header_list_bytes, UINT32_MAX))},
-  };
-  Check(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)),
-        "SETTINGS");
-  Check(OpenConnectionWindow(session_, limits_.response_bytes_budget), "WINDOW_UPDATE");
-}
-
-GrpcClientSession::~GrpcClientSession() { nghttp2_session_del(session_); }
+GrpcClientSession::~GrpcClientSession() = default;
 
 bool GrpcClientSession::Check(int rv, std::string_view what) {
   if (rv >= 0) return true;
-  if (!failed_) {
-    failed_ = true;
-    error_ = TerminateAfterError(session_, rv, what);
-    FailWaiting(error_);
-  }
+  const bool first = !h2_.failed();
+  h2_.Check(rv, what);
+  if (first) FailWaiting(h2_.error());
   return false;
 }
 
@@ -237,12 +223,12 @@ GrpcClientSession::Stream* GrpcClientSession::Find(int32_t stream_id) {
 }
 
 void GrpcClientSession::Start(int64_t tag, GrpcClientRequest&& request) {
-  if (goaway_ || failed_) {
+  if (goaway_ || h2_.failed()) {
     GrpcClientResponse response;
     response.tag = tag;
     response.unprocessed = true;
     response.error_code = EFAILEDSOCKET;
-    response.error_text = goaway_ ? "the server sent GOAWAY" : error_;
+    response.error_text = goaway_ ? "the server sent GOAWAY" : h2_.error();
     ready_.push_back(std::move(response));
     return;
   }
@@ -254,8 +240,8 @@ void GrpcClientSession::Start(int64_t tag, GrpcClientRequest&& request) {
 void GrpcClientSession::StartWaiting() {
   const uint32_t limit = std::min(
       limits_.max_concurrent_streams,
-      nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
-  while (!waiting_.empty() && streams_.size() < limit && !goaway_ && !failed_) {
+      nghttp2_session_get_remote_settings(h2_.get(), NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS));
+  while (!waiting_.empty() && streams_.size() < limit && !goaway_ && !h2_.failed()) {
     Waiting waiting = std::move(waiting_.front());
     waiting_.pop_front();
     Submit(std::move(waiting));
@@ -302,7 +288,7 @@ void GrpcClientSession::Submit(Waiting&& waiting) {
   }
   nghttp2_data_provider body{};
   body.read_callback = &Callbacks::ReadBody;
-  const int32_t id = nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(), &body, nullptr);
+  const int32_t id = nghttp2_submit_request(h2_.get(), nullptr, nv.data(), nv.size(), &body, nullptr);
   if (id < 0) {  // e.g. stream ids exhausted: the request never left
     unsent_bytes_ -= stream->out.size();
     GrpcClientResponse response;
@@ -341,10 +327,10 @@ void GrpcClientSession::Cancel(int64_t tag) {
   stream->canceled = true;
   if (!stream->streaming) response_bytes_ -= stream->body.size();
   stream->body.clear();
-  nghttp2_session_consume_stream(session_, stream->id, stream->unreleased);
+  nghttp2_session_consume_stream(h2_.get(), stream->id, stream->unreleased);
   stream->unreleased = 0;
   ++counters_.streams_reset;
-  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_CANCEL);
+  nghttp2_submit_rst_stream(h2_.get(), NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_CANCEL);
   GrantWindows();
 }
 
@@ -354,10 +340,10 @@ void GrpcClientSession::Abort(Stream& stream, int error_code, std::string text, 
   stream.response.metadata.clear();
   if (!stream.streaming) response_bytes_ -= stream.body.size();
   stream.body.clear();
-  nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
+  nghttp2_session_consume_stream(h2_.get(), stream.id, stream.unreleased);
   stream.unreleased = 0;
   ++counters_.streams_reset;
-  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream.id, h2_error);
+  nghttp2_submit_rst_stream(h2_.get(), NGHTTP2_FLAG_NONE, stream.id, h2_error);
 }
 
 void GrpcClientSession::Finish(Stream& stream, uint32_t h2_error) {
@@ -429,7 +415,7 @@ void GrpcClientSession::GrantWindows() {
   for (auto& [id, stream] : streams_) {
     if (stream->body.empty() || stream->streaming) continue;
     if (stream->unreleased > 0 && (first || response_bytes_ < limits_.response_bytes_budget)) {
-      nghttp2_session_consume_stream(session_, id, stream->unreleased);
+      nghttp2_session_consume_stream(h2_.get(), id, stream->unreleased);
       stream->unreleased = 0;
     }
     first = false;
@@ -437,20 +423,15 @@ void GrpcClientSession::GrantWindows() {
 }
 
 bool GrpcClientSession::Receive(std::string_view input) {
-  if (failed_) return false;
-  const ssize_t rv = nghttp2_session_mem_recv(
-      session_, reinterpret_cast<const uint8_t*>(input.data()), input.size());
+  if (h2_.failed()) return false;
+  const ssize_t rv = h2_.Feed(input);
   if (!Check(static_cast<int>(std::min<ssize_t>(rv, 0)), "HTTP/2")) return false;
   StartWaiting();
   return true;
 }
 
 bool GrpcClientSession::Receive(const net::BufferChain& input) {
-  for (size_t i = 0; i < input.span_count(); ++i) {
-    const std::span<const char> span = input.span(i);
-    if (!Receive(std::string_view(span.data(), span.size()))) return false;
-  }
-  return true;
+  return Nghttp2Core::ForEachSpan(input, [this](std::string_view span) { return Receive(span); });
 }
 
 bool GrpcClientSession::PopResponse(GrpcClientResponse* response) {
@@ -516,7 +497,7 @@ bool GrpcClientSession::Send(int64_t tag, net::BufferChain message, bool gzip) {
   out->Append(std::move(message));
   unsent_bytes_ += bytes;
   if (auto it = stream_of_tag_.find(tag); it != stream_of_tag_.end()) {
-    nghttp2_session_resume_data(session_, it->second);
+    nghttp2_session_resume_data(h2_.get(), it->second);
   }
   return true;
 }
@@ -526,7 +507,7 @@ bool GrpcClientSession::CloseSend(int64_t tag) {
     Stream* stream = Find(it->second);
     if (stream == nullptr || !stream->streaming || stream->send_closed) return false;
     stream->send_closed = true;
-    nghttp2_session_resume_data(session_, it->second);
+    nghttp2_session_resume_data(h2_.get(), it->second);
     return true;
   }
   Waiting* waiting = FindWaiting(tag);
@@ -560,7 +541,7 @@ void GrpcClientSession::Release(int64_t tag, size_t wire_bytes) {
   if (stream == nullptr) return;
   stream->unread -= std::min(stream->unread, wire_bytes);
   if (stream->unread == 0 && stream->unreleased > 0) {
-    nghttp2_session_consume_stream(session_, stream->id, stream->unreleased);
+    nghttp2_session_consume_stream(h2_.get(), stream->id, stream->unreleased);
     stream->unreleased = 0;
   }
 }
@@ -579,12 +560,12 @@ std::vector<int64_t> GrpcClientSession::TakeStarted() {
 
 void GrpcClientSession::TakeOutput(net::BufferChain* out) {
   StartWaiting();
-  if (const int rv = DrainSession(session_, out); rv < 0) Check(rv, "HTTP/2 send");
+  if (const int rv = h2_.Drain(out); rv < 0) Check(rv, "HTTP/2 send");
 }
 
 bool GrpcClientSession::Idle() const {
   return streams_.empty() && waiting_.empty() && ready_.empty() && messages_.empty() &&
-         nghttp2_session_want_write(session_) == 0;
+         !h2_.want_write();
 }
 
 }  // namespace arenarpc::protocol::h2

@@ -34,8 +34,7 @@
 
 #include "arenarpc/buffer_chain.h"
 #include "protocol/h2/grpc_wire.h"
-
-struct nghttp2_session;
+#include "protocol/h2/nghttp2_core.h"
 
 namespace arenarpc::protocol::h2 {
 
@@ -125,7 +124,7 @@ class GrpcClientSession {
   // GOAWAY (in TakeOutput) and reads nothing more.
   bool Receive(const net::BufferChain& input);
   bool Receive(std::string_view input);
-  const std::string& error() const noexcept { return error_; }
+  const std::string& error() const noexcept { return h2_.error(); }
   bool PopResponse(GrpcClientResponse* response);
   // Tags whose request HEADERS went into TakeOutput()'s bytes since the last call.
   std::vector<int64_t> TakeStarted();
@@ -136,7 +135,7 @@ class GrpcClientSession {
   bool goaway_received() const noexcept { return goaway_; }
   // Nothing left to do: no stream open, nothing waiting, nothing to write.
   bool Idle() const;
-  bool failed() const noexcept { return failed_; }
+  bool failed() const noexcept { return h2_.failed(); }
   size_t open_streams() const noexcept { return streams_.size(); }
   // Request bytes not written out yet (waiting for a stream slot or for the server's windows).
   size_t unsent_request_bytes() const noexcept { return unsent_bytes_; }
@@ -167,10 +166,10 @@ class GrpcClientSession {
   void SplitMessages(Stream& stream);
   // The queued request of a call that waits for a stream slot, or nullptr.
   Waiting* FindWaiting(int64_t tag);
+  // Checks an nghttp2 result (Nghttp2Core::Check); the first failure fails the waiting requests.
   bool Check(int rv, std::string_view what);
 
   const Limits limits_;
-  nghttp2_session* session_ = nullptr;
   std::map<int32_t, std::unique_ptr<Stream>> streams_;  // by id: the oldest first
   std::unordered_map<int64_t, int32_t> stream_of_tag_;
   std::deque<Waiting> waiting_;
@@ -181,9 +180,9 @@ class GrpcClientSession {
   size_t unsent_bytes_ = 0;
   size_t response_bytes_ = 0;
   bool goaway_ = false;
-  bool failed_ = false;
-  std::string error_;
   Counters counters_;
+  // Last: destroyed first, as the streams its callbacks reach still live.
+  Nghttp2Core h2_;
 };
 
 }  // namespace arenarpc::protocol::h2

@@ -215,9 +215,10 @@ struct GrpcServerSession::Callbacks {
     if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR) {
       GrpcServerSession& self = Self(user_data);
       ++self.counters_.connection_errors;
-      if (self.error_.empty()) {
-        self.error_ = std::string("GOAWAY ") + nghttp2_http2_strerror(frame->goaway.error_code);
-        if (!self.error_reason_.empty()) self.error_ += " (" + self.error_reason_ + ")";
+      if (self.h2_.error().empty()) {
+        std::string error = std::string("GOAWAY ") + nghttp2_http2_strerror(frame->goaway.error_code);
+        if (!self.error_reason_.empty()) error += " (" + self.error_reason_ + ")";
+        self.h2_.set_error(std::move(error));
       }
       return 0;
     }
@@ -267,52 +268,33 @@ struct GrpcServerSession::Callbacks {
   }
 };
 
-GrpcServerSession::GrpcServerSession(const Limits& limits) : limits_(limits) {
-  SessionCallbacks callbacks;
-  callbacks.on_begin_headers = &Callbacks::OnBeginHeaders;
-  callbacks.on_header = &Callbacks::OnHeader;
-  callbacks.on_frame_recv = &Callbacks::OnFrameRecv;
-  callbacks.on_data_chunk_recv = &Callbacks::OnDataChunk;
-  callbacks.on_stream_close = &Callbacks::OnStreamClose;
-  callbacks.on_frame_send = &Callbacks::OnFrameSend;
+SessionCallbacks GrpcServerSession::CallbackTable() {
+  SessionCallbacks callbacks = CommonCallbacks<Callbacks>();
   callbacks.on_invalid_frame_recv = &Callbacks::OnInvalidFrame;
   callbacks.on_error = &Callbacks::OnError;
-  // Stream windows reopen as the budget allows (GrantWindows): the memory bound.
-  session_ = NewSession(/*server=*/true, callbacks, this);
-
-  const nghttp2_settings_entry settings[] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_concurrent_streams},
-      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits_.stream_window},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
-       static_cast<uint32_t>(std::min<size_t>(limits_.max_header_list_bytes, UINT32_MAX))},
-  };
-  Check(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings)),
-        "SETTINGS");
-  Check(OpenConnectionWindow(session_, limits_.request_bytes_budget), "WINDOW_UPDATE");
+  return callbacks;
 }
 
-GrpcServerSession::~GrpcServerSession() { nghttp2_session_del(session_); }
+// Stream windows reopen as the budget allows (GrantWindows): the memory bound. A flood or a bad
+// preface fails the core: GOAWAY, and nothing more is read.
+GrpcServerSession::GrpcServerSession(const Limits& limits)
+    : limits_(limits),
+      h2_(Nghttp2Core::Side::kServer, CallbackTable(),
+          {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.max_concurrent_streams},
+           {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits.stream_window},
+           {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+            static_cast<uint32_t>(std::min<size_t>(limits.max_header_list_bytes, UINT32_MAX))}},
+          limits.request_bytes_budget, this) {}
 
-bool GrpcServerSession::Check(int rv, std::string_view what) {
-  if (rv >= 0) return true;
-  if (!failed_) {
-    failed_ = true;
-    // A flood or a bad preface: GOAWAY and read nothing more.
-    error_ = TerminateAfterError(session_, rv, what);
-  }
-  return false;
-}
+GrpcServerSession::~GrpcServerSession() = default;
 
 bool GrpcServerSession::Receive(std::string_view input) {
-  if (failed_) return false;
+  if (h2_.failed()) return false;
   now_ = std::chrono::steady_clock::now();
-  const ssize_t rv = nghttp2_session_mem_recv(
-      session_, reinterpret_cast<const uint8_t*>(input.data()), input.size());
+  const ssize_t rv = h2_.Feed(input);
   if (rv < 0 && !flood_.empty()) {
-    failed_ = true;
     ++counters_.floods;
-    error_ = flood_;
-    nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
+    h2_.Terminate(flood_, NGHTTP2_ENHANCE_YOUR_CALM);
     return false;
   }
   if (!Check(static_cast<int>(std::min<ssize_t>(rv, 0)), "HTTP/2")) return false;
@@ -376,11 +358,7 @@ bool GrpcServerSession::CountFrame(uint8_t type, uint8_t flags, size_t payload) 
 }
 
 bool GrpcServerSession::Receive(const net::BufferChain& input) {
-  for (size_t i = 0; i < input.span_count(); ++i) {
-    const std::span<const char> span = input.span(i);
-    if (!Receive(std::string_view(span.data(), span.size()))) return false;
-  }
-  return true;
+  return Nghttp2Core::ForEachSpan(input, [this](std::string_view span) { return Receive(span); });
 }
 
 bool GrpcServerSession::PopRequest(GrpcRequest* request) {
@@ -419,7 +397,7 @@ void GrpcServerSession::GrantWindows() {
       continue;
     }
     if (stream->unreleased > 0 && (oldest || request_bytes_ < limits_.request_bytes_budget)) {
-      nghttp2_session_consume_stream(session_, id, stream->unreleased);
+      nghttp2_session_consume_stream(h2_.get(), id, stream->unreleased);
       stream->unreleased = 0;
     }
     oldest = false;
@@ -457,7 +435,7 @@ void GrpcServerSession::Refuse(Stream& stream, GrpcStatus status, std::string te
   request_bytes_ -= stream.body.size();
   stream.body.clear();
   stream.request.metadata.clear();
-  nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
+  nghttp2_session_consume_stream(h2_.get(), stream.id, stream.unreleased);
   stream.unreleased = 0;
   Fail(stream.id, status, text);
   GrantWindows();
@@ -465,7 +443,7 @@ void GrpcServerSession::Refuse(Stream& stream, GrpcStatus status, std::string te
 
 void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) {
   stream.responded = true;
-  stream.reset_after_send = nghttp2_session_get_stream_remote_close(session_, stream.id) == 0;
+  stream.reset_after_send = nghttp2_session_get_stream_remote_close(h2_.get(), stream.id) == 0;
   std::vector<nghttp2_nv> nv;
   nv.reserve(headers.size());
   for (auto& [name, value] : headers) {
@@ -475,7 +453,7 @@ void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) 
   }
   nghttp2_data_provider body{};
   body.read_callback = &Callbacks::ReadBody;
-  nghttp2_submit_response(session_, stream.id, nv.data(), nv.size(),
+  nghttp2_submit_response(h2_.get(), stream.id, nv.data(), nv.size(),
                           with_body ? &body : nullptr);
 }
 
@@ -509,24 +487,24 @@ void GrpcServerSession::Fail(int32_t stream_id, GrpcStatus status, std::string_v
 }
 
 void GrpcServerSession::Shutdown() {
-  if (failed_) return;
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
-                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
+  if (h2_.failed()) return;
+  nghttp2_submit_goaway(h2_.get(), NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(h2_.get()), NGHTTP2_NO_ERROR,
                         nullptr, 0);
 }
 
 bool GrpcServerSession::TakeOutput(net::BufferChain* out, size_t max_bytes) {
   bool more = false;
-  if (const int rv = DrainSession(session_, out, max_bytes, &more); rv < 0) {
+  if (const int rv = h2_.Drain(out, max_bytes, &more); rv < 0) {
     Check(rv, "HTTP/2 send");
   }
   return more;
 }
 
-bool GrpcServerSession::Closing() const { return nghttp2_session_want_read(session_) == 0; }
+bool GrpcServerSession::Closing() const { return !h2_.want_read(); }
 
 bool GrpcServerSession::Finished() const {
-  return nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0;
+  return !h2_.want_read() && !h2_.want_write();
 }
 
 // --- streaming calls
@@ -582,7 +560,7 @@ void GrpcServerSession::DecodeStreamMessages(Stream& stream) {
       return;
     }
     stream.input_ended = true;
-    nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
+    nghttp2_session_consume_stream(h2_.get(), stream.id, stream.unreleased);
     stream.unreleased = 0;
     readable = true;
   }
@@ -603,13 +581,13 @@ void GrpcServerSession::BreakStream(Stream& stream, GrpcStatus status, std::stri
   stream.inbox.clear();
   stream.inbox_bytes = 0;
   stream.input_ended = true;
-  nghttp2_session_consume_stream(session_, stream.id, stream.unreleased);
+  nghttp2_session_consume_stream(h2_.get(), stream.id, stream.unreleased);
   stream.unreleased = 0;
   if (!stream.finished) {
     if (!stream.responded) {
       Fail(stream.id, status, text);
     } else {
-      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream.id, NGHTTP2_INTERNAL_ERROR);
+      nghttp2_submit_rst_stream(h2_.get(), NGHTTP2_FLAG_NONE, stream.id, NGHTTP2_INTERNAL_ERROR);
     }
     stream.finished = true;
     canceled_.push_back(stream.id);  // the call stops
@@ -670,7 +648,7 @@ bool GrpcServerSession::SendMessage(int32_t stream_id, net::BufferChain&& messag
   }
   held_bytes_ += stream->out.held_bytes() - held_before;
   if (stream->responded) {
-    nghttp2_session_resume_data(session_, stream_id);
+    nghttp2_session_resume_data(h2_.get(), stream_id);
     return true;
   }
   Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
@@ -702,8 +680,8 @@ void GrpcServerSession::FinishStream(int32_t stream_id, GrpcStatus status, std::
     return;
   }
   stream->trailers = std::move(status_fields);
-  stream->reset_after_send = nghttp2_session_get_stream_remote_close(session_, stream_id) == 0;
-  nghttp2_session_resume_data(session_, stream_id);
+  stream->reset_after_send = nghttp2_session_get_stream_remote_close(h2_.get(), stream_id) == 0;
+  nghttp2_session_resume_data(h2_.get(), stream_id);
 }
 
 }  // namespace arenarpc::protocol::h2

@@ -34,8 +34,7 @@
 
 #include "arenarpc/buffer_chain.h"
 #include "protocol/h2/grpc_wire.h"
-
-struct nghttp2_session;
+#include "protocol/h2/nghttp2_core.h"
 
 namespace arenarpc::protocol::h2 {
 
@@ -91,7 +90,7 @@ class GrpcServerSession {
   bool Receive(std::string_view input);
   // Feeds at most `max_bytes` of `input` and removes them from it; as Receive() otherwise.
   bool ReceiveSome(net::BufferChain& input, size_t max_bytes);
-  const std::string& error() const noexcept { return error_; }
+  const std::string& error() const noexcept { return h2_.error(); }
   // The next complete request, in the order they completed.
   bool PopRequest(GrpcRequest* request);
   // Streams that ended before a response (RST_STREAM from the client) since the last call.
@@ -170,13 +169,13 @@ class GrpcServerSession {
               bool with_body);
   // Reopens the stream windows the budget allows (see the top of this file).
   void GrantWindows();
-  bool Check(int rv, std::string_view what);
+  bool Check(int rv, std::string_view what) { return h2_.Check(rv, what); }
+  static SessionCallbacks CallbackTable();
   // Counts a received frame (`payload`: DATA bytes without padding) against the flood limits
   // (Limits); false: past them (flood_ says why).
   bool CountFrame(uint8_t type, uint8_t flags, size_t payload);
 
   const Limits limits_;
-  nghttp2_session* session_ = nullptr;
   std::map<int32_t, std::unique_ptr<Stream>> streams_;  // by id: the oldest first
   std::deque<GrpcRequest> ready_;
   std::vector<int32_t> canceled_;
@@ -191,10 +190,10 @@ class GrpcServerSession {
   uint64_t control_frames_ = 0, work_frames_ = 0;
   uint32_t consecutive_empty_ = 0;
   std::string flood_;  // why the flood limit ended the connection
-  bool failed_ = false;
-  std::string error_;
   std::string error_reason_;  // nghttp2's words for the last error it reported
   Counters counters_;
+  // Last: destroyed first, as the streams its callbacks reach still live.
+  Nghttp2Core h2_;
 };
 
 }  // namespace arenarpc::protocol::h2

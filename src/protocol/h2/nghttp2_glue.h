@@ -26,6 +26,19 @@ struct SessionCallbacks {
   nghttp2_error_callback2 on_error = nullptr;
 };
 
+// The callbacks every gRPC session installs, from its `Callbacks` struct's static functions.
+template <class Callbacks>
+SessionCallbacks CommonCallbacks() {
+  SessionCallbacks callbacks;
+  callbacks.on_begin_headers = &Callbacks::OnBeginHeaders;
+  callbacks.on_header = &Callbacks::OnHeader;
+  callbacks.on_frame_recv = &Callbacks::OnFrameRecv;
+  callbacks.on_data_chunk_recv = &Callbacks::OnDataChunk;
+  callbacks.on_stream_close = &Callbacks::OnStreamClose;
+  callbacks.on_frame_send = &Callbacks::OnFrameSend;
+  return callbacks;
+}
+
 // A server or client session without automatic WINDOW_UPDATEs and without closed-stream history.
 nghttp2_session* NewSession(bool server, const SessionCallbacks& callbacks, void* user_data);
 
