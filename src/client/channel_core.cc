@@ -84,7 +84,7 @@ bool ChannelCore::InitCluster(std::unique_ptr<ServerPool> pool, std::string* err
 }
 
 std::shared_ptr<SubChannel> ChannelCore::SelectServer(
-    uint64_t request_code, std::span<const cluster::ServerState* const> tried) {
+    uint64_t request_code, std::span<const cluster::ServerLoad* const> tried) {
   if (single_) return single_;
   return pool_->Select(request_code, tried);
 }

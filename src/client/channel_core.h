@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "arenarpc/channel.h"
-#include "cluster/server_state.h"
+#include "cluster/server_load.h"
 #include "net/event_loop_group.h"
 #include "net/tls_context.h"
 
@@ -60,7 +60,7 @@ class ChannelCore : public std::enable_shared_from_this<ChannelCore> {
   bool is_cluster() const noexcept { return pool_ != nullptr; }
   // The server of one attempt; nullptr when none is in rotation (cluster only).
   std::shared_ptr<SubChannel> SelectServer(uint64_t request_code,
-                                           std::span<const cluster::ServerState* const> tried);
+                                           std::span<const cluster::ServerLoad* const> tried);
   bool needs_request_code() const noexcept { return needs_request_code_; }
   // Attempts keep their server's in-flight count and latency (the balancer reads them).
   bool tracks_load() const noexcept { return tracks_load_; }

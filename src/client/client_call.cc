@@ -81,7 +81,7 @@ void ClientCall::Start() {
 bool ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup) {
   std::shared_ptr<SubChannel> server = core_->SelectServer(
       controller_->request_code(),
-      std::span<const cluster::ServerState* const>(tried_.data(), tried_count_));
+      std::span<const cluster::ServerLoad* const>(tried_.data(), tried_count_));
   if (backup) {
     const bool already_tried =
         server && std::find(tried_.begin(), tried_.begin() + tried_count_, server.get()) !=

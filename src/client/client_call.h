@@ -27,7 +27,7 @@
 #include "arenarpc/controller.h"
 #include "arenarpc/fiber.h"
 #include "client/client_protocol.h"
-#include "cluster/server_state.h"
+#include "cluster/server_load.h"
 
 namespace google::protobuf {
 class Closure;
@@ -129,7 +129,7 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   uint32_t slot_ = 0;
   std::array<Attempt, kMaxActive> active_;
   int active_count_ = 0;
-  std::array<const cluster::ServerState*, kMaxTried> tried_{};
+  std::array<const cluster::ServerLoad*, kMaxTried> tried_{};
   int tried_count_ = 0;
   std::shared_ptr<SubChannel> last_server_;  // of the latest attempt: the controller's remote_side
   // Serialized once by the channel's protocol (Prepare), packed for every attempt.

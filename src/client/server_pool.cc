@@ -67,7 +67,7 @@ void ServerPool::OnServers(cluster::ServerList servers) {
 }
 
 std::shared_ptr<SubChannel> ServerPool::Select(
-    uint64_t request_code, std::span<const cluster::ServerState* const> excluded) {
+    uint64_t request_code, std::span<const cluster::ServerLoad* const> excluded) {
   cluster::SelectInput input;
   input.request_code = request_code;
   input.excluded = excluded;

@@ -32,7 +32,7 @@ class ServerPool {
   void Close();
 
   std::shared_ptr<SubChannel> Select(uint64_t request_code,
-                                     std::span<const cluster::ServerState* const> excluded);
+                                     std::span<const cluster::ServerLoad* const> excluded);
   bool needs_request_code() const noexcept { return balancer_->needs_request_code(); }
   bool tracks_load() const noexcept { return balancer_->tracks_load(); }
   std::vector<ServerInfo> Servers() const;

@@ -29,7 +29,7 @@ struct SubChannel::Probe {
 };
 
 SubChannel::SubChannel(ChannelCore* core, cluster::ServerNode node, bool health_checked)
-    : ServerState(std::move(node)),
+    : ServerLoad(std::move(node)),
       core_(core),
       remote_side_(net::EndpointToString(endpoint())),
       health_checked_(health_checked),

@@ -15,14 +15,14 @@
 #include <mutex>
 #include <string>
 
-#include "cluster/server_state.h"
+#include "cluster/server_load.h"
 
 namespace arenarpc::client {
 
 class ChannelCore;
 class ConnectionManager;
 
-class SubChannel final : public cluster::ServerState,
+class SubChannel final : public cluster::ServerLoad,
                          public std::enable_shared_from_this<SubChannel> {
  public:
   // health_checked: false for a single-server channel.

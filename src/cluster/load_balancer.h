@@ -11,16 +11,16 @@
 #include <string_view>
 #include <vector>
 
-#include "cluster/server_state.h"
+#include "cluster/server_load.h"
 
 namespace arenarpc::cluster {
 
-using ServerPtr = std::shared_ptr<ServerState>;
+using ServerPtr = std::shared_ptr<ServerLoad>;
 
 struct SelectInput {
   uint64_t request_code = 0;  // c_murmurhash: the point on the ring (low 32 bits)
   // Servers this call already tried: avoided while another healthy server exists.
-  std::span<const ServerState* const> excluded;
+  std::span<const ServerLoad* const> excluded;
 };
 
 class LoadBalancer {
@@ -32,7 +32,7 @@ class LoadBalancer {
   virtual ServerPtr Select(const SelectInput& input) = 0;
   // c_murmurhash: calls without Controller::set_request_code() fail (EINVAL).
   virtual bool needs_request_code() const noexcept { return false; }
-  // la: reads ServerState's in-flight count and latency, which calls then maintain.
+  // la: reads ServerLoad's in-flight count and latency, which calls then maintain.
   virtual bool tracks_load() const noexcept { return false; }
 };
 
@@ -42,13 +42,13 @@ std::unique_ptr<LoadBalancer> MakeLoadBalancer(std::string_view name, std::strin
 // Shared walk of rr/random/wrr/c_murmurhash: candidates at(0), at(1), ... at(count-1) in order of
 // preference; the first healthy one not excluded, else the first healthy one.
 template <class At>
-ServerPtr FirstUsable(size_t count, const At& at, std::span<const ServerState* const> excluded) {
+ServerPtr FirstUsable(size_t count, const At& at, std::span<const ServerLoad* const> excluded) {
   const ServerPtr* fallback = nullptr;
   for (size_t k = 0; k < count; ++k) {
     const ServerPtr& server = at(k);
     if (!server->healthy()) continue;
     bool tried = false;
-    for (const ServerState* e : excluded) tried |= e == server.get();
+    for (const ServerLoad* e : excluded) tried |= e == server.get();
     if (!tried) return server;
     if (fallback == nullptr) fallback = &server;
   }

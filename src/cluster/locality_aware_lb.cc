@@ -21,7 +21,7 @@ class LocalityAware final : public LoadBalancer {
 
  private:
   static ServerPtr Draw(const std::vector<ServerPtr>& servers,
-                        std::span<const ServerState* const> excluded, bool skip_excluded) {
+                        std::span<const ServerLoad* const> excluded, bool skip_excluded) {
     int64_t fastest = std::numeric_limits<int64_t>::max();
     for (const ServerPtr& s : servers) {
       if (s->latency_us() > 0) fastest = std::min(fastest, s->latency_us());
@@ -31,7 +31,7 @@ class LocalityAware final : public LoadBalancer {
     thread_local std::vector<double> weights;
     weights.assign(servers.size(), 0.0);
     for (size_t i = 0; i < servers.size(); ++i) {
-      const ServerState& s = *servers[i];
+      const ServerLoad& s = *servers[i];
       if (!s.healthy()) continue;
       if (skip_excluded && std::find(excluded.begin(), excluded.end(), &s) != excluded.end()) {
         continue;

@@ -1,5 +1,5 @@
 #pragma once
-// ServerState: what load balancers read about one server of a cluster, updated by the calls:
+// ServerLoad: what load balancers read about one server of a cluster, updated by the calls:
 // whether it is in rotation (healthy) and, for la, its calls in flight and latency (EWMA).
 // All fields are atomics read on the call path without locks.
 
@@ -10,10 +10,10 @@
 
 namespace arenarpc::cluster {
 
-class ServerState {
+class ServerLoad {
  public:
-  explicit ServerState(ServerNode node) : node_(std::move(node)) {}
-  virtual ~ServerState() = default;
+  explicit ServerLoad(ServerNode node) : node_(std::move(node)) {}
+  virtual ~ServerLoad() = default;
 
   const ServerNode& node() const noexcept { return node_; }
   bool healthy() const noexcept { return healthy_.load(std::memory_order_relaxed); }

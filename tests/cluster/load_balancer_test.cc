@@ -12,9 +12,9 @@
 namespace arenarpc::cluster {
 namespace {
 
-class TestServerState : public ServerState {
+class TestServerLoad : public ServerLoad {
  public:
-  using ServerState::ServerState;
+  using ServerLoad::ServerLoad;
   void set_healthy(bool healthy) { healthy_.store(healthy); }
 };
 
@@ -25,7 +25,7 @@ std::vector<ServerPtr> MakeServers(int n, std::vector<int> weights = {}) {
     std::string error;
     EXPECT_TRUE(net::ParseEndpoint("127.0.0.1:" + std::to_string(10000 + i), &node.endpoint, &error));
     if (!weights.empty()) node.weight = weights[i];
-    servers.push_back(std::make_shared<TestServerState>(node));
+    servers.push_back(std::make_shared<TestServerLoad>(node));
   }
   return servers;
 }
@@ -37,8 +37,8 @@ std::unique_ptr<LoadBalancer> Make(std::string_view name) {
   return lb;
 }
 
-std::map<const ServerState*, int> Count(LoadBalancer& lb, int calls, uint64_t code = 0) {
-  std::map<const ServerState*, int> counts;
+std::map<const ServerLoad*, int> Count(LoadBalancer& lb, int calls, uint64_t code = 0) {
+  std::map<const ServerLoad*, int> counts;
   for (int i = 0; i < calls; ++i) {
     SelectInput input;
     input.request_code = code;
@@ -113,23 +113,23 @@ TEST(LoadBalancer, SkipsUnhealthyAndExcludedServers) {
     auto servers = MakeServers(3);
     auto lb = Make(name);
     lb->Reset(servers);
-    static_cast<TestServerState&>(*servers[1]).set_healthy(false);
+    static_cast<TestServerLoad&>(*servers[1]).set_healthy(false);
     for (int i = 0; i < 50; ++i) {
       SelectInput input;
       input.request_code = MurmurHash32(std::to_string(i));
-      const ServerState* excluded[] = {servers[0].get()};
+      const ServerLoad* excluded[] = {servers[0].get()};
       input.excluded = excluded;
       ServerPtr s = lb->Select(input);
       ASSERT_TRUE(s) << name;
       EXPECT_EQ(s.get(), servers[2].get()) << name;  // 1 is down, 0 was tried
     }
     // Only tried servers are healthy: one of them rather than nothing.
-    static_cast<TestServerState&>(*servers[2]).set_healthy(false);
+    static_cast<TestServerLoad&>(*servers[2]).set_healthy(false);
     SelectInput input;
-    const ServerState* excluded[] = {servers[0].get()};
+    const ServerLoad* excluded[] = {servers[0].get()};
     input.excluded = excluded;
     EXPECT_EQ(lb->Select(input).get(), servers[0].get()) << name;
-    static_cast<TestServerState&>(*servers[0]).set_healthy(false);
+    static_cast<TestServerLoad&>(*servers[0]).set_healthy(false);
     EXPECT_EQ(lb->Select(input), nullptr) << name;
   }
 }
@@ -139,7 +139,7 @@ TEST(RoundRobin, AnUnhealthyServersTurnsSpreadOverTheOthers) {
     auto servers = MakeServers(4);
     auto lb = Make(name);
     lb->Reset(servers);
-    static_cast<TestServerState&>(*servers[1]).set_healthy(false);
+    static_cast<TestServerLoad&>(*servers[1]).set_healthy(false);
     auto counts = Count(*lb, 4000);
     EXPECT_EQ(counts.count(servers[1].get()), 0u) << name;
     // 1000 turns each, plus about a third of the unhealthy server's 1000 (binomial, sd ~15).
@@ -156,8 +156,8 @@ TEST(ConsistentHash, SameKeySameServerAndOnlyTheRemovedServersKeysMove) {
   EXPECT_TRUE(lb->needs_request_code());
   lb->Reset(servers);
   constexpr int kKeys = 2000;
-  std::vector<const ServerState*> before(kKeys);
-  std::map<const ServerState*, int> counts;
+  std::vector<const ServerLoad*> before(kKeys);
+  std::map<const ServerLoad*, int> counts;
   for (int k = 0; k < kKeys; ++k) {
     SelectInput input;
     input.request_code = MurmurHash32("user-" + std::to_string(k));
@@ -168,18 +168,18 @@ TEST(ConsistentHash, SameKeySameServerAndOnlyTheRemovedServersKeysMove) {
   for (const auto& [server, count] : counts) {
     EXPECT_GT(count, kKeys / 5 / 2) << "100 points per server spread keys roughly evenly";
   }
-  const ServerState* removed = servers[2].get();
+  const ServerLoad* removed = servers[2].get();
   std::vector<ServerPtr> remaining = servers;
   remaining.erase(remaining.begin() + 2);
   lb->Reset(remaining);
   // Counted from what changed, not from whose server left: every key that changed server had the
   // removed one, every key of the removed one changed, and they spread over the others.
   int moved = 0;
-  std::map<const ServerState*, int> moved_to;
+  std::map<const ServerLoad*, int> moved_to;
   for (int k = 0; k < kKeys; ++k) {
     SelectInput input;
     input.request_code = MurmurHash32("user-" + std::to_string(k));
-    const ServerState* now = lb->Select(input).get();
+    const ServerLoad* now = lb->Select(input).get();
     ASSERT_NE(now, nullptr);
     EXPECT_NE(now, removed);
     if (now != before[k]) {
