@@ -89,14 +89,7 @@ GrpcServerProtocol::GrpcServerProtocol(ServerState& state)
 }
 
 bool GrpcServerProtocol::IsStreamPath(std::string_view path) const {
-  std::string_view service, method;
-  if (!SplitMethodPath(path, &service, &method)) return false;
-  int code = 0;
-  std::string text;
-  const MethodEntry* entry = state_.config.registry.Resolve(service, method, &code, &text);
-  if (entry == nullptr) return false;
-  const auto* streams = dynamic_cast<const GrpcStreamService*>(entry->service);
-  return streams != nullptr && streams->Find(entry->descriptor) != nullptr;
+  return state_.config.registry.IsGrpcStreamPath(path);
 }
 
 std::unique_ptr<ServerProtocol> GrpcServerProtocol::Create(ServerState& state,

@@ -40,6 +40,9 @@ struct MethodEntry {
   // A built-in gRPC service's (health, reflection): heap messages, not in ListMethods() nor in
   // the pages' method tables (GetMethodStats(name) has its counters).
   bool builtin = false;
+  // A streaming method of a GrpcStreamService (set by Server::Start: the gRPC session asks it of
+  // every request's path, so it is found once, not by a dynamic_cast per request).
+  bool grpc_stream = false;
   std::string memory_mode;                 // set by Server::Start
   std::shared_ptr<MethodBinding> binding;  // set by Server::Start
   std::unique_ptr<memory::RequestMemoryGate> request_memory;  // set by Server::Start

@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "arenarpc/grpc_stream.h"
 #include "builtin/builtin_services.h"
 #include "server/grpc_builtin_services.h"
 #include "cluster/server_registration.h"
@@ -268,12 +269,15 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
                   e.what());
     }
     entry->memory_mode = mode;
+    const auto* streams = dynamic_cast<const GrpcStreamService*>(entry->service);
+    entry->grpc_stream = streams != nullptr && streams->Find(entry->descriptor) != nullptr;
     entry->request_memory = std::make_unique<memory::RequestMemoryGate>(
         *binding->memory->request_prototype().GetDescriptor(), options.max_request_memory);
     entry->presence = std::make_unique<memory::PresenceAdvisor>(
         *binding->memory->response_prototype().GetDescriptor());
     entry->binding = std::move(binding);
   }
+  state->config.registry.IndexGrpcStreamPaths();
   return 0;
 }
 

@@ -116,4 +116,27 @@ MethodEntry* ServiceRegistry::FindMethod(std::string_view full_method_name) cons
   return it == by_method_name_.end() ? nullptr : it->second;
 }
 
+void ServiceRegistry::IndexGrpcStreamPaths() {
+  grpc_stream_paths_.clear();
+  for (const auto& entry : methods_) {
+    if (!entry->grpc_stream) continue;
+    const google::protobuf::ServiceDescriptor* service = entry->descriptor->service();
+    grpc_stream_paths_.push_back("/" + service->full_name() + "/" + entry->descriptor->name());
+    // The short service name too, where Resolve() takes it for this method.
+    int code = 0;
+    std::string text;
+    if (service->name() != service->full_name() &&
+        Resolve(service->name(), entry->descriptor->name(), &code, &text) == entry.get()) {
+      grpc_stream_paths_.push_back("/" + service->name() + "/" + entry->descriptor->name());
+    }
+  }
+}
+
+bool ServiceRegistry::IsGrpcStreamPath(std::string_view path) const {
+  for (const std::string& stream_path : grpc_stream_paths_) {
+    if (stream_path == path) return true;
+  }
+  return false;
+}
+
 }  // namespace arenarpc::server

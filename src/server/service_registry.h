@@ -34,6 +34,10 @@ class ServiceRegistry {
   // Every registered service, in registration order.
   std::vector<const google::protobuf::ServiceDescriptor*> Services() const;
   const std::vector<std::unique_ptr<MethodEntry>>& methods() const { return methods_; }
+  // gRPC paths ("/pkg.Service/Method") of the methods marked grpc_stream, listed once their marks
+  // are set (Server::Start); IsGrpcStreamPath() answers the gRPC session for every request.
+  void IndexGrpcStreamPaths();
+  bool IsGrpcStreamPath(std::string_view path) const;
 
  private:
   void AddMethods(google::protobuf::Service* service,
@@ -44,6 +48,7 @@ class ServiceRegistry {
     std::map<std::string, MethodEntry*, std::less<>> methods;  // by method name
   };
   std::vector<std::unique_ptr<MethodEntry>> methods_;
+  std::vector<std::string> grpc_stream_paths_;  // a handful: a scan beats hashing the path
   std::map<std::string, std::unique_ptr<ServiceEntry>, std::less<>> by_full_name_;
   std::map<std::string, ServiceEntry*, std::less<>> by_short_name_;
   std::map<std::string, MethodEntry*, std::less<>> by_method_name_;  // "pkg.Service.Method"
