@@ -84,12 +84,10 @@ GrpcServerProtocol::GrpcServerProtocol(ServerState& state)
   const MethodEntry* check = state_.config.registry.FindMethod("grpc.health.v1.Health.Check");
   builtin_health_ = check != nullptr && check->builtin;
   if (has_stream_methods_) {
-    session_.set_streaming_predicate([this](std::string_view path) { return IsStreamPath(path); });
+    session_.set_streaming_predicate([&registry = state_.config.registry](std::string_view path) {
+      return registry.IsGrpcStreamPath(path);
+    });
   }
-}
-
-bool GrpcServerProtocol::IsStreamPath(std::string_view path) const {
-  return state_.config.registry.IsGrpcStreamPath(path);
 }
 
 std::unique_ptr<ServerProtocol> GrpcServerProtocol::Create(ServerState& state,

@@ -125,8 +125,6 @@ class GrpcServerProtocol final : public ServerProtocol {
   // mutex_ held: replies held for the client's windows + output not yet written.
   size_t HeldWithConnectionLocked(const net::Connection& connection) const;
   void WakeLocked(const std::vector<int32_t>& stream_ids);
-  // The streaming method `path` names, if a GrpcStreamService serves it (any thread).
-  bool IsStreamPath(std::string_view path) const;
 
   ServerState& state_;
   const size_t max_body_size_;
