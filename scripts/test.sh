@@ -3,6 +3,8 @@
 # optimized, and under AddressSanitizer+UBSan — and the concurrency tests under ThreadSanitizer.
 #   scripts/test.sh            all three
 #   scripts/test.sh release    one flavour (release | asan | tsan)
+# ARENARPC_PRUNE_BUILDS=1 removes each flavour's build tree once its tests pass (CI: one tree of
+# several GB on the disk at a time instead of three).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/install_deps.sh"
@@ -18,4 +20,5 @@ for f in "${flavours[@]}"; do
   label=()
   [ "$f" = tsan ] && label=(-L concurrency)
   (cd "$root/build/$f" && ctest --output-on-failure -j "$(nproc)" "${label[@]}")
+  if [ "${ARENARPC_PRUNE_BUILDS:-0}" = 1 ]; then rm -rf "$root/build/$f"; fi
 done

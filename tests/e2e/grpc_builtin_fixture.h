@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "../press/run_shell.h"
+#include "../press/temp_dir.h"
 #include "grpc_reflection_test.pb.h"
 #include "server_fixture.h"
 
@@ -29,17 +30,17 @@ class StampServiceImpl final : public reflected::StampService {
   }
 };
 
-// grpc-proto's health and reflection .proto files as a FileDescriptorSet, made once per run.
+// grpc-proto's health and reflection .proto files as a FileDescriptorSet, made once per run in a
+// directory removed at exit.
 inline const std::string& BuiltinDescriptorSet() {
+  static const press::TempDir dir;
   static const std::string path = [] {
-    char pattern[] = "/tmp/arenarpc_grpc_builtin_XXXXXX";
-    const std::string dir = mkdtemp(pattern) != nullptr ? pattern : "";
-    const std::string file = dir + "/grpc_builtin.binpb";
+    const std::string file = dir.path() + "/grpc_builtin.binpb";
     const press::ShellOutput protoc = press::RunShell(
         "/usr/bin/protoc --include_imports --descriptor_set_out=" + file +
         " -I/usr/share/grpc-proto grpc/health/v1/health.proto grpc/reflection/v1/reflection.proto"
         " grpc/reflection/v1alpha/reflection.proto");
-    return protoc.exit_code == 0 && !dir.empty() ? file : std::string();
+    return protoc.exit_code == 0 && !dir.path().empty() ? file : std::string();
   }();
   return path;
 }

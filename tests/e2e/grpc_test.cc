@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "../press/run_shell.h"
+#include "../press/temp_dir.h"
 #include "arenarpc/fiber.h"
 #include "arenarpc/grpc_stream.h"
 #include "grpc_stream_test.pb.h"
@@ -25,11 +26,11 @@ namespace {
 
 constexpr size_t kMaxBody = 256u << 10;
 
-// e2e_test_pb2.py, generated once per test binary run.
+// e2e_test_pb2.py, generated once per test binary run in a directory removed at exit.
 const std::string& PythonModuleDir() {
+  static const press::TempDir temp;
   static const std::string dir = [] {
-    char pattern[] = "/tmp/arenarpc_grpc_py_XXXXXX";
-    const std::string made = mkdtemp(pattern) != nullptr ? pattern : "";
+    const std::string& made = temp.path();
     const press::ShellOutput protoc = press::RunShell(
         "/usr/bin/protoc --python_out=" + made + " -I" ARENARPC_SOURCE_DIR
         "/tests/e2e e2e_test.proto grpc_stream_test.proto");
