@@ -67,7 +67,9 @@ class GrpcClientStream {
   int TryWrite(const google::protobuf::Message& request);
   // Waits until a TryWrite() may succeed, at most until `deadline`. 0, ETIMEDOUT or ECANCELED.
   int WaitWritable(std::chrono::steady_clock::time_point deadline);
-  // Ends the request side (END_STREAM after the queued messages). false: already done, or ended.
+  // Ends the request side (END_STREAM after the queued messages). true also when the server had
+  // already ended the call with its status; false: called before, or the stream failed or was
+  // canceled.
   bool WritesDone();
 
   // The next response message, parsed into *response (cleared first). Waits for it. false: no

@@ -177,9 +177,12 @@ int GrpcStreamCall::WaitWritable(Clock::time_point deadline) {
 bool GrpcStreamCall::WritesDone() {
   {
     std::lock_guard lock(mutex_);
-    if (ended_ || writes_done_) return false;
+    if (writes_done_) return false;
     writes_done_ = true;
     cv_.notify_all();
+    // A server may end the call before the client half-closes (a server stream's handler needs
+    // one message): nothing is left to send, and that is not a failure, as in gRPC C++.
+    if (ended_) return server_ended_;
   }
   InSession(connection_, [tag = tag_](GrpcClientProtocolSession& session) {
     session.CloseStreamSend(tag);
@@ -256,7 +259,9 @@ void GrpcStreamCall::OnEnd(protocol::h2::GrpcClientResponse& response) {
   std::string text;
   const int code = GrpcOutcome(response, &text);
   std::lock_guard lock(mutex_);
-  if (EndLocked(code, std::move(text))) metadata_ = std::move(response.metadata);
+  if (!EndLocked(code, std::move(text))) return;
+  metadata_ = std::move(response.metadata);
+  server_ended_ = true;
 }
 
 void GrpcStreamCall::OnFailed(int code, const std::string& text) {

@@ -79,6 +79,7 @@ class GrpcStreamCall : public std::enable_shared_from_this<GrpcStreamCall> {
   uint64_t taken_bytes_ = 0;    // of those, taken by the server's windows
   bool writes_done_ = false;
   bool ended_ = false;          // no more messages come; status below
+  bool server_ended_ = false;   // ended by the server's trailers (its status), not a failure
   bool finished_ = false;       // Finish() filled the controller
   int code_ = 0;
   std::string text_;

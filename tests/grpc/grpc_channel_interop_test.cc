@@ -423,6 +423,30 @@ TEST(GrpcChannelInterop, ClientStreamsAgainstGrpcsOwnServer) {
     EXPECT_EQ(EPERM, stream.Finish());
     EXPECT_NE(std::string::npos, cntl.ErrorText().find("denied")) << cntl.ErrorText();
   }
+  {  // the server ends a server stream before the client half-closes: WritesDone is still true
+    Controller cntl;
+    GrpcClientStream stream;
+    ASSERT_EQ(0, stream.Open(*channel, StreamMethod("ServerStream"), &cntl));
+    e2e::StreamRequest request;
+    request.set_count(3);
+    ASSERT_TRUE(stream.Write(request));
+    e2e::StreamReply reply;
+    int n = 0;
+    while (stream.Read(&reply)) ++n;  // false once the server's trailers came
+    EXPECT_EQ(3, n);
+    EXPECT_FALSE(stream.Write(request));  // nothing more can reach the server
+    EXPECT_TRUE(stream.WritesDone());
+    EXPECT_FALSE(stream.WritesDone());
+    EXPECT_EQ(0, stream.Finish()) << cntl.ErrorText();
+  }
+  {  // a canceled stream: WritesDone is false
+    Controller cntl;
+    GrpcClientStream stream;
+    ASSERT_EQ(0, stream.Open(*channel, StreamMethod("Bidi"), &cntl));
+    stream.StartCancel();
+    EXPECT_FALSE(stream.WritesDone());
+    EXPECT_EQ(ECANCELED, stream.Finish());
+  }
   {  // a client stream of 50
     Controller cntl;
     GrpcClientStream stream;
