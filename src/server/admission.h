@@ -3,7 +3,8 @@
 // unsent output — is ServerConnection's). Every admitted unit (a call, an HTTP page) passes
 // TryAdmit() when it is decoded — stopping → ELOGOFF, max_queued_requests, a wait that would
 // outlast the call's deadline and max_concurrency → ELIMIT — and ends in exactly one Finish() once
-// its reply is queued (or it is dropped); Stop() waits for the count to reach 0.
+// its reply is queued (or it is dropped); Stop() waits for the count to reach 0. Both go through
+// the unit's AdmissionTicket (admission_ticket.h), which makes the "exactly one" a type's rule.
 
 #include <atomic>
 #include <chrono>
@@ -38,6 +39,36 @@ class Admission {
       limiter_.reset();
     }
   }
+
+  // A call ended (the adaptive limit learns from it); `ok`: it succeeded.
+  void OnCallEnd(std::chrono::steady_clock::time_point now,
+                 std::chrono::steady_clock::time_point started, bool ok) {
+    if (!limiter_) return;
+    using std::chrono::duration_cast, std::chrono::microseconds;
+    limiter_->OnCallEnd(duration_cast<microseconds>(now.time_since_epoch()).count(),
+                        duration_cast<microseconds>(now - started).count(), ok);
+  }
+
+  // From now on TryAdmit() answers kStopping. false: it already did.
+  bool StartStopping() { return !stopping_.exchange(true, std::memory_order_acq_rel); }
+  // Waits until nothing admitted is in flight, or `deadline`.
+  void WaitIdle(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(idle_mutex_);
+    idle_.wait_until(lock, deadline,
+                     [&] { return in_flight_.load(std::memory_order_acquire) == 0; });
+  }
+
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+  int limit() const { return limiter_ ? limiter_->limit() : fixed_limit_; }  // 0 = unlimited
+  int max_queued_requests() const { return max_queued_; }
+  int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+  int64_t queued() const { return queued_.load(std::memory_order_relaxed); }
+  // The wait a call admitted now would have before a thread takes it.
+  std::chrono::nanoseconds predicted_wait() const { return wait_.Predict(queued()); }
+
+ private:
+  // Counted only through AdmissionTicket, which settles each admitted unit exactly once.
+  friend class AdmissionTicket;
 
   // kAdmitted: counted in flight; one Finish() is owed. `timeout`: the client's deadline, from
   // now (zero: none).
@@ -74,33 +105,6 @@ class Admission {
   void Dequeued(std::chrono::steady_clock::time_point now) {
     wait_.OnDequeue(now, queued_.fetch_sub(1, std::memory_order_relaxed) - 1);
   }
-  // A call ended (the adaptive limit learns from it); `ok`: it succeeded.
-  void OnCallEnd(std::chrono::steady_clock::time_point now,
-                 std::chrono::steady_clock::time_point started, bool ok) {
-    if (!limiter_) return;
-    using std::chrono::duration_cast, std::chrono::microseconds;
-    limiter_->OnCallEnd(duration_cast<microseconds>(now.time_since_epoch()).count(),
-                        duration_cast<microseconds>(now - started).count(), ok);
-  }
-
-  // From now on TryAdmit() answers kStopping. false: it already did.
-  bool StartStopping() { return !stopping_.exchange(true, std::memory_order_acq_rel); }
-  // Waits until nothing admitted is in flight, or `deadline`.
-  void WaitIdle(std::chrono::steady_clock::time_point deadline) {
-    std::unique_lock lock(idle_mutex_);
-    idle_.wait_until(lock, deadline,
-                     [&] { return in_flight_.load(std::memory_order_acquire) == 0; });
-  }
-
-  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
-  int limit() const { return limiter_ ? limiter_->limit() : fixed_limit_; }  // 0 = unlimited
-  int max_queued_requests() const { return max_queued_; }
-  int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
-  int64_t queued() const { return queued_.load(std::memory_order_relaxed); }
-  // The wait a call admitted now would have before a thread takes it.
-  std::chrono::nanoseconds predicted_wait() const { return wait_.Predict(queued()); }
-
- private:
   int fixed_limit_ = 0;
   int max_queued_ = 0;
   std::optional<AutoConcurrencyLimiter> limiter_;  // max_concurrency = "auto"

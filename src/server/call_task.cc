@@ -8,8 +8,7 @@
 namespace arenarpc::server {
 
 void AdmittedTask::Start(std::unique_ptr<AdmittedTask> task) {
-  task->started_ = true;
-  task->state_->admission.Dequeued();
+  task->ticket_.TakenByThread();
   fiber::Scheduler& fibers = task->state_->runtime->fibers();
   if (fibers.TryReserve()) {
     try {

@@ -6,24 +6,25 @@
 
 #include <memory>
 
+#include "server/admission_ticket.h"
 #include "server/server_call.h"
 
 namespace arenarpc::server {
 
-// Work admitted like a call that is not a method call. Admission (ServerState::queued and
-// in_flight) is settled by this base: queued when it starts, in flight when it is destroyed
-// (after Run() queued its reply, or without running). Run() is on a fiber of its own, as a
+// Work admitted like a call that is not a method call. Its admission ticket (Hold()) is settled by
+// this base: its place in the queue when it starts, in flight when it is destroyed (after Run()
+// queued its reply, or without running). Run() is on a fiber of its own, as a
 // handler (a page that waits, /hotspots/cpu, suspends it and frees the thread), or on the calling
 // thread when no fiber can be had.
 class AdmittedTask {
  public:
   explicit AdmittedTask(std::shared_ptr<ServerState> state) : state_(std::move(state)) {}
-  virtual ~AdmittedTask() {
-    if (!started_) state_->admission.Dequeued();
-    state_->admission.Finish();
-  }
+  virtual ~AdmittedTask() = default;  // settles the ticket
   AdmittedTask(const AdmittedTask&) = delete;
   AdmittedTask& operator=(const AdmittedTask&) = delete;
+
+  // The task's admission, queued for a thread.
+  void Hold(AdmissionTicket ticket) { ticket_ = std::move(ticket); }
 
   // Runs `task` and destroys it once Run() returned.
   static void Start(std::unique_ptr<AdmittedTask> task);
@@ -35,7 +36,7 @@ class AdmittedTask {
   static void RunOnFiber(void* task);  // takes the std::unique_ptr<AdmittedTask>* it is given
 
   std::shared_ptr<ServerState> state_;
-  bool started_ = false;
+  AdmissionTicket ticket_;  // settled before the state that holds its Admission can go
 };
 
 struct PendingCall {

@@ -38,12 +38,13 @@ struct ServerCall::HandlerStart {
   FiberShares::Ticket* ticket;
 };
 
-ServerCall::ServerCall(std::shared_ptr<ServerState> state,
+ServerCall::ServerCall(std::shared_ptr<ServerState> state, AdmissionTicket ticket,
                        std::shared_ptr<net::Connection> connection, CancelRegistry* cancels,
                        std::shared_ptr<FiberShares::Connection> fiber_share,
                        ServerProtocol* protocol, MethodEntry* method, int64_t correlation_id,
                        std::chrono::steady_clock::time_point start)
     : state_(std::move(state)),
+      ticket_(std::move(ticket)),
       connection_(std::move(connection)),
       cancels_(cancels),
       fiber_share_(std::move(fiber_share)),
@@ -114,16 +115,13 @@ std::shared_ptr<void> ServerCall::RetainHook(const Controller& controller) {
 }
 
 void ServerCall::Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload) {
-  ServerState& state = *call->state_;
-  state.counters.canceled_before_start.fetch_add(1, std::memory_order_relaxed);
-  state.admission.Dequeued();
-  state.admission.Finish();
+  call->state_->counters.canceled_before_start.fetch_add(1, std::memory_order_relaxed);
 }
 
 void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload) {
   call->started_ = std::chrono::steady_clock::now();
   ServerState& state = *call->state_;
-  state.admission.Dequeued(call->started_);
+  call->ticket_.TakenByThread(call->started_);
   const int64_t queued_us =
       std::chrono::duration_cast<std::chrono::microseconds>(call->started_ - call->start_).count();
   MethodEntry* method = call->method_;
@@ -135,7 +133,6 @@ void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload)
     // Settles the protocol's record of the call; the stream or connection is already gone.
     call->protocol_->SendError(*call->connection_, call->correlation_id_, ECANCELED,
                                "canceled by the client before it started");
-    state.admission.Finish();
     return;
   }
   const int32_t timeout_ms = call->controller_.deadline_hint_ms();
@@ -146,7 +143,6 @@ void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload)
                                "The request waited " + std::to_string(queued_us / 1000) +
                                    "ms for a thread, past its timeout_ms=" +
                                    std::to_string(timeout_ms));
-    state.admission.Finish();
     return;
   }
   Execute(std::move(call), std::move(payload));
@@ -162,7 +158,6 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     call->protocol_->SendError(*call->connection_, call->correlation_id_, EINTERNAL,
                                "Fail to create the messages of " + method->full_name + ": " +
                                    e.what());
-    call->state_->admission.Finish();
     return;
   }
   std::string error_text;
@@ -183,7 +178,6 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
       call->protocol_->SendError(*call->connection_, call->correlation_id_, error_code,
                                  error_text);
     }
-    call->state_->admission.Finish();
     return;  // the half-filled pair goes back to its strategy with the call
   }
   payload.bytes.clear();  // the input pages can go back before the handler runs
@@ -214,7 +208,6 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
   } else {
     call->protocol_->SendError(*call->connection_, call->correlation_id_, ELIMIT, limit_text);
   }
-  state.admission.Finish();
 }
 
 void ServerCall::RunHandler(void* arg) {
@@ -293,7 +286,7 @@ void ServerCall::Run() {
     protocol_->SendReply(*connection_, correlation_id_, std::move(frame));
   }
   // After the write was queued: Stop() closes connections once nothing is in flight.
-  state_->admission.Finish();
+  ticket_.Settle();
   if (!cpu_timer_.started()) return;  // `self` releases the pair (unless RetainMessages() holds it)
   // A sampled call is charged its CPU once its messages went back to their strategy.
   const std::shared_ptr<ServerState> state = state_;  // keeps the method entry alive

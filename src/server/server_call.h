@@ -16,6 +16,7 @@
 #include "call/cancel_source.h"
 #include "net/connection.h"
 #include "protocol/payload_encoding.h"
+#include "server/admission_ticket.h"
 #include "server/cancel_registry.h"
 #include "server/fiber_shares.h"
 #include "server/method_entry.h"
@@ -40,7 +41,8 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // `cancels`, `fiber_share` and `protocol` are the connection's (the first and last live as long
   // as `connection`). `correlation_id` identifies the reply for the protocol (baidu_std: the
   // correlation id).
-  ServerCall(std::shared_ptr<ServerState> state, std::shared_ptr<net::Connection> connection,
+  ServerCall(std::shared_ptr<ServerState> state, AdmissionTicket ticket,
+             std::shared_ptr<net::Connection> connection,
              CancelRegistry* cancels, std::shared_ptr<FiberShares::Connection> fiber_share,
              ServerProtocol* protocol, MethodEntry* method, int64_t correlation_id,
              std::chrono::steady_clock::time_point start);
@@ -62,13 +64,16 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // The call's own AuthContext (HTTP verifies per request); the controller points at it.
   void set_auth_context(std::unique_ptr<AuthContext> context) { auth_context_ = std::move(context); }
 
+  // Admitted into the connection's backlog: holds a place in the server's queue until Start().
+  void WaitsForThread() { ticket_.Queued(); }
+
   // On a thread, after its time in the connection's backlog: records the time queued, drops a
   // call its client canceled meanwhile (RST_STREAM, connection closed: nothing is run, counted in
   // canceled_before_start), answers ERPCTIMEDOUT without running anything when the client's
   // deadline (its timeout_ms) has already passed, else Execute()s.
   static void Start(std::unique_ptr<ServerCall> call, RequestPayload payload);
-  // The call will never start (its connection closed, or its threads went away first): settle
-  // its admission (counted in canceled_before_start).
+  // The call will never start (its connection closed, or its threads went away first): counted
+  // in canceled_before_start; its admission settles as it is destroyed.
   static void Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload);
 
   // done->Run(): reply, stats, release. Deletes the call.
@@ -100,6 +105,9 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // Destroyed bottom-up: the pair goes back to its strategy before the state that keeps the
   // strategy alive can go.
   std::shared_ptr<ServerState> state_;
+  // Settled by Run() once the reply is queued, else as the call is destroyed (every other end:
+  // an error answered, a call dropped), after its messages went back to their strategy.
+  AdmissionTicket ticket_;
   std::shared_ptr<net::Connection> connection_;
   CancelRegistry* const cancels_;
   const std::shared_ptr<FiberShares::Connection> fiber_share_;

@@ -323,29 +323,31 @@ void ServerConnection::OnClosed(net::Connection& connection) {
 }
 
 void ServerConnection::Reject(net::Connection& connection, int64_t key, int code,
-                              std::string_view text, std::atomic<uint64_t>* counter,
-                              bool admitted) {
+                              std::string_view text, std::atomic<uint64_t>* counter) {
   if (counter != nullptr) counter->fetch_add(1, std::memory_order_relaxed);
   protocol_->SendError(connection, key, code, text);
-  if (admitted) state_->admission.Finish();
 }
 
-bool ServerConnection::AdmitFirst(net::Connection& connection, int64_t key, int32_t timeout_ms) {
+AdmissionTicket ServerConnection::AdmitFirst(net::Connection& connection, int64_t key,
+                                             int32_t timeout_ms) {
   ServerState& state = *state_;
   state.counters.requests.fetch_add(1, std::memory_order_relaxed);
-  switch (state.admission.TryAdmit(std::chrono::milliseconds(std::max(timeout_ms, 0)))) {
+  Admission::Verdict verdict;
+  AdmissionTicket ticket = AdmissionTicket::Admit(
+      state.admission, std::chrono::milliseconds(std::max(timeout_ms, 0)), &verdict);
+  switch (verdict) {
     case Admission::Verdict::kAdmitted:
-      return true;
+      return ticket;
     case Admission::Verdict::kStopping:
       Reject(connection, key, ELOGOFF, protocol::kServerStoppingText,
-             &state.counters.rejected_stopping, false);
-      return false;
+             &state.counters.rejected_stopping);
+      return {};
     case Admission::Verdict::kQueueFull:
       Reject(connection, key, ELIMIT,
              "Reached server's max_queued_requests=" +
                  std::to_string(state.admission.max_queued_requests()),
-             &state.counters.rejected_limit, false);
-      return false;
+             &state.counters.rejected_limit);
+      return {};
     case Admission::Verdict::kWaitPastDeadline: {
       state.counters.rejected_queue_wait.fetch_add(1, std::memory_order_relaxed);
       using std::chrono::duration_cast, std::chrono::milliseconds;
@@ -355,15 +357,15 @@ bool ServerConnection::AdmitFirst(net::Connection& connection, int64_t key, int3
                      duration_cast<milliseconds>(state.admission.predicted_wait()).count()) +
                  "ms (" + std::to_string(state.admission.queued()) +
                  " calls queued), past half of its timeout_ms=" + std::to_string(timeout_ms),
-             &state.counters.rejected_limit, false);
-      return false;
+             &state.counters.rejected_limit);
+      return {};
     }
     case Admission::Verdict::kOverLimit:
       Reject(connection, key, ELIMIT, protocol::MaxConcurrencyText(state.admission.limit()),
-             &state.counters.rejected_limit, false);
-      return false;
+             &state.counters.rejected_limit);
+      return {};
   }
-  return false;
+  return {};
 }
 
 bool ServerConnection::Overcrowded(const net::Connection& connection) const {
@@ -376,10 +378,11 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
                                                     net::Connection::Clock::time_point read_at) {
   ServerState& state = *state_;
   const int64_t key = head.key;
-  if (!AdmitFirst(connection, key, head.timeout_ms)) return nullptr;
-  // Admitted: from here every path ends in exactly one admission.Finish().
+  AdmissionTicket ticket = AdmitFirst(connection, key, head.timeout_ms);
+  if (!ticket) return nullptr;
+  // Admitted: a rejection from here settles the ticket as it goes out of scope, after its answer.
   if (head.invalid_code != 0) {
-    Reject(connection, key, head.invalid_code, head.invalid_text, nullptr, true);
+    Reject(connection, key, head.invalid_code, head.invalid_text, nullptr);
     return nullptr;
   }
   std::unique_ptr<AuthContext> call_auth;
@@ -393,19 +396,19 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
   MethodEntry* method =
       state.config.registry.Resolve(head.service_name, head.method_name, &code, &text);
   if (method == nullptr) {
-    Reject(connection, key, code, text, &state.counters.rejected_unknown, true);
+    Reject(connection, key, code, text, &state.counters.rejected_unknown);
     return nullptr;
   }
   if (Overcrowded(connection)) {
     method->CountRejected(EOVERCROWDED);
     Reject(connection, key, EOVERCROWDED,
            "Connection to " + connection.remote_side() + " is overcrowded",
-           &state.counters.rejected_overcrowded, true);
+           &state.counters.rejected_overcrowded);
     return nullptr;
   }
-  auto call = std::make_unique<ServerCall>(state.shared_from_this(), connection.shared_from_this(),
-                                           &cancels_, fiber_share_, protocol_.get(), method, key,
-                                           read_at);
+  auto call = std::make_unique<ServerCall>(state.shared_from_this(), std::move(ticket),
+                                           connection.shared_from_this(), &cancels_, fiber_share_,
+                                           protocol_.get(), method, key, read_at);
   internal::ControllerAccess::set_remote_side(call->controller(), connection.remote_side());
   if (head.timeout_ms >= 0) {
     internal::ControllerAccess::set_deadline_hint_ms(call->controller(), head.timeout_ms);
@@ -432,7 +435,7 @@ bool ServerConnection::Authenticate(net::Connection& connection, const CallHead&
       state_->config.options.auth->VerifyCredential(
           std::string(head.credential), connection.remote_side(), verified.get()) != 0) {
     Reject(connection, head.key, ERPCAUTH, protocol::kAuthFailedText,
-           &state_->counters.rejected_auth, true);
+           &state_->counters.rejected_auth);
     // brpc closes a baidu_std connection whose credential failed.
     if (!head.per_request_auth) connection.CloseWhenFlushed();
     return false;
@@ -448,15 +451,15 @@ bool ServerConnection::Authenticate(net::Connection& connection, const CallHead&
   return true;
 }
 
-bool ServerConnection::AdmitTask(net::Connection& connection, int64_t key) {
-  if (!AdmitFirst(connection, key, -1)) return false;
-  if (Overcrowded(connection)) {
+AdmissionTicket ServerConnection::AdmitTask(net::Connection& connection, int64_t key) {
+  AdmissionTicket ticket = AdmitFirst(connection, key, -1);
+  if (ticket && Overcrowded(connection)) {
     Reject(connection, key, EOVERCROWDED,
            "Connection to " + connection.remote_side() + " is overcrowded",
-           &state_->counters.rejected_overcrowded, true);
-    return false;
+           &state_->counters.rejected_overcrowded);
+    return {};
   }
-  return true;
+  return ticket;
 }
 
 bool ServerConnection::AdmitDecoded(net::Connection& connection, ServerProtocol::Step step,
@@ -464,13 +467,15 @@ bool ServerConnection::AdmitDecoded(net::Connection& connection, ServerProtocol:
                                     net::Connection::Clock::time_point read_at,
                                     std::vector<PendingCall>* admitted) {
   if (step == ServerProtocol::Step::kTask) {
-    if (!AdmitTask(connection, head.key)) {
+    AdmissionTicket ticket = AdmitTask(connection, head.key);
+    if (!ticket) {
       protocol_->Rejected();
       return false;
     }
     size_t request_size = 0;
     std::unique_ptr<AdmittedTask> task = protocol_->TakeTask(connection, &request_size);
-    state_->admission.Queued();
+    ticket.Queued();
+    task->Hold(std::move(ticket));
     admitted->emplace_back(std::move(task), request_size);
     return true;
   }
@@ -481,7 +486,7 @@ bool ServerConnection::AdmitDecoded(net::Connection& connection, ServerProtocol:
   }
   RequestPayload payload;
   protocol_->Admitted(connection, *call, &payload);
-  state_->admission.Queued();
+  call->WaitsForThread();
   admitted->emplace_back(std::move(call), std::move(payload));
   return true;
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "net/connection.h"
+#include "server/admission_ticket.h"
 #include "server/call_task.h"
 #include "server/cancel_registry.h"
 #include "server/fiber_shares.h"
@@ -62,26 +63,26 @@ class ServerConnection final : public net::Connection::Delegate {
   std::unique_ptr<ServerCall> Admit(net::Connection& connection, const CallHead& head,
                                     net::Connection::Clock::time_point read_at);
   // Admission of work that is not a method call (an HTTP built-in page): stopping, the queue and
-  // concurrency limits and unsent output as for a call. false: rejected and answered.
-  bool AdmitTask(net::Connection& connection, int64_t key);
+  // concurrency limits and unsent output as for a call. An empty ticket: rejected and answered.
+  AdmissionTicket AdmitTask(net::Connection& connection, int64_t key);
   // Picks the protocol from the first bytes; false = none matches (close).
   bool Recognize(net::Connection& connection, const net::BufferChain& input, bool* need_more);
   // One drainer's turn: starts the oldest backlog call; queues the drainer again if more wait.
   void DrainOne(net::Connection& connection);
   void PostDrainer(net::Connection& connection);
   // Admission's first checks (stopping, max_queued_requests, the predicted wait against
-  // `timeout_ms` — the client's deadline, negative: none —, max_concurrency). true: admitted,
-  // one Admission::Finish() owed; false: rejected and answered.
-  bool AdmitFirst(net::Connection& connection, int64_t key, int32_t timeout_ms);
+  // `timeout_ms` — the client's deadline, negative: none —, max_concurrency). The admitted unit's
+  // ticket; an empty one: rejected and answered.
+  AdmissionTicket AdmitFirst(net::Connection& connection, int64_t key, int32_t timeout_ms);
   bool Overcrowded(const net::Connection& connection) const;
   // ServerOptions::auth for one admitted call: true with the context to show its handler
   // (*call_context set when it is the call's own); false: answered ERPCAUTH.
   bool Authenticate(net::Connection& connection, const CallHead& head,
                     std::unique_ptr<AuthContext>* call_context, const AuthContext** context);
-  // Answers a rejected request: counts it in `counter` (may be null), sends the error and, if it
-  // was admitted, settles its admission.
+  // Answers a rejected request: counts it in `counter` (may be null) and sends the error. An
+  // admitted one's ticket settles after this, as the caller drops it.
   void Reject(net::Connection& connection, int64_t key, int code, std::string_view text,
-              std::atomic<uint64_t>* counter, bool admitted);
+              std::atomic<uint64_t>* counter);
   bool BacklogFull() const;                             // backlog_mutex_ held
   bool ProtocolSaturated() const;
   void UpdateReadBlock(net::Connection& connection);    // backlog_mutex_ held

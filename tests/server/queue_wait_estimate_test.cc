@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <deque>
+#include <vector>
 
 #include "server/admission.h"
+#include "server/admission_ticket.h"
 
 namespace arenarpc::server {
 namespace {
@@ -52,21 +55,36 @@ TEST(AdmissionTest, ACallIsRefusedWhenItsQueueWaitWouldPassHalfItsDeadline) {
   Admission admission;
   admission.Configure(MaxConcurrency(), /*max_queued_requests=*/1024, /*min_auto_limit=*/1);
   Clock::time_point now{std::chrono::seconds(100)};
+  Admission::Verdict verdict;
+  auto admit = [&](milliseconds timeout) {
+    return AdmissionTicket::Admit(admission, timeout, &verdict);
+  };
   // 60 calls queued, draining one per 10 ms: a new call would wait ~600 ms.
+  std::deque<AdmissionTicket> backlog;
   for (int i = 0; i < 61; ++i) {
-    ASSERT_EQ(Admission::Verdict::kAdmitted, admission.TryAdmit(milliseconds(5000)));
-    admission.Queued();
+    backlog.push_back(admit(milliseconds(5000)));
+    ASSERT_EQ(Admission::Verdict::kAdmitted, verdict);
+    backlog.back().Queued();
   }
+  std::vector<AdmissionTicket> running;
   for (int i = 0; i < 20; ++i, now += milliseconds(10)) {
-    admission.Dequeued(now);
-    admission.Queued();  // one more arrives: the backlog stays at 60
-    ASSERT_EQ(Admission::Verdict::kAdmitted, admission.TryAdmit());
+    backlog.front().TakenByThread(now);
+    running.push_back(std::move(backlog.front()));
+    backlog.pop_front();
+    backlog.push_back(admit(milliseconds::zero()));  // one more arrives: the backlog stays at 60
+    ASSERT_EQ(Admission::Verdict::kAdmitted, verdict);
+    backlog.back().Queued();
   }
+  EXPECT_EQ(61, admission.queued());
   EXPECT_NEAR(600, std::chrono::duration_cast<milliseconds>(admission.predicted_wait()).count(),
               20);
-  EXPECT_EQ(Admission::Verdict::kWaitPastDeadline, admission.TryAdmit(milliseconds(1000)));
-  EXPECT_EQ(Admission::Verdict::kAdmitted, admission.TryAdmit(milliseconds(1300)));
-  EXPECT_EQ(Admission::Verdict::kAdmitted, admission.TryAdmit());  // no deadline: not bounded
+  EXPECT_FALSE(admit(milliseconds(1000)));
+  EXPECT_EQ(Admission::Verdict::kWaitPastDeadline, verdict);
+  EXPECT_TRUE(admit(milliseconds(1300)));
+  EXPECT_EQ(Admission::Verdict::kAdmitted, verdict);
+  EXPECT_TRUE(admit(milliseconds::zero()));  // no deadline: not bounded
+  EXPECT_EQ(Admission::Verdict::kAdmitted, verdict);
+  EXPECT_EQ(81, admission.in_flight());  // the two tickets just made were settled as they went
 }
 
 }  // namespace
