@@ -21,6 +21,7 @@
 #include "arenarpc/callback.h"       // NewCallback (brpc's controller.h brings it too)
 #include "arenarpc/closure_guard.h"
 #include "arenarpc/error_codes.h"
+#include "arenarpc/trace_context.h"
 
 namespace arenarpc {
 
@@ -85,11 +86,20 @@ class Controller : public google::protobuf::RpcController {
   void set_log_id(int64_t id) noexcept { log_id_ = id; }
   const std::string& request_id() const noexcept { return request_id_; }
   void set_request_id(std::string id) { request_id_ = std::move(id); }
-  int64_t trace_id() const noexcept { return trace_id_; }
-  int64_t span_id() const noexcept { return span_id_; }
-  int64_t parent_span_id() const noexcept { return parent_span_id_; }
+  // The call's trace context (trace_context.h). Server: what the client sent (baidu_std's
+  // RpcMeta fields, W3C traceparent/tracestate on HTTP and gRPC). Client: set it to send one; left
+  // unset, a call made while a handler runs takes a child of the handler's (CurrentTrace()).
+  const TraceContext& trace() const noexcept { return trace_; }
+  void set_trace(TraceContext trace) noexcept { trace_ = std::move(trace); }
+  // brpc's 64-bit view of the same: trace_id is the low half of a W3C trace-id.
+  int64_t trace_id() const noexcept { return static_cast<int64_t>(trace_.trace_id); }
+  int64_t span_id() const noexcept { return static_cast<int64_t>(trace_.span_id); }
+  int64_t parent_span_id() const noexcept { return static_cast<int64_t>(trace_.parent_span_id); }
   void set_trace(int64_t trace_id, int64_t span_id, int64_t parent_span_id) noexcept {
-    trace_id_ = trace_id, span_id_ = span_id, parent_span_id_ = parent_span_id;
+    trace_ = TraceContext();
+    trace_.trace_id = static_cast<uint64_t>(trace_id);
+    trace_.span_id = static_cast<uint64_t>(span_id);
+    trace_.parent_span_id = static_cast<uint64_t>(parent_span_id);
   }
   net::BufferChain& request_attachment() noexcept { return request_attachment_; }
   net::BufferChain& response_attachment() noexcept { return response_attachment_; }
@@ -153,7 +163,7 @@ class Controller : public google::protobuf::RpcController {
   std::string error_text_;
   int64_t log_id_ = 0;
   std::string request_id_;
-  int64_t trace_id_ = 0, span_id_ = 0, parent_span_id_ = 0;
+  TraceContext trace_;
   net::BufferChain request_attachment_, response_attachment_;
   std::map<std::string, std::string> request_user_fields_, response_user_fields_;
   CompressType request_compress_ = CompressType::kNone, response_compress_ = CompressType::kNone;

@@ -22,7 +22,7 @@ void Controller::Reset() {
   error_text_.clear();
   log_id_ = 0;
   request_id_.clear();
-  trace_id_ = span_id_ = parent_span_id_ = 0;
+  trace_ = TraceContext();
   request_attachment_.clear();
   response_attachment_.clear();
   request_user_fields_.clear();

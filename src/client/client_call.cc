@@ -14,6 +14,7 @@
 #include "client/client_connection.h"
 #include "client/connection_manager.h"
 #include "call/controller_access.h"
+#include "call/trace_propagation.h"
 #include "client/sub_channel.h"
 #include "stream/stream.h"
 
@@ -41,6 +42,7 @@ ClientCall::~ClientCall() = default;
 bool ClientCall::Prepare(const google::protobuf::Message& request, std::string credential) {
   int code = 0;
   std::string text;
+  internal::InheritTrace(*controller_);  // a call made from a handler continues its trace
   request_ = core_->protocol().Prepare(
       RequestSource{*method_, request, *controller_, std::move(credential)}, *core_, &code, &text);
   if (request_) return true;

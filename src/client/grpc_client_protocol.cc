@@ -9,6 +9,7 @@
 
 #include "arenarpc/channel.h"
 #include "arenarpc/error_codes.h"
+#include "call/trace_headers.h"
 #include "client/channel_core.h"
 #include "client/grpc_reply.h"
 #include "client/grpc_stream_call.h"
@@ -111,6 +112,7 @@ class Grpc final : public ClientProtocol {
       request->metadata.emplace_back(protocol::h2::kAuthorizationMetadata,
                                      std::move(source.credential));
     }
+    internal::AppendTraceHeaders(controller.trace(), &request->metadata);
     return request;
   }
 

@@ -11,6 +11,8 @@
 #include "arenarpc/channel.h"
 #include "arenarpc/error_codes.h"
 #include "call/controller_access.h"
+#include "call/trace_headers.h"
+#include "call/trace_propagation.h"
 #include "client/channel_core.h"
 #include "client/client_connection.h"
 #include "client/connection_manager.h"
@@ -90,6 +92,8 @@ int GrpcStreamCall::Open() {
                           controller_->request_user_fields().end());
   if (!credential.empty())
     request.metadata.emplace_back(protocol::h2::kAuthorizationMetadata, std::move(credential));
+  internal::InheritTrace(*controller_);  // a stream opened from a handler continues its trace
+  internal::AppendTraceHeaders(controller_->trace(), &request.metadata);
   const int64_t timeout_ms =
       controller_->timeout_ms() > 0 ? controller_->timeout_ms() : options.timeout_ms;
   if (timeout_ms > 0) {

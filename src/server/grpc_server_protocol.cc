@@ -11,6 +11,7 @@
 
 #include "arenarpc/error_codes.h"
 #include "arenarpc/grpc_stream.h"
+#include "call/trace_headers.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
 #include "server/cancel_state.h"
@@ -209,6 +210,9 @@ void GrpcServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& c
   protocol::h2::GrpcRequest& request = request_;
   Controller& controller = call.controller();
   controller.set_request_compress_type(static_cast<CompressType>(request_compress_type_));
+  internal::TraceHeaderReader trace;
+  for (const auto& [name, value] : request.metadata) trace.Offer(name, value);
+  if (TraceContext context = trace.Take(); context.valid()) controller.set_trace(std::move(context));
   for (auto& [name, value] : request.metadata) {
     controller.request_user_fields().emplace(std::move(name), std::move(value));
   }

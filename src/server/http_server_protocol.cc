@@ -4,6 +4,7 @@
 
 #include "arenarpc/error_codes.h"
 #include "builtin/builtin_service.h"
+#include "call/trace_headers.h"
 #include "protocol/compression.h"
 #include "protocol/http/json_message.h"
 #include "protocol/meta_builder.h"
@@ -318,6 +319,9 @@ void HttpServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& c
     std::from_chars(log_id->data(), log_id->data() + log_id->size(), id);
     controller.set_log_id(id);
   }
+  internal::TraceHeaderReader trace;
+  for (const auto& [name, value] : request_.headers) trace.Offer(name, value);
+  if (TraceContext context = trace.Take(); context.valid()) controller.set_trace(std::move(context));
   payload->request_size = request_.body.size();
   payload->bytes.Append(request_.body);
   request_ = protocol::HttpRequest();

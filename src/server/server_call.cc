@@ -14,6 +14,7 @@
 #include "arenarpc/error_codes.h"
 #include "call/controller_access.h"
 #include "call/interceptor_chain.h"
+#include "call/trace_propagation.h"
 #include "protocol/payload_bytes.h"
 #include "util/sampling.h"
 
@@ -217,6 +218,8 @@ void ServerCall::RunHandler(void* arg) {
   ServerCall* done = start->call->release();
   MethodEntry* method = done->method_;
   method->CountStarted();
+  // The handler's outgoing calls continue its trace (trace_context.h).
+  if (done->controller_.trace().valid()) internal::SetHandlerTrace(done->controller_.trace());
   if (!done->state_->config.options.interceptors.empty() && !done->Intercept()) return;
   // `done` is owned by the handler until done->Run(), which may come from this fiber.
   method->service->CallMethod(method->descriptor, &done->controller_, done->pair_.request(),

@@ -15,33 +15,12 @@
 
 #include "arenarpc/fiber.h"
 #include "fiber/scheduler.h"
+#include "fiber_runtime.h"
 
 namespace arenarpc::fiber {
 namespace {
 
 using namespace std::chrono_literals;
-
-// An io_context run by `threads` threads and a Scheduler on it.
-class Runtime {
- public:
-  explicit Runtime(int threads, Scheduler::Options options = {})
-      : work_(io_.get_executor()), scheduler_(io_.get_executor(), options) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
-  }
-  ~Runtime() {
-    scheduler_.WaitIdle();
-    work_.reset();
-    for (auto& thread : threads_) thread.join();
-  }
-  bool Spawn(std::function<void()> body) { return scheduler_.Spawn(std::move(body)); }
-  Scheduler& scheduler() { return scheduler_; }
-
- private:
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  Scheduler scheduler_;
-  std::vector<std::thread> threads_;
-};
 
 TEST(FiberTest, RunsBodiesOnFibersAndCountsThemLive) {
   Runtime runtime(2);
