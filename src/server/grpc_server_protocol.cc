@@ -13,6 +13,7 @@
 #include "arenarpc/grpc_stream.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
+#include "server/capture_seam.h"
 #include "server/cancel_state.h"
 #include "server/server_call.h"
 #include "server/server_connection.h"
@@ -207,6 +208,7 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
 void GrpcServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& call,
                                   RequestPayload* payload) {
   protocol::h2::GrpcRequest& request = request_;
+  CaptureGrpc(state_.capture.get(), request, request_compress_type_, call.method());
   Controller& controller = call.controller();
   controller.set_request_compress_type(static_cast<CompressType>(request_compress_type_));
   for (auto& [name, value] : request.metadata) {
