@@ -105,6 +105,13 @@ struct ServerStats {
   uint64_t tls_failures = 0;             // TLS connections closed by a failed handshake or record
   uint64_t tls_refused = 0;              // clear-text connections closed under tls.require_tls
   uint64_t rejected_auth = 0;            // ERPCAUTH: ServerOptions::auth refused the credential
+  // ServerOptions::capture (docs/capture.md); all 0 while it is off.
+  uint64_t capture_sampled = 0;          // requests sampled
+  uint64_t capture_written = 0;          // ... written to a dump file
+  uint64_t capture_dropped = 0;          // ... dropped: the writer's queue was full
+  uint64_t capture_write_errors = 0;     // ... lost to a failed open or write
+  uint64_t capture_files_opened = 0;
+  uint64_t capture_queued_bytes = 0;     // waiting for the writer now
 };
 
 }  // namespace arenarpc

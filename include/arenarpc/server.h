@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "arenarpc/authenticator.h"
+#include "arenarpc/capture_options.h"
 #include "arenarpc/controller.h"
 #include "arenarpc/interceptor.h"
 #include "arenarpc/max_concurrency.h"
@@ -187,6 +188,11 @@ struct ServerOptions {
   // --- interceptors (docs/interceptors.md): run in this order on every call (baidu_std, HTTP,
   // gRPC) after its request was parsed and before its handler; the first refusal answers the call.
   std::vector<std::shared_ptr<const ServerInterceptor>> interceptors;
+
+  // --- capture (docs/capture.md): samples requests of every protocol (baidu_std, HTTP, gRPC
+  // unary) into rotating dump files that arenarpc_press --replay plays. Off unless
+  // capture.directory is set, here or by the ARENARPC_CAPTURE environment variable at Start().
+  CaptureOptions capture;
 };
 
 class Server {

@@ -8,6 +8,7 @@
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
+#include "server/capture_seam.h"
 #include "server/error_reply.h"
 #include "server/server_call.h"
 #include "server/server_connection.h"
@@ -24,6 +25,7 @@ BaiduStdServerProtocol::BaiduStdServerProtocol(const ServerState& state)
       decoder_(state.config.options.max_body_size),
       stream_decoder_(state.config.options.max_body_size),
       fibers_(&state.runtime->fibers()),
+      capture_(state.capture.get()),
       stream_limits_{
           static_cast<size_t>(std::max(0, state.config.options.max_streams_per_connection)),
           state.config.options.max_stream_unconsumed_bytes,
@@ -69,6 +71,7 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(net::Connection& connection,
 
 void BaiduStdServerProtocol::Admitted(net::Connection& connection, ServerCall& call,
                                       RequestPayload* payload) {
+  CaptureBaiduStd(capture_, frame_.meta, frame_.payload, frame_.attachment);
   const protocol::RpcRequestMeta& request_meta = frame_.meta.request();
   Controller& controller = call.controller();
   controller.set_log_id(request_meta.log_id());

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "capture/request_capture.h"
 #include "fiber/scheduler.h"
 #include "protocol/frame_codec.h"
 #include "protocol/stream_frame.h"
@@ -51,6 +52,7 @@ class BaiduStdServerProtocol final : public ServerProtocol {
   protocol::StreamFrameDecoder stream_decoder_;  // Next() only
   bool stream_error_ = false;
   fiber::Scheduler* const fibers_;
+  capture::RequestCapture* const capture_;  // ServerOptions::capture; nullptr = off
   const stream::StreamHost::Limits stream_limits_;
   std::mutex streams_mutex_;
   bool closed_ = false;

@@ -14,6 +14,7 @@
 #include "call/trace_headers.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
+#include "server/capture_seam.h"
 #include "server/cancel_state.h"
 #include "server/server_call.h"
 #include "server/server_connection.h"
@@ -208,6 +209,7 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
 void GrpcServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& call,
                                   RequestPayload* payload) {
   protocol::h2::GrpcRequest& request = request_;
+  CaptureGrpc(state_.capture.get(), request, request_compress_type_, call.method());
   Controller& controller = call.controller();
   controller.set_request_compress_type(static_cast<CompressType>(request_compress_type_));
   internal::TraceHeaderReader trace;

@@ -10,6 +10,7 @@
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
+#include "server/capture_seam.h"
 #include "server/server_call.h"
 #include "server/server_connection.h"
 
@@ -313,6 +314,7 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
 
 void HttpServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& call,
                                   RequestPayload* payload) {
+  CaptureHttp(state_.capture.get(), request_, call.method());
   Controller& controller = call.controller();
   if (const std::string* log_id = request_.Header("x-bd-log-id")) {
     uint64_t id = 0;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdint>
 #include <stdexcept>
 #include <thread>
@@ -15,6 +16,7 @@
 
 #include "arenarpc/grpc_stream.h"
 #include "builtin/builtin_services.h"
+#include "capture/capture_settings.h"
 #include "server/grpc_builtin_services.h"
 #include "cluster/server_registration.h"
 #include "net/endpoint.h"
@@ -336,6 +338,19 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   ServerState& state = *impl.state;
   if (state.config.registry.methods().empty()) return impl.Fail("Start: no service was added");
   if (impl.ValidateOptions(options) != 0) return -1;
+  // ServerOptions::capture, else the ARENARPC_CAPTURE environment variable (docs/capture.md).
+  CaptureOptions capture_options = options.capture;
+  if (capture_options.directory.empty()) {
+    const char* setting = std::getenv(capture::kCaptureEnvironmentVariable);
+    if (setting != nullptr && *setting != '\0') {
+      if (std::string error = capture::ParseCaptureSetting(setting, &capture_options);
+          !error.empty()) {
+        return impl.Fail("Start: " + error);
+      }
+    }
+  } else if (std::string error = capture::ValidateCaptureOptions(capture_options); !error.empty()) {
+    return impl.Fail("Start: " + error);
+  }
   asio::ip::tcp::endpoint endpoint;
   std::string endpoint_error;
   if (!net::ParseEndpoint(address, &endpoint, &endpoint_error)) {
@@ -345,6 +360,7 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   state.config.tls = server::MakeServerTlsContext(options.tls, &tls_error);
   if (!tls_error.empty()) return impl.Fail("Start: " + tls_error);
   state.config.options = options;
+  state.config.options.capture = capture_options;
   state.message_memory.set_limit(options.max_inflight_message_memory);
   AddGrpcBuiltinServices(options, &state.config.registry, state.health);
   if (impl.BindMethods(options) != 0) return -1;
@@ -385,6 +401,9 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   startup.Commit();
   impl.port = runtime->port();
   impl.internal_port = runtime->internal_port();
+  if (!capture_options.directory.empty()) {
+    state.capture = std::make_unique<capture::RequestCapture>(capture_options);
+  }
   state.runtime = std::move(runtime);
   state.runtime->StartAccepting();
   impl.phase = Impl::Phase::kRunning;
@@ -530,6 +549,10 @@ ServerStats Server::GetServerStats() const { return server::SnapshotServer(*impl
 
 std::shared_ptr<const stats::ServerView> internal::ServerAccess::View(const Server& server) {
   return server::MakeServerView(server.impl_->state);
+}
+
+capture::RequestCapture* internal::ServerAccess::Capture(const Server& server) {
+  return server.impl_->state->capture.get();
 }
 
 std::vector<std::string> Server::ListMethods() const {

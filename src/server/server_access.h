@@ -8,11 +8,16 @@
 namespace arenarpc::stats {
 class ServerView;
 }
+namespace arenarpc::capture {
+class RequestCapture;
+}
 
 namespace arenarpc::internal {
 
 struct ServerAccess {
   static std::shared_ptr<const stats::ServerView> View(const Server& server);
+  // ServerOptions::capture of a started server; nullptr when off.
+  static capture::RequestCapture* Capture(const Server& server);
 };
 
 }  // namespace arenarpc::internal

@@ -117,6 +117,15 @@ ServerStats SnapshotServer(ServerState& state) {
   stats.in_flight = state.admission.in_flight();
   stats.connections_open = state.connections.size();
   stats.unwritten_held_bytes = state.connections.UnwrittenHeldBytes();
+  if (state.capture) {
+    const capture::CaptureCounters capture = state.capture->writer().counters();
+    stats.capture_sampled = capture.sampled;
+    stats.capture_written = capture.written;
+    stats.capture_dropped = capture.dropped;
+    stats.capture_write_errors = capture.write_errors;
+    stats.capture_files_opened = capture.files_opened;
+    stats.capture_queued_bytes = capture.queued_bytes;
+  }
   return stats;
 }
 

@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "capture/request_capture.h"
 #include "server/serving_status_table.h"
 #include "memory/message_memory_budget.h"
 #include "server/admission.h"
@@ -29,6 +30,9 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   // grpc.health.v1.Health's statuses (Server::SetServingStatus; NOT_SERVING once Stop() begins).
   std::shared_ptr<ServingStatusTable> health =
       std::make_shared<ServingStatusTable>();
+  // ServerOptions::capture (or ARENARPC_CAPTURE); null = off. Set by Start() before the first
+  // connection, kept until the state goes (its destructor writes what is queued).
+  std::unique_ptr<capture::RequestCapture> capture;
 };
 
 }  // namespace arenarpc::server

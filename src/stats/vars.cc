@@ -110,6 +110,12 @@ void VarList::AddServer(const ServerStats& s) {
   Add("rpc_server_in_flight", s.in_flight);
   Add("rpc_server_queued", s.queued);
   Add("rpc_server_concurrency_limit", static_cast<int64_t>(s.concurrency_limit));
+  Add("rpc_server_capture_sampled", s.capture_sampled);
+  Add("rpc_server_capture_written", s.capture_written);
+  Add("rpc_server_capture_dropped", s.capture_dropped);
+  Add("rpc_server_capture_write_errors", s.capture_write_errors);
+  Add("rpc_server_capture_files_opened", s.capture_files_opened);
+  Add("rpc_server_capture_queued_bytes", s.capture_queued_bytes);
 }
 
 void VarList::AddProcess(const ProcessStats& p) {

@@ -1,5 +1,5 @@
 // HTTP+JSON transport of arenarpc_press ("--protocol http"): POST /pkg.Service/Method with the
-// request's JSON, HTTP/1.1 keep-alive over --connections connections of its own (Asio), calls
+// request's JSON (--replay: the recorded request as it is), HTTP/1.1 keep-alive over --connections connections of its own (Asio), calls
 // pipelined on each connection (written back to back, answers matched in order). A non-2xx reply
 // is a failed call with the code of its x-bd-error-code header (else kHttpStatusBase - status)
 // and the text of x-bd-error-message.
@@ -24,6 +24,7 @@
 #include "press/host_port.h"
 #include "press/http_response_parser.h"
 #include "press/press_result.h"
+#include "press/replay_set.h"
 #include "press/transport.h"
 
 namespace arenarpc::press {
@@ -230,9 +231,13 @@ void Connection::WriteMore() {
   writing_calls_.clear();
   for (auto& call : unsent_) {
     if (call->finished) continue;  // timed out before it could be written: not sent at all
-    write_buffers_.push_back(asio::buffer(transport_.head()));
-    write_buffers_.push_back(asio::buffer(call->length_line));
-    write_buffers_.push_back(asio::buffer(call->request->json));
+    if (const ReplayCall* replay = call->request->replay) {
+      write_buffers_.push_back(asio::buffer(replay->raw_http));  // --replay: as captured
+    } else {
+      write_buffers_.push_back(asio::buffer(transport_.head()));
+      write_buffers_.push_back(asio::buffer(call->length_line));
+      write_buffers_.push_back(asio::buffer(call->request->json));
+    }
     awaiting_.push_back(call);
     writing_calls_.push_back(std::move(call));
   }

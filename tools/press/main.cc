@@ -14,6 +14,8 @@
 #include "press/json_requests.h"
 #include "press/load_driver.h"
 #include "press/press_options.h"
+#include "press/replay_set.h"
+#include "press/replay_transport.h"
 #include "press/request_source.h"
 #include "press/server_vars_probe.h"
 #include "press/transport.h"
@@ -107,6 +109,12 @@ DEFINE_string(input, "", "Requests in JSON: one object per line, one object, or 
               "cycled in order");
 DEFINE_bool(check_response, false, "--method: parse each response into the output type; one that "
             "does not parse or has undeclared fields counts as RESPONSE_MISMATCH");
+DEFINE_string(replay, "", "Play dump files (docs/capture.md): a directory of requests.* files, or "
+              "files, ','-separated; each record over the protocol it was captured on");
+DEFINE_string(replay_protocol, "", "--replay: send every record over this protocol instead "
+              "(baidu_std | http | grpc)");
+DEFINE_bool(replay_check, false, "--replay: a first pass sends each record once and keeps its "
+            "reply; the load then counts replies that differ from it, by method");
 DEFINE_bool(server_vars, true, "Read the server's /vars over HTTP before and after the window and "
             "report its own view (skipped with a note when the server does not answer HTTP)");
 
@@ -171,7 +179,40 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "arenarpc_press: %s\n", error.c_str());
     return 2;
   }
-  auto transport = arenarpc::press::MakeTransport(options.protocol);
+  // --replay: the dump's records, each over its own protocol (or --replay_protocol).
+  std::unique_ptr<press::ReplaySet> replay;
+  press::ReplayDifferences replay_differences;
+  if (!FLAGS_replay.empty()) {
+    if (!options.method.empty()) {
+      std::fprintf(stderr, "arenarpc_press: --replay and --method exclude each other\n");
+      return 2;
+    }
+    press::ReplayProtocol forced{};
+    if (!FLAGS_replay_protocol.empty() &&
+        !press::ParseReplayProtocol(FLAGS_replay_protocol, &forced)) {
+      std::fprintf(stderr, "arenarpc_press: --replay_protocol '%s' is not baidu_std, http or grpc\n",
+                   FLAGS_replay_protocol.c_str());
+      return 2;
+    }
+    std::vector<std::string> sources;
+    for (size_t start = 0; start <= FLAGS_replay.size();) {
+      const size_t comma = std::min(FLAGS_replay.find(',', start), FLAGS_replay.size());
+      if (comma > start) sources.push_back(FLAGS_replay.substr(start, comma - start));
+      start = comma + 1;
+    }
+    replay = std::make_unique<press::ReplaySet>();
+    std::string error;
+    if (!replay->Load(sources, FLAGS_replay_protocol.empty() ? nullptr : &forced, std::cerr,
+                      &error)) {
+      std::fprintf(stderr, "arenarpc_press: %s\n", error.c_str());
+      return 2;
+    }
+  } else if (FLAGS_replay_check || !FLAGS_replay_protocol.empty()) {
+    std::fprintf(stderr, "arenarpc_press: --replay_check and --replay_protocol need --replay\n");
+    return 2;
+  }
+  auto transport = replay ? press::MakeReplayTransport(*replay)
+                          : arenarpc::press::MakeTransport(options.protocol);
   if (!transport) {
     std::string known;
     for (const auto& name : arenarpc::press::TransportNames()) known += " " + name;
@@ -231,21 +272,33 @@ int main(int argc, char** argv) {
                  options.payload_mix.empty() ? std::to_string(options.payload_scale).c_str()
                                              : options.payload_mix.c_str());
   }
+  if (replay && FLAGS_replay_check) {
+    const uint64_t failed = press::RecordFirstReplies(
+        *transport, *replay, options.concurrency > 0 ? options.concurrency : 16);
+    std::fprintf(stderr, "[replay] first pass: %zu records sent, %llu failed\n",
+                 replay->requests().size(), static_cast<unsigned long long>(failed));
+  }
+  if (replay) user_requests = replay->requests();
   const size_t distinct_requests = user_requests.size();
   std::unique_ptr<press::RequestSource> requests =
-      user_method ? std::make_unique<press::RequestSource>(std::move(user_requests))
+      (user_method || replay) ? std::make_unique<press::RequestSource>(std::move(user_requests))
                   : std::make_unique<press::RequestSource>(EchoMix(options), options.ring,
                                                            options.seed,
                                                            options.protocol == "http");
   press::LoadDriver driver(options, *transport, *requests);
-  if (user_method) {
+  if (replay) {
+    driver.SetResponseCheck(FLAGS_replay_check ? press::ResponseCheck::Replay(replay_differences)
+                                               : press::ResponseCheck::None());
+  } else if (user_method) {
     driver.SetResponseCheck(options.check_response
                                 ? press::ResponseCheck::OutputType(user_method->output_prototype())
                                 : press::ResponseCheck::None());
   }
   std::optional<press::ServerVarsProbe> vars;
   if (options.server_vars) {
-    vars.emplace(options.server, user_method ? user_method->method().full_name() : echo_method);
+    vars.emplace(options.server, replay        ? replay->calls().front().method_name
+                                 : user_method ? user_method->method().full_name()
+                                               : echo_method);
     driver.SetWindowHooks([&] { vars->AtWindowStart(); },
                           [&](press::PressResult& result) { vars->AtWindowEnd(result); });
   }
@@ -255,6 +308,25 @@ int main(int argc, char** argv) {
   std::cout << (FLAGS_json ? arenarpc::press::FormatJson(result)
                            : arenarpc::press::FormatText(result))
             << std::flush;
+  if (replay) {
+    // After the report (the JSON document stays one object): what was replayed and, with
+    // --replay_check, the replies that differed from the first pass's, by method.
+    std::cerr << "[replay] records: " << replay->requests().size() << " (";
+    const char* separator = "";
+    for (const auto& [protocol, count] : replay->by_protocol()) {
+      std::cerr << separator << protocol << " " << count;
+      separator = ", ";
+    }
+    std::cerr << "); damaged stretches skipped: " << replay->damaged_stretches() << "\n";
+    if (FLAGS_replay_check) {
+      uint64_t total = 0;
+      for (const auto& [method, count] : replay_differences.by_method()) {
+        std::cerr << "[replay] differences " << method << ": " << count << "\n";
+        total += count;
+      }
+      std::cerr << "[replay] differences total: " << total << "\n";
+    }
+  }
   // Exit status: 0 if at least one call succeeded in the window, 1 if none did.
   return result.calls_ok > 0 ? 0 : 1;
 }

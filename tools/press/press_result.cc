@@ -98,6 +98,7 @@ std::string ErrorCodeLabel(int code) {
   if (code == kEchoMismatch) return "ECHO_MISMATCH";
   if (code == kSkippedInflight) return "SKIPPED_MAX_INFLIGHT";
   if (code == kResponseMismatch) return "RESPONSE_MISMATCH";
+  if (code == kReplayMismatch) return "REPLAY_MISMATCH";
   if (code < kHttpStatusBase && code > kHttpStatusBase - 1000) {
     return "HTTP " + std::to_string(kHttpStatusBase - code);
   }

@@ -16,6 +16,7 @@ namespace arenarpc::press {
 inline constexpr int kEchoMismatch = -1001;    // response payload differs from the request's
 inline constexpr int kSkippedInflight = -1002; // open loop: --max_inflight calls already pending
 inline constexpr int kResponseMismatch = -1003; // --check_response: not a valid output-type message
+inline constexpr int kReplayMismatch = -1004;   // --replay_check: not the first pass's reply
 // HTTP+JSON: a non-2xx reply without an x-bd-error-code header is counted as kHttpStatusBase - status.
 inline constexpr int kHttpStatusBase = -2000;
 

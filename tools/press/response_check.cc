@@ -8,6 +8,7 @@
 
 #include "echo/echo_payload.pb.h"
 #include "press/press_result.h"
+#include "press/replay_set.h"
 
 namespace arenarpc::press {
 namespace {
@@ -54,8 +55,27 @@ int ResponseCheck::Check(const PressRequest& request, const CallResult& call,
     case Kind::kNone: return 0;
     case Kind::kEcho: return CheckEcho(request, call, text);
     case Kind::kOutputType: return CheckOutputType(call, text);
+    case Kind::kReplay: return CheckReplay(request, call, text);
   }
   return 0;
+}
+
+std::string ReplyBytes(const CallResult& result) {
+  if (result.error_code != 0) return "error " + std::to_string(result.error_code);
+  if (result.response_message != nullptr) return result.response_message->SerializeAsString();
+  if (result.json_body) return std::string(result.response_json);
+  return std::string(result.response_payload);
+}
+
+int ResponseCheck::CheckReplay(const PressRequest& request, const CallResult& call,
+                               std::string* text) const {
+  const ReplayCall* replay = request.replay;
+  if (replay == nullptr || !replay->has_first_reply) return 0;
+  if (ReplyBytes(call) == replay->first_reply) return 0;
+  differences_->Count(replay->method_name);
+  *text = "press: the reply to a record of " + replay->method_name +
+          " differs from the first pass's";
+  return kReplayMismatch;
 }
 
 int ResponseCheck::CheckEcho(const PressRequest& request, const CallResult& call,
