@@ -103,7 +103,9 @@ TEST_P(OverloadTest, FixedMaxConcurrencyRejectsTheExcessAtOnce) {
   const size_t rss_before = ResidentBytes();
   const Outcome outcome = Offer(kOfferedRate, kDuration, kBlockMs);
   ExpectServedOrRejected(outcome);
-  if (kResidentSizeIsMeaningful) EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
+  if (kResidentSizeIsMeaningful) {
+    EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
+  }
   EXPECT_GT(server_->GetServerStats().rejected_limit, 0u);
 }
 
@@ -115,7 +117,9 @@ TEST_P(OverloadTest, AutoMaxConcurrencyFindsASmallLimitAndRejectsTheExcess) {
   const size_t rss_before = ResidentBytes();
   const Outcome outcome = Offer(kOfferedRate, kDuration, kBlockMs);
   ExpectServedOrRejected(outcome);
-  if (kResidentSizeIsMeaningful) EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
+  if (kResidentSizeIsMeaningful) {
+    EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
+  }
   // One thread: a call admitted beyond the one running only waits (a probe may add one).
   const ServerStats stats = server_->GetServerStats();
   EXPECT_GE(stats.concurrency_limit, 1);

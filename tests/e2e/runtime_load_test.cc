@@ -59,7 +59,9 @@ TEST_P(RuntimeLoadTest, NeverReadingClientIsHeldToMaxUnwrittenBytes) {
   // reading paused — EOVERCROWDED ones for these tiny requests, ~1.4x their bytes, of at most one
   // wakeup's reads (2 MiB).
   EXPECT_LE(stats.unwritten_held_bytes, options.max_unwritten_bytes + (4u << 20));
-  if (kResidentSizeIsMeaningful) EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
+  if (kResidentSizeIsMeaningful) {
+    EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
+  }
 
   good->Stop();
   EXPECT_EQ(0, good->failures()) << good->last_error();

@@ -229,7 +229,9 @@ class StreamService : public TestService {
     last_id = id;
     if (what == "fail") cntl->SetFailed(EINVAL, "handler failed");
     if (what == "echo" || what == "early") server_side.echo = true;
-    if (what == "early") EXPECT_EQ(0, StreamWrite(id, Message("before the reply")));
+    if (what == "early") {
+      EXPECT_EQ(0, StreamWrite(id, Message("before the reply")));
+    }
     if (what == "pending-close") {
       for (const char* text : {"a", "b", "c"}) EXPECT_EQ(0, StreamWrite(id, Message(text)));
       EXPECT_EQ(0, StreamClose(id));
