@@ -37,12 +37,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "arenarpc/authenticator.h"
 #include "arenarpc/cluster/retry_policy.h"
 #include "arenarpc/controller.h"
 #include "arenarpc/interceptor.h"
+#include "arenarpc/named_enum.h"
 #include "arenarpc/tls_version.h"
 
 namespace arenarpc {
@@ -73,6 +75,34 @@ struct ChannelTlsOptions {
   std::string ciphersuites;  // TLS 1.3 suites; empty = OpenSSL's default
 };
 
+// ChannelOptions::connection_type.
+enum class ConnectionType {
+  kSingle,  // one connection shared by all calls, any number in flight, matched by correlation id
+  kPooled,  // at most one call per connection; idle connections wait in a pool
+  kShort,   // one connection per call
+};
+template <>
+struct EnumNames<ConnectionType> {
+  static constexpr std::pair<std::string_view, ConnectionType> kNames[] = {
+      {"single", ConnectionType::kSingle},
+      {"pooled", ConnectionType::kPooled},
+      {"short", ConnectionType::kShort}};
+};
+
+// ChannelOptions::protocol.
+enum class ChannelProtocol {
+  kBaiduStd,  // "baidu_std" (or empty)
+  kGrpc,      // "grpc", or brpc's "h2:grpc"
+};
+template <>
+struct EnumNames<ChannelProtocol> {
+  static constexpr std::pair<std::string_view, ChannelProtocol> kNames[] = {
+      {"baidu_std", ChannelProtocol::kBaiduStd},
+      {"", ChannelProtocol::kBaiduStd},
+      {"grpc", ChannelProtocol::kGrpc},
+      {"h2:grpc", ChannelProtocol::kGrpc}};
+};
+
 struct ChannelOptions {
   // Deadline of the whole call including retries; -1 = none. A Controller may override it.
   int64_t timeout_ms = 500;
@@ -80,10 +110,9 @@ struct ChannelOptions {
   int64_t connect_timeout_ms = 200;
   // Extra attempts after a connection failure that happened before the request was sent.
   int max_retry = 3;
-  // "single": one connection shared by all calls, any number in flight, matched by correlation id.
-  // "pooled": at most one call per connection; idle connections wait in a pool.
-  // "short":  one connection per call.
-  std::string connection_type = "single";
+  // ConnectionType::kSingle ("single"), kPooled ("pooled") or kShort ("short"): above. brpc's
+  // string spellings can be assigned.
+  NamedEnum<ConnectionType> connection_type = ConnectionType::kSingle;
   // Largest reply body accepted (spec §1.1); a larger one closes the connection.
   size_t max_body_size = 64u << 20;
   // Runtime threads: they do the I/O.
@@ -98,10 +127,10 @@ struct ChannelOptions {
   // Send the remaining budget in RpcRequestMeta.timeout_ms (brpc's
   // -baidu_std_protocol_deliver_timeout_ms flag; off by default there too).
   bool deliver_timeout = false;
-  // "baidu_std" (or empty), or "grpc" / "h2:grpc" (brpc's name): unary calls as gRPC over
-  // HTTP/2 (cleartext), many at once on one connection, and streaming calls through
+  // ChannelProtocol::kBaiduStd ("baidu_std", or empty), or kGrpc ("grpc" / brpc's "h2:grpc"):
+  // unary calls as gRPC over HTTP/2, many at once on one connection, and streaming calls through
   // GrpcClientStream (arenarpc/grpc_client_stream.h; docs/grpc.md).
-  std::string protocol = "baidu_std";
+  NamedEnum<ChannelProtocol> protocol = ChannelProtocol::kBaiduStd;
   // --- protocol "grpc" only. A connection holds at most max_body_size (response budget) +
   // max_body_size (the oldest response) + grpc_max_concurrent_streams x (grpc_stream_window +
   // grpc_max_header_list_bytes) of responses (docs/grpc.md).

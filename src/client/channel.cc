@@ -33,9 +33,8 @@ std::string ValidateOptions(const ChannelOptions& o) {
   if (std::ranges::find(o.interceptors, nullptr) != o.interceptors.end()) {
     return "interceptors holds a null interceptor";
   }
-  if (o.connection_type != "single" && o.connection_type != "pooled" &&
-      o.connection_type != "short") {
-    return "connection_type=\"" + o.connection_type +
+  if (!o.connection_type.valid()) {
+    return "connection_type=\"" + std::string(o.connection_type.name()) +
            "\" is unknown (expected \"single\", \"pooled\" or \"short\")";
   }
   if (o.max_body_size == 0 || o.max_body_size > 0xFFFFFFFFu) {
@@ -48,11 +47,11 @@ std::string ValidateOptions(const ChannelOptions& o) {
     return "callback_threads=" + std::to_string(o.callback_threads) +
            " must be in [0, 256] (0 = run done on the I/O thread)";
   }
-  if (!o.protocol.empty() && o.protocol != "baidu_std" && !client::IsGrpcProtocol(o.protocol)) {
-    return "protocol=\"" + o.protocol +
+  if (!o.protocol.valid()) {
+    return "protocol=\"" + std::string(o.protocol.name()) +
            "\" is not supported (\"baidu_std\", \"grpc\" or \"h2:grpc\")";
   }
-  if (client::IsGrpcProtocol(o.protocol)) {
+  if (o.protocol == ChannelProtocol::kGrpc) {
     if (o.grpc_max_concurrent_streams < 1 || o.grpc_stream_window < 1 ||
         o.grpc_stream_window > 0x7fffffffu || o.grpc_max_header_list_bytes < 1) {
       return "grpc_max_concurrent_streams, grpc_stream_window (<= 2^31-1) and "

@@ -34,7 +34,7 @@ ChannelStats ChannelCounters::Snapshot() const noexcept {
 ChannelCore::ChannelCore(const ChannelOptions& options, std::string remote_side)
     : options_(options),
       remote_side_(std::move(remote_side)),
-      grpc_(IsGrpcProtocol(options.protocol)),
+      grpc_(options.protocol == ChannelProtocol::kGrpc),
       protocol_(grpc_ ? GrpcClientProtocol() : BaiduStdClientProtocol()),
       callbacks_(options.callback_threads > 0
                      ? std::make_unique<net::EventLoopGroup>(options.callback_threads, "arpc-done")

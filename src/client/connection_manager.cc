@@ -7,20 +7,10 @@
 
 namespace arenarpc::client {
 
-std::unique_ptr<ConnectionManager> ConnectionManager::Create(std::string_view connection_type,
+std::unique_ptr<ConnectionManager> ConnectionManager::Create(ConnectionType connection_type,
                                                              ChannelCore* core,
                                                              SubChannel* sub) {
-  Kind kind;
-  if (connection_type == "single") {
-    kind = Kind::kSingle;
-  } else if (connection_type == "pooled") {
-    kind = Kind::kPooled;
-  } else if (connection_type == "short") {
-    kind = Kind::kShort;
-  } else {
-    return nullptr;
-  }
-  return std::unique_ptr<ConnectionManager>(new ConnectionManager(kind, core, sub));
+  return std::unique_ptr<ConnectionManager>(new ConnectionManager(connection_type, core, sub));
 }
 
 ConnectionManager::~ConnectionManager() = default;

@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "arenarpc/channel.h"
+
 namespace arenarpc::client {
 
 class ChannelCore;
@@ -20,10 +22,9 @@ class SubChannel;
 
 class ConnectionManager {
  public:
-  enum class Kind { kSingle, kPooled, kShort };
-  // nullptr for an unknown name.
+  using Kind = ConnectionType;
   // Connections of the server `sub` (which owns the manager).
-  static std::unique_ptr<ConnectionManager> Create(std::string_view connection_type,
+  static std::unique_ptr<ConnectionManager> Create(ConnectionType connection_type,
                                                    ChannelCore* core, SubChannel* sub);
   ~ConnectionManager();
 

@@ -17,10 +17,6 @@ inline std::string CheckTimeoutMs(std::string_view name, int64_t ms,
 }
 
 // ChannelOptions::protocol names gRPC ("grpc", or brpc's "h2:grpc").
-inline bool IsGrpcProtocol(std::string_view protocol) {
-  return protocol == "grpc" || protocol == "h2:grpc";
-}
-
 inline std::string CheckMaxRetry(int max_retry) {
   if (max_retry >= 0) return {};
   return "max_retry=" + std::to_string(max_retry) + " must be >= 0";

@@ -33,7 +33,7 @@ SubChannel::SubChannel(ChannelCore* core, cluster::ServerNode node, bool health_
       core_(core),
       remote_side_(net::EndpointToString(endpoint())),
       health_checked_(health_checked),
-      connections_(ConnectionManager::Create(core->options().connection_type, core, this)) {}
+      connections_(ConnectionManager::Create(core->options().connection_type.value(), core, this)) {}
 
 SubChannel::~SubChannel() = default;
 

@@ -43,6 +43,33 @@ TEST(ChannelInit, RejectsInvalidOptionsWithAReason) {
   expect_rejected(o, "max_body_size=0");
 }
 
+TEST(ChannelOptionsTest, ClosedSetsTakeTheirEnumOrBrpcsSpelling) {
+  ChannelOptions o;
+  EXPECT_TRUE(o.connection_type == ConnectionType::kSingle);
+  EXPECT_TRUE(o.protocol == ChannelProtocol::kBaiduStd);
+  o.connection_type = "pooled";
+  EXPECT_TRUE(o.connection_type == ConnectionType::kPooled);
+  o.connection_type = std::string("short");
+  EXPECT_EQ("short", o.connection_type.name());
+  o.connection_type = ConnectionType::kSingle;
+  EXPECT_EQ("single", o.connection_type.name());
+  for (const char* grpc : {"grpc", "h2:grpc"}) {
+    o.protocol = grpc;
+    EXPECT_TRUE(o.protocol == ChannelProtocol::kGrpc) << grpc;
+    EXPECT_EQ("grpc", o.protocol.name());  // the canonical spelling
+  }
+  o.protocol = "";
+  EXPECT_TRUE(o.protocol == ChannelProtocol::kBaiduStd);
+  o.protocol = "http";
+  EXPECT_FALSE(o.protocol.valid());
+  EXPECT_FALSE(o.protocol == ChannelProtocol::kBaiduStd);
+  EXPECT_EQ("http", o.protocol.name());
+  Channel channel;
+  EXPECT_EQ(-1, channel.Init("127.0.0.1:8000", &o));
+  EXPECT_NE(std::string::npos, channel.last_error().find("protocol=\"http\" is not supported"))
+      << channel.last_error();
+}
+
 TEST(ChannelInit, RejectsBadAddressesAndDoubleInit) {
   for (const char* address : {"", "127.0.0.1", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:99999",
                               "no-such-host.invalid:80", "0.0.0.0:80"}) {
