@@ -27,6 +27,7 @@ namespace arenarpc::server {
 // destroyed bottom-up: the method binding before its strategy, the strategy before the service
 // that owns the prototypes.
 struct MethodBinding {
+  std::string mode;  // the strategy's mode name ("auto", ..., or a strategy object's name())
   std::shared_ptr<google::protobuf::Service> service;
   std::shared_ptr<memory::MessageMemory> strategy;
   std::unique_ptr<memory::MethodMemory> memory;
@@ -43,8 +44,15 @@ struct MethodEntry {
   // A streaming method of a GrpcStreamService (set by Server::Start: the gRPC session asks it of
   // every request's path, so it is found once, not by a dynamic_cast per request).
   bool grpc_stream = false;
-  std::string memory_mode;                 // set by Server::Start
-  std::shared_ptr<MethodBinding> binding;  // set by Server::Start
+  // How the method's messages are made now: set by Server::Start, replaced by a live change of
+  // its memory mode (LiveSettings). A call takes it once, before it acquires its messages, and
+  // keeps that binding until they went back to it: a switch never moves a call in flight.
+  std::shared_ptr<MethodBinding> Binding() const noexcept {
+    return binding_.load(std::memory_order_acquire);
+  }
+  void SetBinding(std::shared_ptr<MethodBinding> binding) noexcept {
+    binding_.store(std::move(binding), std::memory_order_release);
+  }
   std::unique_ptr<memory::RequestMemoryGate> request_memory;  // set by Server::Start
   std::unique_ptr<memory::PresenceAdvisor> presence;          // set by Server::Start
 
@@ -82,6 +90,9 @@ struct MethodEntry {
     }
     in_flight.fetch_sub(1, std::memory_order_relaxed);
   }
+
+ private:
+  std::atomic<std::shared_ptr<MethodBinding>> binding_;
 };
 
 }  // namespace arenarpc::server
