@@ -8,6 +8,7 @@
 //   server.SetLiveSetting("method_memory_mode[pkg.Service.Method]", "reuse");
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 
 namespace arenarpc {

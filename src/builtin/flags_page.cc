@@ -79,7 +79,8 @@ std::string Html(const std::vector<ServerSetting>& settings,
             "</code></td><td>" + (s.live ? "yes" : "no") + "</td><td>";
     if (s.live && writable) {
       html += "<form action=\"/flags/" + name + "\"><input name=\"setvalue\" value=\"" +
-              HtmlEscape(s.value) + "\"> <input type=\"submit\" value=\"set\"> <span class=\"note\">" +
+              HtmlEscape(s.value) +
+              "\"> <input type=\"submit\" value=\"set\"> <span class=\"note\">" +
               HtmlEscape(s.help) + "</span></form>";
     } else if (s.live) {
       html += "<span class=\"note\">" + HtmlEscape(s.help) + "</span>";

@@ -170,8 +170,9 @@ void LiveSettings::Init(const ServerState& state) {
   std::lock_guard lock(mutex_);
   max_concurrency_ = options.max_concurrency;
   max_queued_requests_ = options.max_queued_requests;
-  memory_mode_ = options.memory_strategy ? std::string(options.memory_strategy->name()) + " (object)"
-                                         : options.memory_mode;
+  memory_mode_ = options.memory_strategy
+                     ? std::string(options.memory_strategy->name()) + " (object)"
+                     : options.memory_mode;
   method_modes_ = options.method_memory_mode;
   for (const auto& [method, strategy] : options.method_memory_strategy) {
     method_modes_[method] = std::string(strategy->name()) + " (object)";

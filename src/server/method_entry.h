@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "arenarpc/latency_histogram.h"
 #include "arenarpc/memory/message_memory.h"
@@ -47,11 +49,14 @@ struct MethodEntry {
   // How the method's messages are made now: set by Server::Start, replaced by a live change of
   // its memory mode (LiveSettings). A call takes it once, before it acquires its messages, and
   // keeps that binding until they went back to it: a switch never moves a call in flight.
-  std::shared_ptr<MethodBinding> Binding() const noexcept {
-    return binding_.load(std::memory_order_acquire);
+  std::shared_ptr<MethodBinding> Binding() const {
+    std::lock_guard lock(binding_mutex_);
+    return binding_;
   }
-  void SetBinding(std::shared_ptr<MethodBinding> binding) noexcept {
-    binding_.store(std::move(binding), std::memory_order_release);
+  void SetBinding(std::shared_ptr<MethodBinding> binding) {
+    std::shared_ptr<MethodBinding> previous;  // released after the lock (may be the last owner)
+    std::lock_guard lock(binding_mutex_);
+    previous = std::exchange(binding_, std::move(binding));
   }
   std::unique_ptr<memory::RequestMemoryGate> request_memory;  // set by Server::Start
   std::unique_ptr<memory::PresenceAdvisor> presence;          // set by Server::Start
@@ -92,7 +97,11 @@ struct MethodEntry {
   }
 
  private:
-  std::atomic<std::shared_ptr<MethodBinding>> binding_;
+  // A lock held only to copy the pointer: the calls of one method already share their counters'
+  // cache lines, and libstdc++'s atomic<shared_ptr> unlocks its loads with relaxed order (a race
+  // to ThreadSanitizer).
+  mutable std::mutex binding_mutex_;
+  std::shared_ptr<MethodBinding> binding_;
 };
 
 }  // namespace arenarpc::server

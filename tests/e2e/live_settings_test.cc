@@ -75,7 +75,8 @@ TEST_P(LiveSettingsTest, FlagsListEverySettingAndWhichAreLive) {
   EXPECT_EQ("application/json", json.Header("content-type"));
   EXPECT_NE(std::string::npos,
             json.body.find(R"({"name":"max_queued_requests","value":"1024","live":true)"));
-  EXPECT_NE(std::string::npos, json.body.find(R"({"name":"num_threads","value":"2","live":false})"));
+  EXPECT_NE(std::string::npos,
+            json.body.find(R"({"name":"num_threads","value":"2","live":false})"));
   const HttpResponse html = Get("/flags?format=html");
   EXPECT_NE(std::string::npos, html.body.find("<form action=\"/flags/max_concurrency\">"));
   const HttpResponse one = Get("/flags/max_queued_requests");
