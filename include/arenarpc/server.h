@@ -28,6 +28,7 @@
 #include "arenarpc/capture_options.h"
 #include "arenarpc/controller.h"
 #include "arenarpc/interceptor.h"
+#include "arenarpc/live_settings.h"
 #include "arenarpc/max_concurrency.h"
 #include "arenarpc/memory/message_memory.h"
 #include "arenarpc/method_stats.h"
@@ -179,6 +180,10 @@ struct ServerOptions {
   // kNone: 404 for every page. With internal_port >= 0, kAll means the pages moved there (the
   // main port answers them 403); kHealth still answers /health on the main port.
   MainPortPages main_port_pages = MainPortPages::kAll;
+  // /flags/NAME?setvalue=VALUE changes a live setting (docs/server.md, "Live settings") for
+  // whoever may read the pages (internal_port, main_port_pages, auth). false: /flags only lists
+  // them; Server::SetLiveSetting() still changes them.
+  bool settings_from_pages = true;
 
   // --- authentication (docs/auth.md): verifies baidu_std's authentication_data (once per
   // connection) and HTTP's Authorization header (per request; built-in pages other than /health
@@ -242,6 +247,19 @@ class Server {
   void SetServingStatus(std::string_view service, bool serving);
   // Every service: those set so far, the registered ones and "".
   void SetServingStatus(bool serving);
+
+  // Live settings (arenarpc/live_settings.h, docs/server.md "Live settings"): changes one while
+  // the server runs, from any thread — "max_concurrency" ("128", "auto"), "max_queued_requests",
+  // "memory_mode", "method_memory_mode[pkg.Service.Method]", "memory.automatic.<field>",
+  // "log_level". 0 on success (logged and kept in SettingChanges()); -1 with last_error()
+  // naming the setting and the reason when the server is not running, the name is unknown, the
+  // setting is fixed at Start() or the value is invalid (nothing changes then).
+  int SetLiveSetting(std::string_view name, std::string_view value);
+  // Every setting with its current value and whether it is live (what /flags lists); empty
+  // before Start().
+  std::vector<ServerSetting> ListSettings() const;
+  // The latest changes, oldest first (at most kSettingHistory).
+  std::vector<SettingChange> SettingChanges() const;
 
   // Counters of one method ("pkg.Service.Method"); full_name is empty if there is no such method.
   MethodStats GetMethodStats(std::string_view full_method_name) const;

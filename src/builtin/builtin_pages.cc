@@ -10,13 +10,14 @@
 
 namespace arenarpc::builtin {
 
-void AddObservabilityPages(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view) {
+void AddObservabilityPages(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view,
+                           std::shared_ptr<stats::ServerSettings> settings) {
   AddStatusPage(registry, view);
   AddVarsPage(registry, view);
   AddMetricsPage(registry, view);
   AddConnectionsPage(registry, view);
   AddMemoryPage(registry, view);
-  AddFlagsPage(registry, view);
+  AddFlagsPage(registry, view, std::move(settings));
   AddHotspotsPages(registry);
 }
 

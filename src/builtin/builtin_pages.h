@@ -8,12 +8,15 @@
 
 namespace arenarpc::stats {
 class ServerView;
-}
+class ServerSettings;
+}  // namespace arenarpc::stats
 
 namespace arenarpc::builtin {
 
 // Registers every observability page. The pages read the server through `view` (answering 503
 // once the server is gone), so the registry may live inside the server.
-void AddObservabilityPages(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view);
+// /flags changes live settings through `settings`.
+void AddObservabilityPages(BuiltinRegistry* registry, std::shared_ptr<const stats::ServerView> view,
+                           std::shared_ptr<stats::ServerSettings> settings);
 
 }  // namespace arenarpc::builtin

@@ -17,6 +17,8 @@ struct BuiltinRequest {
   std::map<std::string, std::string> query;    // "?format=json&prefix=rpc_" -> decoded pairs
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   std::string body;
+  std::string peer;       // the client's "ip:port"
+  std::string principal;  // ServerOptions::auth's AuthContext user; "" without auth
 };
 
 struct BuiltinReply {

@@ -8,11 +8,12 @@
 namespace arenarpc::builtin {
 
 void AddCoreBuiltinServices(BuiltinRegistry* registry,
-                            std::shared_ptr<const stats::ServerView> view) {
+                            std::shared_ptr<const stats::ServerView> view,
+                            std::shared_ptr<stats::ServerSettings> settings) {
   AddIndexPage(registry);
   AddHealthPage(registry);
   AddVersionPage(registry);
-  AddObservabilityPages(registry, std::move(view));
+  AddObservabilityPages(registry, std::move(view), std::move(settings));
 }
 
 }  // namespace arenarpc::builtin

@@ -8,11 +8,13 @@
 
 namespace arenarpc::stats {
 class ServerView;
-}
+class ServerSettings;
+}  // namespace arenarpc::stats
 
 namespace arenarpc::builtin {
 
 void AddCoreBuiltinServices(BuiltinRegistry* registry,
-                            std::shared_ptr<const stats::ServerView> view);
+                            std::shared_ptr<const stats::ServerView> view,
+                            std::shared_ptr<stats::ServerSettings> settings);
 
 }  // namespace arenarpc::builtin

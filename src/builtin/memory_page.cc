@@ -65,17 +65,6 @@ void WriteChoiceJson(JsonWriter& json, const memory::MemoryChoice& c) {
   json.EndArray().EndObject();
 }
 
-// "2026-11-28 22:51:01 UTC", or "-" before the first decision.
-std::string UtcTime(int64_t unix_ms) {
-  if (unix_ms <= 0) return "-";
-  const std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return text;
-}
-
 std::string HistoryLine(const memory::MemoryChoice::Decision& d) {
   return UtcTime(d.unix_ms) + " " + (d.from == d.to ? "kept " + d.to : d.from + " -> " + d.to) +
          ": " + d.reason;

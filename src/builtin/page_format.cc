@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 #include "util/json_string.h"
 
@@ -82,6 +83,16 @@ std::string SvgLine(std::span<const double> values, std::string_view note, int d
          "<polyline fill=\"none\" stroke=\"#2a6fdb\" stroke-width=\"1.5\" points=\"" + points +
          "\"/></svg> <span class=\"note\">" + HtmlEscape(note) + " (max " +
          FormatDouble(top, decimals) + ")</span>";
+}
+
+std::string UtcTime(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  const std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return text;
 }
 
 bool RejectUnlessGet(const BuiltinRequest& request, BuiltinReply* reply) {

@@ -15,6 +15,8 @@ namespace arenarpc::builtin {
 std::string HtmlEscape(std::string_view text);
 // Fixed-point with `decimals` digits ("12.500").
 std::string FormatDouble(double value, int decimals = 3);
+// "2026-11-28 22:51:01 UTC", or "-" for a time <= 0.
+std::string UtcTime(int64_t unix_ms);
 // True when the request asks for JSON (?format=json).
 bool WantsJson(const BuiltinRequest& request);
 // True when the request asks for HTML (?format=html, or a browser's Accept: text/html).

@@ -29,21 +29,31 @@ class Admission {
   // At Start(), before any request. `min_auto_limit`: the adaptive limit's floor.
   void Configure(const MaxConcurrency& max_concurrency, int max_queued_requests,
                  int min_auto_limit) {
-    fixed_limit_ = max_concurrency.fixed_limit();
-    max_queued_ = max_queued_requests;
+    AutoConcurrencyLimiter::Options options;
+    options.min_limit = min_auto_limit;
+    limiter_.emplace(options);
+    SetMaxConcurrency(max_concurrency);
+    SetMaxQueuedRequests(max_queued_requests);
+  }
+  // Live settings: any time after Configure(), from any thread, while calls are admitted (the
+  // callers serialize their changes). Calls already admitted stay admitted; the next TryAdmit()
+  // sees the new bound. Switching to "auto" starts the adaptive limit over.
+  void SetMaxConcurrency(const MaxConcurrency& max_concurrency) {
     if (max_concurrency.is_auto()) {
-      AutoConcurrencyLimiter::Options options;
-      options.min_limit = min_auto_limit;
-      limiter_.emplace(options);
+      if (fixed_limit_.load(std::memory_order_relaxed) != kAuto) limiter_->Reset();
+      fixed_limit_.store(kAuto, std::memory_order_relaxed);
     } else {
-      limiter_.reset();
+      fixed_limit_.store(max_concurrency.fixed_limit(), std::memory_order_relaxed);
     }
+  }
+  void SetMaxQueuedRequests(int max_queued_requests) {
+    max_queued_.store(max_queued_requests, std::memory_order_relaxed);
   }
 
   // A call ended (the adaptive limit learns from it); `ok`: it succeeded.
   void OnCallEnd(std::chrono::steady_clock::time_point now,
                  std::chrono::steady_clock::time_point started, bool ok) {
-    if (!limiter_) return;
+    if (fixed_limit_.load(std::memory_order_relaxed) != kAuto) return;
     using std::chrono::duration_cast, std::chrono::microseconds;
     limiter_->OnCallEnd(duration_cast<microseconds>(now.time_since_epoch()).count(),
                         duration_cast<microseconds>(now - started).count(), ok);
@@ -59,8 +69,12 @@ class Admission {
   }
 
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
-  int limit() const { return limiter_ ? limiter_->limit() : fixed_limit_; }  // 0 = unlimited
-  int max_queued_requests() const { return max_queued_; }
+  int limit() const {  // 0 = unlimited
+    const int fixed = fixed_limit_.load(std::memory_order_relaxed);
+    return fixed == kAuto ? limiter_->limit() : fixed;
+  }
+  bool is_auto() const { return fixed_limit_.load(std::memory_order_relaxed) == kAuto; }
+  int max_queued_requests() const { return max_queued_.load(std::memory_order_relaxed); }
   int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
   int64_t queued() const { return queued_.load(std::memory_order_relaxed); }
   // The wait a call admitted now would have before a thread takes it.
@@ -75,7 +89,8 @@ class Admission {
   Verdict TryAdmit(std::chrono::milliseconds timeout = std::chrono::milliseconds::zero()) {
     if (stopping_.load(std::memory_order_acquire)) return Verdict::kStopping;
     const int64_t queued = queued_.load(std::memory_order_relaxed);
-    if (max_queued_ > 0 && queued >= max_queued_) return Verdict::kQueueFull;
+    const int max_queued = max_queued_.load(std::memory_order_relaxed);
+    if (max_queued > 0 && queued >= max_queued) return Verdict::kQueueFull;
     // A call that would reach a thread only past (most of) its deadline is refused now, while the
     // client can still try elsewhere, instead of timing out in the queue.
     if (timeout > std::chrono::milliseconds::zero() && queued > 0 &&
@@ -105,9 +120,13 @@ class Admission {
   void Dequeued(std::chrono::steady_clock::time_point now) {
     wait_.OnDequeue(now, queued_.fetch_sub(1, std::memory_order_relaxed) - 1);
   }
-  int fixed_limit_ = 0;
-  int max_queued_ = 0;
-  std::optional<AutoConcurrencyLimiter> limiter_;  // max_concurrency = "auto"
+  static constexpr int kAuto = -1;
+  // The fixed limit (0 = unlimited), or kAuto: limiter_ decides. One relaxed load per admission.
+  std::atomic<int> fixed_limit_{0};
+  std::atomic<int> max_queued_{0};
+  // Made by Configure() and kept for the server's life, so that switching max_concurrency at run
+  // time never frees what a concurrent TryAdmit() or OnCallEnd() reads.
+  std::optional<AutoConcurrencyLimiter> limiter_;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> in_flight_{0};  // admitted, reply not queued yet
   std::atomic<int64_t> queued_{0};     // ... of which waiting for a thread

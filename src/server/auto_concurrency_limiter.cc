@@ -21,6 +21,18 @@ void AutoConcurrencyLimiter::OnCallEnd(int64_t now_us, int64_t service_us, bool 
   CloseWindow(now_us);
 }
 
+void AutoConcurrencyLimiter::Reset() {
+  std::lock_guard lock(mutex_);
+  limit_.store(std::clamp(options_.initial_limit, options_.min_limit, options_.max_limit),
+               std::memory_order_relaxed);
+  window_start_us_ = 0;
+  window_calls_ = 0;
+  window_service_us_ = 0;
+  probing_ = false;
+  running_before_probe_ = 0;
+  probe_pause_ = 0;
+}
+
 void AutoConcurrencyLimiter::CloseWindow(int64_t now_us) {
   const int64_t elapsed = now_us - window_start_us_;
   if (window_calls_ > 0 && elapsed > 0) {

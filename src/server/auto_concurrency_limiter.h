@@ -38,6 +38,9 @@ class AutoConcurrencyLimiter {
   // A call admitted under this limiter finished: `service_us` from its handler's start to its
   // reply. Failed calls count for nothing.
   void OnCallEnd(int64_t now_us, int64_t service_us, bool ok);
+  // Starts learning again from initial_limit (max_concurrency switched back to "auto" at run
+  // time: what it learned before no longer describes the server).
+  void Reset();
 
  private:
   void CloseWindow(int64_t now_us);  // mutex_ held

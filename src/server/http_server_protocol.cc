@@ -94,12 +94,13 @@ class HttpPageTask final : public AdmittedTask {
  public:
   HttpPageTask(std::shared_ptr<ServerState> state, std::shared_ptr<net::Connection> connection,
                HttpServerProtocol* protocol, const builtin::BuiltinHandler* handler,
-               protocol::HttpRequest&& request, int64_t sequence)
+               protocol::HttpRequest&& request, std::string principal, int64_t sequence)
       : AdmittedTask(std::move(state)),
         connection_(std::move(connection)),
         protocol_(protocol),
         handler_(handler),
         request_(std::move(request)),
+        principal_(std::move(principal)),
         sequence_(sequence) {}
 
  protected:
@@ -112,6 +113,8 @@ class HttpPageTask final : public AdmittedTask {
     }
     page.headers = std::move(request_.headers);
     page.body = std::move(request_.body);
+    page.peer = connection_->remote_side();
+    page.principal = std::move(principal_);
     builtin::BuiltinReply reply;
     (*handler_)(page, &reply);
     protocol_->SendPage(*connection_, sequence_, std::move(reply), page.method == "HEAD");
@@ -122,6 +125,7 @@ class HttpPageTask final : public AdmittedTask {
   HttpServerProtocol* protocol_;
   const builtin::BuiltinHandler* handler_;  // in ServerState::builtins, kept alive by the base
   protocol::HttpRequest request_;
+  std::string principal_;  // who ServerOptions::auth said sent it
   int64_t sequence_;
 };
 
@@ -233,15 +237,18 @@ ServerProtocol::Step HttpServerProtocol::ServeBuiltin(net::Connection& connectio
   // With an authenticator, pages other than /health need a valid Authorization header too.
   if (options.auth != nullptr && request.path != "/health") {
     const std::string* authorization = request.Header("authorization");
-    AuthContext ignored;
+    AuthContext context;
     if (authorization == nullptr || request.HeaderCount("authorization") > 1 ||
-        options.auth->VerifyCredential(*authorization, connection.remote_side(), &ignored) != 0) {
+        options.auth->VerifyCredential(*authorization, connection.remote_side(), &context) != 0) {
       state_.counters.rejected_auth.fetch_add(1, std::memory_order_relaxed);
       protocol::HttpResponseHead head = Head(403);
       head.headers.emplace_back("x-bd-error-code", std::to_string(ERPCAUTH));
       Respond(connection, sequence, std::move(head), std::string(protocol::kAuthFailedText) + "\n");
       return Step::kAnswered;
     }
+    page_principal_ = context.user();
+  } else {
+    page_principal_.clear();
   }
   if (options.internal_port >= 0 && !internal_port_ &&
       options.main_port_pages == MainPortPages::kAll) {
@@ -260,7 +267,8 @@ std::unique_ptr<AdmittedTask> HttpServerProtocol::TakeTask(net::Connection& conn
                                                            size_t* request_size) {
   *request_size = request_.body.size();
   return std::make_unique<HttpPageTask>(state_.shared_from_this(), connection.shared_from_this(),
-                                        this, page_, std::move(request_), page_sequence_);
+                                        this, page_, std::move(request_),
+                                        std::move(page_principal_), page_sequence_);
 }
 
 void HttpServerProtocol::SendPage(net::Connection& connection, int64_t sequence,
@@ -365,7 +373,7 @@ bool HttpServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& pay
     return true;
   }
   std::string wire;
-  const google::protobuf::Message& prototype = call.method().binding->memory->request_prototype();
+  const google::protobuf::Message& prototype = call.binding()->memory->request_prototype();
   std::string flat;  // only when the body spans more than one block
   const std::string_view json =
       body.span_count() == 1 ? std::string_view(body.span(0).data(), body.span(0).size())

@@ -96,6 +96,7 @@ class HttpServerProtocol final : public ServerProtocol {
   protocol::HttpRequest request_;
   const builtin::BuiltinHandler* page_ = nullptr;  // request_'s page (kTask)
   int64_t page_sequence_ = 0;                      // ... and the sequence of its reply
+  std::string page_principal_;                     // ... and who ServerOptions::auth said sent it
   std::string invalid_text_;                       // its CallHead::invalid_text
 
   const size_t max_held_;

@@ -25,6 +25,7 @@
 #include "server/server_connection.h"
 #include "server/server_state.h"
 #include "server/server_snapshot.h"
+#include "server/settings_face.h"
 #include "server/server_tls.h"
 
 namespace arenarpc {
@@ -261,6 +262,7 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
     }
     if (!strategy) return -1;
     auto binding = std::make_shared<server::MethodBinding>();
+    binding->mode = mode;
     binding->service = entry->service_owner;
     binding->strategy = strategy;
     try {
@@ -270,14 +272,13 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
       return Fail("memory_mode " + Quoted(mode) + " cannot serve " + entry->full_name + ": " +
                   e.what());
     }
-    entry->memory_mode = mode;
     const auto* streams = dynamic_cast<const GrpcStreamService*>(entry->service);
     entry->grpc_stream = streams != nullptr && streams->Find(entry->descriptor) != nullptr;
     entry->request_memory = std::make_unique<memory::RequestMemoryGate>(
         *binding->memory->request_prototype().GetDescriptor(), options.max_request_memory);
     entry->presence = std::make_unique<memory::PresenceAdvisor>(
         *binding->memory->response_prototype().GetDescriptor());
-    entry->binding = std::move(binding);
+    entry->SetBinding(std::move(binding));
   }
   state->config.registry.IndexGrpcStreamPaths();
   return 0;
@@ -372,8 +373,10 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   // The adaptive limit's floor: one call may wait while every handler thread works.
   state.admission.Configure(options.max_concurrency, options.max_queued_requests,
                             runtime->handler_threads());
+  state.live.Init(state);
   if (options.has_builtin_services) {
-    builtin::AddCoreBuiltinServices(&state.config.builtins, server::MakeServerView(impl.state));
+    builtin::AddCoreBuiltinServices(&state.config.builtins, server::MakeServerView(impl.state),
+                                    server::MakeServerSettings(impl.state));
   }
   std::string listen_error;
   if (!runtime->Listen(
@@ -553,6 +556,36 @@ std::shared_ptr<const stats::ServerView> internal::ServerAccess::View(const Serv
 
 capture::RequestCapture* internal::ServerAccess::Capture(const Server& server) {
   return server.impl_->state->capture.get();
+}
+
+std::shared_ptr<stats::ServerSettings> internal::ServerAccess::Settings(const Server& server) {
+  return server::MakeServerSettings(server.impl_->state);
+}
+
+int Server::SetLiveSetting(std::string_view name, std::string_view value) {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->phase != Impl::Phase::kRunning) {
+    return impl_->Fail("SetLiveSetting(" + std::string(name) + "): the server is not running");
+  }
+  std::string error;
+  const stats::SettingOrigin origin{"Server::SetLiveSetting", ""};
+  if (impl_->state->live.Set(*impl_->state, name, value, origin, &error) !=
+      stats::SetVerdict::kChanged) {
+    return impl_->Fail("SetLiveSetting: " + error);
+  }
+  return 0;
+}
+
+std::vector<ServerSetting> Server::ListSettings() const {
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->phase == Impl::Phase::kIdle) return {};
+  }
+  return impl_->state->live.List(*impl_->state);
+}
+
+std::vector<SettingChange> Server::SettingChanges() const {
+  return impl_->state->live.Changes();
 }
 
 std::vector<std::string> Server::ListMethods() const {

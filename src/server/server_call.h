@@ -52,6 +52,9 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   const Controller& controller() const noexcept { return controller_; }
   int64_t correlation_id() const noexcept { return correlation_id_; }
   const MethodEntry& method() const noexcept { return *method_; }
+  // The method's binding this call's messages come from (taken once, as it acquires them: a live
+  // change of the method's memory mode leaves it alone). Set from Execute() on.
+  const std::shared_ptr<MethodBinding>& binding() const noexcept { return binding_; }
   const net::Connection& connection() const noexcept { return *connection_; }
   ServerProtocol& protocol() const noexcept { return *protocol_; }
   // The request being parsed (before the handler runs).
@@ -123,6 +126,7 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   uint64_t request_wire_size_ = 0;  // the opened request's bytes, for RequestMemoryGate::Observe
   util::ThreadCpuTimer cpu_timer_;  // started on sampled calls: their CPU goes to /memory
   bool too_large_ = false;
+  std::shared_ptr<MethodBinding> binding_;     // outlives pair_, which goes back to it
   memory::MessagePair pair_;                   // moved into retained_ by RetainMessages()
   std::shared_ptr<RetainedMessages> retained_;
   // Set up by the first NotifyOnCancel() (guarded by cancel_mutex_).

@@ -34,7 +34,8 @@ MethodStats SnapshotMethod(const MethodEntry& entry,
   constexpr auto kRelaxed = std::memory_order_relaxed;
   MethodStats stats;
   stats.full_name = entry.full_name;
-  stats.memory_mode = entry.memory_mode;
+  const std::shared_ptr<MethodBinding> binding = entry.Binding();
+  if (binding) stats.memory_mode = binding->mode;
   stats.calls = entry.calls.load(kRelaxed);
   stats.errors = entry.errors.load(kRelaxed);
   stats.rejected = entry.rejected.load(kRelaxed);
@@ -59,11 +60,11 @@ MethodStats SnapshotMethod(const MethodEntry& entry,
   }
   stats.arena_bytes = entry.arena_bytes.load(kRelaxed);
   stats.arena_calls = entry.arena_calls.load(kRelaxed);
-  if (entry.binding) {
-    stats.memory = entry.binding->strategy->stats();
-    stats.method_memory = entry.binding->memory->stats();
-    stats.memory_strategy_id = reinterpret_cast<uintptr_t>(entry.binding->strategy.get());
-    stats.memory_choice = entry.binding->memory->Choice();
+  if (binding) {
+    stats.memory = binding->strategy->stats();
+    stats.method_memory = binding->memory->stats();
+    stats.memory_strategy_id = reinterpret_cast<uintptr_t>(binding->strategy.get());
+    stats.memory_choice = binding->memory->Choice();
   }
   if (entry.presence) stats.presence_advice = entry.presence->Report();
   return stats;
@@ -163,7 +164,7 @@ class StateView final : public stats::ServerView {
   }
   ServerOptions Options() const override {
     const auto state = state_.lock();
-    return state ? state->config.options : ServerOptions{};
+    return state ? state->live.Effective(state->config.options) : ServerOptions{};
   }
 
  private:

@@ -3,7 +3,8 @@
 // to src/server/ (observers read it through stats::ServerView, server_snapshot.h). Each part has
 // its own rules: ServerConfig (fixed at Start), ServerRuntime (threads and listeners, present
 // while started), Admission (the server-wide half of admitting a request), ConnectionTable (open
-// connections, with its own snapshot), the message-memory budget and the counters.
+// connections, with its own snapshot), the message-memory budget, the counters and LiveSettings
+// (the settings that change at run time, applied to the parts above).
 // Held by shared_ptr so that a call finishing after Stop() (a late done->Run()) still finds it
 // alive.
 
@@ -14,6 +15,7 @@
 #include "memory/message_memory_budget.h"
 #include "server/admission.h"
 #include "server/connection_table.h"
+#include "server/live_settings.h"
 #include "server/server_config.h"
 #include "server/server_counters.h"
 #include "server/server_runtime.h"
@@ -27,6 +29,7 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   ConnectionTable connections;
   memory::MessageMemoryBudget message_memory;  // max_inflight_message_memory
   ServerCounters counters;
+  LiveSettings live;  // what may change while the server runs, and who changed it
   // grpc.health.v1.Health's statuses (Server::SetServingStatus; NOT_SERVING once Stop() begins).
   std::shared_ptr<ServingStatusTable> health =
       std::make_shared<ServingStatusTable>();

@@ -38,7 +38,8 @@ class PagesTest : public e2e::ServerTest {
     options.max_concurrency = 77;
     options.read_timeout_ms = 4321;
     StartServer(options);
-    AddObservabilityPages(&registry_, internal::ServerAccess::View(*server_));
+    AddObservabilityPages(&registry_, internal::ServerAccess::View(*server_),
+                          internal::ServerAccess::Settings(*server_));
   }
 
   BuiltinReply Get(const std::string& path, std::map<std::string, std::string> query = {}) {
