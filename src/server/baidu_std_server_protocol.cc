@@ -76,8 +76,10 @@ void BaiduStdServerProtocol::Admitted(net::Connection& connection, ServerCall& c
   Controller& controller = call.controller();
   controller.set_log_id(request_meta.log_id());
   if (request_meta.has_request_id()) controller.set_request_id(request_meta.request_id());
-  controller.set_trace(request_meta.trace_id(), request_meta.span_id(),
-                       request_meta.parent_span_id());
+  if (request_meta.trace_id() != 0) {
+    controller.set_trace(request_meta.trace_id(), request_meta.span_id(),
+                         request_meta.parent_span_id());
+  }
   controller.set_request_compress_type(static_cast<CompressType>(frame_.meta.compress_type()));
   for (const auto& [key, value] : frame_.meta.user_fields()) {
     controller.request_user_fields().emplace(key, value);

@@ -41,7 +41,7 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // `cancels`, `fiber_share` and `protocol` are the connection's (the first and last live as long
   // as `connection`). `correlation_id` identifies the reply for the protocol (baidu_std: the
   // correlation id).
-  ServerCall(std::shared_ptr<ServerState> state, AdmissionTicket ticket,
+  ServerCall(std::shared_ptr<ServerState> state, AdmissionTicket&& ticket,
              std::shared_ptr<net::Connection> connection,
              CancelRegistry* cancels, std::shared_ptr<FiberShares::Connection> fiber_share,
              ServerProtocol* protocol, MethodEntry* method, int64_t correlation_id,
@@ -54,7 +54,8 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   const MethodEntry& method() const noexcept { return *method_; }
   // The method's binding this call's messages come from (taken once, as it acquires them: a live
   // change of the method's memory mode leaves it alone). Set from Execute() on.
-  const std::shared_ptr<MethodBinding>& binding() const noexcept { return binding_; }
+  // The binding the call's messages came from (set once they were acquired).
+  MethodBinding& binding() const noexcept { return *binding_; }
   const net::Connection& connection() const noexcept { return *connection_; }
   ServerProtocol& protocol() const noexcept { return *protocol_; }
   // The request being parsed (before the handler runs).
@@ -126,7 +127,7 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   uint64_t request_wire_size_ = 0;  // the opened request's bytes, for RequestMemoryGate::Observe
   util::ThreadCpuTimer cpu_timer_;  // started on sampled calls: their CPU goes to /memory
   bool too_large_ = false;
-  std::shared_ptr<MethodBinding> binding_;     // outlives pair_, which goes back to it
+  MethodBinding* binding_ = nullptr;  // its entry keeps it alive; outlives pair_
   memory::MessagePair pair_;                   // moved into retained_ by RetainMessages()
   std::shared_ptr<RetainedMessages> retained_;
   // Set up by the first NotifyOnCancel() (guarded by cancel_mutex_).
