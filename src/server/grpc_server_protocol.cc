@@ -69,6 +69,9 @@ protocol::h2::GrpcServerSession::Limits GrpcServerProtocol::LimitsFor(
   limits.max_header_list_bytes = options.max_http_header_size;
   limits.max_message_bytes = options.max_body_size;
   limits.request_bytes_budget = options.max_queued_request_bytes;
+  limits.stream_window = options.http2_stream_window;
+  limits.connection_window = options.http2_connection_window;
+  limits.max_frame_size = options.http2_max_frame_size;
   return limits;
 }
 

@@ -178,10 +178,12 @@ class H2Socket {
 
   bool closed() const { return closed_; }
   int stream_window_updates() const { return stream_window_updates_; }
+  // The connection window increments the server granted (WINDOW_UPDATE on stream 0), summed.
+  uint64_t connection_window_granted() const { return connection_window_granted_; }
   int frames_of(uint8_t type) const { return counts_.count(type) ? counts_.at(type) : 0; }
   // The error code of the RST_STREAM the stream got, -1 none.
   int64_t rst_code(uint32_t stream) const {
-    return rst_codes_.count(stream) ? rst_codes_.at(stream) : -1;
+    return rst_codes_.count(stream) ? int64_t{rst_codes_.at(stream)} : -1;
   }
   // The response header fields of a stream (trailers included), in order.
   const std::vector<std::pair<std::string, std::string>>& fields(uint32_t stream) {
@@ -205,6 +207,10 @@ class H2Socket {
                               (uint32_t{b[7]} << 8) | b[8];
       ++counts_[type];
       if (type == kWindowUpdate && stream != 0) ++stream_window_updates_;
+      if (type == kWindowUpdate && stream == 0 && length == 4) {
+        connection_window_granted_ += ((uint32_t{b[9]} & 0x7f) << 24) | (uint32_t{b[10]} << 16) |
+                                      (uint32_t{b[11]} << 8) | b[12];
+      }
       if (type == kRstStream && length == 4) {
         rst_codes_[stream] = (uint32_t{b[9]} << 24) | (uint32_t{b[10]} << 16) |
                              (uint32_t{b[11]} << 8) | b[12];
@@ -243,6 +249,7 @@ class H2Socket {
   int fd_ = -1;
   bool closed_ = false;
   int stream_window_updates_ = 0;
+  uint64_t connection_window_granted_ = 0;
   std::string buffer_;
   nghttp2_hd_inflater* inflater_ = nullptr;
   std::map<uint8_t, int> counts_;
@@ -540,7 +547,8 @@ TEST_P(GrpcHostileTest, StreamingCallsNotReadHoldOneWindowEach) {
   StartWithStreams(streams);
   {
     H2Socket client(port_);
-    std::string bytes = std::string(kPreface) + Settings();
+    // SETTINGS acknowledged: no stream opens before the server's window applies
+    std::string bytes = std::string(kPreface) + Settings() + Frame(kSettings, 0x1, 0, "");
     constexpr int kStreams = 32;
     const std::string block = RequestBlock("/arenarpc.e2e.StreamService/ClientStream");
     StreamRequest message;
@@ -1005,6 +1013,106 @@ TEST_P(GrpcHostileTest, StreamingCallsPastTheConnectionsShareAreRefused) {
   EXPECT_TRUE(WaitFor([&] { return server_->GetMethodStats(method).in_flight == 0; },
                       std::chrono::seconds(5)));
   StopWithStreams();
+}
+
+
+// brpc's h2:grpc client sends a message in one go, never waiting for a WINDOW_UPDATE (and
+// assumes a large window before SETTINGS): a 1 MiB request sent with the preface, before any
+// frame of the server was read, fits the stream window the server opens and succeeds.
+TEST_P(GrpcHostileTest, OneMebibyteRequestSentWithoutWaitingForWindowsSucceeds) {
+  options_.max_body_size = 2u << 20;
+  StartWithGoodClient();
+  TestRequest request;
+  request.set_message("big");
+  request.add_ballast(std::string(1u << 20, 'b'));  // held, not echoed: the reply stays small
+  const std::string message = GrpcMessage(request);
+  ASSERT_GT(message.size(), 1u << 20);
+  std::string bytes = std::string(kPreface) + Settings() +
+                      Frame(kHeaders, kEndHeaders, 1, RequestBlock());
+  for (size_t at = 0; at < message.size(); at += 16384) {
+    const bool last = at + 16384 >= message.size();
+    bytes += Frame(kData, last ? kEndStream : 0, 1, std::string_view(message).substr(at, 16384));
+  }
+  const int rounds = RepeatAttack([&] {  // long enough for the good client's measure
+    H2Socket client(port_);
+    ASSERT_TRUE(client.Send(bytes));
+    ASSERT_TRUE(client.ReadUntil([&] { return !client.field(1, "grpc-status").empty(); }));
+    EXPECT_EQ("0", client.field(1, "grpc-status")) << client.field(1, "grpc-message");
+    EXPECT_EQ(0, client.frames_of(kRstStream));
+    EXPECT_FALSE(client.closed());
+  });
+  EXPECT_GE(rounds, 1);
+}
+
+// A client that respects every window but never completes a request (no handler ever consumes):
+// 64 streams, each filled with all but the last byte of a max_body_size message, as fast as the
+// connection window lets it. Past max_queued_request_bytes the server gives no window back but
+// for the oldest stream — refusing the newest unfinished requests (REFUSED_STREAM) when their
+// bytes hold the window the oldest needs — so what it holds (what the client sent on streams not
+// reset) stays within max_queued_request_bytes + max_body_size + http2_connection_window,
+// however many streams.
+TEST_P(GrpcHostileTest, WindowSizedDataOnManyStreamsIsBoundedByTheConnectionWindow) {
+  options_.http2_connection_window = 8u << 20;
+  StartWithGoodClient();
+  constexpr int kStreams = 64;  // max_queued_requests_per_connection
+  TestRequest request;
+  request.set_message("m");
+  request.add_ballast(std::string(options_.max_body_size - 16, 'b'));
+  std::string message = GrpcMessage(request);
+  ASSERT_LE(message.size(), options_.max_body_size + 5);
+  message.pop_back();  // never complete
+  H2Socket client(port_);
+  ASSERT_TRUE(client.Send(std::string(kPreface) + Settings() + Frame(kSettings, 0x1, 0, "")));
+  ASSERT_TRUE(client.ReadUntil([&] { return client.connection_window_granted() > 0; }));
+  std::vector<size_t> sent_on(kStreams, 0);
+  std::vector<bool> opened(kStreams, false);
+  uint64_t sent = 0;
+  auto reset = [&](int i) { return client.rst_code(static_cast<uint32_t>(2 * i + 1)) >= 0; };
+  const uint64_t bound = options_.max_queued_request_bytes + options_.max_body_size +
+                         options_.http2_connection_window;
+  auto held = [&] {
+    uint64_t bytes = 0;
+    for (int i = 0; i < kStreams; ++i) bytes += reset(i) ? 0 : sent_on[i];
+    return bytes;
+  };
+  for (int round = 0; round < 1000; ++round) {
+    const uint64_t window = 65535 + client.connection_window_granted();
+    std::string bytes;
+    for (int i = 0; i < kStreams && sent < window; ++i) {
+      if (reset(i)) continue;
+      const auto stream = static_cast<uint32_t>(2 * i + 1);
+      if (!opened[i]) bytes += Frame(kHeaders, kEndHeaders, stream, RequestBlock());
+      opened[i] = true;
+      while (sent_on[i] < message.size() && sent < window) {
+        const size_t n = std::min<uint64_t>({16384, message.size() - sent_on[i], window - sent});
+        bytes += Frame(kData, 0, stream, std::string_view(message).substr(sent_on[i], n));
+        sent_on[i] += n;
+        sent += n;
+      }
+    }
+    if (bytes.empty()) {  // no window left: wait for more
+      const uint64_t granted = client.connection_window_granted();
+      client.ReadUntil([&] { return client.connection_window_granted() > granted; },
+                       std::chrono::milliseconds(300));
+      if (client.connection_window_granted() == granted) break;
+      continue;
+    }
+    ASSERT_TRUE(client.Send(bytes));
+    EXPECT_LE(held(), bound + uint64_t{16} * 16384);  // + what crossed a reset in flight
+  }
+  client.ReadUntil([] { return false; }, std::chrono::milliseconds(200));
+  std::printf("[ measured ] the client sent %llu bytes of unfinished requests, %d streams were "
+              "refused, %llu bytes are held (bound %llu, %llu asked)\n",
+              static_cast<unsigned long long>(sent), client.frames_of(kRstStream),
+              static_cast<unsigned long long>(held()), static_cast<unsigned long long>(bound),
+              static_cast<unsigned long long>(uint64_t{kStreams} * message.size()));
+  EXPECT_LE(held(), bound);
+  EXPECT_GE(sent, options_.http2_connection_window);  // it did fill the window
+  EXPECT_LT(held(), uint64_t{kStreams} * message.size());  // and was stopped short
+  for (int i = 0; i < kStreams; ++i) {
+    if (reset(i)) EXPECT_EQ(NGHTTP2_REFUSED_STREAM, client.rst_code(2 * i + 1)) << i;
+  }
+  EXPECT_FALSE(client.closed());
 }
 
 }  // namespace
