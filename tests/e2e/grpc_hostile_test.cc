@@ -1038,10 +1038,28 @@ TEST_P(GrpcHostileTest, OneMebibyteRequestSentWithoutWaitingForWindowsSucceeds) 
     ASSERT_TRUE(client.Send(bytes));
     ASSERT_TRUE(client.ReadUntil([&] { return !client.field(1, "grpc-status").empty(); }));
     EXPECT_EQ("0", client.field(1, "grpc-status")) << client.field(1, "grpc-message");
+    EXPECT_EQ("identity,deflate,gzip", client.field(1, "grpc-accept-encoding"));
     EXPECT_EQ(0, client.frames_of(kRstStream));
     EXPECT_FALSE(client.closed());
   });
   EXPECT_GE(rounds, 1);
+}
+
+// A request compressed with an encoding the server does not take: UNIMPLEMENTED, with the
+// encodings it does take in grpc-accept-encoding (gRPC's compression spec).
+TEST_P(GrpcHostileTest, UnknownRequestEncodingIsUnimplementedWithTheAcceptedOnes) {
+  StartServer(options_);  // one request: no attack to measure a good client against
+  const std::string block = RequestBlock() + Literal("grpc-encoding", "br");
+  H2Socket client(port_);
+  ASSERT_TRUE(client.Send(std::string(kPreface) + Settings() +
+                          Frame(kHeaders, kEndHeaders, 1, block) +
+                          Frame(kData, kEndStream, 1, std::string("\x01\0\0\0\x03" "abc", 8))));
+  ASSERT_TRUE(client.ReadUntil([&] { return !client.field(1, "grpc-status").empty(); }));
+  EXPECT_EQ("12", client.field(1, "grpc-status"));
+  EXPECT_EQ("grpc-encoding br is not supported (gzip, deflate, identity)",
+            client.field(1, "grpc-message"));
+  EXPECT_EQ("identity,deflate,gzip", client.field(1, "grpc-accept-encoding"));
+  EXPECT_FALSE(client.closed());
 }
 
 // A client that respects every window but never completes a request (no handler ever consumes):

@@ -520,6 +520,7 @@ void GrpcServerSession::Refuse(Stream& stream, GrpcStatus status, std::string te
 
 void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) {
   stream.responded = true;
+  headers.insert(headers.begin() + 2, {"grpc-accept-encoding", std::string(kAcceptedEncodings)});
   stream.reset_after_send = nghttp2_session_get_stream_remote_close(h2_.get(), stream.id) == 0;
   std::vector<nghttp2_nv> nv;
   nv.reserve(headers.size());
@@ -552,13 +553,20 @@ void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, b
   Submit(*stream, std::move(headers), /*with_body=*/true);
 }
 
-void GrpcServerSession::Fail(int32_t stream_id, GrpcStatus status, std::string_view text) {
+Headers GrpcServerSession::StatusFields(GrpcStatus status, std::string_view text,
+                                        std::string_view details) {
+  Headers fields = {{"grpc-status", std::to_string(static_cast<int>(status))}};
+  if (!text.empty()) fields.emplace_back("grpc-message", PercentEncode(text));
+  if (!details.empty()) fields.emplace_back(kStatusDetailsHeader, EncodeBinaryHeader(details));
+  return fields;
+}
+
+void GrpcServerSession::Fail(int32_t stream_id, GrpcStatus status, std::string_view text,
+                             std::string_view details) {
   Stream* stream = Find(stream_id);
   if (stream == nullptr || stream->responded) return;
-  Headers headers = {{":status", "200"},
-                     {"content-type", "application/grpc"},
-                     {"grpc-status", std::to_string(static_cast<int>(status))}};
-  if (!text.empty()) headers.emplace_back("grpc-message", PercentEncode(text));
+  Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
+  for (auto& field : StatusFields(status, text, details)) headers.push_back(std::move(field));
   stream->finished = true;
   Submit(*stream, std::move(headers), /*with_body=*/false);
 }
@@ -737,12 +745,12 @@ bool GrpcServerSession::SendMessage(int32_t stream_id, net::BufferChain&& messag
 }
 
 void GrpcServerSession::FinishStream(int32_t stream_id, GrpcStatus status, std::string_view text,
-                                     const Headers& metadata, const Headers& trailers) {
+                                     const Headers& metadata, const Headers& trailers,
+                                     std::string_view details) {
   Stream* stream = Find(stream_id);
   if (stream == nullptr || stream->finished) return;
   stream->finished = true;
-  Headers status_fields = {{"grpc-status", std::to_string(static_cast<int>(status))}};
-  if (!text.empty()) status_fields.emplace_back("grpc-message", PercentEncode(text));
+  Headers status_fields = StatusFields(status, text, details);
   for (const auto& [name, value] : trailers) {
     if (!IsReservedHeader(name)) status_fields.emplace_back(name, value);
   }

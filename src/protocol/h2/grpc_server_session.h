@@ -116,8 +116,10 @@ class GrpcServerSession {
   // stream is gone.
   void Respond(int32_t stream_id, net::BufferChain&& message, bool compressed,
                const std::vector<std::pair<std::string, std::string>>& metadata);
-  // A trailers-only response with `status` and `text`.
-  void Fail(int32_t stream_id, GrpcStatus status, std::string_view text);
+  // A trailers-only response with `status`, `text` (percent-encoded into grpc-message) and, when
+  // not empty, `details` (a serialized google.rpc.Status) as grpc-status-details-bin.
+  void Fail(int32_t stream_id, GrpcStatus status, std::string_view text,
+            std::string_view details = {});
   // Streaming calls. `predicate(path)`: the stream is a streaming call.
   void set_streaming_predicate(std::function<bool(std::string_view path)> predicate) {
     is_streaming_ = std::move(predicate);
@@ -136,11 +138,12 @@ class GrpcServerSession {
   // message. false: the stream is gone or finished.
   bool SendMessage(int32_t stream_id, net::BufferChain&& message, bool compressed,
                    const std::vector<std::pair<std::string, std::string>>& metadata);
-  // Ends a streaming response: trailers with `status`, `text` and `trailers`; a stream with no
-  // message sent gets a trailers-only response (with `metadata`).
+  // Ends a streaming response: trailers with `status`, `text`, `details` (as Fail) and
+  // `trailers`; a stream with no message sent gets a trailers-only response (with `metadata`).
   void FinishStream(int32_t stream_id, GrpcStatus status, std::string_view text,
                     const std::vector<std::pair<std::string, std::string>>& metadata,
-                    const std::vector<std::pair<std::string, std::string>>& trailers);
+                    const std::vector<std::pair<std::string, std::string>>& trailers,
+                    std::string_view details = {});
   // GOAWAY (NO_ERROR) naming the last stream taken: the client opens no new stream here, and
   // streams already taken finish.
   void Shutdown();
@@ -180,8 +183,13 @@ class GrpcServerSession {
   // A streaming call's input broke (a message over the limit): answered `status` if nothing was
   // sent yet, reset otherwise; the call sees a cancel.
   void BreakStream(Stream& stream, GrpcStatus status, std::string text);
+  // Sends the response headers (with grpc-accept-encoding added).
   void Submit(Stream& stream, std::vector<std::pair<std::string, std::string>> headers,
               bool with_body);
+  // grpc-status, grpc-message and grpc-status-details-bin for a status.
+  static std::vector<std::pair<std::string, std::string>> StatusFields(GrpcStatus status,
+                                                                       std::string_view text,
+                                                                       std::string_view details);
   // Reopens the stream windows the budget allows (see the top of this file).
   void GrantWindows();
   bool Check(int rv, std::string_view what) { return h2_.Check(rv, what); }

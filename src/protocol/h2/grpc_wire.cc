@@ -84,6 +84,57 @@ std::string PercentEncode(std::string_view text) {
   return out;
 }
 
+std::string EncodeBinaryHeader(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t v = (uint32_t{static_cast<unsigned char>(bytes[i])} << 16) |
+                       (uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8) |
+                       static_cast<unsigned char>(bytes[i + 2]);
+    for (int shift = 18; shift >= 0; shift -= 6) out += kAlphabet[(v >> shift) & 63];
+  }
+  const size_t rest = bytes.size() - i;
+  if (rest > 0) {
+    uint32_t v = uint32_t{static_cast<unsigned char>(bytes[i])} << 16;
+    if (rest == 2) v |= uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    if (rest == 2) out += kAlphabet[(v >> 6) & 63];
+  }
+  return out;
+}
+
+bool DecodeBinaryHeader(std::string_view value, std::string* bytes) {
+  while (!value.empty() && value.back() == '=') value.remove_suffix(1);
+  if (value.size() % 4 == 1) return false;
+  const auto sextet = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  bytes->clear();
+  bytes->reserve(value.size() * 3 / 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : value) {
+    const int v = sextet(c);
+    if (v < 0) return false;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      *bytes += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return true;
+}
+
 std::string PercentDecode(std::string_view text) {
   const auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
