@@ -1062,50 +1062,40 @@ TEST_P(GrpcHostileTest, UnknownRequestEncodingIsUnimplementedWithTheAcceptedOnes
   EXPECT_FALSE(client.closed());
 }
 
-// A client that respects every window but never completes a request (no handler ever consumes):
-// 64 streams, each filled with all but the last byte of a max_body_size message, as fast as the
-// connection window lets it. Past max_queued_request_bytes the server gives no window back but
-// for the oldest stream — refusing the newest unfinished requests (REFUSED_STREAM) when their
-// bytes hold the window the oldest needs — so what it holds (what the client sent on streams not
-// reset) stays within max_queued_request_bytes + max_body_size + http2_connection_window,
-// however many streams.
-TEST_P(GrpcHostileTest, WindowSizedDataOnManyStreamsIsBoundedByTheConnectionWindow) {
-  options_.http2_connection_window = 8u << 20;
-  StartWithGoodClient();
-  constexpr int kStreams = 64;  // max_queued_requests_per_connection
-  TestRequest request;
-  request.set_message("m");
-  request.add_ballast(std::string(options_.max_body_size - 16, 'b'));
-  std::string message = GrpcMessage(request);
-  ASSERT_LE(message.size(), options_.max_body_size + 5);
-  message.pop_back();  // never complete
-  H2Socket client(port_);
-  ASSERT_TRUE(client.Send(std::string(kPreface) + Settings() + Frame(kSettings, 0x1, 0, "")));
-  ASSERT_TRUE(client.ReadUntil([&] { return client.connection_window_granted() > 0; }));
-  std::vector<size_t> sent_on(kStreams, 0);
-  std::vector<bool> opened(kStreams, false);
-  uint64_t sent = 0;
+// What FillConnectionWindow saw: bytes sent, bytes on streams the server did not reset (what it
+// may hold), streams reset.
+struct WindowFill {
+  uint64_t sent = 0, held = 0;
+  int resets = 0;
+};
+
+// A client that respects every window and never lets a handler consume: `streams` streams to
+// `path`, each sent `data` (or as much of it as the windows allow), as fast as the connection
+// window lets it, until the server grants no more for 300 ms. Streams the server resets get no
+// more bytes; every reset must be REFUSED_STREAM.
+WindowFill FillConnectionWindow(int port, int streams, const std::string& path,
+                                const std::string& data) {
+  H2Socket client(port);
+  WindowFill fill;
+  EXPECT_TRUE(client.Send(std::string(kPreface) + Settings() + Frame(kSettings, 0x1, 0, "")));
+  EXPECT_TRUE(client.ReadUntil([&] { return client.connection_window_granted() > 0; }));
+  std::vector<size_t> sent_on(streams, 0);
+  std::vector<bool> opened(streams, false);
   auto reset = [&](int i) { return client.rst_code(static_cast<uint32_t>(2 * i + 1)) >= 0; };
-  const uint64_t bound = options_.max_queued_request_bytes + options_.max_body_size +
-                         options_.http2_connection_window;
-  auto held = [&] {
-    uint64_t bytes = 0;
-    for (int i = 0; i < kStreams; ++i) bytes += reset(i) ? 0 : sent_on[i];
-    return bytes;
-  };
+  const std::string block = RequestBlock(path);
   for (int round = 0; round < 1000; ++round) {
     const uint64_t window = 65535 + client.connection_window_granted();
     std::string bytes;
-    for (int i = 0; i < kStreams && sent < window; ++i) {
+    for (int i = 0; i < streams && fill.sent < window; ++i) {
       if (reset(i)) continue;
       const auto stream = static_cast<uint32_t>(2 * i + 1);
-      if (!opened[i]) bytes += Frame(kHeaders, kEndHeaders, stream, RequestBlock());
+      if (!opened[i]) bytes += Frame(kHeaders, kEndHeaders, stream, block);
       opened[i] = true;
-      while (sent_on[i] < message.size() && sent < window) {
-        const size_t n = std::min<uint64_t>({16384, message.size() - sent_on[i], window - sent});
-        bytes += Frame(kData, 0, stream, std::string_view(message).substr(sent_on[i], n));
+      while (sent_on[i] < data.size() && fill.sent < window) {
+        const size_t n = std::min<uint64_t>({16384, data.size() - sent_on[i], window - fill.sent});
+        bytes += Frame(kData, 0, stream, std::string_view(data).substr(sent_on[i], n));
         sent_on[i] += n;
-        sent += n;
+        fill.sent += n;
       }
     }
     if (bytes.empty()) {  // no window left: wait for more
@@ -1115,22 +1105,77 @@ TEST_P(GrpcHostileTest, WindowSizedDataOnManyStreamsIsBoundedByTheConnectionWind
       if (client.connection_window_granted() == granted) break;
       continue;
     }
-    ASSERT_TRUE(client.Send(bytes));
-    EXPECT_LE(held(), bound + uint64_t{16} * 16384);  // + what crossed a reset in flight
+    if (!client.Send(bytes)) break;
   }
   client.ReadUntil([] { return false; }, std::chrono::milliseconds(200));
-  std::printf("[ measured ] the client sent %llu bytes of unfinished requests, %d streams were "
-              "refused, %llu bytes are held (bound %llu, %llu asked)\n",
-              static_cast<unsigned long long>(sent), client.frames_of(kRstStream),
-              static_cast<unsigned long long>(held()), static_cast<unsigned long long>(bound),
-              static_cast<unsigned long long>(uint64_t{kStreams} * message.size()));
-  EXPECT_LE(held(), bound);
-  EXPECT_GE(sent, options_.http2_connection_window);  // it did fill the window
-  EXPECT_LT(held(), uint64_t{kStreams} * message.size());  // and was stopped short
-  for (int i = 0; i < kStreams; ++i) {
-    if (reset(i)) EXPECT_EQ(NGHTTP2_REFUSED_STREAM, client.rst_code(2 * i + 1)) << i;
+  for (int i = 0; i < streams; ++i) {
+    if (reset(i)) {
+      ++fill.resets;
+      EXPECT_EQ(NGHTTP2_REFUSED_STREAM, client.rst_code(2 * i + 1)) << i;
+    } else {
+      fill.held += sent_on[i];
+    }
   }
   EXPECT_FALSE(client.closed());
+  std::printf("[ measured ] the client sent %llu bytes, %d streams were refused, %llu bytes on "
+              "the others (%llu asked)\n", static_cast<unsigned long long>(fill.sent),
+              fill.resets, static_cast<unsigned long long>(fill.held),
+              static_cast<unsigned long long>(uint64_t(streams) * data.size()));
+  return fill;
+}
+
+// Unary requests never completed: 64 streams, each filled with all but the last byte of a
+// max_body_size message. Past max_queued_request_bytes the server gives no window back but for
+// the oldest stream — refusing the newest unfinished requests (REFUSED_STREAM) when their bytes
+// hold the window the oldest needs — so what it holds stays within max_queued_request_bytes +
+// max_body_size + http2_connection_window, however many streams; a good client keeps 0 errors.
+TEST_P(GrpcHostileTest, WindowSizedDataOnManyStreamsIsBoundedByTheConnectionWindow) {
+  options_.http2_connection_window = 8u << 20;
+  StartWithGoodClient();
+  TestRequest request;
+  request.set_message("m");
+  request.add_ballast(std::string(options_.max_body_size - 16, 'b'));
+  std::string message = GrpcMessage(request);
+  ASSERT_LE(message.size(), options_.max_body_size + 5);
+  message.pop_back();  // never complete
+  constexpr int kStreams = 64;  // max_queued_requests_per_connection
+  const WindowFill fill = FillConnectionWindow(port_, kStreams, "/arenarpc.e2e.TestService/Echo",
+                                               message);
+  const uint64_t bound = options_.max_queued_request_bytes + options_.max_body_size +
+                         options_.http2_connection_window;
+  EXPECT_LE(fill.held, bound);
+  EXPECT_GE(fill.sent, options_.http2_connection_window);  // it did fill the window
+  EXPECT_LT(fill.held, uint64_t{kStreams} * message.size());  // and was stopped short
+}
+
+// Streaming calls whose handlers never read, each sent a stream window's worth of 16 KiB
+// messages (4 MiB each, 128 MiB asked): their windows stay closed while their messages wait, and
+// the connection window caps them all together — max_queued_request_bytes + max_body_size +
+// http2_connection_window + 64 KiB of queue charge per stream; nothing is refused (a call that
+// started is never refused), and a good client keeps 0 errors.
+TEST_P(GrpcHostileTest, StreamingCallsNotReadAreBoundedByTheConnectionWindow) {
+  GrpcStreamService streams(StreamService::descriptor());
+  ASSERT_EQ(0, streams.AddMethod("ClientStream", HoldWithoutReading));
+  options_.http2_connection_window = 8u << 20;
+  constexpr int kStreams = 32;
+  attack_fibers_ = kStreams;
+  StartWithStreams(streams);
+  StreamRequest message;
+  message.set_text(std::string(16u << 10, 'x'));
+  const std::string prefixed = Prefixed(message.SerializeAsString());
+  std::string data;
+  while (data.size() + prefixed.size() <= options_.http2_stream_window) data += prefixed;
+  const WindowFill fill = FillConnectionWindow(port_, kStreams,
+                                               "/arenarpc.e2e.StreamService/ClientStream", data);
+  const uint64_t bound = options_.max_queued_request_bytes + options_.max_body_size +
+                         options_.http2_connection_window;
+  EXPECT_LE(fill.held, bound);
+  EXPECT_GE(fill.sent, options_.http2_connection_window);
+  EXPECT_EQ(0, fill.resets);
+  EXPECT_TRUE(WaitFor([&] {
+    return server_->GetMethodStats("arenarpc.e2e.StreamService.ClientStream").in_flight == 0;
+  }, std::chrono::seconds(5)));
+  StopWithStreams();
 }
 
 }  // namespace
