@@ -214,6 +214,9 @@ TEST_P(GrpcStreamTest, PythonGrpcioStreams) {
   options.max_body_size = kMaxBody;
   options.stop_deadline_ms = 500;
   options.max_request_memory = 64u << 10;
+  // client_stream_flood checks that flow control holds the client back while the handler reads
+  // nothing: a 64 KiB window (the default, 4 MiB, would take the whole flood of 4 MiB at once).
+  options.http2_stream_window = 65535;
   Server server;
   ASSERT_EQ(0, server.AddService(&streams, SERVER_DOESNT_OWN_SERVICE)) << server.last_error();
   ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();

@@ -42,6 +42,11 @@ TEST(GrpcWireTest, TimeoutsStatusesAndMessages) {
   EXPECT_EQ(-1, ParseGrpcTimeoutMs("10x"));
   EXPECT_EQ(-1, ParseGrpcTimeoutMs("S"));
   EXPECT_EQ("a%25b%0A%C3%A9 c", PercentEncode("a%b\n\xc3\xa9 c"));
+  EXPECT_EQ("", EncodeBinaryHeader(""));  // base64 without padding, as gRPC sends -bin values
+  EXPECT_EQ("Zg", EncodeBinaryHeader("f"));
+  EXPECT_EQ("Zm8", EncodeBinaryHeader("fo"));
+  EXPECT_EQ("Zm9v", EncodeBinaryHeader("foo"));
+  EXPECT_EQ("AP/+", EncodeBinaryHeader(std::string("\0\xff\xfe", 3)));
   EXPECT_EQ(GrpcStatus::kOk, GrpcStatusForError(0));
   EXPECT_EQ(GrpcStatus::kUnimplemented, GrpcStatusForError(ENOSERVICE));
   EXPECT_EQ(GrpcStatus::kUnimplemented, GrpcStatusForError(ENOMETHOD));

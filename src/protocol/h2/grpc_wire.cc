@@ -107,34 +107,6 @@ std::string EncodeBinaryHeader(std::string_view bytes) {
   return out;
 }
 
-bool DecodeBinaryHeader(std::string_view value, std::string* bytes) {
-  while (!value.empty() && value.back() == '=') value.remove_suffix(1);
-  if (value.size() % 4 == 1) return false;
-  const auto sextet = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-  };
-  bytes->clear();
-  bytes->reserve(value.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : value) {
-    const int v = sextet(c);
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      *bytes += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  return true;
-}
-
 std::string PercentDecode(std::string_view text) {
   const auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
