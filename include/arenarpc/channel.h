@@ -139,8 +139,14 @@ struct ChannelOptions {
   uint32_t grpc_max_concurrent_streams = 100;
   // A response header list (headers, and trailers) larger than this fails the call (ERESPONSE).
   size_t grpc_max_header_list_bytes = 64u << 10;
-  // Flow-control window of each stream (SETTINGS_INITIAL_WINDOW_SIZE).
+  // Flow-control window of each stream (SETTINGS_INITIAL_WINDOW_SIZE). 1..2^31-1.
   uint32_t grpc_stream_window = 1u << 20;
+  // Flow-control window of the connection (all streams' responses in flight together). What a
+  // connection holds stays bounded by the stream windows (above); this caps how much of them the
+  // server may fill at once. 65535..2^31-1.
+  uint32_t grpc_connection_window = 16u << 20;
+  // Largest frame payload accepted from the server (SETTINGS_MAX_FRAME_SIZE). 16384..16777215.
+  uint32_t grpc_max_frame_size = 16384;
   // Bytes of requests queued on one connection and not yet accepted by the kernel; a call that
   // would queue more fails with EOVERCROWDED (brpc's socket_max_unwritten_bytes). One request
   // larger than this still goes when nothing else waits.

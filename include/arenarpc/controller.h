@@ -106,6 +106,11 @@ class Controller : public google::protobuf::RpcController {
   // user_fields (RpcMeta 9): request pairs reach the handler; pairs it sets return in the reply.
   std::map<std::string, std::string>& request_user_fields() { return request_user_fields_; }
   std::map<std::string, std::string>& response_user_fields() { return response_user_fields_; }
+  // gRPC server: a failed call's rich status (a serialized google.rpc.Status) that goes, base64,
+  // in the grpc-status-details-bin trailer next to grpc-status and grpc-message (docs/grpc.md);
+  // ignored when the call succeeds and by the other protocols.
+  const std::string& grpc_status_details() const noexcept { return grpc_status_details_; }
+  void set_grpc_status_details(std::string details) { grpc_status_details_ = std::move(details); }
   CompressType request_compress_type() const noexcept { return request_compress_; }
   void set_request_compress_type(CompressType t) noexcept { request_compress_ = t; }
   CompressType response_compress_type() const noexcept { return response_compress_; }
@@ -166,6 +171,7 @@ class Controller : public google::protobuf::RpcController {
   TraceContext trace_;
   net::BufferChain request_attachment_, response_attachment_;
   std::map<std::string, std::string> request_user_fields_, response_user_fields_;
+  std::string grpc_status_details_;
   CompressType request_compress_ = CompressType::kNone, response_compress_ = CompressType::kNone;
   std::string remote_side_;
   const std::string* local_side_ = nullptr;  // the server connection's (outlives the call)

@@ -110,6 +110,18 @@ struct ServerOptions {
   // (the stream whose data would pass it is reset).
   int max_streams_per_connection = 1024;
   size_t max_stream_unconsumed_bytes = 64u << 20;
+  // HTTP/2 (gRPC) flow control (docs/server.md, "HTTP/2 (gRPC) connections"). Each stream may
+  // have this many request bytes in flight (SETTINGS_INITIAL_WINDOW_SIZE; a default-sized 4 MiB
+  // gRPC message fits without waiting for a WINDOW_UPDATE). 1..2^31-1.
+  uint32_t http2_stream_window = 4u << 20;
+  // ... and all streams of a connection together: what a client can make the server hold beyond
+  // max_queued_request_bytes + max_body_size, however many streams it opens. Windows are given
+  // back as calls take their requests and messages, or while the connection holds less than
+  // max_queued_request_bytes. 65535..2^31-1.
+  uint32_t http2_connection_window = 16u << 20;
+  // Largest frame payload the server accepts (SETTINGS_MAX_FRAME_SIZE). 16384..16777215.
+  uint32_t http2_max_frame_size = 16384;
+  // (The header list bound, SETTINGS_MAX_HEADER_LIST_SIZE, is max_http_header_size.)
 
   // --- message memory (docs/server.md, "Message memory")
   // What one request may hold once parsed, estimated from a scan of its bytes before parsing;

@@ -27,6 +27,7 @@ void Controller::Reset() {
   response_attachment_.clear();
   request_user_fields_.clear();
   response_user_fields_.clear();
+  grpc_status_details_.clear();
   request_compress_ = response_compress_ = CompressType::kNone;
   remote_side_.clear();
   local_side_ = nullptr;

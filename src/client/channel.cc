@@ -57,6 +57,14 @@ std::string ValidateOptions(const ChannelOptions& o) {
       return "grpc_max_concurrent_streams, grpc_stream_window (<= 2^31-1) and "
              "grpc_max_header_list_bytes must be >= 1";
     }
+    if (o.grpc_connection_window < 65535 || o.grpc_connection_window > 0x7fffffffu) {
+      return "grpc_connection_window=" + std::to_string(o.grpc_connection_window) +
+             " is invalid (expected 65535..2147483647)";
+    }
+    if (o.grpc_max_frame_size < 16384 || o.grpc_max_frame_size > 16777215) {
+      return "grpc_max_frame_size=" + std::to_string(o.grpc_max_frame_size) +
+             " is invalid (expected 16384..16777215)";
+    }
   }
   if (o.max_pooled_connections < 0) {
     return "max_pooled_connections=" + std::to_string(o.max_pooled_connections) + " must be >= 0";

@@ -129,6 +129,8 @@ protocol::h2::GrpcClientSession::Limits LimitsOf(const ChannelOptions& options) 
   limits.max_message_bytes = options.max_body_size;
   limits.response_bytes_budget = options.max_body_size;
   limits.stream_window = options.grpc_stream_window;
+  limits.connection_window = options.grpc_connection_window;
+  limits.max_frame_size = options.grpc_max_frame_size;
   return limits;
 }
 

@@ -71,6 +71,9 @@ protocol::h2::GrpcServerSession::Limits GrpcServerProtocol::LimitsFor(
   limits.max_header_list_bytes = options.max_http_header_size;
   limits.max_message_bytes = options.max_body_size;
   limits.request_bytes_budget = options.max_queued_request_bytes;
+  limits.stream_window = options.http2_stream_window;
+  limits.connection_window = options.http2_connection_window;
+  limits.max_frame_size = options.http2_max_frame_size;
   return limits;
 }
 
@@ -160,7 +163,7 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
   }
   std::string_view service, method;
   if (!SplitMethodPath(request.path, &service, &method)) {
-    Fail(connection, key, GrpcStatus::kUnimplemented, "no method at path " + request.path);
+    Fail(connection, key, GrpcStatus::kUnimplemented, "Method not found: " + request.path);
     return Step::kAnswered;
   }
   const int compress_type = CompressTypeOf(request.encoding);
@@ -274,6 +277,7 @@ bool GrpcServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
       } else if (stream_call.failed) {
         stream_call.status = protocol::h2::GrpcStatusForError(controller.ErrorCode());
         stream_call.text = controller.ErrorText();
+        stream_call.details = controller.grpc_status_details();
       }
       return !stream_call.failed;
     }
@@ -304,6 +308,7 @@ bool GrpcServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
     it->second.failed = true;
     it->second.status = protocol::h2::GrpcStatusForError(code);
     it->second.text = std::move(text);
+    it->second.details = controller.grpc_status_details();
   }
   return false;
 }
@@ -319,9 +324,9 @@ void GrpcServerProtocol::SendReply(net::Connection& connection, int64_t key,
     if (call.stream) {
       session_.FinishStream(stream_id, call.failed ? call.status : GrpcStatus::kOk,
                             call.failed ? call.text : std::string(), call.metadata,
-                            call.stream->trailers);
+                            call.stream->trailers, call.failed ? call.details : std::string());
     } else if (call.failed) {
-      session_.Fail(stream_id, call.status, call.text);
+      session_.Fail(stream_id, call.status, call.text, call.details);
     } else if (const size_t held = HeldWithConnectionLocked(connection);
                held > 0 && held + reply.held_bytes() > max_held_bytes_) {
       // The client's windows or its socket do not take the replies already held: refuse rather
@@ -351,6 +356,14 @@ void GrpcServerProtocol::Fail(net::Connection& connection, int64_t key, GrpcStat
 
 void GrpcServerProtocol::SendError(net::Connection& connection, int64_t key, int code,
                                    std::string_view text) {
+  if (code == ENOMETHOD || code == ENOSERVICE) {
+    // gRPC's words (grpc-java's: gRPC C++ sends UNIMPLEMENTED without text) for the path
+    // "pkg.Service/Method" the registry's text ends with (protocol::NoMethodText).
+    const size_t equals = text.find('=');
+    const std::string_view path = equals == std::string_view::npos ? text : text.substr(equals + 1);
+    Fail(connection, key, GrpcStatus::kUnimplemented, "Method not found: " + std::string(path));
+    return;
+  }
   Fail(connection, key, protocol::h2::GrpcStatusForError(code), text);
 }
 

@@ -99,6 +99,7 @@ class GrpcServerProtocol final : public ServerProtocol {
     bool compressed = false;
     protocol::h2::GrpcStatus status = protocol::h2::GrpcStatus::kOk;
     std::string text;
+    std::string details;  // grpc-status-details-bin of a failed call (Controller)
     std::vector<std::pair<std::string, std::string>> metadata;  // response headers
     std::weak_ptr<CancelState> cancel;
     std::shared_ptr<StreamWaits> stream;  // streaming calls only

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "arenarpc/grpc_stream.h"
@@ -131,6 +132,16 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
   }
   if (options.max_queued_request_bytes == 0) {
     return Fail("max_queued_request_bytes=0 is invalid (expected > 0)");
+  }
+  for (const auto& [name, value, low, high] :
+       {std::tuple<const char*, uint32_t, uint32_t, uint32_t>{
+            "http2_stream_window", options.http2_stream_window, 1, 0x7fffffff},
+        {"http2_connection_window", options.http2_connection_window, 65535, 0x7fffffff},
+        {"http2_max_frame_size", options.http2_max_frame_size, 16384, 16777215}}) {
+    if (value < low || value > high) {
+      return Fail(std::string(name) + "=" + std::to_string(value) + " is invalid (expected " +
+                  std::to_string(low) + ".." + std::to_string(high) + ")");
+    }
   }
   if (options.read_timeout_ms == 0 || options.read_timeout_ms < -1) {
     return Fail("read_timeout_ms=" + std::to_string(options.read_timeout_ms) +

@@ -245,6 +245,21 @@ TEST(GrpcChannelOptions, InitRefusesWhatGrpcDoesNotCarry) {
   Channel h2;
   EXPECT_EQ(-1, h2.Init("127.0.0.1:1", &options));
   EXPECT_NE(std::string::npos, h2.last_error().find("h2:grpc")) << h2.last_error();
+  options = GrpcOptions();
+  options.grpc_connection_window = 1000;
+  Channel small_window;
+  EXPECT_EQ(-1, small_window.Init("127.0.0.1:1", &options));
+  EXPECT_NE(std::string::npos,
+            small_window.last_error().find(
+                "grpc_connection_window=1000 is invalid (expected 65535..2147483647)"))
+      << small_window.last_error();
+  options = GrpcOptions();
+  options.grpc_max_frame_size = 1000;
+  Channel small_frames;
+  EXPECT_EQ(-1, small_frames.Init("127.0.0.1:1", &options));
+  EXPECT_NE(std::string::npos, small_frames.last_error().find(
+                                   "grpc_max_frame_size=1000 is invalid (expected 16384..16777215)"))
+      << small_frames.last_error();
 }
 
 // A loopback TCP server whose connections each run a ScriptedH2Server made by `script`

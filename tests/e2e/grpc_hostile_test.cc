@@ -178,10 +178,12 @@ class H2Socket {
 
   bool closed() const { return closed_; }
   int stream_window_updates() const { return stream_window_updates_; }
+  // The connection window increments the server granted (WINDOW_UPDATE on stream 0), summed.
+  uint64_t connection_window_granted() const { return connection_window_granted_; }
   int frames_of(uint8_t type) const { return counts_.count(type) ? counts_.at(type) : 0; }
   // The error code of the RST_STREAM the stream got, -1 none.
   int64_t rst_code(uint32_t stream) const {
-    return rst_codes_.count(stream) ? rst_codes_.at(stream) : -1;
+    return rst_codes_.count(stream) ? int64_t{rst_codes_.at(stream)} : -1;
   }
   // The response header fields of a stream (trailers included), in order.
   const std::vector<std::pair<std::string, std::string>>& fields(uint32_t stream) {
@@ -205,6 +207,10 @@ class H2Socket {
                               (uint32_t{b[7]} << 8) | b[8];
       ++counts_[type];
       if (type == kWindowUpdate && stream != 0) ++stream_window_updates_;
+      if (type == kWindowUpdate && stream == 0 && length == 4) {
+        connection_window_granted_ += ((uint32_t{b[9]} & 0x7f) << 24) | (uint32_t{b[10]} << 16) |
+                                      (uint32_t{b[11]} << 8) | b[12];
+      }
       if (type == kRstStream && length == 4) {
         rst_codes_[stream] = (uint32_t{b[9]} << 24) | (uint32_t{b[10]} << 16) |
                              (uint32_t{b[11]} << 8) | b[12];
@@ -243,6 +249,7 @@ class H2Socket {
   int fd_ = -1;
   bool closed_ = false;
   int stream_window_updates_ = 0;
+  uint64_t connection_window_granted_ = 0;
   std::string buffer_;
   nghttp2_hd_inflater* inflater_ = nullptr;
   std::map<uint8_t, int> counts_;
@@ -540,7 +547,8 @@ TEST_P(GrpcHostileTest, StreamingCallsNotReadHoldOneWindowEach) {
   StartWithStreams(streams);
   {
     H2Socket client(port_);
-    std::string bytes = std::string(kPreface) + Settings();
+    // SETTINGS acknowledged: no stream opens before the server's window applies
+    std::string bytes = std::string(kPreface) + Settings() + Frame(kSettings, 0x1, 0, "");
     constexpr int kStreams = 32;
     const std::string block = RequestBlock("/arenarpc.e2e.StreamService/ClientStream");
     StreamRequest message;
@@ -1004,6 +1012,169 @@ TEST_P(GrpcHostileTest, StreamingCallsPastTheConnectionsShareAreRefused) {
   }
   EXPECT_TRUE(WaitFor([&] { return server_->GetMethodStats(method).in_flight == 0; },
                       std::chrono::seconds(5)));
+  StopWithStreams();
+}
+
+
+// brpc's h2:grpc client sends a message in one go, never waiting for a WINDOW_UPDATE (and
+// assumes a large window before SETTINGS): a 1 MiB request sent with the preface, before any
+// frame of the server was read, fits the stream window the server opens and succeeds.
+TEST_P(GrpcHostileTest, OneMebibyteRequestSentWithoutWaitingForWindowsSucceeds) {
+  options_.max_body_size = 2u << 20;
+  StartWithGoodClient();
+  TestRequest request;
+  request.set_message("big");
+  request.add_ballast(std::string(1u << 20, 'b'));  // held, not echoed: the reply stays small
+  const std::string message = GrpcMessage(request);
+  ASSERT_GT(message.size(), 1u << 20);
+  std::string bytes = std::string(kPreface) + Settings() +
+                      Frame(kHeaders, kEndHeaders, 1, RequestBlock());
+  for (size_t at = 0; at < message.size(); at += 16384) {
+    const bool last = at + 16384 >= message.size();
+    bytes += Frame(kData, last ? kEndStream : 0, 1, std::string_view(message).substr(at, 16384));
+  }
+  const int rounds = RepeatAttack([&] {  // long enough for the good client's measure
+    H2Socket client(port_);
+    ASSERT_TRUE(client.Send(bytes));
+    ASSERT_TRUE(client.ReadUntil([&] { return !client.field(1, "grpc-status").empty(); }));
+    EXPECT_EQ("0", client.field(1, "grpc-status")) << client.field(1, "grpc-message");
+    EXPECT_EQ("identity,deflate,gzip", client.field(1, "grpc-accept-encoding"));
+    EXPECT_EQ(0, client.frames_of(kRstStream));
+    EXPECT_FALSE(client.closed());
+  });
+  EXPECT_GE(rounds, 1);
+}
+
+// A request compressed with an encoding the server does not take: UNIMPLEMENTED, with the
+// encodings it does take in grpc-accept-encoding (gRPC's compression spec).
+TEST_P(GrpcHostileTest, UnknownRequestEncodingIsUnimplementedWithTheAcceptedOnes) {
+  StartServer(options_);  // one request: no attack to measure a good client against
+  const std::string block = RequestBlock() + Literal("grpc-encoding", "br");
+  H2Socket client(port_);
+  ASSERT_TRUE(client.Send(std::string(kPreface) + Settings() +
+                          Frame(kHeaders, kEndHeaders, 1, block) +
+                          Frame(kData, kEndStream, 1, std::string("\x01\0\0\0\x03" "abc", 8))));
+  ASSERT_TRUE(client.ReadUntil([&] { return !client.field(1, "grpc-status").empty(); }));
+  EXPECT_EQ("12", client.field(1, "grpc-status"));
+  EXPECT_EQ("grpc-encoding br is not supported (gzip, deflate, identity)",
+            client.field(1, "grpc-message"));
+  EXPECT_EQ("identity,deflate,gzip", client.field(1, "grpc-accept-encoding"));
+  EXPECT_FALSE(client.closed());
+}
+
+// What FillConnectionWindow saw: bytes sent, bytes on streams the server did not reset (what it
+// may hold), streams reset.
+struct WindowFill {
+  uint64_t sent = 0, held = 0;
+  int resets = 0;
+};
+
+// A client that respects every window and never lets a handler consume: `streams` streams to
+// `path`, each sent `data` (or as much of it as the windows allow), as fast as the connection
+// window lets it, until the server grants no more for 300 ms. Streams the server resets get no
+// more bytes; every reset must be REFUSED_STREAM.
+WindowFill FillConnectionWindow(int port, int streams, const std::string& path,
+                                const std::string& data) {
+  H2Socket client(port);
+  WindowFill fill;
+  EXPECT_TRUE(client.Send(std::string(kPreface) + Settings() + Frame(kSettings, 0x1, 0, "")));
+  EXPECT_TRUE(client.ReadUntil([&] { return client.connection_window_granted() > 0; }));
+  std::vector<size_t> sent_on(streams, 0);
+  std::vector<bool> opened(streams, false);
+  auto reset = [&](int i) { return client.rst_code(static_cast<uint32_t>(2 * i + 1)) >= 0; };
+  const std::string block = RequestBlock(path);
+  for (int round = 0; round < 1000; ++round) {
+    const uint64_t window = 65535 + client.connection_window_granted();
+    std::string bytes;
+    for (int i = 0; i < streams && fill.sent < window; ++i) {
+      if (reset(i)) continue;
+      const auto stream = static_cast<uint32_t>(2 * i + 1);
+      if (!opened[i]) bytes += Frame(kHeaders, kEndHeaders, stream, block);
+      opened[i] = true;
+      while (sent_on[i] < data.size() && fill.sent < window) {
+        const size_t n = std::min<uint64_t>({16384, data.size() - sent_on[i], window - fill.sent});
+        bytes += Frame(kData, 0, stream, std::string_view(data).substr(sent_on[i], n));
+        sent_on[i] += n;
+        fill.sent += n;
+      }
+    }
+    if (bytes.empty()) {  // no window left: wait for more
+      const uint64_t granted = client.connection_window_granted();
+      client.ReadUntil([&] { return client.connection_window_granted() > granted; },
+                       std::chrono::milliseconds(300));
+      if (client.connection_window_granted() == granted) break;
+      continue;
+    }
+    if (!client.Send(bytes)) break;
+  }
+  client.ReadUntil([] { return false; }, std::chrono::milliseconds(200));
+  for (int i = 0; i < streams; ++i) {
+    if (reset(i)) {
+      ++fill.resets;
+      EXPECT_EQ(NGHTTP2_REFUSED_STREAM, client.rst_code(2 * i + 1)) << i;
+    } else {
+      fill.held += sent_on[i];
+    }
+  }
+  EXPECT_FALSE(client.closed());
+  std::printf("[ measured ] the client sent %llu bytes, %d streams were refused, %llu bytes on "
+              "the others (%llu asked)\n", static_cast<unsigned long long>(fill.sent),
+              fill.resets, static_cast<unsigned long long>(fill.held),
+              static_cast<unsigned long long>(uint64_t(streams) * data.size()));
+  return fill;
+}
+
+// Unary requests never completed: 64 streams, each filled with all but the last byte of a
+// max_body_size message. Past max_queued_request_bytes the server gives no window back but for
+// the oldest stream — refusing the newest unfinished requests (REFUSED_STREAM) when their bytes
+// hold the window the oldest needs — so what it holds stays within max_queued_request_bytes +
+// max_body_size + http2_connection_window, however many streams; a good client keeps 0 errors.
+TEST_P(GrpcHostileTest, WindowSizedDataOnManyStreamsIsBoundedByTheConnectionWindow) {
+  options_.http2_connection_window = 8u << 20;
+  StartWithGoodClient();
+  TestRequest request;
+  request.set_message("m");
+  request.add_ballast(std::string(options_.max_body_size - 16, 'b'));
+  std::string message = GrpcMessage(request);
+  ASSERT_LE(message.size(), options_.max_body_size + 5);
+  message.pop_back();  // never complete
+  constexpr int kStreams = 64;  // max_queued_requests_per_connection
+  const WindowFill fill = FillConnectionWindow(port_, kStreams, "/arenarpc.e2e.TestService/Echo",
+                                               message);
+  const uint64_t bound = options_.max_queued_request_bytes + options_.max_body_size +
+                         options_.http2_connection_window;
+  EXPECT_LE(fill.held, bound);
+  EXPECT_GE(fill.sent, options_.http2_connection_window);  // it did fill the window
+  EXPECT_LT(fill.held, uint64_t{kStreams} * message.size());  // and was stopped short
+}
+
+// Streaming calls whose handlers never read, each sent a stream window's worth of 16 KiB
+// messages (4 MiB each, 128 MiB asked): their windows stay closed while their messages wait, and
+// the connection window caps them all together — max_queued_request_bytes + max_body_size +
+// http2_connection_window + 64 KiB of queue charge per stream; nothing is refused (a call that
+// started is never refused), and a good client keeps 0 errors.
+TEST_P(GrpcHostileTest, StreamingCallsNotReadAreBoundedByTheConnectionWindow) {
+  GrpcStreamService streams(StreamService::descriptor());
+  ASSERT_EQ(0, streams.AddMethod("ClientStream", HoldWithoutReading));
+  options_.http2_connection_window = 8u << 20;
+  constexpr int kStreams = 32;
+  attack_fibers_ = kStreams;
+  StartWithStreams(streams);
+  StreamRequest message;
+  message.set_text(std::string(16u << 10, 'x'));
+  const std::string prefixed = Prefixed(message.SerializeAsString());
+  std::string data;
+  while (data.size() + prefixed.size() <= options_.http2_stream_window) data += prefixed;
+  const WindowFill fill = FillConnectionWindow(port_, kStreams,
+                                               "/arenarpc.e2e.StreamService/ClientStream", data);
+  const uint64_t bound = options_.max_queued_request_bytes + options_.max_body_size +
+                         options_.http2_connection_window;
+  EXPECT_LE(fill.held, bound);
+  EXPECT_GE(fill.sent, options_.http2_connection_window);
+  EXPECT_EQ(0, fill.resets);
+  EXPECT_TRUE(WaitFor([&] {
+    return server_->GetMethodStats("arenarpc.e2e.StreamService.ClientStream").in_flight == 0;
+  }, std::chrono::seconds(5)));
   StopWithStreams();
 }
 

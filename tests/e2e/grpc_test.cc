@@ -52,7 +52,8 @@ TEST_P(GrpcTest, PythonGrpcioClient) {
   const std::string& output = run.out;
   EXPECT_EQ(0, run.exit_code) << output;
   for (const char* name :
-       {"unary", "metadata", "handler_error", "unimplemented", "unparsable_request",
+       {"unary", "metadata", "handler_error", "unimplemented", "grpc_message_percent_encoded",
+        "status_details", "deflate_request", "unparsable_request",
         "deadline_exceeded", "cancellation", "message_over_limit", "gzip",
         "concurrent_calls_one_connection", "health_check"}) {
     EXPECT_NE(std::string::npos, output.find(std::string("OK ") + name + "\n"))
@@ -60,6 +61,25 @@ TEST_P(GrpcTest, PythonGrpcioClient) {
   }
   // The good calls and the refused ones were counted as gRPC, not as malformed input.
   EXPECT_EQ(0u, server_->GetServerStats().malformed_frames);
+}
+
+// 4 MiB and 16 MiB messages both ways (past the 4 MiB stream window: the server's windows reopen
+// as the bytes arrive), and eight 4 MiB requests at once on one connection.
+TEST_P(GrpcTest, PythonGrpcioLargeMessages) {
+  ServerOptions options;
+  options.max_body_size = 32u << 20;
+  StartServer(options);
+  ASSERT_FALSE(PythonModuleDir().empty());
+  const press::ShellOutput run = press::RunShell(
+      "timeout 120 /usr/bin/python3 " ARENARPC_SOURCE_DIR "/tests/e2e/grpc_python_client.py " +
+      std::to_string(port_) + " " + PythonModuleDir() + " " + std::to_string(32u << 20) +
+      " large");
+  EXPECT_EQ(0, run.exit_code) << run.out;
+  for (const char* name : {"message_4mib", "message_16mib"}) {
+    EXPECT_NE(std::string::npos, run.out.find(std::string("OK ") + name + "\n"))
+        << name << "\n" << run.out;
+  }
+  EXPECT_EQ(std::string::npos, run.out.find("OK unary")) << run.out;  // only the large cases
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, GrpcTest, ::testing::ValuesIn(kAllModes));
@@ -194,6 +214,9 @@ TEST_P(GrpcStreamTest, PythonGrpcioStreams) {
   options.max_body_size = kMaxBody;
   options.stop_deadline_ms = 500;
   options.max_request_memory = 64u << 10;
+  // client_stream_flood checks that flow control holds the client back while the handler reads
+  // nothing: a 64 KiB window (the default, 4 MiB, would take the whole flood of 4 MiB at once).
+  options.http2_stream_window = 65535;
   Server server;
   ASSERT_EQ(0, server.AddService(&streams, SERVER_DOESNT_OWN_SERVICE)) << server.last_error();
   ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();

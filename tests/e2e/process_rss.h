@@ -49,12 +49,13 @@ inline uint64_t HttpConnectionBound(const ServerOptions& o, uint64_t replies = 0
   return BaiduStdConnectionBound(o, replies) + o.max_http_header_size;
 }
 
-// An HTTP/2 connection: raw input, request messages (each stream's window, and one window more
-// decoded for streaming calls), kept header fields, replies held for windows and unsent output.
+// An HTTP/2 connection: raw input, request messages (the budget, one message and the connection
+// window; 64 KiB more decoded per streaming call), kept header fields, replies held for windows
+// and unsent output.
 inline uint64_t H2ConnectionBound(const ServerOptions& o, uint64_t replies = 0) {
   const uint64_t streams = static_cast<uint64_t>(o.max_queued_requests_per_connection);
   return o.max_body_size + 12 + (256u << 10) + o.max_queued_request_bytes + o.max_body_size +
-         streams * 2 * (64u << 10) + streams * o.max_http_header_size + o.max_unwritten_bytes +
+         o.http2_connection_window + streams * (64u << 10) + streams * o.max_http_header_size + o.max_unwritten_bytes +
          replies;
 }
 

@@ -77,6 +77,9 @@ void TestServiceImpl::Handle(google::protobuf::RpcController* controller_base,
     controller->SetFailed(request->fail_text());
   } else if (request->fail_code() != 0) {
     controller->SetFailed(request->fail_code(), request->fail_text());
+    if (request->has_status_details()) {
+      controller->set_grpc_status_details(request->status_details());
+    }
   }
 
   if (request->retain()) {

@@ -42,6 +42,11 @@ TEST(GrpcWireTest, TimeoutsStatusesAndMessages) {
   EXPECT_EQ(-1, ParseGrpcTimeoutMs("10x"));
   EXPECT_EQ(-1, ParseGrpcTimeoutMs("S"));
   EXPECT_EQ("a%25b%0A%C3%A9 c", PercentEncode("a%b\n\xc3\xa9 c"));
+  EXPECT_EQ("", EncodeBinaryHeader(""));  // base64 without padding, as gRPC sends -bin values
+  EXPECT_EQ("Zg", EncodeBinaryHeader("f"));
+  EXPECT_EQ("Zm8", EncodeBinaryHeader("fo"));
+  EXPECT_EQ("Zm9v", EncodeBinaryHeader("foo"));
+  EXPECT_EQ("AP/+", EncodeBinaryHeader(std::string("\0\xff\xfe", 3)));
   EXPECT_EQ(GrpcStatus::kOk, GrpcStatusForError(0));
   EXPECT_EQ(GrpcStatus::kUnimplemented, GrpcStatusForError(ENOSERVICE));
   EXPECT_EQ(GrpcStatus::kUnimplemented, GrpcStatusForError(ENOMETHOD));
@@ -263,6 +268,42 @@ TEST(GrpcServerSessionTest, StreamWindowsReopenWithinTheBudgetAndNeverStall) {
   }
 }
 
+// Stream windows larger than the budget: the connection window bounds what the session holds once
+// the budget is reached, however many streams the client fills; when the client spent the
+// connection window on streams other than the oldest, the newest unfinished requests are refused
+// (REFUSED_STREAM: not processed) to make room, so the oldest always completes — no stall.
+TEST(GrpcServerSessionTest, TheConnectionWindowBoundsLargeStreamWindows) {
+  GrpcServerSession::Limits limits;
+  limits.request_bytes_budget = 50000;
+  limits.stream_window = 1u << 20;
+  limits.connection_window = 100000;
+  limits.max_message_bytes = 200000;
+  Exchange exchange(limits);
+  constexpr int kCalls = 20;
+  std::map<int32_t, char> fill;
+  for (int i = 0; i < kCalls; ++i) {
+    fill[exchange.Call(std::string(150000, static_cast<char>('a' + i)))] = static_cast<char>('a' + i);
+  }
+  const size_t bound =
+      limits.request_bytes_budget + limits.max_message_bytes + 5 + limits.connection_window;
+  size_t taken = 0;
+  for (int round = 0; round < 100 && taken + exchange.server().counters().refused_streams < kCalls;
+       ++round) {
+    exchange.Pump();
+    EXPECT_LE(exchange.server().queued_request_bytes(), bound);
+    GrpcRequest request;
+    while (exchange.server().PopRequest(&request)) {
+      ++taken;
+      EXPECT_EQ(std::string(150000, fill[request.stream_id]), request.message.ToString());
+    }
+  }
+  EXPECT_GT(exchange.sent(), bound);  // more was asked than the bound
+  EXPECT_GE(taken, 1u);
+  EXPECT_EQ(size_t{kCalls}, taken + exchange.server().counters().refused_streams);  // no stall
+  exchange.Pump();
+  EXPECT_EQ(0u, exchange.server().queued_request_bytes());
+}
+
 // Raw HTTP/2 for what an nghttp2 client will not send: frames and HPACK by hand.
 std::string RawFrame(uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload) {
   const auto n = static_cast<uint32_t>(payload.size());
@@ -442,7 +483,7 @@ TEST(GrpcServerSessionTest, StreamingCallReadsMessagesWithinItsWindowAndWritesMe
 }
 
 // Empty messages cost no payload but a queue entry each: the inbox charges each message its
-// payload plus a fixed overhead and decodes only one window's worth of charge; the others wait
+// payload plus a fixed overhead and decodes only kInboxChargeBytes of charge; the others wait
 // as received (5 bytes each) until the call takes messages. Nothing is lost and the charge is
 // given back as they are taken.
 TEST(GrpcServerSessionTest, QueuedMessagesAreChargedTheirOverhead) {
@@ -463,12 +504,13 @@ TEST(GrpcServerSessionTest, QueuedMessagesAreChargedTheirOverhead) {
   const size_t charged = exchange.server().queued_request_bytes();
   // The decoded ones are charged > 100 bytes each (an uncharged inbox would hold 0 here) ...
   EXPECT_GE(charged, limits.stream_window);
-  // ... and at most one window of them is decoded; the rest are their 5 raw bytes.
-  EXPECT_LE(charged, 2 * size_t{limits.stream_window} + 256);
+  // ... and at most kInboxChargeBytes of them are decoded; the rest are their 5 raw bytes.
+  const size_t bound = limits.stream_window + GrpcServerSession::kInboxChargeBytes + 256;
+  EXPECT_LE(charged, bound);
   EXPECT_LT(charged, arrived * 100);
   const int got = exchange.TakeMessages(id, [&](const net::BufferChain& message, bool) {
     EXPECT_TRUE(message.empty());
-    EXPECT_LE(exchange.server().queued_request_bytes(), 2 * size_t{limits.stream_window} + 256);
+    EXPECT_LE(exchange.server().queued_request_bytes(), bound);
   });
   EXPECT_EQ(kMessages, got);
   EXPECT_EQ(0u, exchange.server().queued_request_bytes());

@@ -203,9 +203,10 @@ GrpcClientSession::GrpcClientSession(const Limits& limits)
           {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
            {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
             std::clamp<uint32_t>(limits.stream_window, 1, INT32_MAX)},
+           {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, limits.max_frame_size},
            {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
             static_cast<uint32_t>(std::min<size_t>(limits.max_header_list_bytes, UINT32_MAX))}},
-          limits.response_bytes_budget, this) {}
+          limits.connection_window, this) {}
 
 GrpcClientSession::~GrpcClientSession() = default;
 

@@ -85,6 +85,8 @@ class GrpcClientSession {
     size_t max_message_bytes = 4u << 20;
     size_t response_bytes_budget = 4u << 20;
     uint32_t stream_window = 1u << 20;  // SETTINGS_INITIAL_WINDOW_SIZE we announce
+    uint32_t connection_window = 16u << 20;  // the connection's receive window
+    uint32_t max_frame_size = 16384;         // SETTINGS_MAX_FRAME_SIZE we announce
   };
   struct Counters {
     uint64_t streams_started = 0;

@@ -32,6 +32,7 @@ struct GrpcServerSession::Stream {
   bool headers_too_large = false;
   net::BufferChain body;     // DATA so far (prefix + message)
   size_t unreleased = 0;     // DATA bytes whose stream window was not reopened yet
+  size_t connection_unreleased = 0;  // ... whose connection window was not given back yet
   bool complete = false;     // in ready_, or refused: nothing more is read into it
   bool responded = false;
   bool reset_after_send = false;  // answered before the client ended its side
@@ -66,6 +67,13 @@ struct GrpcServerSession::Callbacks {
     stream->request.stream_id = frame->hd.stream_id;
     self.streams_[frame->hd.stream_id] = std::move(stream);
     ++self.incomplete_;
+    // The client may assume more than 65,535 before our SETTINGS (never less: lowering the
+    // window before the client learned it would shrink it twice once the SETTINGS apply).
+    if (!self.settings_acked_ && self.limits_.stream_window > NGHTTP2_INITIAL_WINDOW_SIZE) {
+      nghttp2_session_set_local_window_size(self.h2_.get(), NGHTTP2_FLAG_NONE,
+                                            frame->hd.stream_id,
+                                            static_cast<int32_t>(self.limits_.stream_window));
+    }
     return 0;
   }
 
@@ -123,6 +131,9 @@ struct GrpcServerSession::Callbacks {
     if (!self.CountFrame(frame->hd.type, frame->hd.flags, payload)) {
       return NGHTTP2_ERR_CALLBACK_FAILURE;  // Receive() ends the session
     }
+    if (frame->hd.type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
+      self.settings_acked_ = true;
+    }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     Stream* stream = self.Find(frame->hd.stream_id);
     if (stream == nullptr) return 0;
@@ -151,17 +162,20 @@ struct GrpcServerSession::Callbacks {
   static int OnDataChunk(nghttp2_session* session, uint8_t, int32_t stream_id,
                          const uint8_t* data, size_t size, void* user_data) {
     GrpcServerSession& self = Self(user_data);
-    nghttp2_session_consume_connection(session, size);  // stream windows bound what is held
     Stream* stream = self.Find(stream_id);
     if (stream != nullptr && stream->streaming && !stream->input_ended) {
+      stream->connection_unreleased += size;
       self.ReceiveStreamData(*stream, std::string_view(reinterpret_cast<const char*>(data), size));
       return 0;
     }
-    if (stream == nullptr || stream->complete) {
+    if (stream == nullptr || stream->complete) {  // dropped: nothing is held
       nghttp2_session_consume_stream(session, stream_id, size);
+      self.connection_unsent_ += size;
+      self.FlushConnectionWindow(false);
       return 0;
     }
     stream->unreleased += size;
+    stream->connection_unreleased += size;
     self.request_bytes_ += size;
     stream->body.Append(std::string_view(reinterpret_cast<const char*>(data), size));
     const size_t limit = self.limits_.max_message_bytes;
@@ -191,6 +205,7 @@ struct GrpcServerSession::Callbacks {
       ++self.counters_.canceled_streams;
     }
     if (!stream.complete) --self.incomplete_;
+    self.ReleaseConnection(stream);  // its bytes go with it
     self.request_bytes_ -= stream.body.size() + stream.inbox_bytes;
     self.held_bytes_ -= stream.out.held_bytes();
     self.streams_.erase(it);
@@ -282,9 +297,10 @@ GrpcServerSession::GrpcServerSession(const Limits& limits)
       h2_(Nghttp2Core::Side::kServer, CallbackTable(),
           {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.max_concurrent_streams},
            {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits.stream_window},
+           {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, limits.max_frame_size},
            {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
             static_cast<uint32_t>(std::min<size_t>(limits.max_header_list_bytes, UINT32_MAX))}},
-          limits.request_bytes_budget, this) {}
+          limits.connection_window, this) {}
 
 GrpcServerSession::~GrpcServerSession() = default;
 
@@ -366,8 +382,10 @@ bool GrpcServerSession::PopRequest(GrpcRequest* request) {
     GrpcRequest next = std::move(ready_.front());
     ready_.pop_front();
     if (!next.streaming) request_bytes_ -= kMessagePrefixSize + next.message.size();
+    Stream* stream = Find(next.stream_id);
+    if (stream != nullptr && !next.streaming) ReleaseConnection(*stream);  // the call has them
     GrantWindows();
-    if (Find(next.stream_id) == nullptr) continue;  // reset by the client meanwhile
+    if (stream == nullptr) continue;  // reset by the client meanwhile
     *request = std::move(next);
     return true;
   }
@@ -385,22 +403,81 @@ GrpcServerSession::Stream* GrpcServerSession::Find(int32_t stream_id) {
   return it == streams_.end() ? nullptr : it->second.get();
 }
 
+void GrpcServerSession::ReleaseStream(Stream& stream) {
+  if (stream.unreleased == 0) return;
+  nghttp2_session_consume_stream(h2_.get(), stream.id, stream.unreleased);
+  stream.unreleased = 0;
+}
+
+void GrpcServerSession::ReleaseConnection(Stream& stream) {
+  if (stream.connection_unreleased == 0) return;
+  connection_unsent_ += stream.connection_unreleased;
+  stream.connection_unreleased = 0;
+  FlushConnectionWindow(false);
+}
+
+void GrpcServerSession::FlushConnectionWindow(bool now) {
+  // As nghttp2 batches its own: a WINDOW_UPDATE once half the window is given back.
+  if (connection_unsent_ == 0 || (!now && connection_unsent_ < limits_.connection_window / 2)) {
+    return;
+  }
+  nghttp2_submit_window_update(h2_.get(), NGHTTP2_FLAG_NONE, 0,
+                               static_cast<int32_t>(connection_unsent_));
+  connection_unsent_ = 0;
+}
+
 void GrpcServerSession::GrantWindows() {
+  const bool under_budget = request_bytes_ < limits_.request_bytes_budget;
   bool oldest = ready_.empty();  // nothing to pop: the oldest unfinished stream must progress
+  Stream* turn = nullptr;        // that stream
   for (auto& [id, stream] : streams_) {
+    bool progressing = !stream->complete;  // a unary request in progress
     if (stream->streaming) {
       // A streaming call's window reopens only while no message of it waits for the call; only
       // one with a message in progress takes the oldest stream's turn.
-      if (stream->input_ended || !stream->inbox.empty()) continue;
-      if (stream->body.empty() && stream->unreleased == 0) continue;
-    } else if (stream->complete) {
-      continue;
+      progressing = !stream->input_ended && stream->inbox.empty() &&
+                    (!stream->body.empty() || stream->unreleased > 0);
     }
-    if (stream->unreleased > 0 && (oldest || request_bytes_ < limits_.request_bytes_budget)) {
-      nghttp2_session_consume_stream(h2_.get(), id, stream->unreleased);
-      stream->unreleased = 0;
-    }
+    if (under_budget || (oldest && progressing)) ReleaseConnection(*stream);
+    if (!progressing) continue;
+    if (oldest || under_budget) ReleaseStream(*stream);
+    if (oldest) turn = stream.get();
     oldest = false;
+  }
+  if (turn != nullptr && !under_budget) KeepTheOldestGoing(*turn);
+}
+
+// The client chooses which stream its connection window goes to: it may have spent it all on
+// streams that get none back while the session holds the budget, and then the oldest one could
+// never complete. The connection window it needs is given back now, and if the bytes of other
+// streams hold it, the newest unfinished unary requests are refused (RST_STREAM REFUSED_STREAM:
+// not processed, the client may send them again) until it fits.
+void GrpcServerSession::KeepTheOldestGoing(Stream& oldest) {
+  size_t need = kMessagePrefixSize;
+  if (oldest.body.size() >= kMessagePrefixSize) {
+    need += DecodeMessageLength(oldest.body);
+  }
+  need = need > oldest.body.size() ? need - oldest.body.size() : 0;
+  auto available = [&] {
+    return static_cast<size_t>(
+        std::max<int32_t>(0, nghttp2_session_get_local_window_size(h2_.get())));
+  };
+  if (need == 0 || available() >= need) return;
+  FlushConnectionWindow(true);
+  for (auto it = streams_.rbegin(); it != streams_.rend() && available() < need; ++it) {
+    Stream& stream = *it->second;
+    if (&stream == &oldest || stream.complete || stream.connection_unreleased == 0) continue;
+    ++counters_.refused_streams;
+    stream.complete = true;
+    --incomplete_;
+    stream.responded = stream.finished = true;  // the reset is its answer
+    request_bytes_ -= stream.body.size();
+    stream.body.clear();
+    stream.request.metadata.clear();
+    ReleaseStream(stream);
+    ReleaseConnection(stream);
+    FlushConnectionWindow(true);
+    nghttp2_submit_rst_stream(h2_.get(), NGHTTP2_FLAG_NONE, stream.id, NGHTTP2_REFUSED_STREAM);
   }
 }
 
@@ -435,14 +512,15 @@ void GrpcServerSession::Refuse(Stream& stream, GrpcStatus status, std::string te
   request_bytes_ -= stream.body.size();
   stream.body.clear();
   stream.request.metadata.clear();
-  nghttp2_session_consume_stream(h2_.get(), stream.id, stream.unreleased);
-  stream.unreleased = 0;
+  ReleaseStream(stream);
+  ReleaseConnection(stream);
   Fail(stream.id, status, text);
   GrantWindows();
 }
 
 void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) {
   stream.responded = true;
+  headers.insert(headers.begin() + 2, {"grpc-accept-encoding", std::string(kAcceptedEncodings)});
   stream.reset_after_send = nghttp2_session_get_stream_remote_close(h2_.get(), stream.id) == 0;
   std::vector<nghttp2_nv> nv;
   nv.reserve(headers.size());
@@ -475,13 +553,20 @@ void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, b
   Submit(*stream, std::move(headers), /*with_body=*/true);
 }
 
-void GrpcServerSession::Fail(int32_t stream_id, GrpcStatus status, std::string_view text) {
+Headers GrpcServerSession::StatusFields(GrpcStatus status, std::string_view text,
+                                        std::string_view details) {
+  Headers fields = {{"grpc-status", std::to_string(static_cast<int>(status))}};
+  if (!text.empty()) fields.emplace_back("grpc-message", PercentEncode(text));
+  if (!details.empty()) fields.emplace_back(kStatusDetailsHeader, EncodeBinaryHeader(details));
+  return fields;
+}
+
+void GrpcServerSession::Fail(int32_t stream_id, GrpcStatus status, std::string_view text,
+                             std::string_view details) {
   Stream* stream = Find(stream_id);
   if (stream == nullptr || stream->responded) return;
-  Headers headers = {{":status", "200"},
-                     {"content-type", "application/grpc"},
-                     {"grpc-status", std::to_string(static_cast<int>(status))}};
-  if (!text.empty()) headers.emplace_back("grpc-message", PercentEncode(text));
+  Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
+  for (auto& field : StatusFields(status, text, details)) headers.push_back(std::move(field));
   stream->finished = true;
   Submit(*stream, std::move(headers), /*with_body=*/false);
 }
@@ -531,7 +616,7 @@ void GrpcServerSession::DecodeStreamMessages(Stream& stream) {
   // rest wait in `body` as they arrived (5 bytes of prefix each, packed in pages), decoded as
   // the call takes the ones before: tiny messages cannot multiply the window by their overhead.
   auto inbox_full = [&] {
-    return !stream.inbox.empty() && stream.inbox_bytes >= limits_.stream_window;
+    return !stream.inbox.empty() && stream.inbox_bytes >= kInboxChargeBytes;
   };
   while (stream.body.size() >= kMessagePrefixSize && !inbox_full()) {
     const uint32_t length = DecodeMessageLength(stream.body);
@@ -560,8 +645,7 @@ void GrpcServerSession::DecodeStreamMessages(Stream& stream) {
       return;
     }
     stream.input_ended = true;
-    nghttp2_session_consume_stream(h2_.get(), stream.id, stream.unreleased);
-    stream.unreleased = 0;
+    ReleaseStream(stream);  // no more input: its window does not matter
     readable = true;
   }
   if (readable && (readable_.empty() || readable_.back() != stream.id)) {
@@ -581,8 +665,8 @@ void GrpcServerSession::BreakStream(Stream& stream, GrpcStatus status, std::stri
   stream.inbox.clear();
   stream.inbox_bytes = 0;
   stream.input_ended = true;
-  nghttp2_session_consume_stream(h2_.get(), stream.id, stream.unreleased);
-  stream.unreleased = 0;
+  ReleaseStream(stream);
+  ReleaseConnection(stream);
   if (!stream.finished) {
     if (!stream.responded) {
       Fail(stream.id, status, text);
@@ -661,12 +745,12 @@ bool GrpcServerSession::SendMessage(int32_t stream_id, net::BufferChain&& messag
 }
 
 void GrpcServerSession::FinishStream(int32_t stream_id, GrpcStatus status, std::string_view text,
-                                     const Headers& metadata, const Headers& trailers) {
+                                     const Headers& metadata, const Headers& trailers,
+                                     std::string_view details) {
   Stream* stream = Find(stream_id);
   if (stream == nullptr || stream->finished) return;
   stream->finished = true;
-  Headers status_fields = {{"grpc-status", std::to_string(static_cast<int>(status))}};
-  if (!text.empty()) status_fields.emplace_back("grpc-message", PercentEncode(text));
+  Headers status_fields = StatusFields(status, text, details);
   for (const auto& [name, value] : trailers) {
     if (!IsReservedHeader(name)) status_fields.emplace_back(name, value);
   }

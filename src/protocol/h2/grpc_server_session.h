@@ -3,19 +3,30 @@
 // Bytes in (Receive), complete unary requests out (PopRequest), responses in (Respond / Fail),
 // bytes out (TakeOutput). No sockets, no admission, no locking: the owner serializes the calls.
 //
-// Memory (docs/grpc.md): request bytes received and not yet popped are bounded by
-// request_bytes_budget + max_message_bytes + max_concurrent_streams x stream_window: a stream's
-// window reopens as its bytes arrive only while the session holds less than the budget — except
-// the oldest unfinished stream's while no complete request waits to be popped, so that one
-// request always completes (no stall with every stream half-received). Streams are bounded by
-// max_concurrent_streams, header lists by max_header_list_bytes (larger ones are answered
-// RESOURCE_EXHAUSTED and the stream reset at the field that passes it; the rest of the block is
-// not decoded into fields), a message by max_message_bytes. Responses wait in
-// held_bytes() until the client's flow-control windows take them.
+// Memory (docs/server.md, "HTTP/2 (gRPC) connections"): request bytes received and not yet
+// popped are bounded by request_bytes_budget + max_message_bytes + connection_window. Every DATA
+// byte is given back to the client's windows only when the session lets go of it or holds less
+// than the budget: the connection window is given back for a stream's bytes while the session
+// holds less than request_bytes_budget (or as the call takes them: a popped request, a taken
+// message, a stream gone), the stream's window likewise — except the oldest unfinished stream's,
+// both of them, while no complete request waits to be popped, so that one request always
+// completes (no stall with every stream half-received). Bytes received while the session holds
+// the budget stay charged to the connection window: a client can send at most connection_window
+// more, whatever the number of streams; should it have spent the connection window on other
+// streams than the oldest, the newest unfinished unary requests are refused (REFUSED_STREAM)
+// until the oldest's message fits (KeepTheOldestGoing). Streams are bounded by max_concurrent_streams, header
+// lists by max_header_list_bytes (larger ones are answered RESOURCE_EXHAUSTED and the stream
+// reset at the field that passes it; the rest of the block is not decoded into fields), a message
+// by max_message_bytes. Responses wait in held_bytes() until the client's flow-control windows
+// take them.
+//
+// A stream opened before the client acknowledged our SETTINGS gets stream_window at once (a
+// WINDOW_UPDATE): clients that assume a larger window than 65,535 before SETTINGS (brpc's) are
+// not cut off; the connection window still bounds what they can send.
 //
 // Streaming calls (a path the streaming predicate names): the request is popped as soon as its
 // headers are complete; its messages are queued on the stream as they complete (PopMessage), each
-// charged its payload plus a fixed overhead for its queue entry, up to one stream window of
+// charged its payload plus a fixed overhead for its queue entry, up to kInboxChargeBytes of
 // charge (the rest wait as received, packed, and are decoded as the call takes messages); its
 // window reopens only while none waits there, within the same budget; responses are started,
 // sent message by message and finished (StartStream / SendMessage / FinishStream).
@@ -55,12 +66,16 @@ struct GrpcRequest {
 
 class GrpcServerSession {
  public:
+  // What a streaming call's decoded messages not yet taken may be charged (at least one message).
+  static constexpr size_t kInboxChargeBytes = 64u << 10;
   struct Limits {
     uint32_t max_concurrent_streams = 100;
     size_t max_header_list_bytes = 64u << 10;
     size_t max_message_bytes = 4u << 20;
     size_t request_bytes_budget = 4u << 20;
-    uint32_t stream_window = 65535;  // SETTINGS_INITIAL_WINDOW_SIZE
+    uint32_t stream_window = 4u << 20;       // SETTINGS_INITIAL_WINDOW_SIZE
+    uint32_t connection_window = 16u << 20;  // the connection's receive window (WINDOW_UPDATE)
+    uint32_t max_frame_size = 16384;         // SETTINGS_MAX_FRAME_SIZE (16384..16777215)
     // Floods of frames that carry no work end the connection (GOAWAY ENHANCE_YOUR_CALM), as
     // Envoy does: DATA without payload nor END_STREAM, more than this many in a row ...
     uint32_t max_consecutive_empty_frames = 1;
@@ -101,8 +116,10 @@ class GrpcServerSession {
   // stream is gone.
   void Respond(int32_t stream_id, net::BufferChain&& message, bool compressed,
                const std::vector<std::pair<std::string, std::string>>& metadata);
-  // A trailers-only response with `status` and `text`.
-  void Fail(int32_t stream_id, GrpcStatus status, std::string_view text);
+  // A trailers-only response with `status`, `text` (percent-encoded into grpc-message) and, when
+  // not empty, `details` (a serialized google.rpc.Status) as grpc-status-details-bin.
+  void Fail(int32_t stream_id, GrpcStatus status, std::string_view text,
+            std::string_view details = {});
   // Streaming calls. `predicate(path)`: the stream is a streaming call.
   void set_streaming_predicate(std::function<bool(std::string_view path)> predicate) {
     is_streaming_ = std::move(predicate);
@@ -121,11 +138,12 @@ class GrpcServerSession {
   // message. false: the stream is gone or finished.
   bool SendMessage(int32_t stream_id, net::BufferChain&& message, bool compressed,
                    const std::vector<std::pair<std::string, std::string>>& metadata);
-  // Ends a streaming response: trailers with `status`, `text` and `trailers`; a stream with no
-  // message sent gets a trailers-only response (with `metadata`).
+  // Ends a streaming response: trailers with `status`, `text`, `details` (as Fail) and
+  // `trailers`; a stream with no message sent gets a trailers-only response (with `metadata`).
   void FinishStream(int32_t stream_id, GrpcStatus status, std::string_view text,
                     const std::vector<std::pair<std::string, std::string>>& metadata,
-                    const std::vector<std::pair<std::string, std::string>>& trailers);
+                    const std::vector<std::pair<std::string, std::string>>& trailers,
+                    std::string_view details = {});
   // GOAWAY (NO_ERROR) naming the last stream taken: the client opens no new stream here, and
   // streams already taken finish.
   void Shutdown();
@@ -165,11 +183,25 @@ class GrpcServerSession {
   // A streaming call's input broke (a message over the limit): answered `status` if nothing was
   // sent yet, reset otherwise; the call sees a cancel.
   void BreakStream(Stream& stream, GrpcStatus status, std::string text);
+  // Sends the response headers (with grpc-accept-encoding added).
   void Submit(Stream& stream, std::vector<std::pair<std::string, std::string>> headers,
               bool with_body);
+  // grpc-status, grpc-message and grpc-status-details-bin for a status.
+  static std::vector<std::pair<std::string, std::string>> StatusFields(GrpcStatus status,
+                                                                       std::string_view text,
+                                                                       std::string_view details);
   // Reopens the stream windows the budget allows (see the top of this file).
   void GrantWindows();
   bool Check(int rv, std::string_view what) { return h2_.Check(rv, what); }
+  // Gives the client back the stream window / the connection window of the bytes `stream` got
+  // and that were not given back yet.
+  void ReleaseStream(Stream& stream);
+  void ReleaseConnection(Stream& stream);
+  // Sends the connection window given back so far: `now`, or once it is half the window.
+  void FlushConnectionWindow(bool now);
+  // Over the budget with nothing to pop: makes room in the connection window for the rest of
+  // `oldest`'s message (refusing the newest unfinished unary requests if their bytes hold it).
+  void KeepTheOldestGoing(Stream& oldest);
   static SessionCallbacks CallbackTable();
   // Counts a received frame (`payload`: DATA bytes without padding) against the flood limits
   // (Limits); false: past them (flood_ says why).
@@ -189,6 +221,8 @@ class GrpcServerSession {
   std::chrono::steady_clock::time_point now_{}, window_start_{};
   uint64_t control_frames_ = 0, work_frames_ = 0;
   uint32_t consecutive_empty_ = 0;
+  bool settings_acked_ = false;  // the client acknowledged our SETTINGS
+  size_t connection_unsent_ = 0;  // connection window given back, WINDOW_UPDATE not sent yet
   std::string flood_;  // why the flood limit ended the connection
   std::string error_reason_;  // nghttp2's words for the last error it reported
   Counters counters_;

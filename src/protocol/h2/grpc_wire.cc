@@ -84,6 +84,29 @@ std::string PercentEncode(std::string_view text) {
   return out;
 }
 
+std::string EncodeBinaryHeader(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t v = (uint32_t{static_cast<unsigned char>(bytes[i])} << 16) |
+                       (uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8) |
+                       static_cast<unsigned char>(bytes[i + 2]);
+    for (int shift = 18; shift >= 0; shift -= 6) out += kAlphabet[(v >> shift) & 63];
+  }
+  const size_t rest = bytes.size() - i;
+  if (rest > 0) {
+    uint32_t v = uint32_t{static_cast<unsigned char>(bytes[i])} << 16;
+    if (rest == 2) v |= uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    if (rest == 2) out += kAlphabet[(v >> 6) & 63];
+  }
+  return out;
+}
+
 std::string PercentDecode(std::string_view text) {
   const auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';

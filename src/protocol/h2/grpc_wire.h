@@ -37,6 +37,14 @@ int ErrorCodeForGrpcStatus(int grpc_status) noexcept;
 // -1 when the value is malformed.
 int64_t ParseGrpcTimeoutMs(std::string_view value) noexcept;
 
+// What a server and client take in grpc-encoding, sent as grpc-accept-encoding.
+inline constexpr std::string_view kAcceptedEncodings = "identity,deflate,gzip";
+// A failed call's rich status (a serialized google.rpc.Status), base64 in a binary header.
+inline constexpr std::string_view kStatusDetailsHeader = "grpc-status-details-bin";
+
+// A binary ("-bin") header value as gRPC sends it: base64 without padding.
+std::string EncodeBinaryHeader(std::string_view bytes);
+
 // grpc-message's percent-encoding: bytes outside 0x20..0x7e and '%' as %XX.
 std::string PercentEncode(std::string_view text);
 // Its inverse; a '%' not followed by two hex digits stays as it is.
