@@ -520,15 +520,22 @@ void GrpcServerSession::Refuse(Stream& stream, GrpcStatus status, std::string te
 
 void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) {
   stream.responded = true;
-  headers.insert(headers.begin() + 2, {"grpc-accept-encoding", std::string(kAcceptedEncodings)});
   stream.reset_after_send = nghttp2_session_get_stream_remote_close(h2_.get(), stream.id) == 0;
+  // grpc-accept-encoding goes after :status and content-type, from constants: nghttp2 copies
+  // the fields, so adding it costs no allocation of ours on every reply.
+  static constexpr std::string_view kAcceptEncodingName = "grpc-accept-encoding";
+  auto field = [](std::string_view name, std::string_view value) {
+    return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                      reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
+                      value.size(), NGHTTP2_NV_FLAG_NONE};
+  };
   std::vector<nghttp2_nv> nv;
-  nv.reserve(headers.size());
-  for (auto& [name, value] : headers) {
-    nv.push_back({reinterpret_cast<uint8_t*>(name.data()),
-                  reinterpret_cast<uint8_t*>(value.data()), name.size(), value.size(),
-                  NGHTTP2_NV_FLAG_NONE});
+  nv.reserve(headers.size() + 1);
+  for (size_t i = 0; i < headers.size(); ++i) {
+    if (i == 2) nv.push_back(field(kAcceptEncodingName, kAcceptedEncodings));
+    nv.push_back(field(headers[i].first, headers[i].second));
   }
+  if (headers.size() <= 2) nv.push_back(field(kAcceptEncodingName, kAcceptedEncodings));
   nghttp2_data_provider body{};
   body.read_callback = &Callbacks::ReadBody;
   nghttp2_submit_response(h2_.get(), stream.id, nv.data(), nv.size(),
