@@ -89,18 +89,13 @@ class Controller : public google::protobuf::RpcController {
   // The call's trace context (trace_context.h). Server: what the client sent (baidu_std's
   // RpcMeta fields, W3C traceparent/tracestate on HTTP and gRPC). Client: set it to send one; left
   // unset, a call made while a handler runs takes a child of the handler's (CurrentTrace()).
-  const TraceContext& trace() const noexcept { return trace_; }
-  void set_trace(TraceContext trace) noexcept { trace_ = std::move(trace); }
+  const TraceContext& trace() const noexcept { return trace_ ? *trace_ : NoTrace(); }
+  void set_trace(TraceContext trace);
   // brpc's 64-bit view of the same: trace_id is the low half of a W3C trace-id.
-  int64_t trace_id() const noexcept { return static_cast<int64_t>(trace_.trace_id); }
-  int64_t span_id() const noexcept { return static_cast<int64_t>(trace_.span_id); }
-  int64_t parent_span_id() const noexcept { return static_cast<int64_t>(trace_.parent_span_id); }
-  void set_trace(int64_t trace_id, int64_t span_id, int64_t parent_span_id) noexcept {
-    trace_ = TraceContext();
-    trace_.trace_id = static_cast<uint64_t>(trace_id);
-    trace_.span_id = static_cast<uint64_t>(span_id);
-    trace_.parent_span_id = static_cast<uint64_t>(parent_span_id);
-  }
+  int64_t trace_id() const noexcept { return static_cast<int64_t>(trace().trace_id); }
+  int64_t span_id() const noexcept { return static_cast<int64_t>(trace().span_id); }
+  int64_t parent_span_id() const noexcept { return static_cast<int64_t>(trace().parent_span_id); }
+  void set_trace(int64_t trace_id, int64_t span_id, int64_t parent_span_id);
   net::BufferChain& request_attachment() noexcept { return request_attachment_; }
   net::BufferChain& response_attachment() noexcept { return response_attachment_; }
   // user_fields (RpcMeta 9): request pairs reach the handler; pairs it sets return in the reply.
@@ -168,7 +163,10 @@ class Controller : public google::protobuf::RpcController {
   std::string error_text_;
   int64_t log_id_ = 0;
   std::string request_id_;
-  TraceContext trace_;
+  // Allocated only for a call that carries a trace: a server call is one allocation that must
+  // stay in malloc's small sizes (its per-thread cache), and most calls carry none.
+  std::unique_ptr<TraceContext> trace_;
+  static const TraceContext& NoTrace() noexcept;
   net::BufferChain request_attachment_, response_attachment_;
   std::map<std::string, std::string> request_user_fields_, response_user_fields_;
   std::string grpc_status_details_;

@@ -22,7 +22,7 @@ void Controller::Reset() {
   error_text_.clear();
   log_id_ = 0;
   request_id_.clear();
-  trace_ = TraceContext();
+  trace_.reset();
   request_attachment_.clear();
   response_attachment_.clear();
   request_user_fields_.clear();
@@ -114,5 +114,28 @@ void call::CancelClientCall(uint64_t call_id) noexcept {
 }
 
 void Controller::StartCancel() { call::CancelClientCall(call_id().value); }
+
+const TraceContext& Controller::NoTrace() noexcept {
+  static const TraceContext none;
+  return none;
+}
+
+void Controller::set_trace(TraceContext trace) {
+  if (!trace.valid() && trace.span_id == 0 && trace.parent_span_id == 0) {
+    trace_.reset();
+  } else if (trace_) {
+    *trace_ = std::move(trace);
+  } else {
+    trace_ = std::make_unique<TraceContext>(std::move(trace));
+  }
+}
+
+void Controller::set_trace(int64_t trace_id, int64_t span_id, int64_t parent_span_id) {
+  TraceContext trace;
+  trace.trace_id = static_cast<uint64_t>(trace_id);
+  trace.span_id = static_cast<uint64_t>(span_id);
+  trace.parent_span_id = static_cast<uint64_t>(parent_span_id);
+  set_trace(std::move(trace));
+}
 
 }  // namespace arenarpc
