@@ -15,7 +15,7 @@ PACKAGES=(
   gnuplot-nox python3
   libhttp-parser-dev prometheus-cpp-dev libc-ares-dev curl libssl-dev openssl
   libnghttp2-dev nghttp2-client python3-grpcio python3-protobuf
-  prometheus etcd-server etcd-client chromium
+  prometheus etcd-server etcd-client chromium nodejs
 )
 
 missing=()

@@ -20,6 +20,7 @@
 #include "arenarpc/grpc_stream.h"
 #include "grpc_stream_test.pb.h"
 #include "server_fixture.h"
+#include "stream_unary.h"
 
 namespace arenarpc::e2e {
 namespace {
@@ -94,15 +95,6 @@ struct PushCounters {
   std::atomic<bool> stopping{false};       // Server::Stop() began
   std::atomic<int> written_while_stopping{0};
   std::atomic<int64_t> bytes_before_block{0};  // the largest, over the calls that blocked
-};
-
-class StreamUnary final : public StreamService {
- public:
-  void Unary(google::protobuf::RpcController*, const StreamRequest* request,
-             StreamReply* response, google::protobuf::Closure* done) override {
-    response->set_text(request->text());
-    done->Run();
-  }
 };
 
 void FillReply(const StreamRequest& request, int index, StreamReply* reply) {
