@@ -51,7 +51,7 @@ class ServerStream final : public GrpcServerStream {
         call_(call),
         key_(call.correlation_id()),
         options_(options),
-        binding_(call.binding().shared_from_this()) {}
+        binding_(call.binding()) {}
 
   Controller& controller() override { return call_.controller(); }
   const google::protobuf::MethodDescriptor& method() const override {

@@ -373,7 +373,7 @@ bool HttpServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& pay
     return true;
   }
   std::string wire;
-  const google::protobuf::Message& prototype = call.binding().memory->request_prototype();
+  const google::protobuf::Message& prototype = call.binding()->memory->request_prototype();
   std::string flat;  // only when the body spans more than one block
   const std::string_view json =
       body.span_count() == 1 ? std::string_view(body.span(0).data(), body.span(0).size())

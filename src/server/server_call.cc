@@ -115,7 +115,7 @@ std::shared_ptr<void> ServerCall::RetainHook(const Controller& controller) {
   if (!call->retained_) {
     // The messages stay where they are; only the ownership of the pair moves.
     call->retained_ = std::make_shared<RetainedMessages>(
-        RetainedMessages{call->binding_->shared_from_this(), std::move(call->pair_)});
+        RetainedMessages{call->binding_, std::move(call->pair_)});
   }
   return call->retained_;
 }
@@ -158,7 +158,7 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
   MethodEntry* method = call->method_;
   if (util::OneIn(kSampleEvery)) call->cpu_timer_.Start();
   try {
-    call->binding_ = method->CurrentBinding();
+    call->binding_ = method->Binding();
     call->pair_ = call->binding_->memory->Acquire();
   } catch (const std::exception& e) {
     method->CountRejected(EINTERNAL);

@@ -54,8 +54,7 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   const MethodEntry& method() const noexcept { return *method_; }
   // The method's binding this call's messages come from (taken once, as it acquires them: a live
   // change of the method's memory mode leaves it alone). Set from Execute() on.
-  // The binding the call's messages came from (set once they were acquired).
-  MethodBinding& binding() const noexcept { return *binding_; }
+  const std::shared_ptr<MethodBinding>& binding() const noexcept { return binding_; }
   const net::Connection& connection() const noexcept { return *connection_; }
   ServerProtocol& protocol() const noexcept { return *protocol_; }
   // The request being parsed (before the handler runs).
@@ -127,7 +126,7 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   uint64_t request_wire_size_ = 0;  // the opened request's bytes, for RequestMemoryGate::Observe
   util::ThreadCpuTimer cpu_timer_;  // started on sampled calls: their CPU goes to /memory
   bool too_large_ = false;
-  MethodBinding* binding_ = nullptr;  // its entry keeps it alive; outlives pair_
+  std::shared_ptr<MethodBinding> binding_;     // outlives pair_, which goes back to it
   memory::MessagePair pair_;                   // moved into retained_ by RetainMessages()
   std::shared_ptr<RetainedMessages> retained_;
   // Set up by the first NotifyOnCancel() (guarded by cancel_mutex_).
