@@ -11,6 +11,7 @@
 #include <string>
 
 #include "arenarpc/memory/message_memory.h"
+#include "arenarpc/rpcz.h"
 #include "arenarpc/server.h"
 #include "echo/echo_service.h"
 #ifdef ARENARPC_ECHO_WITH_ETCD
@@ -69,6 +70,8 @@ DEFINE_validator(threads, &CheckNonNegative);
 DEFINE_int32(worker_threads, 0, "> 0: run handlers on a separate pool of this many threads");
 DEFINE_validator(worker_threads, &CheckNonNegative);
 DEFINE_string(mode, "auto", "Message memory: auto | heap | arena | paged | reuse");
+DEFINE_int32(rpcz_spans_per_second, -1,
+             "Calls sampled into /rpcz per second (0 = off; -1 = the library's default)");
 DEFINE_validator(mode, &CheckMode);
 DEFINE_uint64(page_size, arenarpc::memory::MemoryOptions{}.page_size,
               "paged: bytes per page of the page pool");
@@ -224,6 +227,7 @@ void PrintMethodStats(const arenarpc::MethodStats& stats) {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("arenarpc echo server for the memory-mode benchmark");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (FLAGS_rpcz_spans_per_second >= 0) arenarpc::SetRpczSpansPerSecond(FLAGS_rpcz_spans_per_second);
   if (argc > 1) {
     std::fprintf(stderr, "echo_server: unexpected argument '%s'\n", argv[1]);
     return 2;

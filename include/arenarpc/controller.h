@@ -29,6 +29,7 @@ namespace internal {
 struct ControllerAccess;  // the runtime's setters (src/call/controller_access.h)
 class CancelSource;
 struct CallStreams;  // streams offered / accepted with the call (src/stream/call_streams.h)
+class SpanRecord;   // a sampled call's rpcz span (src/call/span_record.h)
 }  // namespace internal
 
 enum class CompressType : int { kNone = 0, kSnappy = 1, kGzip = 2, kZlib = 3 };
@@ -187,6 +188,7 @@ class Controller : public google::protobuf::RpcController {
   void* retain_state_ = nullptr;
   internal::CancelSource* cancel_source_ = nullptr;  // server calls only
   std::shared_ptr<internal::CallStreams> streams_;   // arenarpc/stream.h; null: none
+  std::shared_ptr<internal::SpanRecord> span_;       // arenarpc/rpcz.h; null: not sampled
   std::vector<const Controller*> sub_controllers_;    // fan-out calls: see sub()
   std::shared_ptr<void> sub_calls_;                   // owns what sub_controllers_ point to
 };

@@ -5,6 +5,7 @@
 #include "builtin/hotspots_page.h"
 #include "builtin/memory_page.h"
 #include "builtin/metrics_page.h"
+#include "builtin/rpcz_page.h"
 #include "builtin/status_page.h"
 #include "builtin/vars_page.h"
 
@@ -19,6 +20,7 @@ void AddObservabilityPages(BuiltinRegistry* registry, std::shared_ptr<const stat
   AddMemoryPage(registry, view);
   AddFlagsPage(registry, view, std::move(settings));
   AddHotspotsPages(registry);
+  AddRpczPage(registry);
 }
 
 }  // namespace arenarpc::builtin

@@ -145,7 +145,8 @@ std::string LatencyRow(std::string_view label, double qps, uint64_t calls, int64
 
 std::string MethodHtml(const MethodView& view) {
   const MethodStats& m = view.stats;
-  std::string html = "<h2>" + HtmlEscape(m.full_name) + "</h2>\n";
+  std::string html = "<h2>" + HtmlEscape(m.full_name) + "</h2>\n<p><a href=\"/rpcz?method=" +
+                     HtmlEscape(m.full_name) + "\">sampled calls (rpcz)</a></p>\n";
   html += Sparkline(view.calls_per_second) + "\n";
   html += "<table class=\"latency\"><tr><th>window</th><th>qps</th><th>calls</th>"
           "<th>p50 µs</th><th>p90 µs</th><th>p99 µs</th><th>p99.9 µs</th><th>max µs</th>"

@@ -6,6 +6,7 @@
 
 #include "call/cancel_source.h"
 #include "call/client_cancel_hook.h"
+#include "call/span_record.h"  // ~Controller destroys the span handle
 
 namespace arenarpc {
 namespace {
@@ -44,6 +45,7 @@ void Controller::Reset() {
   retain_hook_ = nullptr;
   retain_state_ = nullptr;
   streams_.reset();
+  span_.reset();
   sub_controllers_.clear();
   sub_calls_.reset();
 }

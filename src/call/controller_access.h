@@ -36,6 +36,9 @@ struct ControllerAccess {
   // Server calls: IsCanceled()/NotifyOnCancel() ask `source` (which outlives the controller).
   // Streaming (src/stream): what the call offered or accepted; created on first use.
   static std::shared_ptr<CallStreams>& streams(Controller& c) noexcept { return c.streams_; }
+  // rpcz (src/call/span_record.h): the call's span when it is sampled, else null.
+  static SpanRecord* span(const Controller& c) noexcept { return c.span_.get(); }
+  static std::shared_ptr<SpanRecord>& span_handle(Controller& c) noexcept { return c.span_; }
   static void set_cancel_source(Controller& c, CancelSource* source) noexcept {
     c.cancel_source_ = source;
   }

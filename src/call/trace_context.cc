@@ -6,6 +6,7 @@
 #include <random>
 
 #include "arenarpc/fiber.h"
+#include "call/span_record.h"
 
 namespace arenarpc {
 namespace {
@@ -22,6 +23,7 @@ uint64_t NewId() {
 struct CurrentSlot {
   std::optional<TraceContext> owned;
   const TraceContext* current = nullptr;
+  std::shared_ptr<internal::SpanRecord> span;  // the handler's rpcz span, when sampled
 };
 
 const char kSlotKey = 0;
@@ -126,6 +128,13 @@ void SetHandlerTrace(const TraceContext& context) {
   CurrentSlot& slot = Slot();
   slot.owned = context;
   slot.current = &*slot.owned;
+}
+
+void SetHandlerSpan(std::shared_ptr<SpanRecord> span) { Slot().span = std::move(span); }
+
+SpanRecord* CurrentSpan() noexcept {
+  const CurrentSlot* slot = FindSlot();
+  return slot != nullptr ? slot->span.get() : nullptr;
 }
 
 }  // namespace internal

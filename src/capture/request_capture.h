@@ -8,7 +8,7 @@
 
 #include "arenarpc/capture_options.h"
 #include "capture/capture_writer.h"
-#include "capture/sample_budget.h"
+#include "util/sample_budget.h"
 
 namespace arenarpc::capture {
 
@@ -32,7 +32,7 @@ class RequestCapture {
   const CaptureWriter& writer() const noexcept { return writer_; }
 
  private:
-  SampleBudget budget_;
+  util::SampleBudget budget_;
   const bool include_credentials_;
   CaptureWriter writer_;
 };

@@ -46,6 +46,7 @@ class BaiduStdRequest final : public ClientRequest {
                           std::get_if<0>(&packed));
     return packed;
   }
+  uint64_t payload_bytes() const noexcept override { return payload.size() + attachment.size(); }
 
   protocol::RpcMeta meta;
   net::BufferChain payload;     // serialized (maybe compressed) request
@@ -60,6 +61,10 @@ class BaiduStdReply final : public ClientReply {
  public:
   BaiduStdReply(protocol::Frame& frame, bool attachment_too_large)
       : frame_(frame), attachment_too_large_(attachment_too_large) {}
+
+  uint64_t payload_bytes() const noexcept override {
+    return frame_.payload.size() + frame_.attachment.size();
+  }
 
   int ServerError(std::string* text) override {
     const protocol::RpcMeta& meta = frame_.meta;

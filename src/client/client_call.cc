@@ -14,7 +14,9 @@
 #include "client/client_connection.h"
 #include "client/connection_manager.h"
 #include "call/controller_access.h"
+#include "call/span_record.h"
 #include "call/trace_propagation.h"
+#include "protocol/compression.h"
 #include "client/sub_channel.h"
 #include "stream/stream.h"
 
@@ -43,11 +45,26 @@ bool ClientCall::Prepare(const google::protobuf::Message& request, std::string c
   int code = 0;
   std::string text;
   internal::InheritTrace(*controller_);  // a call made from a handler continues its trace
+  span_ = internal::SampleClientSpan(start_);
+  if (span_) {
+    // A sampled call carries a trace, so that the server's span joins its tree.
+    if (!controller_->trace().valid()) controller_->set_trace(TraceContext::NewRoot());
+    span_->Mark(SpanPhase::kStarted, start_);
+  }
   request_ = core_->protocol().Prepare(
       RequestSource{*method_, request, *controller_, std::move(credential)}, *core_, &code, &text);
-  if (request_) return true;
+  if (request_) {
+    if (span_) {
+      span_->Mark(SpanPhase::kSerialized);
+      span_->span().request_bytes = request_->payload_bytes();
+      span_->span().request_compression = protocol::CompressTypeName(
+          static_cast<int>(controller_->request_compress_type()));
+    }
+    return true;
+  }
   FailLocked(code, text);  // not started: nothing else can see the call
   internal::ControllerAccess::set_remote_side(*controller_, core_->remote_side());
+  if (span_) FinishSpanLocked(Clock::now());
   return false;
 }
 
@@ -129,6 +146,7 @@ bool ClientCall::IssueAttempt(std::unique_lock<std::mutex>& lock, bool backup) {
   attempt.connection = connection;
   // Submit only posts to the connection's loop: no callback into this call from inside it.
   connection->Submit(shared_from_this(), correlation_id, std::move(request));
+  if (span_) span_->Mark(SpanPhase::kSent);
   return true;
 }
 
@@ -200,6 +218,10 @@ void ClientCall::OnReply(int64_t correlation_id, ClientReply& reply) {
   std::unique_lock lock(mutex_);
   const int index = ReplyAttempt(lock, correlation_id);
   if (index < 0) return;
+  if (span_) {
+    span_->Mark(SpanPhase::kReplyReceived);
+    span_->span().response_bytes = reply.payload_bytes();
+  }
   std::string text;
   if (const int code = reply.ServerError(&text); code != 0) {
     EndAttempt(index, AttemptEnd::kFailed);
@@ -211,6 +233,8 @@ void ClientCall::OnReply(int64_t correlation_id, ClientReply& reply) {
                                       core_->options().max_decompressed_size, &text);
       code != 0) {
     FailLocked(code, text);
+  } else if (span_) {
+    span_->Mark(SpanPhase::kParsed);
   }
   CompleteLocked(lock);
 }
@@ -273,6 +297,7 @@ void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {
   // Counted before the caller can see the outcome, so stats() read after a call includes it.
   if (controller_->Failed()) core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
   stream::OnClientCallEnd(*controller_);  // a stream the call did not connect fails with it
+  if (span_) FinishSpanLocked(now);
   if (done_ == nullptr) {
     finished_ = true;
     finished_cv_.notify_all();  // waiters re-check completed_/finished_ under mutex_
@@ -283,6 +308,19 @@ void ClientCall::CompleteLocked(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   // From here on the caller owns controller/response again: touch nothing of theirs.
   if (!core_->PostCallback([self = shared_from_this()] { self->RunDone(); })) RunDone();
+}
+
+void ClientCall::FinishSpanLocked(Clock::time_point now) {
+  Span& span = span_->span();
+  span.method = method_->full_name();
+  span.protocol = std::string(core_->protocol().name());
+  span.peer = controller_->remote_side();
+  span.trace = controller_->trace();
+  span.response_compression =
+      protocol::CompressTypeName(static_cast<int>(controller_->response_compress_type()));
+  if (controller_->Failed()) span_->SetError(controller_->ErrorCode(), controller_->ErrorText());
+  span_->Finish(now);
+  span_.reset();
 }
 
 void ClientCall::RunDone() {

@@ -35,6 +35,10 @@ class Message;
 class MethodDescriptor;
 }  // namespace google::protobuf
 
+namespace arenarpc::internal {
+class SpanRecord;
+}  // namespace arenarpc::internal
+
 namespace arenarpc::client {
 
 class ChannelCore;
@@ -105,6 +109,8 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   // Sets completed_, fills latency etc., wakes the waiter; runs done after unlocking (here, or on
   // the channel's callback threads).
   void CompleteLocked(std::unique_lock<std::mutex>& lock);
+  // rpcz: the sampled call's span takes its facts and ends (under mutex_, before done runs).
+  void FinishSpanLocked(Clock::time_point now);
   // Runs done (if any), then marks the call finished for Join() and unregisters it.
   void RunDone();
 
@@ -136,6 +142,7 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   std::unique_ptr<ClientRequest> request_;
   asio::steady_timer deadline_timer_;
   std::unique_ptr<asio::steady_timer> backup_timer_;  // cluster channels with backup_request_ms
+  std::shared_ptr<internal::SpanRecord> span_;  // rpcz: set when the call is sampled
 };
 
 }  // namespace arenarpc::client

@@ -52,6 +52,8 @@ class ClientRequest {
   virtual ~ClientRequest() = default;
   // Under the call's lock, on the caller's or a loop thread.
   virtual PackedRequest Pack(const AttemptFacts& attempt) = 0;
+  // The serialized (maybe compressed) request's bytes, attachment included (rpcz).
+  virtual uint64_t payload_bytes() const noexcept = 0;
 };
 
 // One reply of the server to an attempt, decoded by a session; read by the call under its lock.
@@ -63,6 +65,8 @@ class ClientReply {
   // Reads the answer into the caller's controller and response: 0, or an error code and *text.
   virtual int ReadInto(Controller& controller, google::protobuf::Message* response,
                        size_t max_decompressed_size, std::string* text) = 0;
+  // The reply's payload bytes as received, attachment included (rpcz).
+  virtual uint64_t payload_bytes() const noexcept = 0;
 
  protected:
   ~ClientReply() = default;  // lives on the session's stack

@@ -42,6 +42,7 @@ class GrpcRequest final : public ClientRequest {
     request.message.AppendShared(message);  // retries resend the same bytes
     return packed;
   }
+  uint64_t payload_bytes() const noexcept override { return message.size(); }
 
   std::string path;  // "/pkg.Service/Method"
   bool gzip = false;
@@ -55,6 +56,7 @@ class GrpcReply final : public ClientReply {
   explicit GrpcReply(protocol::h2::GrpcClientResponse& response) : response_(response) {}
 
   int ServerError(std::string* text) override { return GrpcOutcome(response_, text); }
+  uint64_t payload_bytes() const noexcept override { return response_.message.size(); }
 
   int ReadInto(Controller& controller, google::protobuf::Message* response,
                size_t max_decompressed_size, std::string* text) override {

@@ -53,7 +53,9 @@ Connection::Connection(asio::ip::tcp::socket socket, std::unique_ptr<Delegate> d
 }
 
 // The descriptor closes here, when no operation can use it any more.
-Connection::~Connection() = default;
+Connection::~Connection() {
+  if (watched_.load(std::memory_order_acquire)) RunWriteWatches(/*closed=*/true);
+}
 
 asio::io_context::executor_type Connection::executor() noexcept {
   return static_cast<asio::io_context&>(socket_.get_executor().context()).get_executor();
@@ -343,6 +345,7 @@ void Connection::Flush() {
       }
     }
     Touch();
+    if (watched_.load(std::memory_order_acquire)) RunWriteWatches(/*closed=*/false);
     if (unwritten_held_bytes() <= options_.max_unwritten_bytes / 2) {
       Unblock(kOutputFull);
       std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with NotifyWhenDrained
@@ -355,6 +358,24 @@ void Connection::NotifyWhenDrained() {
   drained_wanted_.store(true, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with Flush
   if (unwritten_held_bytes() <= options_.max_unwritten_bytes / 2) PostDrained();
+}
+
+void Connection::WatchWrites(WriteWatch watch) {
+  {
+    std::lock_guard lock(watch_mutex_);
+    if (watch(bytes_written(), closed())) return;
+    write_watches_.push_back(std::move(watch));
+    watched_.store(true, std::memory_order_seq_cst);
+  }
+  // A write or a close that finished between the first look and the flag missed the watch.
+  RunWriteWatches(closed());
+}
+
+void Connection::RunWriteWatches(bool closed) {
+  std::lock_guard lock(watch_mutex_);
+  const uint64_t written = bytes_written();
+  std::erase_if(write_watches_, [&](WriteWatch& watch) { return watch(written, closed) || closed; });
+  watched_.store(!write_watches_.empty(), std::memory_order_release);
 }
 
 void Connection::PostDrained() {
@@ -457,6 +478,7 @@ void Connection::CloseNow(CloseReason reason, const asio::error_code& error) {
   // closed by the destructor.
   asio::error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  if (watched_.load(std::memory_order_seq_cst)) RunWriteWatches(/*closed=*/true);
   delegate_->OnClosed(*this);
 }
 

@@ -20,9 +20,11 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "arenarpc/buffer_chain.h"
 
@@ -120,6 +122,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Close();
   // Stops reading and closes once every byte queued so far (and any queued later) is written.
   void CloseWhenFlushed();
+  // Follows the writes (rpcz: when a reply's bytes left). `watch(bytes_written(), closed)` runs
+  // now, then on the writing thread after each write, until it returns true; once with closed =
+  // true if the connection closes (or is destroyed) first. Runs under a mutex of its own: keep it
+  // short. A connection nobody watches pays one relaxed load per write. Any thread.
+  using WriteWatch = std::function<bool(uint64_t bytes_written, bool closed)>;
+  void WatchWrites(WriteWatch watch);
   // Pauses (true) or resumes (false) reading for the Delegate's own reasons. Any thread.
   void SetDelegateBlocked(bool blocked);
   // The Delegate stopped producing output at max_unwritten_bytes: Delegate::OnOutputDrained runs
@@ -181,6 +189,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnWatchdog();
   void Touch() noexcept;                   // records activity for the idle timeout
   void PostDrained();                      // runs OnOutputDrained if NotifyWhenDrained asked
+  void RunWriteWatches(bool closed);       // WatchWrites' callbacks; drops those that are done
   BufferChain& read_target() noexcept { return tls_ ? ciphertext_in_ : input_; }
   // TLS: encrypts what the flusher took into writing_ (closes the connection if TLS fails).
   void EncryptTaken(BufferChain& plaintext);
@@ -227,6 +236,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<int64_t> write_blocked_since_ns_{0};  // 0 = not waiting for the socket's room
   std::atomic<int64_t> output_stalled_since_ns_{0};  // 0 = the Delegate's output is not stalled
   std::atomic<bool> drained_wanted_{false};         // NotifyWhenDrained() waits
+  std::atomic<bool> watched_{false};                // write_watches_ is not empty
+  std::mutex watch_mutex_;
+  std::vector<WriteWatch> write_watches_;
   std::atomic<bool> read_any_{false};               // a byte was read
 };
 

@@ -9,11 +9,14 @@
 #include <optional>
 
 #include "arenarpc/logging.h"
+#include "arenarpc/rpcz.h"
 #include "server/method_entry.h"
 #include "server/server_state.h"
 
 namespace arenarpc::server {
 namespace {
+
+constexpr int kMaxRpczSpansPerSecond = 100000;
 
 using stats::SetVerdict;
 
@@ -194,6 +197,8 @@ bool LiveSettings::Current(const ServerState& state, std::string_view name,
     *value = std::to_string(max_queued_requests_);
   } else if (name == "log_level") {
     *value = LogLevelName(MinLogLevel());
+  } else if (name == "rpcz_spans_per_second") {
+    *value = std::to_string(RpczSpansPerSecond());
   } else if (name == "memory_mode") {
     *value = memory_mode_;
   } else if (name.starts_with(kAutoPrefix)) {
@@ -225,6 +230,8 @@ std::vector<ServerSetting> LiveSettings::List(const ServerState& state) const {
        "a number (0 = unlimited) or auto; calls past it get ELIMIT from the next call on");
   live("max_queued_requests", "a number >= 0 (0 = unlimited)");
   live("log_level", "DEBUG, INFO, WARNING or ERROR (the process's arenarpc logging)");
+  live("rpcz_spans_per_second",
+       "calls sampled into /rpcz per second, process-wide (0 = rpcz off; at most 100000)");
   live("memory_mode",
        "heap, arena, paged, reuse, auto or a registered strategy: every method without a "
        "method_memory_mode of its own switches; calls in flight finish on their strategy");
@@ -424,6 +431,14 @@ SetVerdict LiveSettings::Set(ServerState& state, std::string_view name, std::str
       return SetVerdict::kInvalid;
     }
     SetMinLogLevel(*level);
+  } else if (name == "rpcz_spans_per_second") {
+    const std::optional<int> parsed = ParseNumber<int>(value);
+    if (!parsed || *parsed < 0 || *parsed > kMaxRpczSpansPerSecond) {
+      *error = "rpcz_spans_per_second=" + std::string(value) + " is invalid (expected 0.." +
+               std::to_string(kMaxRpczSpansPerSecond) + "; 0 = off)";
+      return SetVerdict::kInvalid;
+    }
+    SetRpczSpansPerSecond(*parsed);
   } else if (name == "memory_mode") {
     verdict = SetMemoryMode(state, value, error);
   } else if (name.starts_with(kAutoPrefix)) {

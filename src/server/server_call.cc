@@ -14,7 +14,9 @@
 #include "arenarpc/error_codes.h"
 #include "call/controller_access.h"
 #include "call/interceptor_chain.h"
+#include "call/span_record.h"
 #include "call/trace_propagation.h"
+#include "protocol/compression.h"
 #include "protocol/payload_bytes.h"
 #include "util/sampling.h"
 
@@ -61,9 +63,16 @@ ServerCall::ServerCall(std::shared_ptr<ServerState> state, AdmissionTicket&& tic
   ControllerAccess::set_retain_hook(controller_, &ServerCall::RetainHook, this);
   ControllerAccess::set_cancel_source(controller_, this);
   ControllerAccess::set_local_side(controller_, &connection_->local_side());
+  if (auto span = internal::SampleSpan(SpanKind::kServer, start)) {
+    span->Mark(SpanPhase::kReceived, start);
+    span->Mark(SpanPhase::kAdmitted);
+    ControllerAccess::span_handle(controller_) = std::move(span);
+  }
 }
 
 ServerCall::~ServerCall() {
+  // A call that ended without a reply of its own (an error answered, a call dropped).
+  if (span() != nullptr) FinishSpan(nullptr, 0);
   std::shared_ptr<CancelState> cancel;
   {
     std::lock_guard lock(cancel_mutex_);
@@ -122,6 +131,59 @@ std::shared_ptr<void> ServerCall::RetainHook(const Controller& controller) {
 
 void ServerCall::Abandon(std::unique_ptr<ServerCall> call, const RequestPayload& payload) {
   call->state_->counters.canceled_before_start.fetch_add(1, std::memory_order_relaxed);
+  call->NoteError(ECANCELED, "never started: the connection closed first");
+}
+
+internal::SpanRecord* ServerCall::span() const noexcept { return ControllerAccess::span(controller_); }
+
+void ServerCall::NoteError(int code, std::string_view text) {
+  if (internal::SpanRecord* record = span()) record->SetError(code, text);
+}
+
+void ServerCall::FinishSpan(const memory::MessagePair* pair, uint64_t queued_before) {
+  std::shared_ptr<internal::SpanRecord> record =
+      std::move(ControllerAccess::span_handle(controller_));
+  Span& span = record->span();
+  span.method = method_->full_name;
+  span.protocol = std::string(protocol_->name());
+  span.peer = connection_->remote_side();
+  span.trace = controller_.trace();
+  if (binding_) span.memory_strategy = binding_->mode;
+  if (pair != nullptr && *pair) {
+    if (const std::optional<uint64_t> held = pair->held_bytes()) {
+      span.message_bytes = *held;
+      span.message_bytes_source = pair->arena() != nullptr ? "arena" : "strategy";
+    } else {
+      span.message_bytes = pair->request()->SpaceUsedLong() + pair->response()->SpaceUsedLong();
+      span.message_bytes_source = "space_used";
+    }
+  }
+  if (span.error_code == 0 && controller_.Failed()) {
+    span.error_code = controller_.ErrorCode();
+    span.error_text = controller_.ErrorText().substr(0, internal::SpanRecord::kMaxErrorTextBytes);
+  }
+  const uint64_t queued_after = connection_->bytes_queued();
+  if (pair == nullptr || queued_after <= queued_before) {
+    record->Finish();
+    return;
+  }
+  // The reply's bytes (with any queued beside them) leave later, on the writing thread.
+  connection_->WatchWrites([record = std::move(record), queued_before, queued_after](
+                               uint64_t written, bool closed) {
+    const auto now = internal::SpanRecord::Clock::now();
+    if (written > queued_before && !record->reached(SpanPhase::kFirstByteWritten)) {
+      record->Mark(SpanPhase::kFirstByteWritten, now);
+    }
+    if (written >= queued_after) {
+      record->Mark(SpanPhase::kLastByteWritten, now);
+    } else if (!closed) {
+      return false;
+    } else {
+      record->SetError(EFAILEDSOCKET, "the connection closed before the reply was written");
+    }
+    record->Finish(now);
+    return true;
+  });
 }
 
 void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload) {
@@ -132,10 +194,16 @@ void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload)
       std::chrono::duration_cast<std::chrono::microseconds>(call->started_ - call->start_).count();
   MethodEntry* method = call->method_;
   method->queue_latency.Record(queued_us);
+  if (internal::SpanRecord* span = call->span()) {
+    span->Mark(SpanPhase::kTakenByThread, call->started_);
+    span->span().request_bytes = payload.bytes.size();
+    span->span().request_compression = protocol::CompressTypeName(payload.encoding.compress_type);
+  }
   // Canceled while it waited (RST_STREAM, the connection closed): nobody takes its reply, so
   // its handler does not run (a rapid-reset client would otherwise keep the threads busy).
   if (call->connection_->closed() || call->protocol_->CallCanceled(call->correlation_id_)) {
     state.counters.canceled_before_start.fetch_add(1, std::memory_order_relaxed);
+    call->NoteError(ECANCELED, "canceled by the client before it started");
     // Settles the protocol's record of the call; the stream or connection is already gone.
     call->protocol_->SendError(*call->connection_, call->correlation_id_, ECANCELED,
                                "canceled by the client before it started");
@@ -145,10 +213,10 @@ void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload)
   if (timeout_ms > 0 && call->started_ >= call->deadline()) {  // a timeout_ms of 0 sets none
     state.counters.rejected_timed_out.fetch_add(1, std::memory_order_relaxed);
     method->CountRejected(ERPCTIMEDOUT);
-    call->protocol_->SendError(*call->connection_, call->correlation_id_, ERPCTIMEDOUT,
-                               "The request waited " + std::to_string(queued_us / 1000) +
-                                   "ms for a thread, past its timeout_ms=" +
-                                   std::to_string(timeout_ms));
+    const std::string text = "The request waited " + std::to_string(queued_us / 1000) +
+                             "ms for a thread, past its timeout_ms=" + std::to_string(timeout_ms);
+    call->NoteError(ERPCTIMEDOUT, text);
+    call->protocol_->SendError(*call->connection_, call->correlation_id_, ERPCTIMEDOUT, text);
     return;
   }
   Execute(std::move(call), std::move(payload));
@@ -162,9 +230,9 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     call->pair_ = call->binding_->memory->Acquire();
   } catch (const std::exception& e) {
     method->CountRejected(EINTERNAL);
-    call->protocol_->SendError(*call->connection_, call->correlation_id_, EINTERNAL,
-                               "Fail to create the messages of " + method->full_name + ": " +
-                                   e.what());
+    const std::string text = "Fail to create the messages of " + method->full_name + ": " + e.what();
+    call->NoteError(EINTERNAL, text);
+    call->protocol_->SendError(*call->connection_, call->correlation_id_, EINTERNAL, text);
     return;
   }
   std::string error_text;
@@ -179,6 +247,7 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
   }
   if (!error_text.empty()) {
     method->CountRejected(error_code);
+    call->NoteError(error_code, error_text);
     if (call->too_large_) {
       call->protocol_->SendRequestTooLarge(*call->connection_, call->correlation_id_, error_text);
     } else {
@@ -188,6 +257,7 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     return;  // the half-filled pair goes back to its strategy with the call
   }
   payload.bytes.clear();  // the input pages can go back before the handler runs
+  if (internal::SpanRecord* span = call->span()) span->Mark(SpanPhase::kParsed);
   ServerRuntime& runtime = *call->state_->runtime;
   fiber::Scheduler& fibers = runtime.fibers();
   std::string limit_text;
@@ -210,6 +280,7 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
   ServerState& state = *call->state_;
   state.counters.rejected_fiber_limit.fetch_add(1, std::memory_order_relaxed);
   method->CountRejected(ELIMIT);
+  call->NoteError(ELIMIT, limit_text);
   if (!ticket) {
     call->protocol_->SendOverShare(*call->connection_, call->correlation_id_, limit_text);
   } else {
@@ -224,6 +295,12 @@ void ServerCall::RunHandler(void* arg) {
   ServerCall* done = start->call->release();
   MethodEntry* method = done->method_;
   method->CountStarted();
+  if (internal::SpanRecord* span = done->span()) {
+    // A sampled call has a trace, so that the calls its handler makes join its tree on /rpcz.
+    if (!done->controller_.trace().valid()) done->controller_.set_trace(TraceContext::NewRoot());
+    span->Mark(SpanPhase::kHandlerStarted);
+    internal::SetHandlerSpan(ControllerAccess::span_handle(done->controller_));
+  }
   // The handler's outgoing calls continue its trace (trace_context.h).
   if (done->controller_.trace().valid()) internal::SetHandlerTrace(done->controller_.trace());
   if (!done->state_->config.options.interceptors.empty() && !done->Intercept()) return;
@@ -269,11 +346,19 @@ const memory::MessagePair& ServerCall::messages() const noexcept {
 
 void ServerCall::Run() {
   std::unique_ptr<ServerCall> self(this);
+  internal::SpanRecord* span = this->span();
+  if (span != nullptr) span->Mark(SpanPhase::kHandlerEnded);
   const memory::MessagePair& pair = messages();
   const bool close = controller_.Failed() && controller_.ErrorCode() == ECLOSE;
   net::BufferChain frame;
   if (!close && !controller_.Failed()) pair.PrepareResponse();
   const bool ok = !close && protocol_->PackReply(*this, *pair.response(), &frame);
+  if (span != nullptr) {
+    span->Mark(SpanPhase::kSerialized);
+    span->span().response_bytes = frame.size();
+    span->span().response_compression =
+        protocol::CompressTypeName(static_cast<int>(controller_.response_compress_type()));
+  }
   if (const google::protobuf::Arena* arena = pair.arena()) {
     method_->arena_bytes.fetch_add(arena->SpaceAllocated(), std::memory_order_relaxed);
     method_->arena_calls.fetch_add(1, std::memory_order_relaxed);
@@ -289,10 +374,16 @@ void ServerCall::Run() {
   method_->CountEnded(
       now, std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count(),
       ok ? 0 : (controller_.Failed() ? controller_.ErrorCode() : ERESPONSE));
+  const uint64_t queued_before = span != nullptr ? connection_->bytes_queued() : 0;
   if (close) {
     connection_->Close();  // the handler asked for it: no reply (spec §5.3)
   } else {
     protocol_->SendReply(*connection_, correlation_id_, std::move(frame));
+  }
+  if (span != nullptr) {
+    if (!close) span->Mark(SpanPhase::kReplyQueued);
+    if (!ok && !controller_.Failed()) span->SetError(ERESPONSE, "the response could not be packed");
+    FinishSpan(close ? nullptr : &pair, queued_before);
   }
   // After the write was queued: Stop() closes connections once nothing is in flight.
   ticket_.Settle();

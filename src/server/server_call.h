@@ -83,6 +83,13 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   void Run() override;
 
  private:
+  // rpcz: the call's span when it is sampled (arenarpc/rpcz.h), else null.
+  internal::SpanRecord* span() const noexcept;
+  // A call answered with an error before (or instead of) its handler: the span says why.
+  void NoteError(int code, std::string_view text);
+  // The facts the span takes at the end (method, protocol, peer, memory), then its finish: once
+  // the reply's last byte is written when the connection's writes can be followed, else now.
+  void FinishSpan(const memory::MessagePair* pair, uint64_t queued_before);
   struct RetainedMessages;
   static std::shared_ptr<void> RetainHook(const Controller& controller);
   // Acquires the pair, parses the request into it and runs the handler on a new fiber, on this

@@ -10,7 +10,7 @@
 #include "capture/capture_settings.h"
 #include "capture/capture_writer.h"
 #include "capture/dump_reader.h"
-#include "capture/sample_budget.h"
+#include "util/sample_budget.h"
 
 namespace arenarpc::capture {
 namespace {
@@ -115,7 +115,7 @@ TEST(CaptureWriter, ByteBoundDropsALargeRecord) {
 }
 
 TEST(SampleBudget, TakesTheBudgetOfEachSecondUnderTenTimesTheLoad) {
-  SampleBudget budget(50);
+  util::SampleBudget budget(50);
   const auto base = std::chrono::steady_clock::time_point(std::chrono::seconds(1000));
   for (int second = 0; second < 3; ++second) {
     int taken = 0;

@@ -13,6 +13,7 @@
 #include "arenarpc/server.h"
 #include "arenarpc/trace_context.h"
 #include "e2e_test.pb.h"
+#include "loopback_channel.h"
 
 namespace arenarpc::e2e {
 namespace {
@@ -70,12 +71,7 @@ class TraceContextTest : public ::testing::Test {
   void TearDown() override { server_.Stop(0), server_.Join(); }
 
   std::unique_ptr<Channel> MakeChannel(const std::string& protocol) {
-    ChannelOptions options;
-    options.protocol = protocol;
-    options.timeout_ms = 10000;
-    auto channel = std::make_unique<Channel>();
-    EXPECT_EQ(0, channel->Init("127.0.0.1:" + std::to_string(port_), &options));
-    return channel;
+    return LoopbackChannel(port_, protocol);
   }
 
   // Calls Echo("downstream") with `trace` over `protocol`, the handler's downstream call over

@@ -1,13 +1,13 @@
 #pragma once
 // SampleBudget: at most N samples per second of the steady clock, any thread, lock-free. Once a
 // second's budget is spent, Take() only reads two shared words (no write), so that the calls not
-// sampled cost no cache-line traffic between the I/O threads.
+// sampled cost no cache-line traffic between the I/O threads. Used by capture and rpcz.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 
-namespace arenarpc::capture {
+namespace arenarpc::util {
 
 class SampleBudget {
  public:
@@ -15,24 +15,32 @@ class SampleBudget {
 
   // true: this call is one of the second's samples.
   bool Take(std::chrono::steady_clock::time_point now) noexcept {
+    const int limit = per_second_.load(std::memory_order_relaxed);
+    if (limit <= 0) return false;
     const int64_t second =
         std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
     int64_t current = second_.load(std::memory_order_relaxed);
     if (current == second) {
-      if (taken_.load(std::memory_order_relaxed) >= per_second_) return false;
+      if (taken_.load(std::memory_order_relaxed) >= limit) return false;
     } else if (current < second) {
       // The first call of a new second opens it; a racing caller sees it opened.
       if (second_.compare_exchange_strong(current, second, std::memory_order_relaxed)) {
         taken_.store(0, std::memory_order_relaxed);
       }
     }
-    return taken_.fetch_add(1, std::memory_order_relaxed) < per_second_;
+    return taken_.fetch_add(1, std::memory_order_relaxed) < limit;
+  }
+
+  int per_second() const noexcept { return per_second_.load(std::memory_order_relaxed); }
+  // Any thread; 0 samples nothing.
+  void set_per_second(int per_second) noexcept {
+    per_second_.store(per_second, std::memory_order_relaxed);
   }
 
  private:
-  const int per_second_;
+  std::atomic<int> per_second_;
   std::atomic<int64_t> second_{-1};
   std::atomic<int> taken_{0};
 };
 
-}  // namespace arenarpc::capture
+}  // namespace arenarpc::util

@@ -1,0 +1,168 @@
+#include "call/span_record.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <vector>
+
+#include "arenarpc/controller.h"
+#include "call/controller_access.h"
+#include "stats/span_store.h"
+#include "util/sample_budget.h"
+
+namespace arenarpc {
+namespace internal {
+namespace {
+
+constexpr int kDefaultSpansPerSecond = 10;
+
+util::SampleBudget& Budget() {
+  static util::SampleBudget budget(kDefaultSpansPerSecond);
+  return budget;
+}
+
+struct Sinks {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<SpanSink>> list;
+};
+
+Sinks& AllSinks() {
+  static Sinks* sinks = new Sinks;  // never destroyed: spans may finish during static destruction
+  return *sinks;
+}
+
+std::string CutTo(std::string_view text, size_t limit) {
+  return std::string(text.substr(0, limit));
+}
+
+}  // namespace
+
+SpanRecord::SpanRecord(SpanKind kind, Clock::time_point start) : start_(start) {
+  span_.kind = kind;
+  span_.start_time = std::chrono::system_clock::now() -
+                     std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                         Clock::now() - start);
+}
+
+void SpanRecord::Mark(SpanPhase phase, Clock::time_point at) noexcept {
+  span_.phases[static_cast<size_t>(phase)] = std::max(at - start_, Clock::duration::zero());
+}
+
+void SpanRecord::SetError(int code, std::string_view text) {
+  span_.error_code = code;
+  span_.error_text = CutTo(text, kMaxErrorTextBytes);
+}
+
+void SpanRecord::Annotate(std::string text) {
+  const auto offset = Clock::now() - start_;
+  if (text.size() > kMaxAnnotationBytes) text.resize(kMaxAnnotationBytes);
+  std::lock_guard lock(mutex_);
+  if (finished_) return;
+  if (span_.annotations.size() >= kMaxAnnotations) {
+    ++span_.annotations_dropped;
+    return;
+  }
+  span_.annotations.push_back(SpanAnnotation{offset, std::move(text)});
+}
+
+void SpanRecord::Finish(Clock::time_point end) {
+  std::shared_ptr<const Span> span;
+  {
+    std::lock_guard lock(mutex_);
+    if (finished_) return;
+    finished_ = true;
+    span_.latency = std::max(end - start_, Clock::duration::zero());
+    span = std::make_shared<const Span>(std::move(span_));
+  }
+  stats::SpanStore::Default().Add(span);
+  std::vector<std::shared_ptr<SpanSink>> sinks;
+  {
+    Sinks& all = AllSinks();
+    std::lock_guard lock(all.mutex);
+    if (all.list.empty()) return;
+    sinks = all.list;
+  }
+  for (const auto& sink : sinks) sink->Export(span);
+}
+
+std::shared_ptr<SpanRecord> SampleSpan(SpanKind kind, SpanRecord::Clock::time_point start) {
+  if (!Budget().Take(start)) return nullptr;
+  return std::make_shared<SpanRecord>(kind, start);
+}
+
+std::shared_ptr<SpanRecord> SampleClientSpan(SpanRecord::Clock::time_point start) {
+  if (CurrentSpan() != nullptr && Budget().per_second() > 0) {
+    return std::make_shared<SpanRecord>(SpanKind::kClient, start);
+  }
+  return SampleSpan(SpanKind::kClient, start);
+}
+
+namespace {
+
+void AnnotateV(SpanRecord* record, const char* format, va_list args) {
+  char buffer[SpanRecord::kMaxAnnotationBytes + 1];
+  const int n = std::vsnprintf(buffer, sizeof(buffer), format, args);
+  if (n < 0) return;
+  record->Annotate(std::string(buffer, std::min<size_t>(n, SpanRecord::kMaxAnnotationBytes)));
+}
+
+}  // namespace
+}  // namespace internal
+
+std::string_view SpanPhaseName(SpanPhase phase) noexcept {
+  switch (phase) {
+    case SpanPhase::kReceived: return "received";
+    case SpanPhase::kAdmitted: return "admitted";
+    case SpanPhase::kTakenByThread: return "taken_by_thread";
+    case SpanPhase::kParsed: return "parsed";
+    case SpanPhase::kHandlerStarted: return "handler_started";
+    case SpanPhase::kHandlerEnded: return "handler_ended";
+    case SpanPhase::kSerialized: return "serialized";
+    case SpanPhase::kReplyQueued: return "reply_queued";
+    case SpanPhase::kFirstByteWritten: return "first_byte_written";
+    case SpanPhase::kLastByteWritten: return "last_byte_written";
+    case SpanPhase::kStarted: return "started";
+    case SpanPhase::kSent: return "sent";
+    case SpanPhase::kReplyReceived: return "reply_received";
+  }
+  return "unknown";
+}
+
+void AddSpanSink(std::shared_ptr<SpanSink> sink) {
+  if (!sink) return;
+  internal::Sinks& all = internal::AllSinks();
+  std::lock_guard lock(all.mutex);
+  all.list.push_back(std::move(sink));
+}
+
+void RemoveSpanSink(const SpanSink* sink) {
+  internal::Sinks& all = internal::AllSinks();
+  std::lock_guard lock(all.mutex);
+  std::erase_if(all.list, [sink](const auto& s) { return s.get() == sink; });
+}
+
+void SetRpczSpansPerSecond(int spans_per_second) {
+  internal::Budget().set_per_second(std::max(spans_per_second, 0));
+}
+
+int RpczSpansPerSecond() noexcept { return internal::Budget().per_second(); }
+
+void Annotate(const char* format, ...) {
+  internal::SpanRecord* record = internal::CurrentSpan();
+  if (record == nullptr) return;
+  va_list args;
+  va_start(args, format);
+  internal::AnnotateV(record, format, args);
+  va_end(args);
+}
+
+void Annotate(const Controller* controller, const char* format, ...) {
+  if (controller == nullptr) return;
+  internal::SpanRecord* record = internal::ControllerAccess::span(*controller);
+  if (record == nullptr) return;
+  va_list args;
+  va_start(args, format);
+  internal::AnnotateV(record, format, args);
+  va_end(args);
+}
+
+}  // namespace arenarpc

@@ -1,0 +1,58 @@
+#pragma once
+// SpanRecord: a sampled call's span while the call runs. The call's owner marks phases and fills
+// the facts (one thread at a time, in the call's order); the handler may annotate from any thread;
+// Finish() hands the span, once, to the rpcz store and the SpanSinks (arenarpc/rpcz.h). A call
+// that is not sampled has no record: every hook is a null check.
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "arenarpc/rpcz.h"
+
+namespace arenarpc::internal {
+
+class SpanRecord {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Bounds of one span (docs/observability.md states the store's bound from them).
+  static constexpr size_t kMaxAnnotations = 64;
+  static constexpr size_t kMaxAnnotationBytes = 512;
+  static constexpr size_t kMaxErrorTextBytes = 1024;
+
+  SpanRecord(SpanKind kind, Clock::time_point start);
+
+  // The owner's fields (not annotations: Annotate()).
+  Span& span() noexcept { return span_; }
+  Clock::time_point start() const noexcept { return start_; }
+  void Mark(SpanPhase phase, Clock::time_point at) noexcept;
+  void Mark(SpanPhase phase) noexcept { Mark(phase, Clock::now()); }
+  bool reached(SpanPhase phase) const noexcept { return span_.phase(phase).has_value(); }
+  void SetError(int code, std::string_view text);
+  // Any thread. Dropped (and counted) past kMaxAnnotations; cut at kMaxAnnotationBytes; ignored
+  // once the span finished.
+  void Annotate(std::string text);
+  // The span ends at `end` (its latency); later calls do nothing.
+  void Finish(Clock::time_point end);
+  void Finish() { Finish(Clock::now()); }
+
+ private:
+  const Clock::time_point start_;
+  std::mutex mutex_;  // annotations, finished_
+  bool finished_ = false;
+  Span span_;
+};
+
+// A new record when this call is sampled: the process's budget of spans per second allows one.
+std::shared_ptr<SpanRecord> SampleSpan(SpanKind kind, SpanRecord::Clock::time_point start);
+// A client call: sampled when the handler it is made from is (a trace's tree stays whole), else
+// as any other call.
+std::shared_ptr<SpanRecord> SampleClientSpan(SpanRecord::Clock::time_point start);
+
+// The handler's span on its fiber (kept in trace_context.cc's fiber slot, beside its trace).
+void SetHandlerSpan(std::shared_ptr<SpanRecord> span);
+SpanRecord* CurrentSpan() noexcept;
+
+}  // namespace arenarpc::internal
