@@ -543,7 +543,9 @@ int GrpcServerProtocol::StreamRead(int64_t key, net::BufferChain* message, int* 
     switch (session_.PopMessage(static_cast<int32_t>(key), message, &compressed)) {
       case protocol::h2::GrpcServerSession::StreamInput::kMessage: {
         *compress_type = compressed ? waits->compress_type : 0;
-        PublishBufferedLocked(static_cast<int32_t>(key), *waits);
+        if (waits->counters) {
+          waits->counters->SetBufferedIn(session_.StreamUnreadBytes(static_cast<int32_t>(key)));
+        }
         std::vector<std::shared_ptr<CancelState>> fire;
         MarkCanceled(&fire);  // a message decoded after this one may have broken the stream
         PublishLocked();
@@ -607,8 +609,9 @@ int GrpcServerProtocol::StreamSend(int64_t key, net::BufferChain&& message, bool
   const auto stream_id = static_cast<int32_t>(key);
   if (!session_.SendMessage(stream_id, std::move(message), compressed, headers)) return ECANCELED;
   PublishLocked();
-  PublishBufferedLocked(stream_id, *it->second.stream);
-  if (session_.StreamHeldBytes(stream_id) < kStreamFlushBytes) {
+  const size_t held = session_.StreamHeldBytes(stream_id);
+  if (const auto& counters = it->second.stream->counters) counters->SetBufferedOut(held);
+  if (held < kStreamFlushBytes) {
     // Small messages written in a row leave in one write: the connection's thread flushes them
     // once this fiber lets it (or the batch grows to kStreamFlushBytes).
     if (!flush_posted_) {
