@@ -56,6 +56,14 @@ class Reader : public StreamInputHandler {
   }
   void on_idle_timeout(StreamId) override {}
   void on_closed(StreamId) override { closed.fetch_add(1); }
+  // The reader must outlive its streams' last handler call (on_closed).
+  bool WaitClosed(int n) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (closed.load() < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    return closed.load() >= n;
+  }
 };
 
 // baidu_std Echo that accepts the offered stream (read by `reader`) and records its id and the
@@ -397,6 +405,7 @@ TEST_F(StreamPagesTest, OpenStreamsTrafficAgeAndCloseOnStatusAndConnections) {
 
   // Everything closes: the open counts go back to 0, the totals since start stay.
   for (StreamId id : client_ids) EXPECT_EQ(0, StreamClose(id));
+  EXPECT_TRUE(client_reader.WaitClosed(kStrm));
   release_.store(true);
   EXPECT_EQ(0, server_stream.Finish()) << ss_cntl.ErrorText();
   EXPECT_TRUE(client_stream.WritesDone());
@@ -484,6 +493,7 @@ TEST_F(StreamPagesTest, PeerThatDoesNotReadShowsBytesBuffered) {
   EXPECT_EQ(0, Num(p, "open"));
   EXPECT_EQ(0, Num(p, "buffered_out_bytes"));
   EXPECT_EQ(0, StreamClose(client_id));
+  EXPECT_TRUE(client_reader.WaitClosed(1));
 }
 
 }  // namespace
