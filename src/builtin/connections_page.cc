@@ -7,6 +7,7 @@
 
 #include "builtin/page_format.h"
 #include "builtin/page_view.h"
+#include "builtin/stream_fields.h"
 
 namespace arenarpc::builtin {
 namespace {
@@ -30,7 +31,19 @@ void ServeConnections(const stats::ServerView& view, const BuiltinRequest& reque
           .Field("age_seconds", row.age_seconds)
           .Field("bytes_written", row.bytes_written)
           .Field("unwritten_held_bytes", row.unwritten_held_bytes)
-          .EndObject();
+          .Field("streams_open", static_cast<uint64_t>(row.streams.size()));
+      json.Key("streams").BeginArray();
+      for (const stats::StreamInfo& stream : row.streams) {
+        json.BeginObject()
+            .Field("id", stream.id)
+            .Field("kind", stats::StreamKindName(stream.kind))
+            .Field("method", stream.method)
+            .Field("age_seconds", stream.age_seconds);
+        WriteStreamTrafficFields(json, stream.traffic, stream.buffered_in_bytes,
+                                 stream.buffered_out_bytes);
+        json.EndObject();
+      }
+      json.EndArray().EndObject();
     }
     json.EndArray().EndObject();
     reply->content_type = "application/json";
@@ -49,6 +62,16 @@ void ServeConnections(const stats::ServerView& view, const BuiltinRequest& reque
                   static_cast<unsigned long long>(row.bytes_written),
                   static_cast<unsigned long long>(row.unwritten_held_bytes));
     text += line;
+    for (const stats::StreamInfo& stream : row.streams) {
+      std::snprintf(line, sizeof line, "  %s stream %llu %s, age %.1f s: ",
+                    std::string(stats::StreamKindName(stream.kind)).c_str(),
+                    static_cast<unsigned long long>(stream.id), stream.method.c_str(),
+                    stream.age_seconds);
+      text += line;
+      text += StreamTrafficText(stream.traffic, stream.buffered_in_bytes,
+                                stream.buffered_out_bytes) +
+              "\n";
+    }
   }
   text += std::to_string(rows.size()) + " connection(s)\n";
   reply->body = std::move(text);

@@ -1,6 +1,7 @@
 #pragma once
 // /connections: the server's open connections: id, remote and local address, protocol, age, bytes
-// written, memory held by unsent replies. Text table, or ?format=json.
+// written, memory held by unsent replies, and each one's open streams (STRM and gRPC: method,
+// age, messages and bytes each way, bytes buffered). Text table, or ?format=json.
 
 #include <memory>
 

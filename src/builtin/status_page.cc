@@ -9,6 +9,7 @@
 #include "builtin/memory_strategies.h"
 #include "builtin/page_format.h"
 #include "builtin/page_view.h"
+#include "builtin/stream_fields.h"
 #include "stats/process_stats.h"
 
 namespace arenarpc::builtin {
@@ -112,7 +113,15 @@ std::string StatusJson(const std::vector<MethodView>& methods, const ServerStats
     json.EndArray();
     json.Key("memory");
     WriteMethodMemoryJson(json, m);
-    json.EndObject();
+    const stats::MethodStreams& streams = view.streams;
+    json.Key("streams")
+        .BeginObject()
+        .Field("open", streams.open)
+        .Field("opened", streams.opened)
+        .Field("oldest_age_seconds", streams.oldest_age_seconds);
+    WriteStreamTrafficFields(json, streams.traffic, streams.buffered_in_bytes,
+                             streams.buffered_out_bytes);
+    json.EndObject().EndObject();
   }
   json.EndArray().Key("memory_strategies");
   WriteStrategiesJson(json, GroupByStrategy(methods));
@@ -171,6 +180,14 @@ std::string MethodHtml(const MethodView& view) {
   Row(html, "errors by code", by_code.empty() ? "none" : by_code);
   Row(html, "in flight (max)",
       std::to_string(m.in_flight) + " (" + std::to_string(m.max_in_flight) + ")");
+  if (const stats::MethodStreams& streams = view.streams; streams.opened > 0) {
+    Row(html, "streams open (since start)",
+        std::to_string(streams.open) + " (" + std::to_string(streams.opened) + "), oldest " +
+            FormatDouble(streams.oldest_age_seconds, 1) + " s");
+    Row(html, "stream traffic (buffered: open streams)",
+        StreamTrafficText(streams.traffic, streams.buffered_in_bytes,
+                          streams.buffered_out_bytes));
+  }
   const memory::MemoryStats& s = m.method_memory;  // the strategy's totals: StrategiesHtml
   Row(html, "memory strategy", HtmlEscape(m.memory_mode));
   if (const auto& c = m.memory_choice) {

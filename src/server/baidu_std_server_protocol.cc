@@ -29,7 +29,8 @@ BaiduStdServerProtocol::BaiduStdServerProtocol(const ServerState& state)
       stream_limits_{
           static_cast<size_t>(std::max(0, state.config.options.max_streams_per_connection)),
           state.config.options.max_stream_unconsumed_bytes,
-          state.config.options.max_unwritten_bytes} {}
+          state.config.options.max_unwritten_bytes},
+      stream_registry_(state.streams) {}
 
 std::unique_ptr<ServerProtocol> BaiduStdServerProtocol::Create(ServerState& state,
                                                                ServerConnection& /*owner*/,
@@ -87,7 +88,8 @@ void BaiduStdServerProtocol::Admitted(net::Connection& connection, ServerCall& c
   const size_t request_size = frame_.payload.size() + frame_.attachment.size();
   controller.request_attachment() = std::move(frame_.attachment);
   if (frame_.meta.has_stream_settings()) {
-    stream::OfferStream(controller, frame_.meta.stream_settings(), StreamHostOf(connection));
+    stream::OfferStream(controller, frame_.meta.stream_settings(), StreamHostOf(connection),
+                        call.method().full_name);
   }
   // The meta stays with the decoder, which clears it for the next frame and so reuses its parts
   // (its strings' buffers) — unless it was large: a connection keeps no more than that.
@@ -210,7 +212,7 @@ std::shared_ptr<stream::StreamHost> BaiduStdServerProtocol::StreamHostOf(
       };
       stream_host_ = std::make_shared<stream::StreamHost>(connection.weak_from_this(), executor,
                                                           std::move(runner), stream_limits_,
-                                                          /*client_side=*/false);
+                                                          /*client_side=*/false, stream_registry_);
     }
     host = stream_host_;
     closed = closed_;

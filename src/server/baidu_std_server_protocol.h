@@ -54,6 +54,7 @@ class BaiduStdServerProtocol final : public ServerProtocol {
   fiber::Scheduler* const fibers_;
   capture::RequestCapture* const capture_;  // ServerOptions::capture; nullptr = off
   const stream::StreamHost::Limits stream_limits_;
+  const std::shared_ptr<stream::StreamRegistry> stream_registry_;  // the server's (the pages)
   std::mutex streams_mutex_;
   bool closed_ = false;
   std::shared_ptr<stream::StreamHost> stream_host_;  // created by the first stream offer

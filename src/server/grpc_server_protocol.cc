@@ -458,7 +458,9 @@ void GrpcServerProtocol::TakeOutputLocked(net::Connection& connection) {
   if (writers_wait_for_connection_ && HeldWithConnectionLocked(connection) < max_held_bytes_) {
     writers_wait_for_connection_ = false;  // every writer may have waited for the connection
     for (auto& [key, call] : calls_) {
-      if (call.stream) call.stream->changed.notify_all();
+      if (!call.stream) continue;
+      PublishBufferedLocked(static_cast<int32_t>(key), *call.stream);
+      call.stream->changed.notify_all();
     }
     return;
   }
@@ -468,8 +470,30 @@ void GrpcServerProtocol::TakeOutputLocked(net::Connection& connection) {
 void GrpcServerProtocol::WakeLocked(const std::vector<int32_t>& stream_ids) {
   for (int32_t stream_id : stream_ids) {
     auto it = calls_.find(stream_id);
-    if (it != calls_.end() && it->second.stream) it->second.stream->changed.notify_all();
+    if (it == calls_.end() || !it->second.stream) continue;
+    PublishBufferedLocked(stream_id, *it->second.stream);
+    it->second.stream->changed.notify_all();
   }
+}
+
+void GrpcServerProtocol::PublishBufferedLocked(int32_t stream_id, const StreamWaits& waits) {
+  if (!waits.counters) return;
+  waits.counters->SetBufferedIn(session_.StreamUnreadBytes(stream_id));
+  waits.counters->SetBufferedOut(session_.StreamHeldBytes(stream_id));
+}
+
+stream::StreamRegistry::Entry GrpcServerProtocol::RegisterStream(int64_t key,
+                                                                 std::string_view method) {
+  std::lock_guard lock(mutex_);
+  auto it = calls_.find(key);
+  if (it == calls_.end() || !it->second.stream) return {};
+  StreamWaits& waits = *it->second.stream;
+  stream::StreamRegistry::Entry entry =
+      state_.streams->Open(stats::StreamKind::kGrpc, static_cast<uint64_t>(key), method,
+                           waits.connection->id());
+  waits.counters = entry.shared_counters();
+  PublishBufferedLocked(static_cast<int32_t>(key), waits);
+  return entry;
 }
 
 void GrpcServerProtocol::OnClosed() {
@@ -519,6 +543,9 @@ int GrpcServerProtocol::StreamRead(int64_t key, net::BufferChain* message, int* 
     switch (session_.PopMessage(static_cast<int32_t>(key), message, &compressed)) {
       case protocol::h2::GrpcServerSession::StreamInput::kMessage: {
         *compress_type = compressed ? waits->compress_type : 0;
+        if (waits->counters) {
+          waits->counters->SetBufferedIn(session_.StreamUnreadBytes(static_cast<int32_t>(key)));
+        }
         std::vector<std::shared_ptr<CancelState>> fire;
         MarkCanceled(&fire);  // a message decoded after this one may have broken the stream
         PublishLocked();
@@ -582,7 +609,9 @@ int GrpcServerProtocol::StreamSend(int64_t key, net::BufferChain&& message, bool
   const auto stream_id = static_cast<int32_t>(key);
   if (!session_.SendMessage(stream_id, std::move(message), compressed, headers)) return ECANCELED;
   PublishLocked();
-  if (session_.StreamHeldBytes(stream_id) < kStreamFlushBytes) {
+  const size_t held = session_.StreamHeldBytes(stream_id);
+  if (const auto& counters = it->second.stream->counters) counters->SetBufferedOut(held);
+  if (held < kStreamFlushBytes) {
     // Small messages written in a row leave in one write: the connection's thread flushes them
     // once this fiber lets it (or the batch grows to kStreamFlushBytes).
     if (!flush_posted_) {

@@ -18,6 +18,7 @@
 #include "arenarpc/server.h"
 #include "protocol/h2/grpc_server_session.h"
 #include "server/server_protocol.h"
+#include "stream/stream_registry.h"
 
 namespace arenarpc::server {
 
@@ -30,6 +31,8 @@ struct StreamWaits {
   int compress_type = 0;                   // grpc-encoding
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::vector<std::pair<std::string, std::string>> trailers;
+  // Set by RegisterStream(): the bytes buffered each way are kept current in them.
+  std::shared_ptr<stream::StreamCounters> counters;
 };
 
 class GrpcServerProtocol final : public ServerProtocol {
@@ -89,6 +92,9 @@ class GrpcServerProtocol final : public ServerProtocol {
   void AddStreamTrailer(int64_t key, std::string name, std::string value);
   // Wakes the call's waits (its controller's NotifyOnCancel fired).
   void WakeStream(int64_t key);
+  // Shows the streaming call in the server's stream registry (the pages) while the entry lives;
+  // its buffered bytes are kept current here, its messages are counted by the caller.
+  stream::StreamRegistry::Entry RegisterStream(int64_t key, std::string_view method);
 
  private:
   // A call between its admission and its reply.
@@ -126,6 +132,8 @@ class GrpcServerProtocol final : public ServerProtocol {
   // mutex_ held: replies held for the client's windows + output not yet written.
   size_t HeldWithConnectionLocked(const net::Connection& connection) const;
   void WakeLocked(const std::vector<int32_t>& stream_ids);
+  // mutex_ held: the call's buffered bytes (both ways) into its counters, when registered.
+  void PublishBufferedLocked(int32_t stream_id, const StreamWaits& waits);
 
   ServerState& state_;
   const size_t max_body_size_;

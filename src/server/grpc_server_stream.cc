@@ -51,7 +51,9 @@ class ServerStream final : public GrpcServerStream {
         call_(call),
         key_(call.correlation_id()),
         options_(options),
-        binding_(call.binding()) {}
+        binding_(call.binding()),
+        entry_(protocol.RegisterStream(key_, call.method().full_name)),
+        counters_(entry_.counters()) {}
 
   Controller& controller() override { return call_.controller(); }
   const google::protobuf::MethodDescriptor& method() const override {
@@ -71,6 +73,7 @@ class ServerStream final : public GrpcServerStream {
     int compress_type = 0;
     const int rc = protocol_.StreamRead(key_, &bytes, &compress_type);
     ++read_count_;
+    if (rc == 0 && counters_ != nullptr) counters_->Received(bytes.size());
     if (rc == EREQUEST) {
       controller().SetFailed(EREQUEST, "request message #" + std::to_string(read_count_) +
                                            " is compressed without grpc-encoding");
@@ -155,7 +158,10 @@ class ServerStream final : public GrpcServerStream {
     }
     const auto* metadata = sent_headers_ ? nullptr : &controller().response_user_fields();
     sent_headers_ = true;
-    return protocol_.StreamSend(key_, std::move(out), compressed_, metadata);
+    const size_t bytes = out.size();
+    const int rc = protocol_.StreamSend(key_, std::move(out), compressed_, metadata);
+    if (rc == 0 && counters_ != nullptr) counters_->Sent(bytes);
+    return rc;
   }
 
   server::GrpcServerProtocol& protocol_;
@@ -163,6 +169,9 @@ class ServerStream final : public GrpcServerStream {
   const int64_t key_;
   const GrpcStreamMethodOptions options_;
   const std::shared_ptr<server::MethodBinding> binding_;
+  // Shown on the pages while the handler runs (server/grpc_server_protocol.h RegisterStream).
+  stream::StreamRegistry::Entry entry_;
+  stream::StreamCounters* const counters_;  // entry_'s; null when not registered
   uint64_t read_count_ = 0;
   bool started_ = false;
   bool compressed_ = false;

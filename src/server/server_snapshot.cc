@@ -144,9 +144,11 @@ class StateView final : public stats::ServerView {
     std::vector<stats::MethodView> out;
     const auto state = state_.lock();
     if (!state) return out;
+    const auto streams = state->streams->Methods(now);
     for (const auto& entry : state->config.registry.methods()) {
       if (entry->builtin) continue;  // the pages describe the application's methods
       stats::MethodView view;
+      if (auto it = streams.find(entry->full_name); it != streams.end()) view.streams = it->second;
       view.stats = SnapshotMethod(*entry, now);
       view.calls_per_second = entry->window.CountsPerSecond<60>(now);
       view.memory_points = entry->memory_series.Points(now);
@@ -160,7 +162,16 @@ class StateView final : public stats::ServerView {
   }
   std::vector<stats::ConnectionInfo> Connections() const override {
     const auto state = state_.lock();
-    return state ? state->connections.Snapshot() : std::vector<stats::ConnectionInfo>{};
+    if (!state) return {};
+    std::vector<stats::ConnectionInfo> rows = state->connections.Snapshot();
+    // Both are by id: each stream joins its connection's row (one that closed meanwhile: none).
+    auto row = rows.begin();
+    for (stats::StreamInfo& stream : state->streams->Streams(Clock::now())) {
+      while (row != rows.end() && row->id < stream.connection_id) ++row;
+      if (row == rows.end()) break;
+      if (row->id == stream.connection_id) row->streams.push_back(std::move(stream));
+    }
+    return rows;
   }
   ServerOptions Options() const override {
     const auto state = state_.lock();

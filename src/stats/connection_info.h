@@ -3,6 +3,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "stats/stream_info.h"
 
 namespace arenarpc::stats {
 
@@ -13,6 +16,7 @@ struct ConnectionInfo {
   double age_seconds = 0;
   uint64_t bytes_written = 0;
   uint64_t unwritten_held_bytes = 0;  // unsent replies, HTTP replies held for their turn included
+  std::vector<StreamInfo> streams;    // its open streams (STRM and gRPC), by id
 };
 
 }  // namespace arenarpc::stats

@@ -13,6 +13,7 @@
 #include "arenarpc/server.h"
 #include "stats/connection_info.h"
 #include "stats/memory_series.h"
+#include "stats/stream_info.h"
 
 namespace arenarpc::stats {
 
@@ -23,6 +24,7 @@ struct MethodView {
   LatencyHistogram latency;                     // socket -> reply queued, since start
   // Held bytes and CPU per call (sampled calls), the last 10 minutes in 10 s points, oldest first.
   std::array<MemoryPoint, MemorySeries::kPoints> memory_points{};
+  MethodStreams streams;  // its STRM streams and gRPC streaming calls
 };
 
 class ServerView {
@@ -34,7 +36,7 @@ class ServerView {
   virtual ServerStats Server() const = 0;
   // Every registered method, sorted by full name.
   virtual std::vector<MethodView> Methods(Clock::time_point now) const = 0;
-  // One row per open connection, by id.
+  // One row per open connection, by id, with its open streams.
   virtual std::vector<ConnectionInfo> Connections() const = 0;
   virtual ServerOptions Options() const = 0;
 };

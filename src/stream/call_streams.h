@@ -4,6 +4,7 @@
 // connection's StreamHost), and the stream StreamAccept() made of it.
 
 #include <memory>
+#include <string_view>
 
 #include "arenarpc/stream.h"
 #include "protocol/rpc_meta.pb.h"
@@ -19,6 +20,7 @@ struct CallStreams {
   bool offered = false;                          // server: the request had stream_settings
   protocol::StreamSettings remote;               // server: the client's settings
   std::shared_ptr<stream::StreamHost> host;      // server: the call's connection
+  std::string_view method;                       // server: its full name (lives as the call)
   StreamId response_stream = INVALID_STREAM_ID;  // server: accepted
 };
 

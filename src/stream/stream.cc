@@ -92,6 +92,19 @@ bool Stream::BindForReply(std::shared_ptr<StreamHost> host) {
   return Bind(std::move(host));
 }
 
+void Stream::Register(StreamRegistry::Entry entry) {
+  std::lock_guard lock(mutex_);
+  if (state_ == State::kClosed) return;  // closed already: the entry leaves as it goes
+  entry_ = std::move(entry);
+  counters_ = entry_.counters();
+  PublishUnackedLocked();
+}
+
+uint64_t Stream::UnackedLocked() const {
+  // Without a window (max_buf_size 0) the peer sends no FEEDBACK: only held writes are known.
+  return options_.max_buf_size > 0 ? produced_ - remote_consumed_ : held_bytes_;
+}
+
 bool Stream::bound_to(const StreamHost* host) {
   std::lock_guard lock(mutex_);
   return host_.get() == host;
@@ -132,6 +145,7 @@ void Stream::Connect(const protocol::StreamSettings* remote) {
       }
       held_.clear();
       held_bytes_ = 0;
+      PublishUnackedLocked();
       close_now = close_when_connected_;
       host = host_;
       last_message_at_ = std::chrono::steady_clock::now();
@@ -163,6 +177,7 @@ int Stream::Write(const net::BufferChain& message) {
   std::lock_guard order(write_mutex_);
   net::BufferChain frame;
   std::shared_ptr<StreamHost> host;
+  StreamCounters* counters = nullptr;  // lives as this stream does
   const uint64_t size = message.size();
   {
     std::lock_guard lock(mutex_);
@@ -179,16 +194,23 @@ int Stream::Write(const net::BufferChain& message) {
       produced_ += size;
       held_bytes_ += size;
       held_.push_back(std::move(copy));
+      if (counters_ != nullptr) counters_->Sent(size);
+      PublishUnackedLocked();
       return 0;
     }
     produced_ += size;
     frame = DataFrame(std::move(copy));
     host = host_;
+    counters = counters_;
+    PublishUnackedLocked();
   }
   const int rc = host->WriteData(std::move(frame));
   if (rc != 0) {
     std::lock_guard lock(mutex_);
     produced_ -= size;  // not sent: the window keeps its room
+    PublishUnackedLocked();
+  } else if (counters != nullptr) {
+    counters->Sent(size);
   }
   return rc;
 }
@@ -241,6 +263,7 @@ void Stream::Terminate(int code, const std::string& text, bool send_close) {
     held_bytes_ = 0;
     if (idle_timer_) idle_timer_->cancel();
     host = host_;
+    entry_.Close();  // off the pages; its counters stay (a last batch may still be delivered)
     if (send_close && connected && host) {
       protocol::StreamFrameMeta meta;
       meta.set_stream_id(remote_.stream_id());
@@ -271,7 +294,10 @@ void Stream::OnFrame(protocol::StreamFrame&& frame) {
         std::lock_guard lock(mutex_);
         if (consumed <= 0 || static_cast<uint64_t>(consumed) <= remote_consumed_) return;
         sent = produced_ - held_bytes_;  // at least what went to the connection
-        if (static_cast<uint64_t>(consumed) <= sent) remote_consumed_ = static_cast<uint64_t>(consumed);
+        if (static_cast<uint64_t>(consumed) <= sent) {
+          remote_consumed_ = static_cast<uint64_t>(consumed);
+          PublishUnackedLocked();
+        }
       }
       if (static_cast<uint64_t>(consumed) > sent) {
         FailByPeer("the peer's FEEDBACK acknowledged " + std::to_string(consumed) +
@@ -316,6 +342,10 @@ void Stream::OnFrame(protocol::StreamFrame&& frame) {
   partial_.Append(std::move(frame.data));
   if (meta.has_continuation()) return;
   inbox_bytes_ += partial_.size();
+  if (counters_ != nullptr) {
+    counters_->Received(partial_.size());
+    counters_->SetBufferedIn(inbox_bytes_);
+  }
   inbox_.push_back(std::move(partial_));
   partial_.clear();
   last_message_at_ = std::chrono::steady_clock::now();
@@ -376,6 +406,7 @@ void Stream::RunTurns() {
       {
         std::lock_guard lock(mutex_);
         inbox_bytes_ -= bytes;
+        if (counters_ != nullptr) counters_->SetBufferedIn(inbox_bytes_);
         consumed_ += bytes;
         consumed = consumed_;
         feedback = state_ != State::kClosed && remote_.need_feedback();
@@ -480,11 +511,12 @@ void OnClientCallEnd(Controller& cntl) {
 }
 
 void OfferStream(Controller& cntl, const protocol::StreamSettings& remote,
-                 std::shared_ptr<StreamHost> host) {
+                 std::shared_ptr<StreamHost> host, std::string_view method) {
   auto streams = std::make_shared<internal::CallStreams>();
   streams->offered = true;
   streams->remote = remote;
   streams->host = std::move(host);
+  streams->method = method;
   internal::ControllerAccess::streams(cntl) = std::move(streams);
 }
 
@@ -528,6 +560,7 @@ int StreamAccept(StreamId* id, Controller& cntl, const StreamOptions* options) {
     stream->Discard();  // the handler is not called: the caller still owns it (brpc's contract)
     return -1;
   }
+  stream->Register(streams->host->Register(stream->id(), streams->method));
   streams->response_stream = stream->id();
   *id = stream->id();
   return 0;

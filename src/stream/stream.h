@@ -26,6 +26,7 @@
 #include "arenarpc/stream.h"
 #include "protocol/rpc_meta.pb.h"
 #include "protocol/stream_frame.h"
+#include "stream/stream_registry.h"
 
 namespace arenarpc::stream {
 
@@ -48,6 +49,9 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // Client: binds a stream waiting for its call's reply to the host the reply came on.
   bool BindForReply(std::shared_ptr<StreamHost> host);
   bool bound_to(const StreamHost* host);
+  // Server: shows the stream in its server's registry until it closes (pages: /status,
+  // /connections). Its traffic is counted from then on.
+  void Register(StreamRegistry::Entry entry);
   // Starts the data phase (server: the reply was written; client: the reply accepted it, with the
   // server's settings). Held writes go out now.
   void Connect(const protocol::StreamSettings* remote);
@@ -75,6 +79,11 @@ class Stream : public std::enable_shared_from_this<Stream> {
   void ArmIdleTimerLocked();
   void OnIdleTimer();
   net::BufferChain DataFrame(net::BufferChain&& message) const;  // mutex_ held (remote_)
+  // mutex_ held: written and not acknowledged by the peer's FEEDBACK (held writes without it).
+  uint64_t UnackedLocked() const;
+  void PublishUnackedLocked() {
+    if (counters_ != nullptr) counters_->SetBufferedOut(UnackedLocked());
+  }
   // Frames go to the connection outside mutex_: a write may close the connection on the calling
   // thread, and the close terminates this stream.
 
@@ -105,6 +114,10 @@ class Stream : public std::enable_shared_from_this<Stream> {
   std::string fail_text_;
   std::chrono::steady_clock::time_point last_message_at_;
   std::unique_ptr<asio::steady_timer> idle_timer_;
+  // Shown on the pages (server streams): the registry's entry, and its counters (set once under
+  // mutex_, alive as the entry is; null when not registered).
+  StreamRegistry::Entry entry_;
+  StreamCounters* counters_ = nullptr;
 };
 
 // The call paths' hooks (client_call.cc, baidu_std_server_protocol.cc).
@@ -117,8 +130,9 @@ bool OnClientReply(Controller& cntl, const protocol::RpcMeta& meta);
 // Client: the call completed; a stream it did not connect fails with the call's error.
 void OnClientCallEnd(Controller& cntl);
 // Server: the request offered a stream on `host`'s connection.
+// `method`: the call's method's full name (lives as the call does).
 void OfferStream(Controller& cntl, const protocol::StreamSettings& remote,
-                 std::shared_ptr<StreamHost> host);
+                 std::shared_ptr<StreamHost> host, std::string_view method);
 // Server: the stream the handler accepted, or null.
 std::shared_ptr<Stream> AcceptedStream(Controller& cntl);
 

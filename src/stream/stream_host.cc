@@ -10,12 +10,14 @@
 namespace arenarpc::stream {
 
 StreamHost::StreamHost(std::weak_ptr<net::Connection> connection, asio::any_io_executor executor,
-                       Runner runner, Limits limits, bool client_side)
+                       Runner runner, Limits limits, bool client_side,
+                       std::shared_ptr<StreamRegistry> registry)
     : connection_(std::move(connection)),
       executor_(std::move(executor)),
       runner_(std::move(runner)),
       limits_(limits),
-      client_side_(client_side) {}
+      client_side_(client_side),
+      registry_(std::move(registry)) {}
 
 bool StreamHost::Dispatch(protocol::StreamFrame&& frame, net::BufferChain* reply) {
   const protocol::StreamFrameMeta& meta = frame.meta;
@@ -58,6 +60,12 @@ bool StreamHost::Add(const std::shared_ptr<Stream>& stream) {
   if (closed_ || streams_.size() >= limits_.max_streams) return false;
   streams_.emplace(stream->id(), stream);
   return true;
+}
+
+StreamRegistry::Entry StreamHost::Register(StreamId id, std::string_view method) const {
+  std::shared_ptr<net::Connection> connection = connection_.lock();
+  if (!registry_ || !connection) return {};
+  return registry_->Open(stats::StreamKind::kStrm, id, method, connection->id());
 }
 
 void StreamHost::Remove(StreamId id) {

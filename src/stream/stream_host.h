@@ -17,6 +17,7 @@
 #include "arenarpc/stream.h"
 #include "net/connection.h"
 #include "protocol/stream_frame.h"
+#include "stream/stream_registry.h"
 
 namespace arenarpc::stream {
 
@@ -36,8 +37,10 @@ class StreamHost : public std::enable_shared_from_this<StreamHost> {
   using Runner = std::function<void(std::function<void()>)>;
 
   // client_side: streams created by StreamCreate() may bind here on their call's reply.
+  // `registry`: where the streams accepted here are shown (a server's), or null.
   StreamHost(std::weak_ptr<net::Connection> connection, asio::any_io_executor executor,
-             Runner runner, Limits limits, bool client_side);
+             Runner runner, Limits limits, bool client_side,
+             std::shared_ptr<StreamRegistry> registry = nullptr);
 
   // One received frame (the connection's reading thread). Client side: when it is the first DATA
   // of a stream waiting for its call's reply, the stream binds here, *reply gets the embedded
@@ -62,6 +65,8 @@ class StreamHost : public std::enable_shared_from_this<StreamHost> {
   bool Charge(size_t bytes);             // unconsumed bytes; false: over the limit (not charged)
   void Release(size_t bytes);
   void Run(std::function<void()> turn) { runner_(std::move(turn)); }
+  // A stream accepted here for `method`, in the registry (empty without one).
+  StreamRegistry::Entry Register(StreamId id, std::string_view method) const;
   const asio::any_io_executor& executor() const noexcept { return executor_; }
 
  private:
@@ -70,6 +75,7 @@ class StreamHost : public std::enable_shared_from_this<StreamHost> {
   const Runner runner_;
   const Limits limits_;
   const bool client_side_;
+  const std::shared_ptr<StreamRegistry> registry_;
   std::atomic<size_t> unconsumed_{0};
   std::mutex mutex_;
   bool closed_ = false;

@@ -721,6 +721,13 @@ size_t GrpcServerSession::StreamHeldBytes(int32_t stream_id) {
   return stream == nullptr ? 0 : stream->out.held_bytes();
 }
 
+size_t GrpcServerSession::StreamUnreadBytes(int32_t stream_id) {
+  Stream* stream = Find(stream_id);
+  if (stream == nullptr) return 0;
+  return stream->body.size() + stream->inbox_bytes -
+         stream->inbox.size() * Stream::kQueuedMessageOverhead;
+}
+
 bool GrpcServerSession::SendMessage(int32_t stream_id, net::BufferChain&& message,
                                     bool compressed, const Headers& metadata) {
   Stream* stream = Find(stream_id);

@@ -134,6 +134,8 @@ class GrpcServerSession {
   std::vector<int32_t> TakeDrained();
   // Response bytes one stream holds that its window did not take yet.
   size_t StreamHeldBytes(int32_t stream_id);
+  // Request bytes of a streaming call received and not popped yet (messages and partial input).
+  size_t StreamUnreadBytes(int32_t stream_id);
   // Sends the response headers (with `metadata`) once, then `message` as one length-prefixed
   // message. false: the stream is gone or finished.
   bool SendMessage(int32_t stream_id, net::BufferChain&& message, bool compressed,
