@@ -52,6 +52,17 @@ void SpanRecord::SetError(int code, std::string_view text) {
   span_.error_text = CutTo(text, kMaxErrorTextBytes);
 }
 
+void SpanRecord::SetTrace(const TraceContext& call_trace) {
+  if (call_trace.valid()) {
+    trace_ = call_trace;
+  } else if (const SpanRecord* parent = CurrentSpan();
+             parent != nullptr && parent != this && parent->trace_.valid()) {
+    trace_ = parent->trace_.Child();
+  } else {
+    trace_ = TraceContext::NewRoot();
+  }
+}
+
 void SpanRecord::Annotate(std::string text) {
   const auto offset = Clock::now() - start_;
   if (text.size() > kMaxAnnotationBytes) text.resize(kMaxAnnotationBytes);
@@ -71,6 +82,7 @@ void SpanRecord::Finish(Clock::time_point end) {
     if (finished_) return;
     finished_ = true;
     span_.latency = std::max(end - start_, Clock::duration::zero());
+    span_.trace = trace_;
     span = std::make_shared<const Span>(std::move(span_));
   }
   stats::SpanStore::Default().Add(span);

@@ -31,6 +31,13 @@ class SpanRecord {
   void Mark(SpanPhase phase) noexcept { Mark(phase, Clock::now()); }
   bool reached(SpanPhase phase) const noexcept { return span_.phase(phase).has_value(); }
   void SetError(int code, std::string_view text);
+  // The span's ids: the call's trace context when it has one. Otherwise ids of the span's own,
+  // never sent (sampling does not change what a call sends): a child of the handler's span when
+  // made from a sampled handler's fiber, else a new root — so the tree on /rpcz still links the
+  // calls a handler made to it.
+  // Once, before the handler runs (the calls it makes read it from then on).
+  void SetTrace(const TraceContext& call_trace);
+  const TraceContext& trace() const noexcept { return trace_; }
   // Any thread. Dropped (and counted) past kMaxAnnotations; cut at kMaxAnnotationBytes; ignored
   // once the span finished.
   void Annotate(std::string text);
@@ -42,6 +49,7 @@ class SpanRecord {
   const Clock::time_point start_;
   std::mutex mutex_;  // annotations, finished_
   bool finished_ = false;
+  TraceContext trace_;  // copied into the span by Finish()
   Span span_;
 };
 

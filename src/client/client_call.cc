@@ -47,8 +47,7 @@ bool ClientCall::Prepare(const google::protobuf::Message& request, std::string c
   internal::InheritTrace(*controller_);  // a call made from a handler continues its trace
   span_ = internal::SampleClientSpan(start_);
   if (span_) {
-    // A sampled call carries a trace, so that the server's span joins its tree.
-    if (!controller_->trace().valid()) controller_->set_trace(TraceContext::NewRoot());
+    span_->SetTrace(controller_->trace());
     span_->Mark(SpanPhase::kStarted, start_);
   }
   request_ = core_->protocol().Prepare(
@@ -315,7 +314,6 @@ void ClientCall::FinishSpanLocked(Clock::time_point now) {
   span.method = method_->full_name();
   span.protocol = std::string(core_->protocol().name());
   span.peer = controller_->remote_side();
-  span.trace = controller_->trace();
   span.response_compression =
       protocol::CompressTypeName(static_cast<int>(controller_->response_compress_type()));
   if (controller_->Failed()) span_->SetError(controller_->ErrorCode(), controller_->ErrorText());

@@ -147,7 +147,7 @@ void ServerCall::FinishSpan(const memory::MessagePair* pair, uint64_t queued_bef
   span.method = method_->full_name;
   span.protocol = std::string(protocol_->name());
   span.peer = connection_->remote_side();
-  span.trace = controller_.trace();
+  if (!record->trace().valid()) record->SetTrace(controller_.trace());
   if (binding_) span.memory_strategy = binding_->mode;
   if (pair != nullptr && *pair) {
     if (const std::optional<uint64_t> held = pair->held_bytes()) {
@@ -196,6 +196,7 @@ void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload)
   method->queue_latency.Record(queued_us);
   if (internal::SpanRecord* span = call->span()) {
     span->Mark(SpanPhase::kTakenByThread, call->started_);
+    span->SetTrace(call->controller_.trace());
     span->span().request_bytes = payload.bytes.size();
     span->span().request_compression = protocol::CompressTypeName(payload.encoding.compress_type);
   }
@@ -296,8 +297,6 @@ void ServerCall::RunHandler(void* arg) {
   MethodEntry* method = done->method_;
   method->CountStarted();
   if (internal::SpanRecord* span = done->span()) {
-    // A sampled call has a trace, so that the calls its handler makes join its tree on /rpcz.
-    if (!done->controller_.trace().valid()) done->controller_.set_trace(TraceContext::NewRoot());
     span->Mark(SpanPhase::kHandlerStarted);
     internal::SetHandlerSpan(ControllerAccess::span_handle(done->controller_));
   }

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -100,8 +101,9 @@ class RpczTest : public ::testing::TestWithParam<std::string> {
 
   // One Echo call; returns the controller's trace.
   TraceContext Call(Channel* channel, const std::string& message, int items = 3,
-                    bool expect_ok = true) {
+                    bool expect_ok = true, const TraceContext& trace = {}) {
     Controller cntl;
+    if (trace.valid()) cntl.set_trace(trace);
     TestRequest request;
     request.set_message(message);
     for (int i = 0; i < items; ++i) request.add_items(std::string(100, static_cast<char>('a' + i)));
@@ -185,12 +187,11 @@ TEST_P(RpczTest, ServerPhasesAreOrderedAndEndAtTheLatencyOnEveryProtocol) {
     EXPECT_GT(span.response_bytes, 300u);
     EXPECT_EQ(0, span.error_code);
     EXPECT_EQ(GetParam(), span.memory_strategy);
-    EXPECT_TRUE(span.trace.valid());  // a sampled call gets a trace
+    EXPECT_TRUE(span.trace.valid());  // ids of the span's own: the call carried no trace
     const std::vector<SpanPtr> client = Spans(SpanKind::kClient, kEcho, 1);
     ASSERT_EQ(1u, client.size());
     ExpectOrdered(*client[0], {SpanPhase::kStarted, SpanPhase::kSerialized, SpanPhase::kSent,
                                SpanPhase::kReplyReceived, SpanPhase::kParsed});
-    EXPECT_EQ(client[0]->trace.trace_id, span.trace.trace_id);
     EXPECT_EQ(span.request_bytes, client[0]->request_bytes) << protocol;
     EXPECT_GE(client[0]->latency, span.phase(SpanPhase::kReplyQueued).value()) << protocol;
   }
@@ -267,7 +268,8 @@ TEST_P(RpczTest, DownstreamCallsJoinTheHandlersTraceFromFibersAndThreads) {
       std::unique_ptr<Channel> downstream = MakeChannel(protocol);
       service_.downstream = downstream.get();
       std::unique_ptr<Channel> channel = MakeChannel("baidu_std");
-      const TraceContext trace = Call(channel.get(), how);
+      // The caller starts the trace (sampling alone sends none: it changes no call's bytes).
+      const TraceContext trace = Call(channel.get(), how, 3, true, TraceContext::NewRoot());
       service_.downstream = nullptr;
       ASSERT_TRUE(trace.valid());
       Spans(SpanKind::kServer, kEcho2, 1);
@@ -379,6 +381,29 @@ TEST_P(RpczTest, TheBudgetIsALiveSetting) {
   ASSERT_TRUE(reply.has_value());
   EXPECT_NE(200, reply->status);
   EXPECT_EQ(7, RpczSpansPerSecond());
+}
+
+TEST_P(RpczTest, SinksReceiveEveryFinishedSpan) {
+  struct Collecting : SpanSink {
+    std::mutex mutex;
+    std::vector<SpanPtr> spans;
+    void Export(const SpanPtr& span) override {
+      std::lock_guard lock(mutex);
+      spans.push_back(span);
+    }
+  };
+  auto sink = std::make_shared<Collecting>();
+  AddSpanSink(sink);
+  std::unique_ptr<Channel> channel = MakeChannel("grpc");
+  const TraceContext trace = Call(channel.get(), "hello", 3, true, TraceContext::NewRoot());
+  Spans(SpanKind::kServer, kEcho, 1);
+  RemoveSpanSink(sink.get());
+  Call(channel.get(), "after");  // not seen by the removed sink
+  Spans(SpanKind::kServer, kEcho, 2);
+  std::lock_guard lock(sink->mutex);
+  ASSERT_EQ(2u, sink->spans.size());  // the client's and the server's
+  for (const SpanPtr& span : sink->spans) EXPECT_EQ(trace.trace_id, span->trace.trace_id);
+  EXPECT_NE(sink->spans[0]->kind, sink->spans[1]->kind);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, RpczTest,
