@@ -15,11 +15,6 @@ namespace {
 
 constexpr int kDefaultSpansPerSecond = 10;
 
-util::SampleBudget& Budget() {
-  static util::SampleBudget budget(kDefaultSpansPerSecond);
-  return budget;
-}
-
 struct Sinks {
   std::mutex mutex;
   std::vector<std::shared_ptr<SpanSink>> list;
@@ -35,6 +30,9 @@ std::string CutTo(std::string_view text, size_t limit) {
 }
 
 }  // namespace
+
+// Constant-initialized (constexpr constructor): ready before any static constructor runs.
+constinit util::SampleBudget span_budget(kDefaultSpansPerSecond);
 
 SpanRecord::SpanRecord(SpanKind kind, Clock::time_point start) : start_(start) {
   span_.kind = kind;
@@ -96,13 +94,12 @@ void SpanRecord::Finish(Clock::time_point end) {
   for (const auto& sink : sinks) sink->Export(span);
 }
 
-std::shared_ptr<SpanRecord> SampleSpan(SpanKind kind, SpanRecord::Clock::time_point start) {
-  if (!Budget().Take(start)) return nullptr;
+std::shared_ptr<SpanRecord> NewSpanRecord(SpanKind kind, SpanRecord::Clock::time_point start) {
   return std::make_shared<SpanRecord>(kind, start);
 }
 
 std::shared_ptr<SpanRecord> SampleClientSpan(SpanRecord::Clock::time_point start) {
-  if (CurrentSpan() != nullptr && Budget().per_second() > 0) {
+  if (CurrentSpan() != nullptr && span_budget.per_second() > 0) {
     return std::make_shared<SpanRecord>(SpanKind::kClient, start);
   }
   return SampleSpan(SpanKind::kClient, start);
@@ -153,10 +150,10 @@ void RemoveSpanSink(const SpanSink* sink) {
 }
 
 void SetRpczSpansPerSecond(int spans_per_second) {
-  internal::Budget().set_per_second(std::max(spans_per_second, 0));
+  internal::span_budget.set_per_second(std::max(spans_per_second, 0));
 }
 
-int RpczSpansPerSecond() noexcept { return internal::Budget().per_second(); }
+int RpczSpansPerSecond() noexcept { return internal::span_budget.per_second(); }
 
 void Annotate(const char* format, ...) {
   internal::SpanRecord* record = internal::CurrentSpan();

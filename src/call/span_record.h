@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "arenarpc/rpcz.h"
+#include "util/sample_budget.h"
 
 namespace arenarpc::internal {
 
@@ -53,8 +54,15 @@ class SpanRecord {
   Span span_;
 };
 
-// A new record when this call is sampled: the process's budget of spans per second allows one.
-std::shared_ptr<SpanRecord> SampleSpan(SpanKind kind, SpanRecord::Clock::time_point start);
+// The process's budget of spans per second (arenarpc::SetRpczSpansPerSecond).
+extern util::SampleBudget span_budget;
+std::shared_ptr<SpanRecord> NewSpanRecord(SpanKind kind, SpanRecord::Clock::time_point start);
+
+// A new record when this call is sampled: the budget allows one. Inline: every call asks.
+inline std::shared_ptr<SpanRecord> SampleSpan(SpanKind kind, SpanRecord::Clock::time_point start) {
+  if (!span_budget.Take(start)) return nullptr;
+  return NewSpanRecord(kind, start);
+}
 // A client call: sampled when the handler it is made from is (a trace's tree stays whole), else
 // as any other call.
 std::shared_ptr<SpanRecord> SampleClientSpan(SpanRecord::Clock::time_point start);

@@ -11,20 +11,23 @@ namespace arenarpc::util {
 
 class SampleBudget {
  public:
-  explicit SampleBudget(int per_second) : per_second_(per_second) {}
+  constexpr explicit SampleBudget(int per_second) : per_second_(per_second) {}
 
   // true: this call is one of the second's samples.
   bool Take(std::chrono::steady_clock::time_point now) noexcept {
     const int limit = per_second_.load(std::memory_order_relaxed);
     if (limit <= 0) return false;
-    const int64_t second =
-        std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
-    int64_t current = second_.load(std::memory_order_relaxed);
-    if (current == second) {
+    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch())
+                           .count();
+    int64_t end = window_end_ns_.load(std::memory_order_relaxed);
+    if (ns < end) {
       if (taken_.load(std::memory_order_relaxed) >= limit) return false;
-    } else if (current < second) {
-      // The first call of a new second opens it; a racing caller sees it opened.
-      if (second_.compare_exchange_strong(current, second, std::memory_order_relaxed)) {
+    } else {
+      // The first call of a new second opens it (one division a second); a racing caller sees
+      // it opened.
+      constexpr int64_t kSecond = 1'000'000'000;
+      const int64_t next_end = ns - ns % kSecond + kSecond;
+      if (window_end_ns_.compare_exchange_strong(end, next_end, std::memory_order_relaxed)) {
         taken_.store(0, std::memory_order_relaxed);
       }
     }
@@ -39,7 +42,7 @@ class SampleBudget {
 
  private:
   std::atomic<int> per_second_;
-  std::atomic<int64_t> second_{-1};
+  std::atomic<int64_t> window_end_ns_{0};  // the current second's end on the steady clock
   std::atomic<int> taken_{0};
 };
 
