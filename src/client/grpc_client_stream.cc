@@ -12,6 +12,7 @@
 #include "arenarpc/error_codes.h"
 #include "call/controller_access.h"
 #include "call/trace_headers.h"
+#include "call/span_record.h"
 #include "call/trace_propagation.h"
 #include "client/channel_core.h"
 #include "client/client_connection.h"
@@ -94,6 +95,11 @@ int GrpcStreamCall::Open() {
     request.metadata.emplace_back(protocol::h2::kAuthorizationMetadata, std::move(credential));
   internal::InheritTrace(*controller_);  // a stream opened from a handler continues its trace
   internal::AppendTraceHeaders(controller_->trace(), &request.metadata);
+  if ((span_ = internal::SampleClientSpan(start_))) {
+    span_->SetTrace(controller_->trace());
+    span_->Mark(SpanPhase::kStarted, start_);
+    span_->span().request_compression = gzip_ ? "gzip" : "none";
+  }
   const int64_t timeout_ms =
       controller_->timeout_ms() > 0 ? controller_->timeout_ms() : options.timeout_ms;
   if (timeout_ms > 0) {
@@ -108,6 +114,7 @@ int GrpcStreamCall::Open() {
                              GrpcClientProtocolSession& session) mutable {
     session.OpenStream(std::move(call), tag, std::move(request));
   });
+  if (span_) span_->Mark(SpanPhase::kSent);
   return 0;
 }
 
@@ -161,6 +168,7 @@ int GrpcStreamCall::TryWrite(const google::protobuf::Message& request, bool wait
     }
     if (ended_ || writes_done_) return ECANCELED;
     written_bytes_ += bytes;
+    if (span_) span_->span().request_bytes += bytes;
   }
   InSession(connection_, [tag = tag_, payload = std::move(payload), gzip = gzip_](
                              GrpcClientProtocolSession& session) mutable {
@@ -242,6 +250,15 @@ int GrpcStreamCall::Finish() {
     internal::ControllerAccess::set_remote_side(
         *controller_, server_ ? server_->remote_side() : core_->remote_side());
     if (code_ != 0) core_->counters().failed_calls.fetch_add(1, std::memory_order_relaxed);
+    if (span_) {
+      Span& span = span_->span();
+      span.method = method_->full_name();
+      span.protocol = "h2:grpc stream";
+      span.peer = controller_->remote_side();
+      if (code_ != 0) span_->SetError(code_, text_);
+      span_->Finish();
+      span_.reset();
+    }
   }
   return controller_->ErrorCode();
 }
@@ -249,6 +266,10 @@ int GrpcStreamCall::Finish() {
 void GrpcStreamCall::OnMessage(protocol::h2::GrpcStreamMessage&& message) {
   std::lock_guard lock(mutex_);
   if (ended_) return;  // canceled here: the session forgets the stream
+  if (span_) {
+    if (!span_->reached(SpanPhase::kReplyReceived)) span_->Mark(SpanPhase::kReplyReceived);
+    span_->span().response_bytes += message.wire_bytes;
+  }
   inbox_.push_back(std::move(message));
   cv_.notify_all();
 }

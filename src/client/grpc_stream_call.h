@@ -22,6 +22,10 @@
 #include "arenarpc/grpc_client_stream.h"
 #include "protocol/h2/grpc_client_session.h"
 
+namespace arenarpc::internal {
+class SpanRecord;
+}  // namespace arenarpc::internal
+
 namespace google::protobuf {
 class Message;
 class MethodDescriptor;
@@ -84,6 +88,8 @@ class GrpcStreamCall : public std::enable_shared_from_this<GrpcStreamCall> {
   int code_ = 0;
   std::string text_;
   protocol::h2::Metadata metadata_;
+  // rpcz: set when the stream is sampled; its bytes counted under mutex_, ended by Finish().
+  std::shared_ptr<internal::SpanRecord> span_;
 };
 
 }  // namespace arenarpc::client

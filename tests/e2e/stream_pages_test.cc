@@ -23,11 +23,13 @@
 #include "arenarpc/fiber.h"
 #include "arenarpc/grpc_client_stream.h"
 #include "arenarpc/grpc_stream.h"
+#include "arenarpc/rpcz.h"
 #include "arenarpc/server.h"
 #include "arenarpc/stream.h"
 #include "e2e_test.pb.h"
 #include "grpc_stream_test.pb.h"
 #include "http_get.h"
+#include "stats/span_store.h"
 
 namespace arenarpc::e2e {
 namespace {
@@ -494,6 +496,53 @@ TEST_F(StreamPagesTest, PeerThatDoesNotReadShowsBytesBuffered) {
   EXPECT_EQ(0, Num(p, "buffered_out_bytes"));
   EXPECT_EQ(0, StreamClose(client_id));
   EXPECT_TRUE(client_reader.WaitClosed(1));
+}
+
+// rpcz: a sampled bidi stream has a client span (its bytes each way, started, sent, first reply)
+// and the server's span of the same trace, which ends when the handler does.
+TEST_F(StreamPagesTest, SampledGrpcStreamsHaveSpansOnBothSides) {
+  const int budget = RpczSpansPerSecond();
+  SetRpczSpansPerSecond(100000);
+  stats::SpanStore::Default().Clear();
+  const TraceContext trace = TraceContext::NewRoot();
+  uint64_t sent = 0;
+  {
+    Controller cntl;
+    cntl.set_trace(trace);
+    GrpcClientStream bidi;
+    ASSERT_EQ(0, bidi.Open(grpc_channel_, Method("Bidi"), &cntl));
+    for (int i = 0; i < 3; ++i) {
+      StreamRequest r;
+      r.set_text(std::string(10 + i, 's'));
+      sent += 5 + r.ByteSizeLong();  // the gRPC message prefix and the message
+      ASSERT_TRUE(bidi.Write(r));
+      StreamReply back;
+      ASSERT_TRUE(bidi.Read(&back));
+    }
+    ASSERT_TRUE(bidi.WritesDone());
+    ASSERT_EQ(0, bidi.Finish());
+  }
+  std::vector<std::shared_ptr<const Span>> spans;
+  for (int i = 0; i < 200 && spans.size() < 2; ++i) {
+    spans = stats::SpanStore::Default().FindTrace(trace.trace_id_high, trace.trace_id);
+    if (spans.size() < 2) std::this_thread::sleep_for(10ms);
+  }
+  SetRpczSpansPerSecond(budget);
+  ASSERT_EQ(2u, spans.size());
+  const Span* client = spans[0]->kind == SpanKind::kClient ? spans[0].get() : spans[1].get();
+  const Span* server = spans[0]->kind == SpanKind::kServer ? spans[0].get() : spans[1].get();
+  ASSERT_NE(client, server);
+  EXPECT_EQ("arenarpc.e2e.StreamService.Bidi", client->method);
+  EXPECT_EQ(sent, client->request_bytes);
+  EXPECT_EQ(sent, client->response_bytes);  // the handler echoes each message
+  EXPECT_EQ(0, client->error_code);
+  ASSERT_TRUE(client->phase(SpanPhase::kSent).has_value());
+  ASSERT_TRUE(client->phase(SpanPhase::kReplyReceived).has_value());
+  EXPECT_LE(*client->phase(SpanPhase::kSent), *client->phase(SpanPhase::kReplyReceived));
+  EXPECT_LE(*client->phase(SpanPhase::kReplyReceived), client->latency);
+  EXPECT_EQ("arenarpc.e2e.StreamService.Bidi", server->method);
+  EXPECT_EQ(client->trace.span_id, server->trace.parent_span_id);  // W3C: the server's a child
+  ASSERT_TRUE(server->phase(SpanPhase::kHandlerEnded).has_value());
 }
 
 }  // namespace
