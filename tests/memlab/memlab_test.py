@@ -105,6 +105,16 @@ def main():
                 auto = per.get("auto", {}).get("auto")
                 check(auto is not None and auto["chosen"] in ("heap", "arena", "paged", "reuse"),
                       f"auto's choice missing: {auto}")
+            # Bad input: a command line without {port}, a dump that is not there.
+            for args, expected in (
+                    (["--dump", dump, "--server", a.echo_server], "must hold {port}"),
+                    (["--dump", os.path.join(work, "missing"), "--server", "x {port}"],
+                     "is neither a file nor a directory")):
+                bad = subprocess.run([sys.executable, os.path.join(a.root, "bench", "memlab"),
+                                      "--press", a.press] + args, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, timeout=30)
+                check(bad.returncode != 0 and expected in bad.stderr,
+                      f"memlab {args}: exit {bad.returncode}, {bad.stderr.strip()[-300:]}")
             check(re.search(r'options\.method_memory_mode\["' + re.escape(ECHO) +
                             r'"\] = "(heap|arena|paged|reuse)";', text) is not None,
                   "no recommendation line for the echo method")
