@@ -311,8 +311,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string host = FLAGS_address.substr(0, FLAGS_address.rfind(':'));
+  // The mode serving the methods: --mode, or ARENARPC_MEMORY_MODE where that is set.
+  const std::string mode = server.GetMethodStats("arenarpc.example.EchoService.Echo").memory_mode;
   std::printf("echo_server listening on %s:%d mode=%s pid=%d\n", host.c_str(),
-              server.listen_port(), FLAGS_mode.c_str(), static_cast<int>(getpid()));
+              server.listen_port(), mode.c_str(), static_cast<int>(getpid()));
   std::fflush(stdout);
 
   server.RunUntilAskedToQuit();

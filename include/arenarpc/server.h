@@ -82,6 +82,8 @@ struct ServerOptions {
   // (a method may not appear in both method_* maps).
   std::shared_ptr<memory::MessageMemory> memory_strategy;
   std::map<std::string, std::shared_ptr<memory::MessageMemory>> method_memory_strategy;
+  // The ARENARPC_MEMORY_MODE environment variable, when set at Start(), replaces all four above:
+  // every method gets that mode (docs/memory.md; bench/memlab runs a server once per mode so).
   size_t max_body_size = 64u << 20;    // larger frames close the connection; also caps what a
                                        // compressed request may inflate to
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdlib>
 #include <cstdint>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 #include "builtin/builtin_services.h"
 #include "capture/capture_settings.h"
 #include "server/grpc_builtin_services.h"
+#include "server/memory_mode_override.h"
 #include "cluster/server_registration.h"
 #include "net/endpoint.h"
 #include "protocol/http/http_request_decoder.h"
@@ -339,7 +341,7 @@ int Server::AddService(google::protobuf::Service* service, ServiceOwnership owne
   return impl_->state->config.registry.Add(service, ownership, &impl_->last_error);
 }
 
-int Server::Start(std::string_view address, const ServerOptions& options) {
+int Server::Start(std::string_view address, const ServerOptions& given_options) {
   std::lock_guard lock(impl_->mutex);
   Impl& impl = *impl_;
   if (impl.phase != Impl::Phase::kIdle) {
@@ -349,6 +351,16 @@ int Server::Start(std::string_view address, const ServerOptions& options) {
   }
   ServerState& state = *impl.state;
   if (state.config.registry.methods().empty()) return impl.Fail("Start: no service was added");
+  // ARENARPC_MEMORY_MODE replaces every memory choice of the options (docs/memory.md).
+  std::optional<ServerOptions> overridden;
+  if (const char* mode = std::getenv(server::kMemoryModeEnvironmentVariable);
+      mode != nullptr && *mode != '\0') {
+    if (std::string error = server::OverrideMemoryMode(mode, &overridden.emplace(given_options));
+        !error.empty()) {
+      return impl.Fail("Start: " + error);
+    }
+  }
+  const ServerOptions& options = overridden ? *overridden : given_options;
   if (impl.ValidateOptions(options) != 0) return -1;
   // ServerOptions::capture, else the ARENARPC_CAPTURE environment variable (docs/capture.md).
   CaptureOptions capture_options = options.capture;

@@ -40,6 +40,8 @@ PROGRAMS = {
     "quickstart_client": ("build", "examples/quickstart/quickstart_client"),
     "callgrind_server": ("root", "bench/callgrind_server"),
     "compare_modes": ("root", "bench/compare_modes"),
+    "memlab": ("root", "bench/memlab"),
+    "catalog_server": ("build", "examples/catalog/catalog_server"),
     "overload": ("root", "bench/overload"),
     "scaling": ("root", "bench/scaling"),
     "protocol_bench": ("build", "bench/protocol/protocol_bench"),

@@ -156,5 +156,56 @@ TEST(PressReplay, ForcedProtocolAndBadInput) {
   std::filesystem::remove_all(dir);
 }
 
+// --replay_replies_out keeps the first pass's replies; --replay_replies_in compares another run's
+// replies with them (bench/memlab), finds a changed reply, and refuses the replies of another dump.
+TEST(PressReplay, RepliesFileComparesAnotherRun) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("arenarpc_press_replay_replies_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  {
+    CaptureOptions capture;
+    capture.directory = (dir / "dump").string();
+    Recorder source(capture);
+    Echo(source.address(), "baidu_std", "kept reply", "");
+    ASSERT_TRUE(internal::ServerAccess::Capture(source.server())->writer().Flush(
+        std::chrono::seconds(10)));
+  }
+  Recorder target;
+  const std::string replies = (dir / "replies").string();
+  const std::string press = std::string(PRESS_BIN) + " --server " + target.address() +
+                            " --replay " + (dir / "dump").string() +
+                            " --concurrency 1 --warmup_s 0 --duration_s 0.3 --server_vars=false";
+  const ShellOutput first = RunShell(press + " --replay_check --replay_replies_out=" + replies);
+  EXPECT_EQ(first.exit_code, 0) << first.out;
+  std::ifstream in(replies, std::ios::binary);
+  std::string saved((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(saved.rfind("arenarpc_replies 1 1\n1 ", 0), 0u) << saved;
+
+  const ShellOutput same = RunShell(press + " --replay_check --replay_replies_in=" + replies);
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+  EXPECT_EQ(same.out.find("[replay] first pass"), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find("[replay] differences total: 0"), std::string::npos) << same.out;
+
+  // The kept reply's last byte changed: every reply of the run now differs from it.
+  std::string changed = saved;
+  changed.back() = static_cast<char>(changed.back() ^ 0x5a);
+  std::ofstream(replies, std::ios::binary | std::ios::trunc) << changed;
+  const ShellOutput differs = RunShell(press + " --replay_check --replay_replies_in=" + replies);
+  EXPECT_NE(differs.out.find("[replay] differences arenarpc.e2e.TestService.Echo: "),
+            std::string::npos)
+      << differs.out;
+  EXPECT_EQ(differs.out.find("[replay] differences total: 0"), std::string::npos) << differs.out;
+
+  std::ofstream(replies, std::ios::binary | std::ios::trunc) << "arenarpc_replies 1 2\n";
+  const ShellOutput other = RunShell(press + " --replay_check --replay_replies_in=" + replies);
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.out.find("holds the replies to 2 records, the dump has 1"), std::string::npos)
+      << other.out;
+  const ShellOutput unchecked = RunShell(press + " --replay_replies_in=" + replies);
+  EXPECT_EQ(unchecked.exit_code, 2);
+  EXPECT_NE(unchecked.out.find("need --replay_check"), std::string::npos) << unchecked.out;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace arenarpc::press

@@ -14,6 +14,7 @@
 #include "press/json_requests.h"
 #include "press/load_driver.h"
 #include "press/press_options.h"
+#include "press/replay_replies.h"
 #include "press/replay_set.h"
 #include "press/replay_transport.h"
 #include "press/request_source.h"
@@ -115,6 +116,10 @@ DEFINE_string(replay_protocol, "", "--replay: send every record over this protoc
               "(baidu_std | http | grpc)");
 DEFINE_bool(replay_check, false, "--replay: a first pass sends each record once and keeps its "
             "reply; the load then counts replies that differ from it, by method");
+DEFINE_string(replay_replies_out, "", "--replay_check: also write the first pass's replies to this "
+              "file, for --replay_replies_in of a later run");
+DEFINE_string(replay_replies_in, "", "--replay_check: compare with the replies of this file "
+              "(--replay_replies_out of an earlier run over the same dump) instead of a first pass");
 DEFINE_bool(server_vars, true, "Read the server's /vars over HTTP before and after the window and "
             "report its own view (skipped with a note when the server does not answer HTTP)");
 
@@ -211,6 +216,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "arenarpc_press: --replay_check and --replay_protocol need --replay\n");
     return 2;
   }
+  if ((!FLAGS_replay_replies_out.empty() || !FLAGS_replay_replies_in.empty()) &&
+      !FLAGS_replay_check) {
+    std::fprintf(stderr,
+                 "arenarpc_press: --replay_replies_out and --replay_replies_in need --replay_check\n");
+    return 2;
+  }
+  if (!FLAGS_replay_replies_out.empty() && !FLAGS_replay_replies_in.empty()) {
+    std::fprintf(stderr,
+                 "arenarpc_press: --replay_replies_out and --replay_replies_in exclude each other\n");
+    return 2;
+  }
+  if (std::string error;
+      !FLAGS_replay_replies_in.empty() &&
+      !press::LoadReplies(FLAGS_replay_replies_in, *replay, &error)) {
+    std::fprintf(stderr, "arenarpc_press: %s\n", error.c_str());
+    return 2;
+  }
   auto transport = replay ? press::MakeReplayTransport(*replay)
                           : arenarpc::press::MakeTransport(options.protocol);
   if (!transport) {
@@ -272,11 +294,16 @@ int main(int argc, char** argv) {
                  options.payload_mix.empty() ? std::to_string(options.payload_scale).c_str()
                                              : options.payload_mix.c_str());
   }
-  if (replay && FLAGS_replay_check) {
+  if (replay && FLAGS_replay_check && FLAGS_replay_replies_in.empty()) {
     const uint64_t failed = press::RecordFirstReplies(
         *transport, *replay, options.concurrency > 0 ? options.concurrency : 16);
     std::fprintf(stderr, "[replay] first pass: %zu records sent, %llu failed\n",
                  replay->requests().size(), static_cast<unsigned long long>(failed));
+    if (std::string error; !FLAGS_replay_replies_out.empty() &&
+                           !press::SaveReplies(*replay, FLAGS_replay_replies_out, &error)) {
+      std::fprintf(stderr, "arenarpc_press: %s\n", error.c_str());
+      return 1;
+    }
   }
   if (replay) user_requests = replay->requests();
   const size_t distinct_requests = user_requests.size();
