@@ -6,13 +6,18 @@
 #include "builtin/builtin_service.h"
 #include "call/trace_headers.h"
 #include "protocol/compression.h"
+#include "protocol/h2/grpc_wire.h"
+#include "protocol/http/connect_wire.h"
+#include "protocol/http/grpc_web_wire.h"
 #include "protocol/http/json_message.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
 #include "server/capture_seam.h"
+#include "server/http_cors.h"
 #include "server/server_call.h"
 #include "server/server_connection.h"
+#include "util/base64.h"
 
 namespace arenarpc::server {
 
@@ -20,6 +25,9 @@ namespace {
 
 constexpr std::string_view kJsonType = "application/json";
 constexpr std::string_view kProtoType = "application/proto";
+constexpr std::string_view kGrpcWebType = "application/grpc-web";
+constexpr std::string_view kGrpcWebReplyType = "application/grpc-web+proto";
+constexpr std::string_view kGrpcWebTextReplyType = "application/grpc-web-text+proto";
 
 bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
   if (text.size() < prefix.size()) return false;
@@ -31,10 +39,40 @@ bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
 }
 
 // Binary protobuf bodies: "application/proto" and "application/x-protobuf" (brpc's names).
-bool IsProtoBody(const protocol::HttpRequest& request) {
-  const std::string* type = request.Header("content-type");
-  return type != nullptr &&
-         (StartsWithNoCase(*type, kProtoType) || StartsWithNoCase(*type, "application/x-protobuf"));
+bool IsProtoType(std::string_view type) {
+  return StartsWithNoCase(type, kProtoType) || StartsWithNoCase(type, "application/x-protobuf");
+}
+
+// grpc-web's Content-Type after "application/grpc-web": "", "+proto", "-text", "-text+proto"
+// (parameters after ';' aside). 0 binary, 1 text, -1 another codec (grpc-web+json: not served).
+int GrpcWebKind(std::string_view rest) {
+  rest = rest.substr(0, rest.find(';'));
+  while (!rest.empty() && rest.back() == ' ') rest.remove_suffix(1);
+  const bool text = StartsWithNoCase(rest, "-text");
+  if (text) rest.remove_prefix(5);
+  if (rest.empty() || (rest.size() == 6 && StartsWithNoCase(rest, "+proto"))) return text ? 1 : 0;
+  return -1;
+}
+
+// grpc-encoding as a compress type (protocol/compression.h); -1 one the server does not decode.
+int GrpcCompressType(const std::string* encoding) {
+  if (encoding == nullptr || encoding->empty() || *encoding == "identity") return 0;
+  if (*encoding == "gzip") return 2;
+  if (*encoding == "deflate") return 3;
+  return -1;
+}
+
+// Headers of the transport, the browser or the protocols themselves: not a web call's metadata.
+bool IsTransportHeader(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
+      "host", "connection", "keep-alive", "accept", "accept-encoding", "accept-language",
+      "content-encoding", "origin", "referer", "x-grpc-web", "x-user-agent", "transfer-encoding",
+      "expect", "cache-control", "pragma", "priority", "dnt"};
+  for (std::string_view known : kNames) {
+    if (name == known) return true;
+  }
+  return protocol::h2::IsReservedHeader(name) || name.substr(0, 8) == "connect-" ||
+         name.substr(0, 4) == "sec-" || name.substr(0, 5) == "x-bd-";
 }
 
 // Content-Encoding of a request body as a baidu_std compress type (protocol/compression.h):
@@ -181,13 +219,77 @@ ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::
   Exchange settings;
   settings.keep_alive = request.keep_alive;
   settings.version_minor = request.version_minor;
-  settings.json = !IsProtoBody(request);
   settings.request_compress = RequestCompressType(request);
   settings.accepts_gzip = AcceptsGzip(request);
+  // The body's protocol from its Content-Type: one compare for brpc's JSON and protobuf bodies,
+  // then whether a Connect client sent it.
+  const std::string* type = request.Header("content-type");
+  settings.json = type == nullptr || !IsProtoType(*type);
+  web_invalid_.clear();
+  body_offset_ = 0;
+  if (type != nullptr && settings.json && StartsWithNoCase(*type, kGrpcWebType)) {
+    const int kind = GrpcWebKind(std::string_view(*type).substr(kGrpcWebType.size()));
+    settings.json = false;
+    settings.web = kind == 1 ? WebRpc::kGrpcWebText : WebRpc::kGrpcWeb;
+    if (kind < 0) {
+      web_invalid_ = "Content-Type " + *type + " is not served: grpc-web with protobuf messages "
+                     "(application/grpc-web, +proto, -text, -text+proto)";
+    } else {
+      OpenWebBody(&settings);
+    }
+  } else if (request.Header("connect-protocol-version") != nullptr) {
+    settings.web = WebRpc::kConnect;
+  }
+  web_ = settings.web;
+  const ServerOptions& options = state_.config.options;
+  const std::string* origin =
+      options.cors_allowed_origins.empty() ? nullptr : request.Header("origin");
+  if (origin != nullptr && CorsAllows(options, *origin)) settings.cors_origin = *origin;
   Register(sequence, settings);
+  if (origin != nullptr && request.method == "OPTIONS" &&
+      request.Header("access-control-request-method") != nullptr) {
+    AnswerPreflight(connection, sequence);
+    request_ = protocol::HttpRequest();
+    return Step::kAnswered;
+  }
   const Step step = Route(connection, sequence, head);
   if (step == Step::kAnswered) request_ = protocol::HttpRequest();  // nothing to keep
   return step;
+}
+
+void HttpServerProtocol::OpenWebBody(Exchange* exchange) {
+  std::string& body = request_.body;
+  size_t bad_at = 0;
+  if (exchange->web == WebRpc::kGrpcWebText && !util::DecodeBase64InPlace(&body, &bad_at)) {
+    web_invalid_ = "grpc-web-text body is not base64 (at byte " + std::to_string(bad_at) + ")";
+    return;
+  }
+  std::string_view message;
+  bool compressed = false;
+  if (!protocol::UnframeGrpcWebRequest(body, &message, &compressed, &web_invalid_)) return;
+  body_offset_ = body.size() - message.size();
+  exchange->request_compress = 0;
+  if (!compressed) return;
+  const std::string* encoding = request_.Header("grpc-encoding");
+  exchange->request_compress = GrpcCompressType(encoding);
+  if (exchange->request_compress <= 0) {
+    exchange->request_compress = 0;
+    web_invalid_ = "compressed grpc-web message with grpc-encoding '" +
+                   (encoding != nullptr ? *encoding : std::string()) +
+                   "' (gzip, deflate; identity is not compressed)";
+  }
+}
+
+void HttpServerProtocol::AnswerPreflight(net::Connection& connection, int64_t sequence) {
+  const std::string& origin = *request_.Header("origin");
+  if (!CorsAllows(state_.config.options, origin)) {
+    Respond(connection, sequence, Head(403),
+            "origin " + origin + " is not in the server's cors_allowed_origins\n");
+    return;
+  }
+  protocol::HttpResponseHead head = Head(204);
+  AddCorsPreflightHeaders(state_.config.options, origin, &head.headers);
+  Respond(connection, sequence, std::move(head), {});
 }
 
 ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int64_t sequence,
@@ -305,12 +407,34 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
     head->invalid_code = EREQUEST;
     head->invalid_text = invalid_text_;
   }
-  if (const std::string* value = request.Header("x-bd-timeout-ms")) {
+  if (!web_invalid_.empty()) {
+    head->invalid_code = EREQUEST;
+    head->invalid_text = web_invalid_;
+  }
+  // grpc-web's deadline is grpc-timeout; Connect's Connect-Timeout-Ms (up to 10 digits).
+  if (web_ == WebRpc::kGrpcWeb || web_ == WebRpc::kGrpcWebText) {
+    if (const std::string* value = request.Header("grpc-timeout")) {
+      const int64_t timeout_ms = protocol::h2::ParseGrpcTimeoutMs(*value);
+      if (timeout_ms < 0) {
+        invalid_text_ = "grpc-timeout: '" + *value + "' is not a gRPC timeout";
+        head->invalid_code = EREQUEST;
+        head->invalid_text = invalid_text_;
+      } else {
+        head->timeout_ms = static_cast<int32_t>(std::max<int64_t>(timeout_ms, 1));
+      }
+    }
+    return Step::kCall;
+  }
+  const std::string* timeout_header = nullptr;
+  if (web_ == WebRpc::kConnect) timeout_header = request.Header("connect-timeout-ms");
+  if (const std::string* value =
+          timeout_header != nullptr ? timeout_header : request.Header("x-bd-timeout-ms")) {
     int32_t timeout_ms = -1;
     const auto [end, error] =
         std::from_chars(value->data(), value->data() + value->size(), timeout_ms);
     if (error != std::errc() || end != value->data() + value->size() || timeout_ms < 0) {
-      invalid_text_ = "x-bd-timeout-ms: '" + *value + "' is not a number of milliseconds >= 0";
+      invalid_text_ = std::string(timeout_header != nullptr ? "connect-timeout-ms" : "x-bd-timeout-ms") +
+                      ": '" + *value + "' is not a number of milliseconds >= 0";
       head->invalid_code = EREQUEST;
       head->invalid_text = invalid_text_;
     } else if (timeout_ms > 0) {  // 0 sets none
@@ -332,8 +456,14 @@ void HttpServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& c
   internal::TraceHeaderReader trace;
   for (const auto& [name, value] : request_.headers) trace.Offer(name, value);
   if (TraceContext context = trace.Take(); context.valid()) controller.set_trace(std::move(context));
-  payload->request_size = request_.body.size();
-  payload->bytes.Append(request_.body);
+  if (web_ != WebRpc::kNone) {  // grpc-web's and Connect's metadata are headers
+    for (auto& [name, value] : request_.headers) {
+      if (!IsTransportHeader(name)) controller.request_user_fields().emplace(name, value);
+    }
+  }
+  const std::string_view message = std::string_view(request_.body).substr(body_offset_);
+  payload->request_size = message.size();
+  payload->bytes.Append(message);
   request_ = protocol::HttpRequest();
 }
 
@@ -400,6 +530,7 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
   if (!controller.Failed()) {
     std::string body;
     bool packed = false;
+    std::vector<std::pair<std::string, std::string>> response_headers;  // metadata (web calls)
     if (exchange.json) {
       // reuse's (and a user strategy's) pooled objects may hold more than their bytes say
       // (docs/memory.md): print those from the wire.
@@ -409,8 +540,26 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
       error_text = "cannot serialize " + response.GetTypeName() + ": " +
                    response.InitializationErrorString();
     }
+    if (packed && exchange.web != WebRpc::kNone) {
+      for (const auto& [name, value] : controller.response_user_fields()) {
+        response_headers.emplace_back(name, protocol::HttpHeaderValue(value));
+      }
+    }
+    if (packed && (exchange.web == WebRpc::kGrpcWeb || exchange.web == WebRpc::kGrpcWebText)) {
+      std::string framed;
+      framed.reserve(body.size() + 64);
+      protocol::AppendGrpcWebMessage(body, /*compressed=*/false, &framed);
+      protocol::AppendGrpcWebTrailers(0, {}, {}, &framed);
+      protocol::HttpResponseHead head = HeadFor(200, exchange);
+      head.headers.insert(head.headers.end(), response_headers.begin(), response_headers.end());
+      const bool text = exchange.web == WebRpc::kGrpcWebText;
+      head.content_type = text ? kGrpcWebTextReplyType : kGrpcWebReplyType;
+      protocol::EncodeHttpResponse(head, text ? util::EncodeBase64(framed, true) : framed, out);
+      return true;
+    }
     if (packed) {
       protocol::HttpResponseHead head = HeadFor(200, exchange);
+      head.headers.insert(head.headers.end(), response_headers.begin(), response_headers.end());
       head.content_type = exchange.json ? kJsonType : kProtoType;
       // As brpc: gzip when the handler asked for it and the client accepts it.
       if (exchange.accepts_gzip && controller.response_compress_type() == COMPRESS_TYPE_GZIP) {
@@ -429,7 +578,7 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
     }
     code = ERESPONSE;
   }
-  protocol::EncodeHttpResponse(ErrorHead(code, error_text, exchange), WithNewline(error_text), out);
+  EncodeError(code, error_text, exchange, /*too_large=*/false, out);
   return false;
 }
 
@@ -440,14 +589,45 @@ void HttpServerProtocol::SendReply(net::Connection& connection, int64_t key,
 
 void HttpServerProtocol::SendError(net::Connection& connection, int64_t key, int code,
                                    std::string_view text) {
-  Respond(connection, key, ErrorHead(code, text, ExchangeOf(key)), WithNewline(text));
+  net::BufferChain bytes;
+  EncodeError(code, text, ExchangeOf(key), /*too_large=*/false, &bytes);
+  Deliver(connection, key, std::move(bytes), /*final=*/true);
 }
 
 void HttpServerProtocol::SendRequestTooLarge(net::Connection& connection, int64_t key,
                                              std::string_view text) {
-  protocol::HttpResponseHead head = ErrorHead(EREQUEST, text, ExchangeOf(key));
-  head.status = 413;
-  Respond(connection, key, std::move(head), WithNewline(text));
+  net::BufferChain bytes;
+  EncodeError(EREQUEST, text, ExchangeOf(key), /*too_large=*/true, &bytes);
+  Deliver(connection, key, std::move(bytes), /*final=*/true);
+}
+
+void HttpServerProtocol::EncodeError(int code, std::string_view text, const Exchange& exchange,
+                                     bool too_large, net::BufferChain* out) {
+  if (exchange.web == WebRpc::kNone) {
+    protocol::HttpResponseHead head = ErrorHead(code, text, exchange);
+    if (too_large) head.status = 413;
+    protocol::EncodeHttpResponse(head, WithNewline(text), out);
+    return;
+  }
+  std::string status_text;
+  const int status =
+      too_large ? static_cast<int>(protocol::h2::GrpcStatus::kResourceExhausted)
+                : static_cast<int>(protocol::h2::GrpcStatusForError(code, text, &status_text));
+  if (too_large) status_text = text;
+  if (exchange.web == WebRpc::kConnect) {
+    protocol::HttpResponseHead head = HeadFor(protocol::HttpStatusForConnectCode(status), exchange);
+    head.content_type = kJsonType;
+    protocol::EncodeHttpResponse(head, protocol::ConnectErrorJson(status, status_text), out);
+    return;
+  }
+  // grpc-web: 200 and a body of the trailers frame alone (a page's fetch() reads the body; the
+  // headers need CORS exposure).
+  std::string framed;
+  protocol::AppendGrpcWebTrailers(status, status_text, {}, &framed);
+  protocol::HttpResponseHead head = HeadFor(200, exchange);
+  const bool text_mode = exchange.web == WebRpc::kGrpcWebText;
+  head.content_type = text_mode ? kGrpcWebTextReplyType : kGrpcWebReplyType;
+  protocol::EncodeHttpResponse(head, text_mode ? util::EncodeBase64(framed, true) : framed, out);
 }
 
 protocol::HttpResponseHead HttpServerProtocol::HeadFor(int status, const Exchange& exchange) {
@@ -455,6 +635,7 @@ protocol::HttpResponseHead HttpServerProtocol::HeadFor(int status, const Exchang
   head.status = status;
   head.keep_alive = exchange.keep_alive;
   head.version_minor = exchange.version_minor;
+  if (!exchange.cors_origin.empty()) AddCorsReplyHeaders(exchange.cors_origin, &head.headers);
   return head;
 }
 
@@ -477,6 +658,8 @@ HttpServerProtocol::Exchange HttpServerProtocol::ExchangeOf(int64_t sequence) {
     copy.json = it->second.json;
     copy.request_compress = it->second.request_compress;
     copy.accepts_gzip = it->second.accepts_gzip;
+    copy.web = it->second.web;
+    copy.cors_origin = it->second.cors_origin;
   }
   return copy;
 }
@@ -490,6 +673,8 @@ void HttpServerProtocol::Register(int64_t sequence, const Exchange& settings) {
   exchange.json = settings.json;
   exchange.request_compress = settings.request_compress;
   exchange.accepts_gzip = settings.accepts_gzip;
+  exchange.web = settings.web;
+  exchange.cors_origin = settings.cors_origin;
 }
 
 void HttpServerProtocol::Respond(net::Connection& connection, int64_t sequence,

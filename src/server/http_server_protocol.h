@@ -4,6 +4,9 @@
 // calls the method through the shared call path with a JSON body (or binary protobuf with
 // Content-Type application/proto or application/x-protobuf); other paths are the server's
 // built-in services (BuiltinRegistry), unless they are turned off or moved to internal_port.
+// Browsers' protocols on the same path (docs/http.md, "Browsers: grpc-web and Connect"):
+// grpc-web (Content-Type application/grpc-web[+proto], -text in base64) and Connect's unary calls
+// (a Connect-Protocol-Version header: errors as Connect's JSON), with CORS (ServerOptions::cors_*).
 
 #include <atomic>
 #include <cstdint>
@@ -53,6 +56,14 @@ class HttpServerProtocol final : public ServerProtocol {
                            std::string_view text) override;
 
  private:
+  // The protocol a method call speaks (its Content-Type and headers).
+  enum class WebRpc : uint8_t {
+    kNone,         // brpc's HTTP+JSON / protobuf: errors in x-bd-error-* headers
+    kGrpcWeb,      // application/grpc-web(+proto): enveloped message, trailers frame
+    kGrpcWebText,  // application/grpc-web-text(+proto): the same, base64
+    kConnect,      // a Connect unary call: errors as {"code": ..., "message": ...}
+  };
+
   // One request's place in the reply order, and what its reply depends on.
   struct Exchange {
     net::BufferChain unsent;  // bytes of this reply not written yet (an earlier reply is missing)
@@ -64,6 +75,8 @@ class HttpServerProtocol final : public ServerProtocol {
     // 3 deflate (zlib); -1 an encoding the server does not decode.
     int request_compress = 0;
     bool accepts_gzip = false;  // Accept-Encoding names gzip
+    WebRpc web = WebRpc::kNone;
+    std::string cors_origin;  // an allowed Origin (ServerOptions::cors_*): the reply says so
   };
 
   // request_, answered as `sequence`: a method call, a page or an answer.
@@ -72,9 +85,19 @@ class HttpServerProtocol final : public ServerProtocol {
   Step CallMethod(int64_t sequence, std::string_view service, std::string_view method,
                   CallHead* head);
 
+  // request_'s body as a grpc-web call's message (base64 decoded, unframed): body_offset_,
+  // exchange->request_compress; web_invalid_ when it is not one.
+  void OpenWebBody(Exchange* exchange);
+  // A CORS preflight (OPTIONS with Access-Control-Request-Method) for `sequence`.
+  void AnswerPreflight(net::Connection& connection, int64_t sequence);
   static protocol::HttpResponseHead HeadFor(int status, const Exchange& exchange);
   static protocol::HttpResponseHead ErrorHead(int code, std::string_view text,
                                               const Exchange& exchange);
+  // An error reply in the call's protocol: brpc's (x-bd-error-* headers, the text as body),
+  // grpc-web's trailers frame or Connect's JSON. `too_large`: the request would hold more than
+  // max_request_memory (HTTP 413, RESOURCE_EXHAUSTED).
+  static void EncodeError(int code, std::string_view text, const Exchange& exchange,
+                          bool too_large, net::BufferChain* out);
   Exchange ExchangeOf(int64_t sequence);  // a copy of its settings
   void Register(int64_t sequence, const Exchange& settings);
   // A complete response (head + body) for `sequence`, in order.
@@ -98,6 +121,9 @@ class HttpServerProtocol final : public ServerProtocol {
   int64_t page_sequence_ = 0;                      // ... and the sequence of its reply
   std::string page_principal_;                     // ... and who ServerOptions::auth said sent it
   std::string invalid_text_;                       // its CallHead::invalid_text
+  WebRpc web_ = WebRpc::kNone;  // ... its protocol
+  std::string web_invalid_;     // ... why its grpc-web body is not one message (empty: it is)
+  size_t body_offset_ = 0;      // ... where its message starts in the body (grpc-web's envelope)
 
   const size_t max_held_;
   const size_t max_held_bytes_;  // max_unwritten_bytes
