@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "../press/run_shell.h"
+#include "npm_modules.h"
 #include "arenarpc/fiber.h"
 #include "arenarpc/grpc_stream.h"
 #include "arenarpc/server.h"
@@ -18,26 +19,13 @@
 namespace arenarpc::e2e {
 namespace {
 
-// @grpc/grpc-js and @grpc/proto-loader under the build tree, installed once (under a lock: the
-// strategies' tests may run at once). Empty: npm could not install them (npm's output says why).
-std::string NodeModules(std::string* why) {
-  const std::string dir = ARENARPC_NPM_DIR;
-  const press::ShellOutput out = press::RunShell(
-      "mkdir -p " + dir + " && flock " + dir + ".lock sh -c '"
-      "[ -f " + dir + "/node_modules/@grpc/grpc-js/package.json ] && "
-      "[ -f " + dir + "/node_modules/@grpc/proto-loader/package.json ] || "
-      "timeout 300 npm install --prefix " + dir +
-      " --no-audit --no-fund @grpc/grpc-js@1 @grpc/proto-loader@0'");
-  *why = out.out;
-  return out.exit_code == 0 ? dir + "/node_modules" : std::string();
-}
-
 class GrpcNodeTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GrpcNodeTest, GrpcJsClient) {
   ASSERT_EQ(0, access("/usr/bin/node", X_OK)) << "nodejs is a test dependency";
   std::string why;
-  const std::string modules = NodeModules(&why);
+  const std::string modules =
+      NpmModules(ARENARPC_NPM_DIR, {"@grpc/grpc-js@1", "@grpc/proto-loader@0"}, &why);
   if (modules.empty()) GTEST_SKIP() << "npm could not install @grpc/grpc-js: " << why;
   TestServiceImpl echo;
   StreamUnary unary;
