@@ -13,8 +13,7 @@
 #include "grpc_stream_test.pb.h"
 #include "npm_modules.h"
 #include "server_fixture.h"
-#include "stream_unary.h"
-#include "test_service.h"
+#include "stream_test_server.h"
 
 namespace arenarpc::e2e {
 namespace {
@@ -28,32 +27,15 @@ TEST_P(WebNodeTest, ConnectNodeClient) {
       ARENARPC_NPM_DIR,
       {"@connectrpc/connect@1", "@connectrpc/connect-node@1", "@bufbuild/protobuf@1"}, &why);
   if (modules.empty()) GTEST_SKIP() << "npm could not install @connectrpc/connect-node: " << why;
-  TestServiceImpl echo;
-  StreamUnary unary;
-  GrpcStreamService streams(StreamService::descriptor(), &unary);
-  std::string error;
-  ASSERT_EQ(0, streams.AddMethod("ServerStream", [](GrpcServerStream& stream) {
-    GrpcStreamMessages in;
-    if (!stream.Read(&in)) return;
-    const auto request = in.request<StreamRequest>();
-    for (int i = 0; i < request.count(); ++i) {
-      GrpcStreamMessages out = stream.NewMessages();
-      out.response<StreamReply>().set_text(request.text());
-      out.response<StreamReply>().set_index(i);
-      if (!stream.Write(std::move(out))) return;
-    }
-    if (request.fail_code() != 0) stream.controller().SetFailed(request.fail_code(), request.text());
-  }, {}, &error)) << error;
   ServerOptions options;
   options.memory_mode = GetParam();
   options.num_threads = 2;
-  Server server;
-  ASSERT_EQ(0, server.AddService(&echo, SERVER_DOESNT_OWN_SERVICE));
-  ASSERT_EQ(0, server.AddService(&streams, SERVER_DOESNT_OWN_SERVICE));
-  ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
+  StreamTestServer test_server;
+  ASSERT_EQ("", test_server.Start(options));
+  Server& server = test_server.server();
   const press::ShellOutput run = press::RunShell(
       "timeout 120 /usr/bin/node " ARENARPC_SOURCE_DIR "/tests/e2e/web_node_client.js " +
-      std::to_string(server.listen_port()) + " " + modules + " 1.1");
+      test_server.port() + " " + modules + " 1.1");
   EXPECT_EQ(0, run.exit_code) << run.out;
   for (const char* transport : {"grpc-web", "connect-json", "connect-proto"}) {
     for (const char* name : {"unary", "metadata", "handler_error", "unimplemented",
@@ -66,8 +48,6 @@ TEST_P(WebNodeTest, ConnectNodeClient) {
   EXPECT_EQ(3u * (1 + 1 + 1 + 1 + 50), stats.calls);
   EXPECT_EQ(3u, stats.errors) << "the handler_error cases";
   EXPECT_EQ(stats.memory.acquired, stats.memory.released);
-  server.Stop(0);
-  server.Join();
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, WebNodeTest, ::testing::ValuesIn(kAllModes));
