@@ -15,6 +15,7 @@
 #include "server/call_task.h"
 #include "server/capture_seam.h"
 #include "server/http_cors.h"
+#include "server/method_entry.h"
 #include "server/server_call.h"
 #include "server/server_connection.h"
 #include "util/base64.h"
@@ -28,6 +29,9 @@ constexpr std::string_view kProtoType = "application/proto";
 constexpr std::string_view kGrpcWebType = "application/grpc-web";
 constexpr std::string_view kGrpcWebReplyType = "application/grpc-web+proto";
 constexpr std::string_view kGrpcWebTextReplyType = "application/grpc-web-text+proto";
+constexpr std::string_view kConnectStreamType = "application/connect+";
+constexpr std::string_view kConnectProtoStreamType = "application/connect+proto";
+constexpr std::string_view kConnectJsonStreamType = "application/connect+json";
 
 bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
   if (text.size() < prefix.size()) return false;
@@ -184,7 +188,7 @@ std::unique_ptr<ServerProtocol> HttpServerProtocol::Create(ServerState& state,
 }
 
 ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::BufferChain& input,
-                                              std::chrono::steady_clock::time_point /*read_at*/,
+                                              std::chrono::steady_clock::time_point read_at,
                                               CallHead* head) {
   if (stopped_) {  // after "Connection: close" or bad input nothing more is read
     input.clear();
@@ -216,6 +220,7 @@ ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::
   }
   const int64_t sequence = next_sequence_++;
   if (!request.keep_alive) stopped_ = true;
+  read_at_ = read_at;
   Exchange settings;
   settings.keep_alive = request.keep_alive;
   settings.version_minor = request.version_minor;
@@ -234,6 +239,16 @@ ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::
     if (kind < 0) {
       web_invalid_ = "Content-Type " + *type + " is not served: grpc-web with protobuf messages "
                      "(application/grpc-web, +proto, -text, -text+proto)";
+    } else {
+      OpenWebBody(&settings);
+    }
+  } else if (type != nullptr && settings.json && StartsWithNoCase(*type, kConnectStreamType)) {
+    const std::string_view codec = std::string_view(*type).substr(kConnectStreamType.size());
+    settings.web = WebRpc::kConnectStream;
+    settings.json = StartsWithNoCase(codec, "json");
+    if (!settings.json && !StartsWithNoCase(codec, "proto")) {
+      web_invalid_ = "Content-Type " + *type + " is not served: Connect streaming with "
+                     "application/connect+proto or application/connect+json";
     } else {
       OpenWebBody(&settings);
     }
@@ -270,12 +285,14 @@ void HttpServerProtocol::OpenWebBody(Exchange* exchange) {
   body_offset_ = body.size() - message.size();
   exchange->request_compress = 0;
   if (!compressed) return;
-  const std::string* encoding = request_.Header("grpc-encoding");
+  const std::string* encoding = request_.Header(
+      exchange->web == WebRpc::kConnectStream ? "connect-content-encoding" : "grpc-encoding");
   exchange->request_compress = GrpcCompressType(encoding);
   if (exchange->request_compress <= 0) {
     exchange->request_compress = 0;
-    web_invalid_ = "compressed grpc-web message with grpc-encoding '" +
-                   (encoding != nullptr ? *encoding : std::string()) +
+    web_invalid_ = std::string("compressed message with ") +
+                   (exchange->web == WebRpc::kConnectStream ? "connect-content-encoding" : "grpc-encoding") +
+                   " '" + (encoding != nullptr ? *encoding : std::string()) +
                    "' (gzip, deflate; identity is not compressed)";
   }
 }
@@ -299,8 +316,8 @@ ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int6
   if (SplitMethodPath(request.path, &service, &method)) {
     int code = 0;
     std::string text;
-    const bool known = state_.config.registry.Resolve(service, method, &code, &text) != nullptr;
-    if (known ||
+    const MethodEntry* entry = state_.config.registry.Resolve(service, method, &code, &text);
+    if (entry != nullptr ||
         (request.method == "POST" && state_.config.builtins.Find(request.path) == nullptr)) {
       if (internal_port_) {
         Respond(connection, sequence, Head(404),
@@ -313,7 +330,7 @@ ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int6
         Respond(connection, sequence, std::move(head), "call " + request.path + " with POST\n");
         return Step::kAnswered;
       }
-      return CallMethod(sequence, service, method, head);
+      return CallMethod(sequence, service, method, entry, head);
     }
   }
   return ServeBuiltin(connection, sequence, head);
@@ -391,7 +408,8 @@ void HttpServerProtocol::SendPage(net::Connection& connection, int64_t sequence,
 }
 
 ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::string_view service,
-                                                    std::string_view method, CallHead* head) {
+                                                    std::string_view method,
+                                                    const MethodEntry* entry, CallHead* head) {
   const protocol::HttpRequest& request = request_;
   head->service_name = service;
   head->method_name = method;
@@ -412,23 +430,26 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
     head->invalid_text = web_invalid_;
   }
   // grpc-web's deadline is grpc-timeout; Connect's Connect-Timeout-Ms (up to 10 digits).
-  if (web_ == WebRpc::kGrpcWeb || web_ == WebRpc::kGrpcWebText) {
-    if (const std::string* value = request.Header("grpc-timeout")) {
-      const int64_t timeout_ms = protocol::h2::ParseGrpcTimeoutMs(*value);
-      if (timeout_ms < 0) {
-        invalid_text_ = "grpc-timeout: '" + *value + "' is not a gRPC timeout";
-        head->invalid_code = EREQUEST;
-        head->invalid_text = invalid_text_;
-      } else {
-        head->timeout_ms = static_cast<int32_t>(std::max<int64_t>(timeout_ms, 1));
-      }
+  const bool grpc_web = web_ == WebRpc::kGrpcWeb || web_ == WebRpc::kGrpcWebText;
+  const std::string* grpc_timeout = grpc_web ? request.Header("grpc-timeout") : nullptr;
+  if (grpc_timeout != nullptr) {
+    const int64_t timeout_ms = protocol::h2::ParseGrpcTimeoutMs(*grpc_timeout);
+    if (timeout_ms < 0) {
+      invalid_text_ = "grpc-timeout: '" + *grpc_timeout + "' is not a gRPC timeout";
+      head->invalid_code = EREQUEST;
+      head->invalid_text = invalid_text_;
+    } else {
+      head->timeout_ms = static_cast<int32_t>(std::max<int64_t>(timeout_ms, 1));
     }
-    return Step::kCall;
   }
   const std::string* timeout_header = nullptr;
-  if (web_ == WebRpc::kConnect) timeout_header = request.Header("connect-timeout-ms");
+  if (web_ == WebRpc::kConnect || web_ == WebRpc::kConnectStream) {
+    timeout_header = request.Header("connect-timeout-ms");
+  }
   if (const std::string* value =
-          timeout_header != nullptr ? timeout_header : request.Header("x-bd-timeout-ms")) {
+          grpc_web ? nullptr
+                   : (timeout_header != nullptr ? timeout_header
+                                                : request.Header("x-bd-timeout-ms"))) {
     int32_t timeout_ms = -1;
     const auto [end, error] =
         std::from_chars(value->data(), value->data() + value->size(), timeout_ms);
@@ -441,10 +462,48 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
       head->timeout_ms = timeout_ms;
     }
   }
+  stream_call_ = false;
+  if (entry == nullptr || web_ == WebRpc::kNone) return Step::kCall;  // brpc's HTTP as it was
+  if (entry->grpc_stream) {
+    OpenStream(sequence, *entry, head);
+  } else if (web_ == WebRpc::kConnectStream && head->invalid_code == 0) {
+    invalid_text_ = "application/connect+proto|json calls streaming rpcs; " +
+                    entry->full_name + " is unary (application/proto or application/json)";
+    head->invalid_code = EREQUEST;
+    head->invalid_text = invalid_text_;
+  }
   return Step::kCall;
 }
 
-void HttpServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& call,
+void HttpServerProtocol::OpenStream(int64_t sequence, const MethodEntry& entry, CallHead* head) {
+  const char* refused = nullptr;
+  if (entry.descriptor->client_streaming()) {
+    refused = " streams requests: over HTTP/1.1 only server-streaming rpcs are served";
+  } else if (web_ == WebRpc::kConnect) {
+    refused = " is a streaming rpc: Connect calls it with application/connect+proto or +json";
+  } else if (request_.version_minor == 0) {
+    refused = ": server streaming needs HTTP/1.1 (a chunked reply)";
+  }
+  if (refused != nullptr) {
+    if (head->invalid_code == 0) {
+      invalid_text_ = entry.full_name + refused;
+      head->invalid_code = EREQUEST;
+      head->invalid_text = invalid_text_;
+    }
+    return;
+  }
+  auto stream = std::make_shared<WebStream>();
+  if (head->timeout_ms > 0) stream->deadline = read_at_ + std::chrono::milliseconds(head->timeout_ms);
+  std::lock_guard lock(mutex_);
+  auto it = exchanges_.find(sequence);
+  if (it == exchanges_.end()) return;
+  stream->request_compress = it->second.request_compress;
+  it->second.stream = std::move(stream);
+  streams_.fetch_add(1, std::memory_order_release);
+  stream_call_ = true;
+}
+
+void HttpServerProtocol::Admitted(net::Connection& connection, ServerCall& call,
                                   RequestPayload* payload) {
   CaptureHttp(state_.capture.get(), request_, call.method());
   Controller& controller = call.controller();
@@ -462,6 +521,17 @@ void HttpServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& c
     }
   }
   const std::string_view message = std::string_view(request_.body).substr(body_offset_);
+  if (stream_call_) {  // the handler reads the message (StreamRead); the call's request is empty
+    if (const std::shared_ptr<WebStream> stream = StreamOf(call.correlation_id())) {
+      std::lock_guard lock(mutex_);
+      stream->connection = &connection;
+      stream->binding = call.method().Binding();
+      stream->request.assign(message);
+    }
+    payload->request_size = message.size();
+    request_ = protocol::HttpRequest();
+    return;
+  }
   payload->request_size = message.size();
   payload->bytes.Append(message);
   request_ = protocol::HttpRequest();
@@ -525,6 +595,22 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
                                    net::BufferChain* out) {
   const Exchange exchange = ExchangeOf(call.correlation_id());
   Controller& controller = call.controller();
+  if (exchange.stream) {  // its messages went out as they were written: the end of the stream
+    WebStream& stream = *exchange.stream;
+    int status = 0;
+    std::string text;
+    if (controller.Failed()) {
+      status = static_cast<int>(
+          protocol::h2::GrpcStatusForError(controller.ErrorCode(), controller.ErrorText(), &text));
+    } else if (Clock::now() >= stream.deadline) {  // the handler gave up at the deadline
+      status = static_cast<int>(protocol::h2::GrpcStatus::kDeadlineExceeded);
+      text = "the stream's deadline passed";
+    }
+    const std::vector<std::pair<std::string, std::string>> metadata(
+        controller.response_user_fields().begin(), controller.response_user_fields().end());
+    EncodeStreamEnd(exchange, stream, status, text, metadata, out);
+    return status == 0;
+  }
   int code = controller.ErrorCode();
   std::string error_text = controller.ErrorText();
   if (!controller.Failed()) {
@@ -614,6 +700,15 @@ void HttpServerProtocol::EncodeError(int code, std::string_view text, const Exch
       too_large ? static_cast<int>(protocol::h2::GrpcStatus::kResourceExhausted)
                 : static_cast<int>(protocol::h2::GrpcStatusForError(code, text, &status_text));
   if (too_large) status_text = text;
+  if (exchange.web == WebRpc::kConnectStream) {  // always 200: the status is the end-stream's
+    std::string framed;
+    protocol::AppendEnvelope(protocol::kConnectEndStreamFlag,
+                             protocol::ConnectEndStreamJson(status, status_text, {}), &framed);
+    protocol::HttpResponseHead head = HeadFor(200, exchange);
+    head.content_type = exchange.json ? kConnectJsonStreamType : kConnectProtoStreamType;
+    protocol::EncodeHttpResponse(head, framed, out);
+    return;
+  }
   if (exchange.web == WebRpc::kConnect) {
     protocol::HttpResponseHead head = HeadFor(protocol::HttpStatusForConnectCode(status), exchange);
     head.content_type = kJsonType;
@@ -660,6 +755,7 @@ HttpServerProtocol::Exchange HttpServerProtocol::ExchangeOf(int64_t sequence) {
     copy.accepts_gzip = it->second.accepts_gzip;
     copy.web = it->second.web;
     copy.cors_origin = it->second.cors_origin;
+    copy.stream = it->second.stream;
   }
   return copy;
 }
@@ -707,6 +803,7 @@ void HttpServerProtocol::Deliver(net::Connection& connection, int64_t sequence,
       next.unsent.clear();
       if (!next.done) break;
       closing_ = !next.keep_alive;
+      if (next.stream) streams_.fetch_sub(1, std::memory_order_relaxed);
       exchanges_.erase(exchanges_.begin());
       ++next_to_write_;
     }
@@ -734,5 +831,182 @@ void HttpServerProtocol::Deliver(net::Connection& connection, int64_t sequence,
   if (drained) owner_.OnRepliesDrained(connection);
   if (close) connection.CloseWhenFlushed();  // may run OnClosed() here: outside the lock
 }
+
+protocol::HttpResponseHead HttpServerProtocol::StreamHead(
+    const Exchange& exchange, const std::vector<std::pair<std::string, std::string>>& metadata) {
+  protocol::HttpResponseHead head = HeadFor(200, exchange);
+  switch (exchange.web) {
+    case WebRpc::kGrpcWebText:
+      head.content_type = kGrpcWebTextReplyType;
+      break;
+    case WebRpc::kConnectStream:
+      head.content_type = exchange.json ? kConnectJsonStreamType : kConnectProtoStreamType;
+      break;
+    default:
+      head.content_type = kGrpcWebReplyType;
+      break;
+  }
+  for (const auto& [name, value] : metadata) {
+    head.headers.emplace_back(name, protocol::HttpHeaderValue(value));
+  }
+  return head;
+}
+
+void HttpServerProtocol::EncodeStreamEnd(
+    const Exchange& exchange, WebStream& stream, int grpc_status, std::string_view text,
+    const std::vector<std::pair<std::string, std::string>>& metadata, net::BufferChain* out) {
+  bool head_sent = false;
+  std::vector<std::pair<std::string, std::string>> trailers;
+  {
+    std::lock_guard lock(mutex_);
+    head_sent = std::exchange(stream.head_sent, true);
+    trailers = stream.trailers;
+  }
+  std::string frame;
+  if (exchange.web == WebRpc::kConnectStream) {  // metadata went out as headers: trailers here
+    protocol::AppendEnvelope(protocol::kConnectEndStreamFlag,
+                             protocol::ConnectEndStreamJson(grpc_status, text, trailers), &frame);
+  } else {
+    for (auto& [name, value] : trailers) value = protocol::HttpHeaderValue(value);
+    protocol::AppendGrpcWebTrailers(grpc_status, text, trailers, &frame);
+  }
+  if (exchange.web == WebRpc::kGrpcWebText) frame = util::EncodeBase64(frame, true);
+  if (!head_sent) {  // nothing was written: one whole response
+    protocol::EncodeHttpResponse(StreamHead(exchange, metadata), frame, out);
+    return;
+  }
+  protocol::AppendHttpChunk(frame, out);
+  out->Append(protocol::HttpLastChunk());
+}
+
+std::shared_ptr<HttpServerProtocol::WebStream> HttpServerProtocol::StreamOf(int64_t key) {
+  std::lock_guard lock(mutex_);
+  auto it = exchanges_.find(key);
+  return it == exchanges_.end() ? nullptr : it->second.stream;
+}
+
+bool HttpServerProtocol::IsStreamCall(int64_t key) {
+  // Every call asks as it starts: without a stream on this connection, no lock is taken.
+  if (streams_.load(std::memory_order_acquire) == 0) return false;
+  return StreamOf(key) != nullptr;
+}
+
+int HttpServerProtocol::StreamRead(int64_t key, net::BufferChain* message, int* compress_type) {
+  const Exchange exchange = ExchangeOf(key);
+  if (!exchange.stream || exchange.stream->connection == nullptr) return ECANCELED;
+  WebStream& stream = *exchange.stream;
+  std::string bytes;
+  {
+    std::lock_guard lock(mutex_);
+    if (stream.connection->closed()) return ECANCELED;
+    if (stream.request_read) return ENODATA;  // a server-streaming call has one request message
+    stream.request_read = true;
+    bytes = std::move(stream.request);
+    stream.request = std::string();
+  }
+  *compress_type = stream.request_compress;
+  if (exchange.web != WebRpc::kConnectStream || !exchange.json) {
+    message->Append(bytes);
+    return 0;
+  }
+  // Connect's JSON codec: the message's JSON (inflated first) to its wire form.
+  if (stream.request_compress > 0) {
+    net::BufferChain compressed, inflated;
+    compressed.Append(bytes);
+    std::string detail;
+    if (!protocol::Decompress(stream.request_compress, compressed, &inflated, &detail,
+                              max_body_size_)) {
+      return EREQUEST;
+    }
+    bytes = inflated.ToString();
+  }
+  std::string wire, error;
+  *compress_type = 0;
+  if (!protocol::JsonToWire(stream.binding->memory->request_prototype(), bytes, &wire, &error)) {
+    wire = bytes;  // not JSON of the request's type: the strategy's parse fails and says so
+  }
+  message->Append(wire);
+  return 0;
+}
+
+int HttpServerProtocol::StreamWaitRoom(int64_t key, size_t max_stream_bytes, bool wait,
+                                       Clock::time_point until) {
+  const std::shared_ptr<WebStream> stream = StreamOf(key);
+  if (!stream || stream->connection == nullptr) return ECANCELED;
+  net::Connection& connection = *stream->connection;
+  until = std::min(until, stream->deadline);
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    const auto now = Clock::now();
+    if (connection.closed() || now >= stream->deadline) return ECANCELED;
+    // One HTTP/1.1 connection writes one reply at a time: what it holds is this stream's bytes
+    // (or replies before it, which it waits for anyway).
+    const size_t held =
+        held_bytes_.load(std::memory_order_acquire) + connection.unwritten_held_bytes();
+    if ((held == 0 || held < max_stream_bytes) && held < max_held_bytes_) return 0;
+    if (!wait) return EAGAIN;
+    if (now >= until) return ETIMEDOUT;
+    // Drained notices come at half of max_unwritten_bytes; below that, look again shortly.
+    if (held >= max_held_bytes_ / 2) connection.NotifyWhenDrained();
+    stream->changed.wait_until(lock, std::min(until, now + std::chrono::milliseconds(5)));
+  }
+}
+
+int HttpServerProtocol::StreamSend(int64_t key, net::BufferChain&& message, bool /*compressed*/,
+                                   const std::map<std::string, std::string>* metadata) {
+  const Exchange exchange = ExchangeOf(key);
+  if (!exchange.stream || exchange.stream->connection == nullptr) return ECANCELED;
+  WebStream& stream = *exchange.stream;
+  net::Connection& connection = *stream.connection;
+  if (connection.closed()) return ECANCELED;
+  std::string payload = message.ToString();
+  if (exchange.web == WebRpc::kConnectStream && exchange.json) {
+    // Connect's JSON codec: the response's JSON, from its wire form.
+    std::unique_ptr<google::protobuf::Message> response(
+        stream.binding->memory->response_prototype().New());
+    std::string json, error;
+    if (!response->ParseFromString(payload) ||
+        !protocol::MessageToJson(*response, &json, &error, /*via_wire=*/false)) {
+      return ERESPONSE;
+    }
+    payload = std::move(json);
+  }
+  std::string frame;
+  protocol::AppendEnvelope(0, payload, &frame);
+  if (exchange.web == WebRpc::kGrpcWebText) frame = util::EncodeBase64(frame, true);
+  net::BufferChain bytes;
+  bool head_sent = false;
+  {
+    std::lock_guard lock(mutex_);
+    head_sent = std::exchange(stream.head_sent, true);
+  }
+  if (!head_sent) {
+    std::vector<std::pair<std::string, std::string>> headers;
+    if (metadata != nullptr) headers.assign(metadata->begin(), metadata->end());
+    protocol::EncodeChunkedHttpHead(StreamHead(exchange, headers), &bytes);
+  }
+  protocol::AppendHttpChunk(frame, &bytes);
+  Deliver(connection, key, std::move(bytes), /*final=*/false);
+  return 0;
+}
+
+void HttpServerProtocol::AddStreamTrailer(int64_t key, std::string name, std::string value) {
+  const std::shared_ptr<WebStream> stream = StreamOf(key);
+  if (!stream) return;
+  std::lock_guard lock(mutex_);
+  stream->trailers.emplace_back(std::move(name), std::move(value));
+}
+
+void HttpServerProtocol::WakeStreams() {
+  if (streams_.load(std::memory_order_acquire) == 0) return;
+  std::lock_guard lock(mutex_);
+  for (auto& [sequence, exchange] : exchanges_) {
+    if (exchange.stream) exchange.stream->changed.notify_all();
+  }
+}
+
+void HttpServerProtocol::OnOutputDrained(net::Connection& /*connection*/) { WakeStreams(); }
+
+void HttpServerProtocol::OnClosed() { WakeStreams(); }
 
 }  // namespace arenarpc::server

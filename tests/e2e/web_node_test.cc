@@ -1,7 +1,8 @@
 // Node's @connectrpc/connect-node (npm, installed into the build tree by the test) against an
 // arenarpc server through its gRPC-web and Connect transports (JSON and binary) over HTTP/1.1:
 // unary calls, metadata, error codes and text, unknown methods, a 1 MiB message, 50 concurrent
-// calls — in every memory strategy.
+// calls, a 300-message server stream and one that fails after 3 messages — in every memory
+// strategy.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -39,7 +40,8 @@ TEST_P(WebNodeTest, ConnectNodeClient) {
   EXPECT_EQ(0, run.exit_code) << run.out;
   for (const char* transport : {"grpc-web", "connect-json", "connect-proto"}) {
     for (const char* name : {"unary", "metadata", "handler_error", "unimplemented",
-                             "message_of_1_mib", "concurrent_calls"}) {
+                             "message_of_1_mib", "concurrent_calls", "server_stream",
+                             "server_stream_error"}) {
       const std::string line = std::string("OK ") + transport + " " + name + "\n";
       EXPECT_NE(std::string::npos, run.out.find(line)) << line << run.out;
     }

@@ -1,10 +1,13 @@
 // Browsers' protocols on the RPC port over HTTP/1.1 (docs/http.md, "Browsers: grpc-web and
 // Connect"): grpc-web (binary and base64 text) and Connect unary calls (JSON and protobuf), their
-// errors, deadlines and metadata, CORS preflights, curl as a real client, and hostile bodies
-// (base64 garbage, envelope length lies, bodies past max_body_size) next to a good client — in
-// every memory strategy.
+// errors, deadlines and metadata, CORS preflights, server streaming (grpc-web, grpc-web-text,
+// Connect JSON and binary), curl as a real client, and hostile input (base64 garbage, envelope
+// length lies, bodies past max_body_size, a streaming client that never reads) next to a good
+// client — in every memory strategy.
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -13,6 +16,7 @@
 #include "http_client.h"
 #include "run_command.h"
 #include "server_fixture.h"
+#include "stream_unary.h"
 #include "util/base64.h"
 
 namespace arenarpc::e2e {
@@ -41,6 +45,32 @@ std::string EchoRequestBytes(const std::string& message, int fail_code = 0,
   return request.SerializeAsString();
 }
 
+// A streaming body (grpc-web's, Connect's) split into its envelopes: the messages, then the
+// last frame (grpc-web's trailers, flag 0x80; Connect's end of stream, flag 2).
+struct StreamBody {
+  std::vector<std::string> messages;
+  std::string last;
+  bool well_formed = false;  // the last frame came, and nothing after it
+};
+
+StreamBody ParseEnvelopes(std::string_view body, uint8_t last_flag) {
+  StreamBody out;
+  while (body.size() >= 5) {
+    const auto byte = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(body[i])); };
+    const uint32_t length = (byte(1) << 24) | (byte(2) << 16) | (byte(3) << 8) | byte(4);
+    if (body.size() - 5 < length) return out;
+    const std::string_view payload = body.substr(5, length);
+    if (byte(0) & last_flag) {
+      out.last = payload;
+      out.well_formed = body.size() == 5 + length;
+      return out;
+    }
+    out.messages.emplace_back(payload);
+    body.remove_prefix(5 + length);
+  }
+  return out;
+}
+
 // A grpc-web reply body, split into its frames.
 struct GrpcWebReply {
   std::vector<std::string> messages;
@@ -49,21 +79,8 @@ struct GrpcWebReply {
 };
 
 GrpcWebReply ParseGrpcWeb(std::string_view body) {
-  GrpcWebReply reply;
-  while (body.size() >= 5) {
-    const auto byte = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(body[i])); };
-    const uint32_t length = (byte(1) << 24) | (byte(2) << 16) | (byte(3) << 8) | byte(4);
-    if (body.size() - 5 < length) return reply;
-    const std::string_view payload = body.substr(5, length);
-    if (byte(0) & 0x80) {
-      reply.trailers = payload;
-      reply.well_formed = body.size() == 5 + length;  // the trailers frame comes last
-      return reply;
-    }
-    reply.messages.emplace_back(payload);
-    body.remove_prefix(5 + length);
-  }
-  return reply;
+  StreamBody frames = ParseEnvelopes(body, 0x80);
+  return {std::move(frames.messages), std::move(frames.last), frames.well_formed};
 }
 
 class WebRpcTest : public ServerTest {
@@ -152,16 +169,16 @@ TEST_P(WebRpcTest, GrpcWebErrorsAreTrailers) {
       {ok_body, "application/grpc-web", "/arenarpc.e2e.TestService/Nope",
        "grpc-status:12\r\ngrpc-message:Method not found: arenarpc.e2e.TestService/Nope"},
       {ok_body.substr(0, 3), "application/grpc-web", std::string(kEchoPath),
-       "grpc-status:3\r\ngrpc-message:grpc-web request of 3 bytes"},
+       "grpc-status:3\r\ngrpc-message:request body of 3 bytes"},
       // The envelope claims more than the body holds, and less.
       {ok_body + "xx", "application/grpc-web", std::string(kEchoPath),
-       "grpc-status:3\r\ngrpc-message:grpc-web request envelope says"},
+       "grpc-status:3\r\ngrpc-message:request envelope says"},
       {ok_body.substr(0, ok_body.size() - 1), "application/grpc-web", std::string(kEchoPath),
-       "grpc-status:3\r\ngrpc-message:grpc-web request envelope says"},
+       "grpc-status:3\r\ngrpc-message:request envelope says"},
       {Frame(1, "zz"), "application/grpc-web", std::string(kEchoPath),
-       "grpc-status:3\r\ngrpc-message:compressed grpc-web message with grpc-encoding ''"},
+       "grpc-status:3\r\ngrpc-message:compressed message with grpc-encoding ''"},
       {Frame(0x80, "grpc-status:0\r\n"), "application/grpc-web", std::string(kEchoPath),
-       "grpc-status:3\r\ngrpc-message:grpc-web request frame flag 128"},
+       "grpc-status:3\r\ngrpc-message:request envelope flag 128"},
       {ok_body, "application/grpc-web+json", std::string(kEchoPath),
        "grpc-status:3\r\ngrpc-message:Content-Type application/grpc-web+json is not served"},
   };
@@ -369,7 +386,7 @@ TEST_P(WebRpcTest, HostileBodiesGetClearErrors) {
     lie[1] = lie[2] = lie[3] = lie[4] = '\xff';
     const HttpResponse lying = GrpcWeb(lie);
     ASSERT_EQ(0u, ParseGrpcWeb(lying.body).trailers.find(
-                      "grpc-status:3\r\ngrpc-message:grpc-web request envelope says 4294967295 "
+                      "grpc-status:3\r\ngrpc-message:request envelope says 4294967295 "
                       "bytes, the body has 3"))
         << lying.body;
   }
@@ -383,6 +400,161 @@ TEST_P(WebRpcTest, HostileBodiesGetClearErrors) {
   EXPECT_TRUE(big.WaitClosed());
   StopMeasuredGoodClient(64u << 20);
   ExpectAllPairsReleased();
+}
+
+
+// Server streaming: StreamService.ServerStream (CountingServerStream) next to TestService.
+class WebStreamTest : public ServerTest {
+ protected:
+  void StartStreamServer(ServerOptions options = {}) {
+    options.memory_mode = GetParam();
+    if (options.num_threads == 0) options.num_threads = 2;
+    service_ = std::make_unique<TestServiceImpl>();
+    streams_ = std::make_unique<GrpcStreamService>(StreamService::descriptor(), &unary_);
+    std::string error;
+    ASSERT_EQ(0, streams_->AddMethod("ServerStream", CountingServerStream, {}, &error)) << error;
+    server_ = std::make_unique<Server>();
+    ASSERT_EQ(0, server_->AddService(service_.get(), SERVER_DOESNT_OWN_SERVICE));
+    ASSERT_EQ(0, server_->AddService(streams_.get(), SERVER_DOESNT_OWN_SERVICE));
+    ASSERT_EQ(0, server_->Start("127.0.0.1:0", options)) << server_->last_error();
+    port_ = server_->listen_port();
+  }
+  void TearDown() override {
+    ServerTest::TearDown();
+    streams_.reset();
+  }
+  // curl POSTs `body` (from a file: it may hold any byte) and returns the de-chunked reply body,
+  // or with `-i` in `flags` the head too.
+  std::string Curl(std::string_view path, std::string_view type, const std::string& body,
+                   const std::string& flags = {}) {
+    const auto file = std::filesystem::temp_directory_path() /
+                      ("arenarpc_web_stream_" + std::to_string(::getpid()) + ".body");
+    std::ofstream(file, std::ios::binary) << body;
+    const std::string out = RunCommand(
+        "/usr/bin/curl -sS --max-time 20 " + flags + " -H 'Content-Type: " + std::string(type) +
+        "' --data-binary @" + file.string() + " http://127.0.0.1:" + std::to_string(port_) +
+        std::string(path));
+    std::filesystem::remove(file);
+    return out;
+  }
+  static std::string StreamRequestBytes(const std::string& text, int count, int fail_code = 0,
+                                        int bytes = 0) {
+    StreamRequest request;
+    request.set_text(text);
+    request.set_count(count);
+    request.set_fail_code(fail_code);
+    request.set_bytes(bytes);
+    return request.SerializeAsString();
+  }
+  static constexpr std::string_view kStreamPath = "/arenarpc.e2e.StreamService/ServerStream";
+  StreamUnary unary_;
+  std::unique_ptr<GrpcStreamService> streams_;
+};
+ARENARPC_ALL_MODES(WebStreamTest);
+
+// Connect's streaming body: the last envelope (flag 2) is the end of stream.
+StreamBody ParseConnectStream(std::string_view body) { return ParseEnvelopes(body, 2); }
+
+TEST_P(WebStreamTest, GrpcWebServerStreamWithCurl) {
+  StartStreamServer();
+  const std::string head_and_body = Curl(kStreamPath, "application/grpc-web+proto",
+                                         Frame(0, StreamRequestBytes("s", 300)), "-i");
+  const size_t blank = head_and_body.find("\r\n\r\n");
+  ASSERT_NE(std::string::npos, blank) << head_and_body;
+  const std::string head = head_and_body.substr(0, blank);
+  EXPECT_NE(std::string::npos, head.find("Transfer-Encoding: chunked")) << head;
+  EXPECT_NE(std::string::npos, head.find("Content-Type: application/grpc-web+proto")) << head;
+  const GrpcWebReply reply = ParseGrpcWeb(std::string_view(head_and_body).substr(blank + 4));
+  ASSERT_TRUE(reply.well_formed) << head;
+  ASSERT_EQ(300u, reply.messages.size());
+  for (int i = 0; i < 300; ++i) {
+    StreamReply message;
+    ASSERT_TRUE(message.ParseFromString(reply.messages[i]));
+    EXPECT_EQ(i, message.index());
+    EXPECT_EQ("s", message.text());
+  }
+  EXPECT_EQ("grpc-status:0\r\n", reply.trailers);
+  // A failure after the messages: its status, text and trailer in the trailers frame.
+  const GrpcWebReply failed = ParseGrpcWeb(
+      Curl(kStreamPath, "application/grpc-web", Frame(0, StreamRequestBytes("failing", 3, 1))));
+  EXPECT_EQ(3u, failed.messages.size());
+  EXPECT_EQ("grpc-status:7\r\ngrpc-message:failing\r\nx-trailer:t\r\n", failed.trailers);
+  ExpectAllPairsReleased("arenarpc.e2e.StreamService.ServerStream");
+}
+
+TEST_P(WebStreamTest, GrpcWebTextServerStream) {
+  StartStreamServer();
+  std::string body = Curl(kStreamPath, "application/grpc-web-text",
+                          util::EncodeBase64(Frame(0, StreamRequestBytes("t", 20)), true));
+  size_t bad_at = 0;
+  ASSERT_TRUE(util::DecodeBase64InPlace(&body, &bad_at)) << "each chunk is base64 on its own";
+  const GrpcWebReply reply = ParseGrpcWeb(body);
+  ASSERT_TRUE(reply.well_formed);
+  EXPECT_EQ(20u, reply.messages.size());
+  EXPECT_EQ("grpc-status:0\r\n", reply.trailers);
+}
+
+TEST_P(WebStreamTest, ConnectServerStreamJsonAndProto) {
+  StartStreamServer();
+  const std::string json_request = Frame(0, R"({"text":"j","count":3})");
+  const StreamBody json = ParseConnectStream(
+      Curl(kStreamPath, "application/connect+json", json_request));
+  ASSERT_TRUE(json.well_formed);
+  ASSERT_EQ(3u, json.messages.size());
+  EXPECT_EQ(R"({"text":"j","index":2})", json.messages[2]);
+  EXPECT_EQ("{}", json.last);
+  const StreamBody proto = ParseConnectStream(Curl(
+      kStreamPath, "application/connect+proto", Frame(0, StreamRequestBytes("failing", 2, 1))));
+  ASSERT_TRUE(proto.well_formed);
+  ASSERT_EQ(2u, proto.messages.size());
+  StreamReply second;
+  ASSERT_TRUE(second.ParseFromString(proto.messages[1]));
+  EXPECT_EQ(1, second.index());
+  EXPECT_EQ(R"({"error":{"code":"permission_denied","message":"failing"},"metadata":{"x-trailer":["t"]}})",
+            proto.last);
+  // A Connect streaming Content-Type on a unary method, a unary one on a streaming method.
+  const StreamBody on_unary = ParseConnectStream(
+      Curl("/arenarpc.e2e.StreamService/Unary", "application/connect+proto",
+           Frame(0, StreamRequestBytes("u", 1))));
+  EXPECT_EQ(0u, on_unary.last.find(R"({"error":{"code":"invalid_argument","message":"application/connect+proto|json calls streaming rpcs)"))
+      << on_unary.last;
+  const std::string unary_type =
+      Curl(kStreamPath, "application/json", R"({"text":"x"})",
+           "-H 'Connect-Protocol-Version: 1' -w ' %{http_code}'");
+  EXPECT_EQ(0u, unary_type.find(R"({"code":"invalid_argument","message":"arenarpc.e2e.StreamService.ServerStream is a streaming rpc)"))
+      << unary_type;
+  EXPECT_EQ(" 400", unary_type.substr(unary_type.size() - 4));
+  ExpectAllPairsReleased("arenarpc.e2e.StreamService.ServerStream");
+}
+
+// A client that asks for a long stream of 64 KiB messages and never reads: the handler's writes
+// wait once the connection holds max_unwritten_bytes (the bound: that, plus one message, plus the
+// kernel's socket buffers), write_timeout_ms closes the connection, the handler ends; a good client
+// on another connection keeps 0 errors.
+TEST_P(WebStreamTest, StreamingClientThatNeverReadsIsBounded) {
+  ServerOptions options;
+  options.max_unwritten_bytes = 8u << 20;
+  options.write_timeout_ms = 1000;
+  StartStreamServer(options);
+  StartMeasuredGoodClient();
+  std::vector<std::unique_ptr<HttpClient>> readers;
+  for (int i = 0; i < 4; ++i) {
+    readers.push_back(std::make_unique<HttpClient>(port_));
+    ASSERT_TRUE(readers.back()->Send(HttpClient::Request(
+        "POST", kStreamPath, Frame(0, StreamRequestBytes("never read", 100000, 0, 64 << 10)),
+        "application/grpc-web")));
+  }
+  EXPECT_EQ(4u, StatSoon(&ServerStats::connections_closed_write_timeout, 4));
+  // 4 connections x (8 MiB held + one message + socket buffers) and the handlers' messages.
+  StopMeasuredGoodClient(4 * (8u << 20) + (32u << 20));
+  for (int i = 0; i < 500 && server_->GetMethodStats(
+                                 "arenarpc.e2e.StreamService.ServerStream").in_flight > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const MethodStats stats = server_->GetMethodStats("arenarpc.e2e.StreamService.ServerStream");
+  EXPECT_EQ(0, stats.in_flight) << "the handlers ended once their connections closed";
+  EXPECT_EQ(4u, stats.calls);
+  ExpectAllPairsReleased("arenarpc.e2e.StreamService.ServerStream");
 }
 
 }  // namespace

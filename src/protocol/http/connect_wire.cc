@@ -57,4 +57,24 @@ std::string ConnectErrorJson(int grpc_status, std::string_view message) {
   return out;
 }
 
+std::string ConnectEndStreamJson(int grpc_status, std::string_view message,
+                                 const std::vector<std::pair<std::string, std::string>>& metadata) {
+  std::string out = "{";
+  if (grpc_status != 0) out += "\"error\":" + ConnectErrorJson(grpc_status, message);
+  if (!metadata.empty()) {
+    if (grpc_status != 0) out += ',';
+    out += "\"metadata\":{";
+    for (size_t i = 0; i < metadata.size(); ++i) {
+      if (i > 0) out += ',';
+      util::AppendJsonString(&out, metadata[i].first);
+      out += ":[";
+      util::AppendJsonString(&out, metadata[i].second);
+      out += ']';
+    }
+    out += '}';
+  }
+  out += '}';
+  return out;
+}
+
 }  // namespace arenarpc::protocol

@@ -4,9 +4,7 @@
 
 namespace arenarpc::protocol {
 
-namespace {
-
-void AppendFrame(uint8_t flag, std::string_view payload, std::string* out) {
+void AppendEnvelope(uint8_t flag, std::string_view payload, std::string* out) {
   char prefix[h2::kMessagePrefixSize];
   h2::EncodeMessagePrefix(false, static_cast<uint32_t>(payload.size()), prefix);
   prefix[0] = static_cast<char>(flag);
@@ -14,27 +12,25 @@ void AppendFrame(uint8_t flag, std::string_view payload, std::string* out) {
   out->append(payload);
 }
 
-}  // namespace
-
 bool UnframeGrpcWebRequest(std::string_view body, std::string_view* message, bool* compressed,
                            std::string* error) {
   if (body.size() < h2::kMessagePrefixSize) {
-    *error = "grpc-web request of " + std::to_string(body.size()) +
+    *error = "request body of " + std::to_string(body.size()) +
              " bytes holds no 5-byte message envelope";
     return false;
   }
   const auto byte = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(body[i])); };
   const uint32_t flag = byte(0);
   if (flag > kGrpcWebCompressedFlag) {
-    *error = "grpc-web request frame flag " + std::to_string(flag) +
+    *error = "request envelope flag " + std::to_string(flag) +
              " (a request holds one message: flag 0, or 1 compressed)";
     return false;
   }
   const uint64_t length = (byte(1) << 24) | (byte(2) << 16) | (byte(3) << 8) | byte(4);
   const size_t rest = body.size() - h2::kMessagePrefixSize;
   if (length != rest) {
-    *error = "grpc-web request envelope says " + std::to_string(length) + " bytes, the body has " +
-             std::to_string(rest) + " after it (a unary call carries exactly one message)";
+    *error = "request envelope says " + std::to_string(length) + " bytes, the body has " +
+             std::to_string(rest) + " after it (a request carries exactly one message)";
     return false;
   }
   *compressed = flag == kGrpcWebCompressedFlag;
@@ -43,7 +39,7 @@ bool UnframeGrpcWebRequest(std::string_view body, std::string_view* message, boo
 }
 
 void AppendGrpcWebMessage(std::string_view message, bool compressed, std::string* out) {
-  AppendFrame(compressed ? kGrpcWebCompressedFlag : 0, message, out);
+  AppendEnvelope(compressed ? kGrpcWebCompressedFlag : 0, message, out);
 }
 
 void AppendGrpcWebTrailers(int grpc_status, std::string_view message,
@@ -52,7 +48,7 @@ void AppendGrpcWebTrailers(int grpc_status, std::string_view message,
   std::string lines = "grpc-status:" + std::to_string(grpc_status) + "\r\n";
   if (!message.empty()) lines += "grpc-message:" + h2::PercentEncode(message) + "\r\n";
   for (const auto& [name, value] : extra) lines += name + ":" + value + "\r\n";
-  AppendFrame(kGrpcWebTrailersFlag, lines, out);
+  AppendEnvelope(kGrpcWebTrailersFlag, lines, out);
 }
 
 }  // namespace arenarpc::protocol

@@ -14,7 +14,10 @@ namespace arenarpc::protocol {
 inline constexpr uint8_t kGrpcWebTrailersFlag = 0x80;
 inline constexpr uint8_t kGrpcWebCompressedFlag = 0x01;
 
-// The one message of a unary grpc-web request body. false: *error says why (shorter than an
+// gRPC's envelope, which Connect's streaming bodies use too: `flag`, big-endian length, payload.
+void AppendEnvelope(uint8_t flag, std::string_view payload, std::string* out);
+
+// The one message of a unary grpc-web request body (or a Connect server-streaming request's). false: *error says why (shorter than an
 // envelope, an envelope whose length is not the rest of the body, a flag other than 0 or 1).
 bool UnframeGrpcWebRequest(std::string_view body, std::string_view* message, bool* compressed,
                            std::string* error);
