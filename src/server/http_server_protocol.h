@@ -114,7 +114,9 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
     int request_compress = 0;
     bool accepts_gzip = false;  // Accept-Encoding names gzip
     WebRpc web = WebRpc::kNone;
-    std::string cors_origin;  // an allowed Origin (ServerOptions::cors_*): the reply says so
+    // An allowed Origin (ServerOptions::cors_*): the reply says so. Shared: copies of a plain
+    // call's settings stay two null pointers.
+    std::shared_ptr<const std::string> cors_origin;
     std::shared_ptr<WebStream> stream;  // a server-streaming call
   };
 

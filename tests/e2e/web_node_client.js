@@ -3,7 +3,7 @@
 // Message types are built at run time (protobuf-es v1), no code generation. Each case prints
 // "OK <transport> <name>" or "FAIL <transport> <name>: <why>"; the exit status is 1 if any failed.
 'use strict';
-const [port, modulesDir, httpVersion] = process.argv.slice(2);
+const [port, modulesDir, httpVersion, only] = process.argv.slice(2);
 const path = require('path');
 const {proto2, proto3, ScalarType, MethodKind} = require(path.join(modulesDir, '@bufbuild/protobuf'));
 const {createPromiseClient, ConnectError, Code} =
@@ -83,6 +83,7 @@ async function expectError(promise, code, text) {
 
 (async () => {
   for (const [name, transport] of Object.entries(transports)) {
+    if (only && !only.split(',').includes(name)) continue;
     const echo = createPromiseClient(TestService, transport);
     const streams = createPromiseClient(StreamService, transport);
     await run(name, 'unary', async () => {
@@ -95,6 +96,8 @@ async function expectError(promise, code, text) {
       await echo.echo({message: 'm'}, {headers: {'x-user': 'v1'}, onHeader: (h) => { headers = h; }});
       expect(headers && headers.get('x-user') === 'v1-back',
              `response headers ${headers && JSON.stringify([...headers])}`);
+      // Which of the server's paths answered: its HTTP/2 session sends grpc-accept-encoding.
+      console.log(`INFO ${name} grpc-accept-encoding=${headers.get('grpc-accept-encoding')}`);
     });
     await run(name, 'handler_error', async () => {
       await expectError(echo.echo({message: 'm', failCode: -1, failText: 'oops'}),

@@ -45,9 +45,17 @@ void AppendGrpcWebMessage(std::string_view message, bool compressed, std::string
 void AppendGrpcWebTrailers(int grpc_status, std::string_view message,
                            const std::vector<std::pair<std::string, std::string>>& extra,
                            std::string* out) {
-  std::string lines = "grpc-status:" + std::to_string(grpc_status) + "\r\n";
-  if (!message.empty()) lines += "grpc-message:" + h2::PercentEncode(message) + "\r\n";
-  for (const auto& [name, value] : extra) lines += name + ":" + value + "\r\n";
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"grpc-status", std::to_string(grpc_status)}};
+  if (!message.empty()) fields.emplace_back("grpc-message", h2::PercentEncode(message));
+  fields.insert(fields.end(), extra.begin(), extra.end());
+  AppendGrpcWebTrailerFields(fields, out);
+}
+
+void AppendGrpcWebTrailerFields(const std::vector<std::pair<std::string, std::string>>& fields,
+                                std::string* out) {
+  std::string lines;
+  for (const auto& [name, value] : fields) lines += name + ":" + value + "\r\n";
   AppendEnvelope(kGrpcWebTrailersFlag, lines, out);
 }
 

@@ -27,5 +27,8 @@ void AppendGrpcWebMessage(std::string_view message, bool compressed, std::string
 void AppendGrpcWebTrailers(int grpc_status, std::string_view message,
                            const std::vector<std::pair<std::string, std::string>>& extra,
                            std::string* out);
+// The trailers frame of fields already encoded as header values (grpc-status, grpc-message, ...).
+void AppendGrpcWebTrailerFields(const std::vector<std::pair<std::string, std::string>>& fields,
+                                std::string* out);
 
 }  // namespace arenarpc::protocol
