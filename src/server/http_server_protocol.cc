@@ -1,6 +1,8 @@
 #include "server/http_server_protocol.h"
 
+#include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include "arenarpc/error_codes.h"
 #include "builtin/builtin_service.h"
@@ -149,6 +151,23 @@ protocol::HttpResponseHead Head(int status) {
   return head;
 }
 
+// head + body; gzip-compressed (Content-Encoding: gzip) when `gzip` and it compresses.
+void EncodeBody(protocol::HttpResponseHead head, const std::string& body, bool gzip,
+                net::BufferChain* out) {
+  if (gzip) {
+    net::BufferChain plain, zipped;
+    plain.Append(body);
+    std::string ignored;
+    if (protocol::Compress(2, plain, &zipped, &ignored)) {
+      head.headers.emplace_back("Content-Encoding", "gzip");
+      protocol::EncodeHttpHead(head, zipped.size(), out);
+      out->Append(std::move(zipped));
+      return;
+    }
+  }
+  protocol::EncodeHttpResponse(head, body, out);
+}
+
 std::string WithNewline(std::string_view text) {
   std::string body(text);
   body += '\n';
@@ -255,9 +274,11 @@ ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::
   // The body's protocol from its Content-Type: one compare for brpc's JSON and protobuf bodies,
   // then whether a Connect client sent it.
   const std::string* type = request.Header("content-type");
-  web_invalid_.clear();
-  body_offset_ = 0;
   const BodyKind kind = ClassifyBody(type);
+  if (kind != BodyKind::kJson && kind != BodyKind::kProto) {  // a web call: its own state
+    web_invalid_.clear();
+    body_offset_ = 0;
+  }
   switch (kind) {
     case BodyKind::kJson:
       settings.json = true;
@@ -290,8 +311,10 @@ ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::
       break;
   }
   // A Connect unary call is a JSON or protobuf body with the header its clients always send.
-  if (settings.web == WebRpc::kNone && request.Header("connect-protocol-version") != nullptr) {
+  if (settings.web == WebRpc::kNone && request.connect_protocol) {
     settings.web = WebRpc::kConnect;
+    web_invalid_.clear();
+    body_offset_ = 0;
   }
   web_ = settings.web;
   const ServerOptions& options = state_.config.options;
@@ -465,45 +488,55 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
     head->invalid_code = EREQUEST;
     head->invalid_text = invalid_text_;
   }
-  if (!web_invalid_.empty()) {
-    head->invalid_code = EREQUEST;
-    head->invalid_text = web_invalid_;
+  if (web_ != WebRpc::kNone) {
+    WebCallHead(sequence, entry, head);
+    return Step::kCall;
   }
-  // grpc-web's deadline is grpc-timeout; Connect's Connect-Timeout-Ms (up to 10 digits).
-  const bool grpc_web = web_ == WebRpc::kGrpcWeb || web_ == WebRpc::kGrpcWebText;
-  const std::string* grpc_timeout = grpc_web ? request.Header("grpc-timeout") : nullptr;
-  if (grpc_timeout != nullptr) {
-    const int64_t timeout_ms = protocol::h2::ParseGrpcTimeoutMs(*grpc_timeout);
-    if (timeout_ms < 0) {
-      invalid_text_ = "grpc-timeout: '" + *grpc_timeout + "' is not a gRPC timeout";
-      head->invalid_code = EREQUEST;
-      head->invalid_text = invalid_text_;
-    } else {
-      head->timeout_ms = static_cast<int32_t>(std::max<int64_t>(timeout_ms, 1));
-    }
-  }
-  const std::string* timeout_header = nullptr;
-  if (web_ == WebRpc::kConnect || web_ == WebRpc::kConnectStream) {
-    timeout_header = request.Header("connect-timeout-ms");
-  }
-  if (const std::string* value =
-          grpc_web ? nullptr
-                   : (timeout_header != nullptr ? timeout_header
-                                                : request.Header("x-bd-timeout-ms"))) {
+  if (const std::string* value = request.Header("x-bd-timeout-ms")) {
     int32_t timeout_ms = -1;
     const auto [end, error] =
         std::from_chars(value->data(), value->data() + value->size(), timeout_ms);
     if (error != std::errc() || end != value->data() + value->size() || timeout_ms < 0) {
-      invalid_text_ = std::string(timeout_header != nullptr ? "connect-timeout-ms" : "x-bd-timeout-ms") +
-                      ": '" + *value + "' is not a number of milliseconds >= 0";
+      invalid_text_ = "x-bd-timeout-ms: '" + *value + "' is not a number of milliseconds >= 0";
       head->invalid_code = EREQUEST;
       head->invalid_text = invalid_text_;
     } else if (timeout_ms > 0) {  // 0 sets none
       head->timeout_ms = timeout_ms;
     }
   }
+  return Step::kCall;
+}
+
+void HttpServerProtocol::WebCallHead(int64_t sequence, const MethodEntry* entry, CallHead* head) {
+  const protocol::HttpRequest& request = request_;
+  if (!web_invalid_.empty()) {
+    head->invalid_code = EREQUEST;
+    head->invalid_text = web_invalid_;
+  }
+  // grpc-web's deadline is grpc-timeout (gRPC's format); Connect's Connect-Timeout-Ms.
+  const bool grpc_web = web_ == WebRpc::kGrpcWeb || web_ == WebRpc::kGrpcWebText;
+  if (const std::string* value = request.Header(grpc_web ? "grpc-timeout" : "connect-timeout-ms")) {
+    int64_t timeout_ms = -1;
+    if (grpc_web) {
+      timeout_ms = protocol::h2::ParseGrpcTimeoutMs(*value);
+    } else if (const auto [end, error] =
+                   std::from_chars(value->data(), value->data() + value->size(), timeout_ms);
+               error != std::errc() || end != value->data() + value->size()) {
+      timeout_ms = -1;
+    }
+    if (timeout_ms < 0) {
+      invalid_text_ = std::string(grpc_web ? "grpc-timeout" : "connect-timeout-ms") + ": '" +
+                      *value + "' is not a " +
+                      (grpc_web ? "gRPC timeout" : "number of milliseconds >= 0");
+      head->invalid_code = EREQUEST;
+      head->invalid_text = invalid_text_;
+    } else if (timeout_ms > 0 || grpc_web) {
+      head->timeout_ms = static_cast<int32_t>(
+          std::clamp<int64_t>(timeout_ms, 1, std::numeric_limits<int32_t>::max()));
+    }
+  }
   stream_call_ = false;
-  if (entry == nullptr || web_ == WebRpc::kNone) return Step::kCall;  // brpc's HTTP as it was
+  if (entry == nullptr) return;
   if (entry->grpc_stream) {
     OpenStream(sequence, *entry, head);
   } else if (web_ == WebRpc::kConnectStream && head->invalid_code == 0) {
@@ -512,7 +545,6 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
     head->invalid_code = EREQUEST;
     head->invalid_text = invalid_text_;
   }
-  return Step::kCall;
 }
 
 void HttpServerProtocol::OpenStream(int64_t sequence, const MethodEntry& entry, CallHead* head) {
@@ -555,10 +587,20 @@ void HttpServerProtocol::Admitted(net::Connection& connection, ServerCall& call,
   internal::TraceHeaderReader trace;
   for (const auto& [name, value] : request_.headers) trace.Offer(name, value);
   if (TraceContext context = trace.Take(); context.valid()) controller.set_trace(std::move(context));
-  if (web_ != WebRpc::kNone) {  // grpc-web's and Connect's metadata are headers
-    for (auto& [name, value] : request_.headers) {
-      if (!IsTransportHeader(name)) controller.request_user_fields().emplace(name, value);
-    }
+  if (web_ != WebRpc::kNone) {
+    AdmitWebCall(connection, call, payload);
+    return;
+  }
+  payload->request_size = request_.body.size();
+  payload->bytes.Append(request_.body);
+  request_ = protocol::HttpRequest();
+}
+
+void HttpServerProtocol::AdmitWebCall(net::Connection& connection, ServerCall& call,
+                                      RequestPayload* payload) {
+  Controller& controller = call.controller();
+  for (auto& [name, value] : request_.headers) {  // grpc-web's and Connect's metadata
+    if (!IsTransportHeader(name)) controller.request_user_fields().emplace(name, value);
   }
   const std::string_view message = std::string_view(request_.body).substr(body_offset_);
   if (stream_call_) {  // the handler reads the message (StreamRead); the call's request is empty
@@ -635,28 +677,12 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
                                    net::BufferChain* out) {
   const Exchange exchange = ExchangeOf(call.correlation_id());
   Controller& controller = call.controller();
-  if (exchange.stream) {  // its messages went out as they were written: the end of the stream
-    WebStream& stream = *exchange.stream;
-    int status = 0;
-    std::string text;
-    if (controller.Failed()) {
-      status = static_cast<int>(
-          protocol::h2::GrpcStatusForError(controller.ErrorCode(), controller.ErrorText(), &text));
-    } else if (Clock::now() >= stream.deadline) {  // the handler gave up at the deadline
-      status = static_cast<int>(protocol::h2::GrpcStatus::kDeadlineExceeded);
-      text = "the stream's deadline passed";
-    }
-    const std::vector<std::pair<std::string, std::string>> metadata(
-        controller.response_user_fields().begin(), controller.response_user_fields().end());
-    EncodeStreamEnd(exchange, stream, status, text, metadata, out);
-    return status == 0;
-  }
+  if (exchange.stream) return PackStreamEnd(call, exchange, out);
   int code = controller.ErrorCode();
   std::string error_text = controller.ErrorText();
   if (!controller.Failed()) {
     std::string body;
     bool packed = false;
-    std::vector<std::pair<std::string, std::string>> response_headers;  // metadata (web calls)
     if (exchange.json) {
       // reuse's (and a user strategy's) pooled objects may hold more than their bytes say
       // (docs/memory.md): print those from the wire.
@@ -667,45 +693,65 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
                    response.InitializationErrorString();
     }
     if (packed && exchange.web != WebRpc::kNone) {
-      for (const auto& [name, value] : controller.response_user_fields()) {
-        response_headers.emplace_back(name, protocol::HttpHeaderValue(value));
-      }
-    }
-    if (packed && (exchange.web == WebRpc::kGrpcWeb || exchange.web == WebRpc::kGrpcWebText)) {
-      std::string framed;
-      framed.reserve(body.size() + 64);
-      protocol::AppendGrpcWebMessage(body, /*compressed=*/false, &framed);
-      protocol::AppendGrpcWebTrailers(0, {}, {}, &framed);
-      protocol::HttpResponseHead head = HeadFor(200, exchange);
-      head.headers.insert(head.headers.end(), response_headers.begin(), response_headers.end());
-      const bool text = exchange.web == WebRpc::kGrpcWebText;
-      head.content_type = text ? kGrpcWebTextReplyType : kGrpcWebReplyType;
-      protocol::EncodeHttpResponse(head, text ? util::EncodeBase64(framed, true) : framed, out);
+      PackWebReply(controller, exchange, body, out);
       return true;
     }
     if (packed) {
       protocol::HttpResponseHead head = HeadFor(200, exchange);
-      head.headers.insert(head.headers.end(), response_headers.begin(), response_headers.end());
       head.content_type = exchange.json ? kJsonType : kProtoType;
       // As brpc: gzip when the handler asked for it and the client accepts it.
-      if (exchange.accepts_gzip && controller.response_compress_type() == COMPRESS_TYPE_GZIP) {
-        net::BufferChain plain, zipped;
-        plain.Append(body);
-        std::string ignored;
-        if (protocol::Compress(2, plain, &zipped, &ignored)) {
-          head.headers.emplace_back("Content-Encoding", "gzip");
-          protocol::EncodeHttpHead(head, zipped.size(), out);
-          out->Append(std::move(zipped));
-          return true;
-        }
-      }
-      protocol::EncodeHttpResponse(head, body, out);
+      EncodeBody(std::move(head), body,
+                 exchange.accepts_gzip &&
+                     controller.response_compress_type() == COMPRESS_TYPE_GZIP,
+                 out);
       return true;
     }
     code = ERESPONSE;
   }
   EncodeError(code, error_text, exchange, /*too_large=*/false, out);
   return false;
+}
+
+bool HttpServerProtocol::PackStreamEnd(ServerCall& call, const Exchange& exchange,
+                                       net::BufferChain* out) {
+  // Its messages went out as they were written: the end of the stream.
+  Controller& controller = call.controller();
+  WebStream& stream = *exchange.stream;
+  int status = 0;
+  std::string text;
+  if (controller.Failed()) {
+    status = static_cast<int>(
+        protocol::h2::GrpcStatusForError(controller.ErrorCode(), controller.ErrorText(), &text));
+  } else if (Clock::now() >= stream.deadline) {  // the handler gave up at the deadline
+    status = static_cast<int>(protocol::h2::GrpcStatus::kDeadlineExceeded);
+    text = "the stream's deadline passed";
+  }
+  const std::vector<std::pair<std::string, std::string>> metadata(
+      controller.response_user_fields().begin(), controller.response_user_fields().end());
+  EncodeStreamEnd(exchange, stream, status, text, metadata, out);
+  return status == 0;
+}
+
+void HttpServerProtocol::PackWebReply(Controller& controller, const Exchange& exchange,
+                                      const std::string& body, net::BufferChain* out) {
+  protocol::HttpResponseHead head = HeadFor(200, exchange);
+  for (const auto& [name, value] : controller.response_user_fields()) {  // metadata
+    head.headers.emplace_back(name, protocol::HttpHeaderValue(value));
+  }
+  if (exchange.web != WebRpc::kGrpcWeb && exchange.web != WebRpc::kGrpcWebText) {  // Connect
+    head.content_type = exchange.json ? kJsonType : kProtoType;
+    EncodeBody(std::move(head), body,
+               exchange.accepts_gzip && controller.response_compress_type() == COMPRESS_TYPE_GZIP,
+               out);
+    return;
+  }
+  std::string framed;
+  framed.reserve(body.size() + 64);
+  protocol::AppendGrpcWebMessage(body, /*compressed=*/false, &framed);
+  protocol::AppendGrpcWebTrailers(0, {}, {}, &framed);
+  const bool text = exchange.web == WebRpc::kGrpcWebText;
+  head.content_type = text ? kGrpcWebTextReplyType : kGrpcWebReplyType;
+  protocol::EncodeHttpResponse(head, text ? util::EncodeBase64(framed, true) : framed, out);
 }
 
 void HttpServerProtocol::SendReply(net::Connection& connection, int64_t key,

@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 
+#include "arenarpc/controller.h"
 #include "arenarpc/fiber.h"
 #include "builtin/builtin_service.h"
 #include "protocol/http/http_request_decoder.h"
@@ -125,6 +126,14 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   Step ServeBuiltin(net::Connection& connection, int64_t sequence, CallHead* head);
   Step CallMethod(int64_t sequence, std::string_view service, std::string_view method,
                   const MethodEntry* entry, CallHead* head);
+  // Kept out of the brpc HTTP path's functions (their code and inlining stay as they were):
+  // a web call's admission (metadata, a stream's request), its reply, a stream's end.
+  void AdmitWebCall(net::Connection& connection, ServerCall& call, RequestPayload* payload);
+  void PackWebReply(Controller& controller, const Exchange& exchange, const std::string& body,
+                    net::BufferChain* out);
+  bool PackStreamEnd(ServerCall& call, const Exchange& exchange, net::BufferChain* out);
+  // A grpc-web or Connect call's part of *head: its deadline, why it is invalid, its stream.
+  void WebCallHead(int64_t sequence, const MethodEntry* entry, CallHead* head);
   // The call `sequence` of a streaming method: a WebStream, or why it cannot be one.
   void OpenStream(int64_t sequence, const MethodEntry& entry, CallHead* head);
   // A streaming call's last bytes: the final frame (and the chunked body's end once its head went
