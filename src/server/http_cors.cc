@@ -19,26 +19,26 @@ constexpr std::string_view kExposedHeaders =
 
 }  // namespace
 
-bool CorsAllows(const ServerOptions& options, std::string_view origin) {
+const std::string* CorsMatch(const ServerOptions& options, std::string_view origin) {
   for (const std::string& allowed : options.cors_allowed_origins) {
-    if (allowed == "*" || allowed == origin) return true;
+    if (allowed == "*" || allowed == origin) return &allowed;
   }
-  return false;
+  return nullptr;
 }
 
-void AddCorsPreflightHeaders(const ServerOptions& options, std::string_view origin,
+void AddCorsPreflightHeaders(const ServerOptions& options, std::string_view allow_origin,
                              HeaderList* headers) {
   std::string allowed(kAllowedHeaders);
   for (const std::string& name : options.cors_allowed_headers) allowed += ", " + name;
-  headers->emplace_back("Access-Control-Allow-Origin", origin);
+  headers->emplace_back("Access-Control-Allow-Origin", allow_origin);
   headers->emplace_back("Access-Control-Allow-Methods", "POST, GET, OPTIONS");
   headers->emplace_back("Access-Control-Allow-Headers", std::move(allowed));
   headers->emplace_back("Access-Control-Max-Age", std::to_string(options.cors_max_age_sec));
   headers->emplace_back("Vary", "Origin");
 }
 
-void AddCorsReplyHeaders(std::string_view origin, HeaderList* headers) {
-  headers->emplace_back("Access-Control-Allow-Origin", origin);
+void AddCorsReplyHeaders(std::string_view allow_origin, HeaderList* headers) {
+  headers->emplace_back("Access-Control-Allow-Origin", allow_origin);
   headers->emplace_back("Access-Control-Expose-Headers", kExposedHeaders);
   headers->emplace_back("Vary", "Origin");
 }

@@ -14,14 +14,15 @@ namespace arenarpc::server {
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
-// `origin` is in cors_allowed_origins (or that list holds "*").
-bool CorsAllows(const ServerOptions& options, std::string_view origin);
-// A preflight's headers for an allowed `origin`: methods, the built-in request headers and
-// cors_allowed_headers, max age.
-void AddCorsPreflightHeaders(const ServerOptions& options, std::string_view origin,
+// The cors_allowed_origins entry `origin` matches — itself, or "*" — or nullptr: not allowed.
+// What Access-Control-Allow-Origin says ("*" allows any page, without credentials).
+const std::string* CorsMatch(const ServerOptions& options, std::string_view origin);
+// A preflight's headers for an allowed origin (`allow_origin`: CorsMatch's entry): methods, the
+// built-in request headers and cors_allowed_headers, max age.
+void AddCorsPreflightHeaders(const ServerOptions& options, std::string_view allow_origin,
                              HeaderList* headers);
-// A reply's headers for an allowed `origin`: Access-Control-Allow-Origin, the exposed gRPC and
+// A reply's headers for an allowed origin: Access-Control-Allow-Origin, the exposed gRPC and
 // Connect headers.
-void AddCorsReplyHeaders(std::string_view origin, HeaderList* headers);
+void AddCorsReplyHeaders(std::string_view allow_origin, HeaderList* headers);
 
 }  // namespace arenarpc::server

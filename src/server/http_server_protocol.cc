@@ -51,7 +51,12 @@ enum class BodyKind {
 
 BodyKind ClassifyBody(const std::string* type) {
   constexpr std::string_view kApplication = "application/";
-  if (type == nullptr || !StartsWithNoCase(*type, kApplication)) return BodyKind::kJson;
+  if (type == nullptr) return BodyKind::kJson;
+  // Clients send it lower-case: one memcmp, the case-blind loop only otherwise.
+  if (std::string_view(*type).substr(0, kApplication.size()) != kApplication &&
+      !StartsWithNoCase(*type, kApplication)) {
+    return BodyKind::kJson;
+  }
   std::string_view rest = std::string_view(*type).substr(kApplication.size());
   const char first = rest.empty() ? '\0' : static_cast<char>(rest[0] | 0x20);
   switch (first) {
@@ -320,9 +325,7 @@ ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::
   const ServerOptions& options = state_.config.options;
   const std::string* origin =
       options.cors_allowed_origins.empty() ? nullptr : request.Header("origin");
-  if (origin != nullptr && CorsAllows(options, *origin)) {
-    settings.cors_origin = std::make_shared<const std::string>(*origin);
-  }
+  if (origin != nullptr) settings.cors_origin = CorsMatch(options, *origin);
   Register(sequence, settings);
   if (origin != nullptr && request.method == "OPTIONS" &&
       request.Header("access-control-request-method") != nullptr) {
@@ -362,13 +365,14 @@ void HttpServerProtocol::OpenWebBody(Exchange* exchange) {
 
 void HttpServerProtocol::AnswerPreflight(net::Connection& connection, int64_t sequence) {
   const std::string& origin = *request_.Header("origin");
-  if (!CorsAllows(state_.config.options, origin)) {
+  const std::string* allowed = CorsMatch(state_.config.options, origin);
+  if (allowed == nullptr) {
     Respond(connection, sequence, Head(403),
             "origin " + origin + " is not in the server's cors_allowed_origins\n");
     return;
   }
   protocol::HttpResponseHead head = Head(204);
-  AddCorsPreflightHeaders(state_.config.options, origin, &head.headers);
+  AddCorsPreflightHeaders(state_.config.options, *allowed, &head.headers);
   Respond(connection, sequence, std::move(head), {});
 }
 
@@ -570,8 +574,9 @@ void HttpServerProtocol::OpenStream(int64_t sequence, const MethodEntry& entry, 
   auto it = exchanges_.find(sequence);
   if (it == exchanges_.end()) return;
   stream->request_compress = it->second.request_compress;
-  it->second.stream = std::move(stream);
-  streams_.fetch_add(1, std::memory_order_release);
+  it->second.stream = true;
+  web_streams_[sequence] = std::move(stream);
+  streams_.store(static_cast<int>(web_streams_.size()), std::memory_order_release);
   stream_call_ = true;
 }
 
@@ -716,7 +721,12 @@ bool HttpServerProtocol::PackStreamEnd(ServerCall& call, const Exchange& exchang
                                        net::BufferChain* out) {
   // Its messages went out as they were written: the end of the stream.
   Controller& controller = call.controller();
-  WebStream& stream = *exchange.stream;
+  const std::shared_ptr<WebStream> owned = StreamOf(call.correlation_id());
+  if (!owned) {  // cannot happen while its exchange is there; answer as a failed call
+    EncodeError(ECANCELED, "the stream is gone", exchange, /*too_large=*/false, out);
+    return false;
+  }
+  WebStream& stream = *owned;
   int status = 0;
   std::string text;
   if (controller.Failed()) {
@@ -816,7 +826,7 @@ protocol::HttpResponseHead HttpServerProtocol::HeadFor(int status, const Exchang
   head.status = status;
   head.keep_alive = exchange.keep_alive;
   head.version_minor = exchange.version_minor;
-  if (exchange.cors_origin) AddCorsReplyHeaders(*exchange.cors_origin, &head.headers);
+  if (exchange.cors_origin != nullptr) AddCorsReplyHeaders(*exchange.cors_origin, &head.headers);
   return head;
 }
 
@@ -889,7 +899,10 @@ void HttpServerProtocol::Deliver(net::Connection& connection, int64_t sequence,
       next.unsent.clear();
       if (!next.done) break;
       closing_ = !next.keep_alive;
-      if (next.stream) streams_.fetch_sub(1, std::memory_order_relaxed);
+      if (next.stream) {
+        web_streams_.erase(exchanges_.begin()->first);
+        streams_.store(static_cast<int>(web_streams_.size()), std::memory_order_release);
+      }
       exchanges_.erase(exchanges_.begin());
       ++next_to_write_;
     }
@@ -967,8 +980,8 @@ void HttpServerProtocol::EncodeStreamEnd(
 
 std::shared_ptr<HttpServerProtocol::WebStream> HttpServerProtocol::StreamOf(int64_t key) {
   std::lock_guard lock(mutex_);
-  auto it = exchanges_.find(key);
-  return it == exchanges_.end() ? nullptr : it->second.stream;
+  auto it = web_streams_.find(key);
+  return it == web_streams_.end() ? nullptr : it->second;
 }
 
 bool HttpServerProtocol::IsStreamCall(int64_t key) {
@@ -979,8 +992,9 @@ bool HttpServerProtocol::IsStreamCall(int64_t key) {
 
 int HttpServerProtocol::StreamRead(int64_t key, net::BufferChain* message, int* compress_type) {
   const Exchange exchange = ExchangeOf(key);
-  if (!exchange.stream || exchange.stream->connection == nullptr) return ECANCELED;
-  WebStream& stream = *exchange.stream;
+  const std::shared_ptr<WebStream> owned = StreamOf(key);
+  if (!owned || owned->connection == nullptr) return ECANCELED;
+  WebStream& stream = *owned;
   std::string bytes;
   {
     std::lock_guard lock(mutex_);
@@ -1041,8 +1055,9 @@ int HttpServerProtocol::StreamWaitRoom(int64_t key, size_t max_stream_bytes, boo
 int HttpServerProtocol::StreamSend(int64_t key, net::BufferChain&& message, bool /*compressed*/,
                                    const std::map<std::string, std::string>* metadata) {
   const Exchange exchange = ExchangeOf(key);
-  if (!exchange.stream || exchange.stream->connection == nullptr) return ECANCELED;
-  WebStream& stream = *exchange.stream;
+  const std::shared_ptr<WebStream> owned = StreamOf(key);
+  if (!owned || owned->connection == nullptr) return ECANCELED;
+  WebStream& stream = *owned;
   net::Connection& connection = *stream.connection;
   if (connection.closed()) return ECANCELED;
   std::string payload = message.ToString();
@@ -1086,9 +1101,7 @@ void HttpServerProtocol::AddStreamTrailer(int64_t key, std::string name, std::st
 void HttpServerProtocol::WakeStreams() {
   if (streams_.load(std::memory_order_acquire) == 0) return;
   std::lock_guard lock(mutex_);
-  for (auto& [sequence, exchange] : exchanges_) {
-    if (exchange.stream) exchange.stream->changed.notify_all();
-  }
+  for (auto& [sequence, stream] : web_streams_) stream->changed.notify_all();
 }
 
 void HttpServerProtocol::OnOutputDrained(net::Connection& /*connection*/) { WakeStreams(); }

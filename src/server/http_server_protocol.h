@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <mutex>
 
 #include "arenarpc/controller.h"
@@ -115,10 +116,10 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
     int request_compress = 0;
     bool accepts_gzip = false;  // Accept-Encoding names gzip
     WebRpc web = WebRpc::kNone;
-    // An allowed Origin (ServerOptions::cors_*): the reply says so. Shared: copies of a plain
-    // call's settings stay two null pointers.
-    std::shared_ptr<const std::string> cors_origin;
-    std::shared_ptr<WebStream> stream;  // a server-streaming call
+    // The cors_allowed_origins entry the request's Origin matched (an exact origin or "*"): the
+    // reply says so. Points into the server's options.
+    const std::string* cors_origin = nullptr;
+    bool stream = false;  // a server-streaming call: its WebStream is in web_streams_
   };
 
   // request_, answered as `sequence`: a method call, a page or an answer.
@@ -189,7 +190,7 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   size_t body_offset_ = 0;      // ... where its message starts in the body (grpc-web's envelope)
   bool stream_call_ = false;    // ... it is a server-streaming call (OpenStream)
   Clock::time_point read_at_;   // ... when its last bytes were read
-  std::atomic<int> streams_{0};  // exchanges with a WebStream: IsStreamCall()'s lock-free "no"
+  std::atomic<int> streams_{0};  // web_streams_.size(): IsStreamCall()'s lock-free "no"
 
   const size_t max_held_;
   const size_t max_held_bytes_;  // max_unwritten_bytes
@@ -200,6 +201,8 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   std::mutex mutex_;
   int64_t next_to_write_ = 0;
   std::map<int64_t, Exchange> exchanges_;  // not fully written yet, by sequence
+  // The server-streaming calls among them (kept apart: a plain call's Exchange stays small).
+  std::unordered_map<int64_t, std::shared_ptr<WebStream>> web_streams_;
   net::BufferChain ready_;   // bytes whose turn came, for the writing thread
   bool writing_ = false;     // a thread writes ready_ to the connection
   bool closing_ = false;     // a reply without keep-alive is complete: nothing follows it
