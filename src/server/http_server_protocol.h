@@ -162,6 +162,11 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   // max_request_memory (HTTP 413, RESOURCE_EXHAUSTED).
   static void EncodeError(int code, std::string_view text, const Exchange& exchange,
                           bool too_large, net::BufferChain* out);
+  static void EncodeWebError(int code, std::string_view text, const Exchange& exchange,
+                             bool too_large, net::BufferChain* out);  // http_web_calls.cc
+  // head + body; gzip-compressed (Content-Encoding: gzip) when `gzip` and it compresses.
+  static void EncodeBody(protocol::HttpResponseHead head, const std::string& body, bool gzip,
+                         net::BufferChain* out);
   Exchange ExchangeOf(int64_t sequence);  // a copy of its settings
   void Register(int64_t sequence, const Exchange& settings);
   // A complete response (head + body) for `sequence`, in order.
