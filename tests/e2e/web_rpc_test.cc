@@ -322,6 +322,22 @@ TEST_P(WebRpcTest, CorsPreflightAndReplies) {
   EXPECT_EQ("", other.Header("access-control-allow-origin"));
 }
 
+// "*" allows any origin, and says so: Access-Control-Allow-Origin: *.
+TEST_P(WebRpcTest, CorsAnyOrigin) {
+  ServerOptions options;
+  options.cors_allowed_origins = {"*"};
+  StartServer(options);
+  const HttpResponse preflight =
+      Call("OPTIONS /arenarpc.e2e.TestService/Echo HTTP/1.1\r\nHost: x\r\n"
+           "Origin: http://anywhere.test\r\nAccess-Control-Request-Method: POST\r\n\r\n");
+  EXPECT_EQ(204, preflight.status);
+  EXPECT_EQ("*", preflight.Header("access-control-allow-origin"));
+  const HttpResponse call = GrpcWeb(Frame(0, EchoRequestBytes("any")), "application/grpc-web",
+                                    "Origin: http://anywhere.test\r\n");
+  EXPECT_EQ("*", call.Header("access-control-allow-origin"));
+  EXPECT_EQ(1u, ParseGrpcWeb(call.body).messages.size());
+}
+
 // Without cors_allowed_origins a preflight is not answered as one (the browser refuses the call).
 TEST_P(WebRpcTest, NoCorsByDefault) {
   StartServer();
