@@ -528,6 +528,14 @@ TEST_P(WebStreamTest, ConnectServerStreamJsonAndProto) {
   EXPECT_EQ(1, second.index());
   EXPECT_EQ(R"({"error":{"code":"permission_denied","message":"failing"},"metadata":{"x-trailer":["t"]}})",
             proto.last);
+  // An envelope that claims 4 GiB - 1 (more than the body and than max_body_size).
+  std::string lie = Frame(0, StreamRequestBytes("lie", 1));
+  lie[1] = lie[2] = lie[3] = lie[4] = '\xff';
+  const StreamBody lying = ParseConnectStream(Curl(kStreamPath, "application/connect+proto", lie));
+  ASSERT_TRUE(lying.well_formed);
+  EXPECT_TRUE(lying.messages.empty());
+  EXPECT_EQ(0u, lying.last.find(R"({"error":{"code":"invalid_argument","message":"request envelope says 4294967295 bytes)"))
+      << lying.last;
   // A Connect streaming Content-Type on a unary method, a unary one on a streaming method.
   const StreamBody on_unary = ParseConnectStream(
       Curl("/arenarpc.e2e.StreamService/Unary", "application/connect+proto",
