@@ -129,7 +129,9 @@ using GrpcStreamHandler = std::function<void(GrpcServerStream& stream)>;
 // A google::protobuf::Service for a .proto service with streaming rpcs: streaming methods go to
 // the handlers added here, the others to `unary` (the generated service's implementation; nullptr:
 // they are answered ENOMETHOD). Register it with Server::AddService() like any service. Over
-// baidu_std and HTTP/1.1 a streaming method is not served (ENOMETHOD).
+// baidu_std and brpc's HTTP+JSON a streaming method is not served (ENOMETHOD); grpc-web and
+// Connect clients call its server-streaming methods over HTTP/1.1 (docs/http.md, "Browsers"),
+// where Write() waits while the connection holds max_buffered_bytes its socket did not take.
 class GrpcStreamService final : public google::protobuf::Service {
  public:
   explicit GrpcStreamService(const google::protobuf::ServiceDescriptor* descriptor,

@@ -174,6 +174,18 @@ struct ServerOptions {
   // The IP internal_port listens on ("0.0.0.0" / "::" to reach the pages from other hosts).
   std::string internal_address = "127.0.0.1";
 
+  // --- browsers (docs/http.md, "Browsers: grpc-web and Connect"): grpc-web and Connect calls
+  // are always served; these let pages from other origins make them (CORS).
+  // Origins whose pages may call the methods: exact ("https://app.example.com") or "*" (any).
+  // A method's reply to a request from one of them carries Access-Control-Allow-Origin and
+  // exposes grpc-status, grpc-message, ...; a preflight OPTIONS is answered 204 (403 for another
+  // origin). Empty = no CORS: browsers refuse cross-origin calls.
+  std::vector<std::string> cors_allowed_origins;
+  // Request headers such pages may send beyond the built-in list (Content-Type, Authorization,
+  // grpc-web's and Connect's own headers, traceparent); e.g. your metadata's names.
+  std::vector<std::string> cors_allowed_headers;
+  // How long a browser may keep a preflight's answer (Access-Control-Max-Age), seconds.
+  int cors_max_age_sec = 7200;
   // --- registration in a registry (docs/cluster.md); needs the arenarpc::etcd component
   // "etcd://host:port[,host:port]/prefix": Start() puts "<prefix>/<advertised_address>" on a lease
   // and keeps it alive; Stop() deletes it first. Empty = not registered.

@@ -356,15 +356,9 @@ void GrpcServerProtocol::Fail(net::Connection& connection, int64_t key, GrpcStat
 
 void GrpcServerProtocol::SendError(net::Connection& connection, int64_t key, int code,
                                    std::string_view text) {
-  if (code == ENOMETHOD || code == ENOSERVICE) {
-    // gRPC's words (grpc-java's: gRPC C++ sends UNIMPLEMENTED without text) for the path
-    // "pkg.Service/Method" the registry's text ends with (protocol::NoMethodText).
-    const size_t equals = text.find('=');
-    const std::string_view path = equals == std::string_view::npos ? text : text.substr(equals + 1);
-    Fail(connection, key, GrpcStatus::kUnimplemented, "Method not found: " + std::string(path));
-    return;
-  }
-  Fail(connection, key, protocol::h2::GrpcStatusForError(code), text);
+  std::string grpc_text;
+  const GrpcStatus status = protocol::h2::GrpcStatusForError(code, text, &grpc_text);
+  Fail(connection, key, status, grpc_text);
 }
 
 void GrpcServerProtocol::SendRequestTooLarge(net::Connection& connection, int64_t key,

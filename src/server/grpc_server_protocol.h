@@ -19,6 +19,7 @@
 #include "protocol/h2/grpc_server_session.h"
 #include "server/server_protocol.h"
 #include "stream/stream_registry.h"
+#include "server/stream_transport.h"
 
 namespace arenarpc::server {
 
@@ -35,7 +36,7 @@ struct StreamWaits {
   std::shared_ptr<stream::StreamCounters> counters;
 };
 
-class GrpcServerProtocol final : public ServerProtocol {
+class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTransport {
  public:
   explicit GrpcServerProtocol(ServerState& state);
   static std::unique_ptr<ServerProtocol> Create(ServerState& state, ServerConnection& owner,
@@ -72,29 +73,24 @@ class GrpcServerProtocol final : public ServerProtocol {
   void OnOutputDrained(net::Connection& connection) override;
 
   // Streaming calls (arenarpc/grpc_stream.h; server/grpc_server_stream.cc), by the call's key.
-  using Clock = std::chrono::steady_clock;
+  // Canceled: RST_STREAM, connection closed, broken input. The connection's bytes that
+  // StreamWaitRoom() counts are replies held for the client's windows plus bytes its socket has
+  // not taken.
   bool IsStreamCall(int64_t key) override;
-  bool StreamAcceptsGzip(int64_t key);
-  size_t max_body_size() const noexcept { return max_body_size_; }
-  ServerState& state() const noexcept { return state_; }
-  // The next request message (*compress_type: its codec, 0 none): 0; ENODATA the client ended
-  // its side; ECANCELED the call was canceled (RST_STREAM, connection closed, broken input) or its
-  // deadline passed; EREQUEST a compressed message without grpc-encoding.
-  int StreamRead(int64_t key, net::BufferChain* message, int* compress_type);
-  // Waits (`wait`) until the stream may queue one more message: it holds less than
-  // `max_stream_bytes` (or nothing) and the connection less than max_unwritten_bytes. 0; EAGAIN
-  // (not `wait`); ETIMEDOUT `until` passed; ECANCELED as above. The connection's bytes are
-  // replies held for the client's windows plus bytes its socket has not taken.
-  int StreamWaitRoom(int64_t key, size_t max_stream_bytes, bool wait, Clock::time_point until);
-  // Queues one response message; the headers (with *metadata) go first, with the first one.
+  bool StreamAcceptsGzip(int64_t key) override;
+  size_t max_body_size() const noexcept override { return max_body_size_; }
+  ServerState& state() const noexcept override { return state_; }
+  int StreamRead(int64_t key, net::BufferChain* message, int* compress_type) override;
+  int StreamWaitRoom(int64_t key, size_t max_stream_bytes, bool wait,
+                     Clock::time_point until) override;
   int StreamSend(int64_t key, net::BufferChain&& message, bool compressed,
-                 const std::map<std::string, std::string>* metadata);
-  void AddStreamTrailer(int64_t key, std::string name, std::string value);
+                 const std::map<std::string, std::string>* metadata) override;
+  void AddStreamTrailer(int64_t key, std::string name, std::string value) override;
   // Wakes the call's waits (its controller's NotifyOnCancel fired).
   void WakeStream(int64_t key);
   // Shows the streaming call in the server's stream registry (the pages) while the entry lives;
   // its buffered bytes are kept current here, its messages are counted by the caller.
-  stream::StreamRegistry::Entry RegisterStream(int64_t key, std::string_view method);
+  stream::StreamRegistry::Entry RegisterStream(int64_t key, std::string_view method) override;
 
  private:
   // A call between its admission and its reply.

@@ -1,7 +1,8 @@
-// arenarpc/grpc_stream.h: a streaming method's handler on a gRPC call of the HTTP/2 port. The
-// call is admitted and run as a unary one (ServerCall, with an empty request); GrpcStreamService
-// runs the handler with a GrpcServerStream over the protocol's stream, and the call's reply ends
-// the stream with its status (GrpcServerProtocol::PackReply / SendReply).
+// arenarpc/grpc_stream.h: a streaming method's handler on a gRPC call of the HTTP/2 port (or a
+// grpc-web / Connect server-streaming call over HTTP/1.1). The call is admitted and run as a unary
+// one (ServerCall, with an empty request); GrpcStreamService runs the handler with a
+// GrpcServerStream over the protocol's stream (ServerStreamTransport), and the call's reply ends
+// the stream with its status (the protocol's PackReply / SendReply).
 #include "arenarpc/grpc_stream.h"
 
 #include <google/protobuf/descriptor.h>
@@ -14,9 +15,9 @@
 #include "protocol/payload_bytes.h"
 #include "protocol/payload_codec.h"
 #include "protocol/rpc_meta.pb.h"
-#include "server/grpc_server_protocol.h"
 #include "server/server_call.h"
 #include "server/server_state.h"
+#include "server/stream_transport.h"
 
 namespace arenarpc {
 
@@ -45,7 +46,7 @@ struct ReadKeep {
 
 class ServerStream final : public GrpcServerStream {
  public:
-  ServerStream(server::GrpcServerProtocol& protocol, server::ServerCall& call,
+  ServerStream(server::ServerStreamTransport& protocol, server::ServerCall& call,
                const GrpcStreamMethodOptions& options)
       : protocol_(protocol),
         call_(call),
@@ -164,7 +165,7 @@ class ServerStream final : public GrpcServerStream {
     return rc;
   }
 
-  server::GrpcServerProtocol& protocol_;
+  server::ServerStreamTransport& protocol_;
   server::ServerCall& call_;
   const int64_t key_;
   const GrpcStreamMethodOptions options_;
@@ -232,11 +233,12 @@ void GrpcStreamService::CallMethod(const google::protobuf::MethodDescriptor* met
   }
   auto* call = dynamic_cast<server::ServerCall*>(done);
   auto* protocol =
-      call == nullptr ? nullptr : dynamic_cast<server::GrpcServerProtocol*>(&call->protocol());
+      call == nullptr ? nullptr : dynamic_cast<server::ServerStreamTransport*>(&call->protocol());
   if (protocol == nullptr || !protocol->IsStreamCall(call->correlation_id())) {
     static_cast<Controller*>(controller)
         ->SetFailed(ENOMETHOD, "streaming rpc " + method->full_name() +
-                                   " is served to gRPC clients (HTTP/2) only");
+                                   " is served to gRPC clients (HTTP/2), and its server "
+                                   "streaming to grpc-web and Connect clients");
     done->Run();
     return;
   }

@@ -1,18 +1,26 @@
 #include "server/http_server_protocol.h"
 
+#include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include "arenarpc/error_codes.h"
 #include "builtin/builtin_service.h"
 #include "call/trace_headers.h"
 #include "protocol/compression.h"
+#include "protocol/h2/grpc_wire.h"
+#include "protocol/http/connect_wire.h"
+#include "protocol/http/grpc_web_wire.h"
 #include "protocol/http/json_message.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
 #include "server/capture_seam.h"
+#include "server/http_cors.h"
+#include "server/method_entry.h"
 #include "server/server_call.h"
 #include "server/server_connection.h"
+#include "util/base64.h"
 
 namespace arenarpc::server {
 
@@ -30,11 +38,53 @@ bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
   return true;
 }
 
-// Binary protobuf bodies: "application/proto" and "application/x-protobuf" (brpc's names).
-bool IsProtoBody(const protocol::HttpRequest& request) {
-  const std::string* type = request.Header("content-type");
-  return type != nullptr &&
-         (StartsWithNoCase(*type, kProtoType) || StartsWithNoCase(*type, "application/x-protobuf"));
+// What a request's Content-Type says its body is: brpc's JSON (also without one) or protobuf
+// ("application/proto", "application/x-protobuf"), grpc-web's, Connect streaming's. One compare
+// of "application/" and a switch on the next byte: brpc's calls pay no more than before.
+enum class BodyKind {
+  kJson, kProto, kGrpcWeb, kGrpcWebText, kGrpcWebOther, kConnectProto, kConnectJson, kConnectOther
+};
+
+BodyKind ClassifyBody(const std::string* type) {
+  constexpr std::string_view kApplication = "application/";
+  if (type == nullptr) return BodyKind::kJson;
+  // Clients send it lower-case: one memcmp, the case-blind loop only otherwise.
+  if (std::string_view(*type).substr(0, kApplication.size()) != kApplication &&
+      !StartsWithNoCase(*type, kApplication)) {
+    return BodyKind::kJson;
+  }
+  std::string_view rest = std::string_view(*type).substr(kApplication.size());
+  const char first = rest.empty() ? '\0' : static_cast<char>(rest[0] | 0x20);
+  switch (first) {
+    case 'p':
+      return StartsWithNoCase(rest, "proto") ? BodyKind::kProto : BodyKind::kJson;
+    case 'x':
+      return StartsWithNoCase(rest, "x-protobuf") ? BodyKind::kProto : BodyKind::kJson;
+    case 'g': {
+      constexpr std::string_view kGrpcWeb = "grpc-web";
+      if (!StartsWithNoCase(rest, kGrpcWeb)) return BodyKind::kJson;
+      // "", "+proto", "-text", "-text+proto" (parameters after ';' aside)
+      rest.remove_prefix(kGrpcWeb.size());
+      rest = rest.substr(0, rest.find(';'));
+      while (!rest.empty() && rest.back() == ' ') rest.remove_suffix(1);
+      const bool text = StartsWithNoCase(rest, "-text");
+      if (text) rest.remove_prefix(5);
+      if (!rest.empty() && !(rest.size() == 6 && StartsWithNoCase(rest, "+proto"))) {
+        return BodyKind::kGrpcWebOther;
+      }
+      return text ? BodyKind::kGrpcWebText : BodyKind::kGrpcWeb;
+    }
+    case 'c': {
+      constexpr std::string_view kConnect = "connect+";
+      if (!StartsWithNoCase(rest, kConnect)) return BodyKind::kJson;
+      rest.remove_prefix(kConnect.size());
+      if (StartsWithNoCase(rest, "proto")) return BodyKind::kConnectProto;
+      if (StartsWithNoCase(rest, "json")) return BodyKind::kConnectJson;
+      return BodyKind::kConnectOther;
+    }
+    default:
+      return BodyKind::kJson;
+  }
 }
 
 // Content-Encoding of a request body as a baidu_std compress type (protocol/compression.h):
@@ -146,7 +196,7 @@ std::unique_ptr<ServerProtocol> HttpServerProtocol::Create(ServerState& state,
 }
 
 ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::BufferChain& input,
-                                              std::chrono::steady_clock::time_point /*read_at*/,
+                                              std::chrono::steady_clock::time_point read_at,
                                               CallHead* head) {
   if (stopped_) {  // after "Connection: close" or bad input nothing more is read
     input.clear();
@@ -178,13 +228,69 @@ ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::
   }
   const int64_t sequence = next_sequence_++;
   if (!request.keep_alive) stopped_ = true;
+  read_at_ = read_at;
   Exchange settings;
   settings.keep_alive = request.keep_alive;
   settings.version_minor = request.version_minor;
-  settings.json = !IsProtoBody(request);
   settings.request_compress = RequestCompressType(request);
   settings.accepts_gzip = AcceptsGzip(request);
+  // The body's protocol from its Content-Type: one compare for brpc's JSON and protobuf bodies,
+  // then whether a Connect client sent it.
+  const std::string* type = request.Header("content-type");
+  const BodyKind kind = ClassifyBody(type);
+  if (kind != BodyKind::kJson && kind != BodyKind::kProto) {  // a web call: its own state
+    web_invalid_.clear();
+    body_offset_ = 0;
+  }
+  switch (kind) {
+    case BodyKind::kJson:
+      settings.json = true;
+      break;
+    case BodyKind::kProto:
+      settings.json = false;
+      break;
+    case BodyKind::kGrpcWeb:
+    case BodyKind::kGrpcWebText:
+      settings.web = kind == BodyKind::kGrpcWeb ? WebRpc::kGrpcWeb : WebRpc::kGrpcWebText;
+      settings.json = false;
+      OpenWebBody(&settings);
+      break;
+    case BodyKind::kConnectProto:
+    case BodyKind::kConnectJson:
+      settings.web = WebRpc::kConnectStream;
+      settings.json = kind == BodyKind::kConnectJson;
+      OpenWebBody(&settings);
+      break;
+    case BodyKind::kGrpcWebOther:
+      settings.web = WebRpc::kGrpcWeb;
+      settings.json = false;
+      web_invalid_ = "Content-Type " + *type + " is not served: grpc-web with protobuf messages "
+                     "(application/grpc-web, +proto, -text, -text+proto)";
+      break;
+    case BodyKind::kConnectOther:
+      settings.web = WebRpc::kConnectStream;
+      web_invalid_ = "Content-Type " + *type + " is not served: Connect streaming with "
+                     "application/connect+proto or application/connect+json";
+      break;
+  }
+  // A Connect unary call is a JSON or protobuf body with the header its clients always send.
+  if (settings.web == WebRpc::kNone && request.connect_protocol) {
+    settings.web = WebRpc::kConnect;
+    web_invalid_.clear();
+    body_offset_ = 0;
+  }
+  web_ = settings.web;
+  const ServerOptions& options = state_.config.options;
+  const std::string* origin =
+      options.cors_allowed_origins.empty() ? nullptr : request.Header("origin");
+  if (origin != nullptr) settings.cors_origin = CorsMatch(options, *origin);
   Register(sequence, settings);
+  if (origin != nullptr && request.method == "OPTIONS" &&
+      request.Header("access-control-request-method") != nullptr) {
+    AnswerPreflight(connection, sequence);
+    request_ = protocol::HttpRequest();
+    return Step::kAnswered;
+  }
   const Step step = Route(connection, sequence, head);
   if (step == Step::kAnswered) request_ = protocol::HttpRequest();  // nothing to keep
   return step;
@@ -197,8 +303,8 @@ ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int6
   if (SplitMethodPath(request.path, &service, &method)) {
     int code = 0;
     std::string text;
-    const bool known = state_.config.registry.Resolve(service, method, &code, &text) != nullptr;
-    if (known ||
+    const MethodEntry* entry = state_.config.registry.Resolve(service, method, &code, &text);
+    if (entry != nullptr ||
         (request.method == "POST" && state_.config.builtins.Find(request.path) == nullptr)) {
       if (internal_port_) {
         Respond(connection, sequence, Head(404),
@@ -211,7 +317,7 @@ ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int6
         Respond(connection, sequence, std::move(head), "call " + request.path + " with POST\n");
         return Step::kAnswered;
       }
-      return CallMethod(sequence, service, method, head);
+      return CallMethod(sequence, service, method, entry, head);
     }
   }
   return ServeBuiltin(connection, sequence, head);
@@ -289,7 +395,8 @@ void HttpServerProtocol::SendPage(net::Connection& connection, int64_t sequence,
 }
 
 ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::string_view service,
-                                                    std::string_view method, CallHead* head) {
+                                                    std::string_view method,
+                                                    const MethodEntry* entry, CallHead* head) {
   const protocol::HttpRequest& request = request_;
   head->service_name = service;
   head->method_name = method;
@@ -304,6 +411,10 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
                     " is not supported (gzip, deflate or identity)";
     head->invalid_code = EREQUEST;
     head->invalid_text = invalid_text_;
+  }
+  if (web_ != WebRpc::kNone) {
+    WebCallHead(sequence, entry, head);
+    return Step::kCall;
   }
   if (const std::string* value = request.Header("x-bd-timeout-ms")) {
     int32_t timeout_ms = -1;
@@ -320,7 +431,7 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
   return Step::kCall;
 }
 
-void HttpServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& call,
+void HttpServerProtocol::Admitted(net::Connection& connection, ServerCall& call,
                                   RequestPayload* payload) {
   CaptureHttp(state_.capture.get(), request_, call.method());
   Controller& controller = call.controller();
@@ -332,6 +443,10 @@ void HttpServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& c
   internal::TraceHeaderReader trace;
   for (const auto& [name, value] : request_.headers) trace.Offer(name, value);
   if (TraceContext context = trace.Take(); context.valid()) controller.set_trace(std::move(context));
+  if (web_ != WebRpc::kNone) {
+    AdmitWebCall(connection, call, payload);
+    return;
+  }
   payload->request_size = request_.body.size();
   payload->bytes.Append(request_.body);
   request_ = protocol::HttpRequest();
@@ -395,6 +510,7 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
                                    net::BufferChain* out) {
   const Exchange exchange = ExchangeOf(call.correlation_id());
   Controller& controller = call.controller();
+  if (exchange.stream) return PackStreamEnd(call, exchange, out);
   int code = controller.ErrorCode();
   std::string error_text = controller.ErrorText();
   if (!controller.Failed()) {
@@ -409,27 +525,23 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
       error_text = "cannot serialize " + response.GetTypeName() + ": " +
                    response.InitializationErrorString();
     }
+    if (packed && exchange.web != WebRpc::kNone) {
+      PackWebReply(controller, exchange, body, out);
+      return true;
+    }
     if (packed) {
       protocol::HttpResponseHead head = HeadFor(200, exchange);
       head.content_type = exchange.json ? kJsonType : kProtoType;
       // As brpc: gzip when the handler asked for it and the client accepts it.
-      if (exchange.accepts_gzip && controller.response_compress_type() == COMPRESS_TYPE_GZIP) {
-        net::BufferChain plain, zipped;
-        plain.Append(body);
-        std::string ignored;
-        if (protocol::Compress(2, plain, &zipped, &ignored)) {
-          head.headers.emplace_back("Content-Encoding", "gzip");
-          protocol::EncodeHttpHead(head, zipped.size(), out);
-          out->Append(std::move(zipped));
-          return true;
-        }
-      }
-      protocol::EncodeHttpResponse(head, body, out);
+      EncodeBody(std::move(head), body,
+                 exchange.accepts_gzip &&
+                     controller.response_compress_type() == COMPRESS_TYPE_GZIP,
+                 out);
       return true;
     }
     code = ERESPONSE;
   }
-  protocol::EncodeHttpResponse(ErrorHead(code, error_text, exchange), WithNewline(error_text), out);
+  EncodeError(code, error_text, exchange, /*too_large=*/false, out);
   return false;
 }
 
@@ -440,14 +552,43 @@ void HttpServerProtocol::SendReply(net::Connection& connection, int64_t key,
 
 void HttpServerProtocol::SendError(net::Connection& connection, int64_t key, int code,
                                    std::string_view text) {
-  Respond(connection, key, ErrorHead(code, text, ExchangeOf(key)), WithNewline(text));
+  net::BufferChain bytes;
+  EncodeError(code, text, ExchangeOf(key), /*too_large=*/false, &bytes);
+  Deliver(connection, key, std::move(bytes), /*final=*/true);
 }
 
 void HttpServerProtocol::SendRequestTooLarge(net::Connection& connection, int64_t key,
                                              std::string_view text) {
-  protocol::HttpResponseHead head = ErrorHead(EREQUEST, text, ExchangeOf(key));
-  head.status = 413;
-  Respond(connection, key, std::move(head), WithNewline(text));
+  net::BufferChain bytes;
+  EncodeError(EREQUEST, text, ExchangeOf(key), /*too_large=*/true, &bytes);
+  Deliver(connection, key, std::move(bytes), /*final=*/true);
+}
+
+void HttpServerProtocol::EncodeError(int code, std::string_view text, const Exchange& exchange,
+                                     bool too_large, net::BufferChain* out) {
+  if (exchange.web != WebRpc::kNone) {
+    EncodeWebError(code, text, exchange, too_large, out);
+    return;
+  }
+  protocol::HttpResponseHead head = ErrorHead(code, text, exchange);
+  if (too_large) head.status = 413;
+  protocol::EncodeHttpResponse(head, WithNewline(text), out);
+}
+
+void HttpServerProtocol::EncodeBody(protocol::HttpResponseHead head, const std::string& body,
+                                    bool gzip, net::BufferChain* out) {
+  if (gzip) {
+    net::BufferChain plain, zipped;
+    plain.Append(body);
+    std::string ignored;
+    if (protocol::Compress(2, plain, &zipped, &ignored)) {
+      head.headers.emplace_back("Content-Encoding", "gzip");
+      protocol::EncodeHttpHead(head, zipped.size(), out);
+      out->Append(std::move(zipped));
+      return;
+    }
+  }
+  protocol::EncodeHttpResponse(head, body, out);
 }
 
 protocol::HttpResponseHead HttpServerProtocol::HeadFor(int status, const Exchange& exchange) {
@@ -455,6 +596,7 @@ protocol::HttpResponseHead HttpServerProtocol::HeadFor(int status, const Exchang
   head.status = status;
   head.keep_alive = exchange.keep_alive;
   head.version_minor = exchange.version_minor;
+  if (exchange.cors_origin != nullptr) AddCorsReplyHeaders(*exchange.cors_origin, &head.headers);
   return head;
 }
 
@@ -477,6 +619,9 @@ HttpServerProtocol::Exchange HttpServerProtocol::ExchangeOf(int64_t sequence) {
     copy.json = it->second.json;
     copy.request_compress = it->second.request_compress;
     copy.accepts_gzip = it->second.accepts_gzip;
+    copy.web = it->second.web;
+    copy.cors_origin = it->second.cors_origin;
+    copy.stream = it->second.stream;
   }
   return copy;
 }
@@ -490,6 +635,8 @@ void HttpServerProtocol::Register(int64_t sequence, const Exchange& settings) {
   exchange.json = settings.json;
   exchange.request_compress = settings.request_compress;
   exchange.accepts_gzip = settings.accepts_gzip;
+  exchange.web = settings.web;
+  exchange.cors_origin = settings.cors_origin;
 }
 
 void HttpServerProtocol::Respond(net::Connection& connection, int64_t sequence,
@@ -522,6 +669,10 @@ void HttpServerProtocol::Deliver(net::Connection& connection, int64_t sequence,
       next.unsent.clear();
       if (!next.done) break;
       closing_ = !next.keep_alive;
+      if (next.stream) {
+        web_streams_.erase(exchanges_.begin()->first);
+        streams_.store(static_cast<int>(web_streams_.size()), std::memory_order_release);
+      }
       exchanges_.erase(exchanges_.begin());
       ++next_to_write_;
     }

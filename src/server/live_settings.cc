@@ -160,6 +160,7 @@ void AddFixed(const ServerOptions& o, std::vector<ServerSetting>* out) {
   line("main_port_pages", o.main_port_pages == MainPortPages::kAll      ? "kAll"
                           : o.main_port_pages == MainPortPages::kHealth ? "kHealth"
                                                                         : "kNone");
+  line("cors_allowed_origins", number(o.cors_allowed_origins.size()));
   line("settings_from_pages", o.settings_from_pages ? "true" : "false");
   line("auth", o.auth != nullptr ? "set" : "none");
   line("tls", o.tls.cert_file.empty() ? "off" : "on");

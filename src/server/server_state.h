@@ -30,8 +30,8 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   ConnectionTable connections;
   memory::MessageMemoryBudget message_memory;  // max_inflight_message_memory
   ServerCounters counters;
-  // Open STRM streams and gRPC streaming calls, for the pages (held by the streams too: they may
-  // outlive the state).
+  // Open STRM streams and gRPC / grpc-web / Connect streaming calls, for the pages (held by the
+  // streams too: they may outlive the state).
   std::shared_ptr<stream::StreamRegistry> streams = std::make_shared<stream::StreamRegistry>();
   LiveSettings live;  // what may change while the server runs, and who changed it
   // grpc.health.v1.Health's statuses (Server::SetServingStatus; NOT_SERVING once Stop() begins).

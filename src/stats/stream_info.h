@@ -8,10 +8,16 @@
 
 namespace arenarpc::stats {
 
-enum class StreamKind { kStrm, kGrpc };
+// kWeb: grpc-web or Connect server streaming over HTTP/1.1.
+enum class StreamKind { kStrm, kGrpc, kWeb };
 
 constexpr std::string_view StreamKindName(StreamKind kind) {
-  return kind == StreamKind::kStrm ? "strm" : "grpc";
+  switch (kind) {
+    case StreamKind::kStrm: return "strm";
+    case StreamKind::kGrpc: return "grpc";
+    case StreamKind::kWeb: return "web";
+  }
+  return "?";
 }
 
 // Messages and bytes each way. Bytes are the messages' own bytes (STRM: the message as written;

@@ -12,12 +12,14 @@
 #include <fstream>
 #include <set>
 
+#include "chromium_dom.h"
 #include "http_get.h"
 #include "server_fixture.h"
 
 namespace arenarpc::builtin {
 namespace {
 
+using e2e::DumpDom;
 using e2e::TestRequest;
 using e2e::TestResponse;
 using e2e::TestService_Stub;
@@ -77,18 +79,6 @@ bool Screenshot(const std::filesystem::path& dir, const std::string& url,
       " --screenshot='" + png.string() + "' '" + url + "' > '" + (dir / "chromium.log").string() +
       "' 2>&1";
   return std::system(command.c_str()) == 0 && std::filesystem::exists(png);
-}
-
-// Runs Chromium on `url` and returns the DOM it rendered; empty if it failed.
-std::string DumpDom(const std::filesystem::path& dir, const std::string& url) {
-  const auto out = dir / "dom.html";
-  const std::string command =
-      "timeout 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --no-first-run "
-      "--disable-extensions --user-data-dir='" + (dir / "profile").string() + "' --dump-dom '" +
-      url + "' > '" + out.string() + "' 2> '" + (dir / "chromium.log").string() + "'";
-  if (std::system(command.c_str()) != 0) return {};
-  std::ifstream in(out);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 bool Contains(const std::string& text, const std::string& part) {

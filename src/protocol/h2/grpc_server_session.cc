@@ -6,6 +6,7 @@
 
 #include "protocol/h2/grpc_wire.h"
 #include "protocol/h2/nghttp2_glue.h"
+#include "protocol/http/grpc_web_wire.h"
 
 namespace arenarpc::protocol::h2 {
 
@@ -13,10 +14,30 @@ namespace {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
-bool IsGrpcContentType(std::string_view type) {
+// What a request's content-type asks for (docs/grpc.md; grpc-web: docs/http.md, "Browsers").
+enum class ContentKind { kGrpc, kGrpcWeb, kGrpcWebText, kOther };
+
+ContentKind KindOf(std::string_view type) {
   constexpr std::string_view kGrpc = "application/grpc";
-  return type.substr(0, kGrpc.size()) == kGrpc &&
-         (type.size() == kGrpc.size() || type[kGrpc.size()] == '+' || type[kGrpc.size()] == ';');
+  if (type.substr(0, kGrpc.size()) != kGrpc) return ContentKind::kOther;
+  type.remove_prefix(kGrpc.size());
+  if (type.empty() || type[0] == '+' || type[0] == ';') return ContentKind::kGrpc;
+  constexpr std::string_view kWeb = "-web", kText = "-web-text";
+  const bool text = type.substr(0, kText.size()) == kText;
+  if (!text && type.substr(0, kWeb.size()) != kWeb) return ContentKind::kOther;
+  type.remove_prefix(text ? kText.size() : kWeb.size());
+  if (!type.empty() && type.substr(0, 6) != "+proto" && type[0] != ';') return ContentKind::kOther;
+  return text ? ContentKind::kGrpcWebText : ContentKind::kGrpcWeb;
+}
+
+constexpr std::string_view kGrpcType = "application/grpc";
+constexpr std::string_view kGrpcWebType = "application/grpc-web+proto";
+
+// grpc-web's trailers frame (flag 0x80, "name:value" lines) appended to `out`.
+void AppendTrailersFrame(const Headers& fields, net::BufferChain* out) {
+  std::string frame;
+  AppendGrpcWebTrailerFields(fields, &frame);
+  out->Append(frame);
 }
 
 constexpr size_t kCopiedMessageBytes = 1024;
@@ -38,6 +59,7 @@ struct GrpcServerSession::Stream {
   bool reset_after_send = false;  // answered before the client ended its side
   net::BufferChain out;      // response bytes for DATA frames
   Headers trailers;
+  bool web = false;  // grpc-web: the trailers are the body's last frame, not HTTP/2 trailers
   // Streaming calls
   struct InMessage {
     bool compressed = false;
@@ -144,9 +166,17 @@ struct GrpcServerSession::Callbacks {
     }
     if (stream->complete) return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-      if (stream->method != "POST" || !IsGrpcContentType(stream->content_type)) {
+      const ContentKind kind = KindOf(stream->content_type);
+      stream->web = kind == ContentKind::kGrpcWeb;
+      if (stream->method != "POST" || kind == ContentKind::kOther) {
         self.Refuse(*stream, GrpcStatus::kUnimplemented,
-                    "this port serves gRPC over HTTP/2: POST with content-type application/grpc");
+                    "this port serves gRPC over HTTP/2: POST with content-type application/grpc "
+                    "(or application/grpc-web+proto; Connect and grpc-web-text: HTTP/1.1)");
+        return 0;
+      }
+      if (kind == ContentKind::kGrpcWebText) {
+        self.Refuse(*stream, GrpcStatus::kUnimplemented,
+                    "application/grpc-web-text is served over HTTP/1.1 on this port");
         return 0;
       }
       if (self.is_streaming_ && self.is_streaming_(stream->request.path)) {
@@ -267,8 +297,10 @@ struct GrpcServerSession::Callbacks {
     if (stream->streaming && n > 0 && (self.drained_.empty() || self.drained_.back() != stream_id)) {
       self.drained_.push_back(stream_id);
     }
-    if (stream->out.empty() && (!stream->streaming || stream->finished)) {
-      *data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    if (stream->out.empty() && (!stream->streaming || stream->finished) && stream->web) {
+      *data_flags |= NGHTTP2_DATA_FLAG_EOF;  // the trailers frame was the body's last bytes
+    } else if (stream->out.empty() && (!stream->streaming || stream->finished)) {
+      *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM | NGHTTP2_DATA_FLAG_EOF;
       std::vector<nghttp2_nv> nv;
       for (auto& [name, value] : stream->trailers) {
         nv.push_back({reinterpret_cast<uint8_t*>(name.data()),
@@ -282,6 +314,10 @@ struct GrpcServerSession::Callbacks {
     return static_cast<ssize_t>(n);
   }
 };
+
+std::string_view GrpcServerSession::ContentType(const Stream& stream) {
+  return stream.web ? kGrpcWebType : kGrpcType;
+}
 
 SessionCallbacks GrpcServerSession::CallbackTable() {
   SessionCallbacks callbacks = CommonCallbacks<Callbacks>();
@@ -550,9 +586,10 @@ void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, b
   EncodeMessagePrefix(compressed, static_cast<uint32_t>(message.size()), prefix);
   stream->out.Append(std::string_view(prefix, sizeof(prefix)));
   stream->out.Append(std::move(message));
-  held_bytes_ += stream->out.held_bytes();
   stream->trailers = {{"grpc-status", "0"}};
-  Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
+  if (stream->web) AppendTrailersFrame(stream->trailers, &stream->out);
+  held_bytes_ += stream->out.held_bytes();
+  Headers headers = {{":status", "200"}, {"content-type", std::string(ContentType(*stream))}};
   if (compressed) headers.emplace_back("grpc-encoding", "gzip");
   for (const auto& [name, value] : metadata) {
     if (!IsReservedHeader(name)) headers.emplace_back(name, value);
@@ -572,7 +609,7 @@ void GrpcServerSession::Fail(int32_t stream_id, GrpcStatus status, std::string_v
                              std::string_view details) {
   Stream* stream = Find(stream_id);
   if (stream == nullptr || stream->responded) return;
-  Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
+  Headers headers = {{":status", "200"}, {"content-type", std::string(ContentType(*stream))}};
   for (auto& field : StatusFields(status, text, details)) headers.push_back(std::move(field));
   stream->finished = true;
   Submit(*stream, std::move(headers), /*with_body=*/false);
@@ -749,7 +786,7 @@ bool GrpcServerSession::SendMessage(int32_t stream_id, net::BufferChain&& messag
     nghttp2_session_resume_data(h2_.get(), stream_id);
     return true;
   }
-  Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
+  Headers headers = {{":status", "200"}, {"content-type", std::string(ContentType(*stream))}};
   if (compressed) headers.emplace_back("grpc-encoding", "gzip");
   for (const auto& [name, value] : metadata) {
     if (!IsReservedHeader(name)) headers.emplace_back(name, value);
@@ -769,7 +806,7 @@ void GrpcServerSession::FinishStream(int32_t stream_id, GrpcStatus status, std::
     if (!IsReservedHeader(name)) status_fields.emplace_back(name, value);
   }
   if (!stream->responded) {  // trailers-only
-    Headers headers = {{":status", "200"}, {"content-type", "application/grpc"}};
+    Headers headers = {{":status", "200"}, {"content-type", std::string(ContentType(*stream))}};
     for (const auto& [name, value] : metadata) {
       if (!IsReservedHeader(name)) headers.emplace_back(name, value);
     }
@@ -777,7 +814,13 @@ void GrpcServerSession::FinishStream(int32_t stream_id, GrpcStatus status, std::
     Submit(*stream, std::move(headers), /*with_body=*/false);
     return;
   }
-  stream->trailers = std::move(status_fields);
+  if (stream->web) {
+    const size_t held_before = stream->out.held_bytes();
+    AppendTrailersFrame(status_fields, &stream->out);
+    held_bytes_ += stream->out.held_bytes() - held_before;
+  } else {
+    stream->trailers = std::move(status_fields);
+  }
   stream->reset_after_send = nghttp2_session_get_stream_remote_close(h2_.get(), stream_id) == 0;
   nghttp2_session_resume_data(h2_.get(), stream_id);
 }

@@ -174,6 +174,7 @@ class GrpcServerSession {
   struct Callbacks;  // nghttp2's callbacks, friends of this class
 
   Stream* Find(int32_t stream_id);
+  static std::string_view ContentType(const Stream& stream);  // application/grpc(-web+proto)
   void Refuse(Stream& stream, GrpcStatus status, std::string text);
   void Complete(Stream& stream);
   void Open(Stream& stream);  // a streaming call: its request goes out at once

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "arenarpc/error_codes.h"
+#include "util/base64.h"
 
 namespace arenarpc::protocol::h2 {
 
@@ -31,6 +32,17 @@ GrpcStatus GrpcStatusForError(int error_code) noexcept {
     default:
       return GrpcStatus::kInternal;
   }
+}
+
+GrpcStatus GrpcStatusForError(int error_code, std::string_view text, std::string* grpc_text) {
+  if (error_code == ENOMETHOD || error_code == ENOSERVICE) {
+    const size_t equals = text.find('=');
+    const std::string_view path = equals == std::string_view::npos ? text : text.substr(equals + 1);
+    *grpc_text = "Method not found: " + std::string(path);
+    return GrpcStatus::kUnimplemented;
+  }
+  *grpc_text = text;
+  return GrpcStatusForError(error_code);
 }
 
 int ErrorCodeForGrpcStatus(int grpc_status) noexcept {
@@ -85,26 +97,7 @@ std::string PercentEncode(std::string_view text) {
 }
 
 std::string EncodeBinaryHeader(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const uint32_t v = (uint32_t{static_cast<unsigned char>(bytes[i])} << 16) |
-                       (uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8) |
-                       static_cast<unsigned char>(bytes[i + 2]);
-    for (int shift = 18; shift >= 0; shift -= 6) out += kAlphabet[(v >> shift) & 63];
-  }
-  const size_t rest = bytes.size() - i;
-  if (rest > 0) {
-    uint32_t v = uint32_t{static_cast<unsigned char>(bytes[i])} << 16;
-    if (rest == 2) v |= uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    if (rest == 2) out += kAlphabet[(v >> 6) & 63];
-  }
-  return out;
+  return util::EncodeBase64(bytes, /*pad=*/false);
 }
 
 std::string PercentDecode(std::string_view text) {

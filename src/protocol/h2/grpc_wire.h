@@ -28,6 +28,10 @@ enum class GrpcStatus : int {
 
 // A brpc/arenarpc error code (arenarpc/error_codes.h) as the gRPC status brpc sends for it.
 GrpcStatus GrpcStatusForError(int error_code) noexcept;
+// ... with the status text gRPC servers send: an unknown service or method (the registry's text
+// ends "=pkg.Service/Method") is UNIMPLEMENTED "Method not found: pkg.Service/Method" (grpc-java's
+// words); other texts as they are.
+GrpcStatus GrpcStatusForError(int error_code, std::string_view text, std::string* grpc_text);
 
 // A gRPC status (any number) as the error code brpc's client reports for it (brpc's
 // GrpcStatusToErrorCode); 0 for OK.

@@ -17,6 +17,9 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased, in order
   std::string body;                                          // de-chunked
   bool keep_alive = true;  // the connection stays open after the reply (HTTP/1.1 default)
+  // A Connect-Protocol-Version header came (a Connect client's unary call): noted as the headers
+  // are parsed, so that brpc's HTTP calls pay no header lookup for it.
+  bool connect_protocol = false;
 
   // How many header fields have this (lower-case) name.
   size_t HeaderCount(std::string_view lower_name) const {

@@ -78,6 +78,10 @@ struct HttpRequestDecoder::Parser {
     if (!self.reading_value) {
       self.reading_value = true;
       self.request.headers.emplace_back(self.field, std::string());
+      constexpr std::string_view kConnectProtocol = "connect-protocol-version";
+      if (self.field.size() == kConnectProtocol.size() && self.field == kConnectProtocol) {
+        self.request.connect_protocol = true;
+      }
     }
     self.request.headers.back().second.append(at, n);
     return 0;

@@ -1,5 +1,7 @@
 #include "protocol/http/http_response.h"
 
+#include <charconv>
+
 #include "arenarpc/error_codes.h"
 
 namespace arenarpc::protocol {
@@ -10,22 +12,32 @@ std::string_view HttpReasonPhrase(int status) {
       return "Continue";
     case 200:
       return "OK";
+    case 204:
+      return "No Content";
     case 400:
       return "Bad Request";
+    case 401:
+      return "Unauthorized";
     case 403:
       return "Forbidden";
     case 404:
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 409:
+      return "Conflict";
     case 413:
       return "Payload Too Large";
     case 415:
       return "Unsupported Media Type";
     case 417:
       return "Expectation Failed";
+    case 429:
+      return "Too Many Requests";
     case 431:
       return "Request Header Fields Too Large";
+    case 499:
+      return "Client Closed Request";
     case 500:
       return "Internal Server Error";
     case 501:
@@ -67,7 +79,11 @@ std::string HttpHeaderValue(std::string_view text) {
   return value;
 }
 
-void EncodeHttpHead(const HttpResponseHead& head, size_t body_size, net::BufferChain* out) {
+namespace {
+
+// The head with "Content-Length: body_size", or "Transfer-Encoding: chunked" when `chunked`.
+void EncodeHead(const HttpResponseHead& head, bool chunked, size_t body_size,
+                net::BufferChain* out) {
   std::string text;
   text.reserve(128);
   text += head.version_minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ";
@@ -76,9 +92,13 @@ void EncodeHttpHead(const HttpResponseHead& head, size_t body_size, net::BufferC
   text += HttpReasonPhrase(head.status);
   text += "\r\nContent-Type: ";
   text += head.content_type;
-  text += "\r\nContent-Length: ";
-  text += std::to_string(body_size);
-  text += "\r\n";
+  if (chunked) {
+    text += "\r\nTransfer-Encoding: chunked\r\n";
+  } else {
+    text += "\r\nContent-Length: ";
+    text += std::to_string(body_size);
+    text += "\r\n";
+  }
   if (!head.keep_alive) {
     text += "Connection: close\r\n";
   } else if (head.version_minor == 0) {
@@ -93,6 +113,29 @@ void EncodeHttpHead(const HttpResponseHead& head, size_t body_size, net::BufferC
   text += "\r\n";
   out->Append(text);
 }
+
+}  // namespace
+
+void EncodeHttpHead(const HttpResponseHead& head, size_t body_size, net::BufferChain* out) {
+  EncodeHead(head, /*chunked=*/false, body_size, out);
+}
+
+void EncodeChunkedHttpHead(const HttpResponseHead& head, net::BufferChain* out) {
+  EncodeHead(head, /*chunked=*/true, 0, out);
+}
+
+void AppendHttpChunk(std::string_view data, net::BufferChain* out) {
+  if (data.empty()) return;  // an empty chunk would end the body
+  char size[20];
+  const auto end = std::to_chars(size, size + sizeof(size), data.size(), 16).ptr;
+  std::string text(size, end);
+  text += "\r\n";
+  text += data;
+  text += "\r\n";
+  out->Append(text);
+}
+
+std::string_view HttpLastChunk() { return "0\r\n\r\n"; }
 
 void EncodeHttpResponse(const HttpResponseHead& head, std::string_view body,
                         net::BufferChain* out) {

@@ -20,6 +20,11 @@ struct HttpResponseHead {
 
 // Appends status line, headers (Content-Length = body_size) and the blank line.
 void EncodeHttpHead(const HttpResponseHead& head, size_t body_size, net::BufferChain* out);
+// A head whose body follows in chunks (Transfer-Encoding: chunked; HTTP/1.1): AppendHttpChunk()
+// each piece, HttpLastChunk() at the end.
+void EncodeChunkedHttpHead(const HttpResponseHead& head, net::BufferChain* out);
+void AppendHttpChunk(std::string_view data, net::BufferChain* out);
+std::string_view HttpLastChunk();
 // Head + body.
 void EncodeHttpResponse(const HttpResponseHead& head, std::string_view body, net::BufferChain* out);
 // "HTTP/1.1 100 Continue\r\n\r\n"

@@ -1,0 +1,27 @@
+#pragma once
+// The Connect protocol's small wire facts (docs/http.md, "Browsers"): error codes as strings, the
+// HTTP status of each, and the JSON error body of a unary call.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace arenarpc::protocol {
+
+// A gRPC status number as Connect's code ("not_found"); "unknown" for a number it does not name.
+std::string_view ConnectCodeName(int grpc_status) noexcept;
+// The HTTP status a unary Connect error goes out with (Connect's table: not_found 404,
+// unimplemented 501, resource_exhausted 429, ...).
+int HttpStatusForConnectCode(int grpc_status) noexcept;
+// {"code":"...","message":"..."} (message left out when empty).
+std::string ConnectErrorJson(int grpc_status, std::string_view message);
+
+// A streaming body's last envelope carries this flag and the end-of-stream JSON.
+inline constexpr uint8_t kConnectEndStreamFlag = 0x02;
+// {} on success; {"error":{...},"metadata":{"name":["value"]}} (each part when there is one).
+std::string ConnectEndStreamJson(int grpc_status, std::string_view message,
+                                 const std::vector<std::pair<std::string, std::string>>& metadata);
+
+}  // namespace arenarpc::protocol
