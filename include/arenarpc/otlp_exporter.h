@@ -28,8 +28,11 @@
 
 namespace arenarpc {
 
+// A collector's OTLP/HTTP traces endpoint on the same host, its default port.
+inline constexpr char kDefaultOtlpUrl[] = "http://127.0.0.1:4318/v1/traces";
+
 struct OtlpExporterOptions {
-  std::string url = "http://127.0.0.1:4318/v1/traces";  // http://host:port/path
+  std::string url = kDefaultOtlpUrl;                    // http://host:port/path
   std::string service_name = "arenarpc";                // resource attribute service.name
   size_t max_queued_spans = 4096;
   size_t max_batch_spans = 512;
