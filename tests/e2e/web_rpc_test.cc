@@ -8,6 +8,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -579,6 +580,37 @@ TEST_P(WebStreamTest, StreamingClientThatNeverReadsIsBounded) {
   EXPECT_EQ(0, stats.in_flight) << "the handlers ended once their connections closed";
   EXPECT_EQ(4u, stats.calls);
   ExpectAllPairsReleased("arenarpc.e2e.StreamService.ServerStream");
+}
+
+// An open grpc-web server stream is on /connections (kind "web") until its client goes.
+TEST_P(WebStreamTest, OpenStreamsAreOnThePages) {
+  ServerOptions options;
+  options.write_timeout_ms = 30000;
+  StartStreamServer(options);
+  auto reader = std::make_unique<HttpClient>(port_);
+  ASSERT_TRUE(reader->Send(HttpClient::Request(
+      "POST", kStreamPath, Frame(0, StreamRequestBytes("never read", 100000, 0, 64 << 10)),
+      "application/grpc-web")));
+  const auto connections = [&] {
+    HttpClient page(port_);
+    EXPECT_TRUE(page.Send(HttpClient::Request("GET", "/connections?format=json")));
+    std::optional<HttpResponse> reply = page.Read();
+    return reply ? reply->body : std::string();
+  };
+  bool listed = false;
+  for (int i = 0; i < 300 && !listed; ++i) {
+    listed = connections().find(R"("kind":"web","method":"arenarpc.e2e.StreamService.ServerStream")") !=
+             std::string::npos;
+    if (!listed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(listed) << connections();
+  reader->Reset();
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    gone = connections().find(R"("kind":"web")") == std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << connections();
 }
 
 }  // namespace
