@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the protocol layer's (baidu_std frames, HTTP requests, HTTP/2 + gRPC) and the reuse strategy's request-shaping libFuzzer targets with clang (ASan + UBSan) and runs each for a
+# Builds the protocol layer's (baidu_std frames, HTTP requests, HTTP/2 + gRPC, grpc-web bodies) and the reuse strategy's request-shaping libFuzzer targets with clang (ASan + UBSan) and runs each for a
 # bounded time, starting from a seed corpus the build generates (the spec's example frames and
 # payloads in every codec) and the committed regression corpus (fuzz/corpus/<target>/). Fails on any crash, leak, timeout, OOM or sanitizer report.
 #   scripts/fuzz.sh [SECONDS]   total fuzzing time, split between the targets (default 60)
@@ -11,7 +11,7 @@ if ! [[ "$total" =~ ^[0-9]+$ ]] || [ "$total" -lt 2 ]; then
   exit 2
 fi
 targets=(fuzz_frame_decoder fuzz_h2_client_session fuzz_h2_session fuzz_http_request_decoder fuzz_payload
-         fuzz_shape)
+         fuzz_shape fuzz_web_wire)
 per_target=$(( total / ${#targets[@]} ))
 dir="$root/build/fuzz"
 jobs=${JOBS:-2}
