@@ -8,31 +8,24 @@
 
 #include "builtin/page_format.h"
 #include "stats/span_store.h"
+#include "util/hex.h"
 
 namespace arenarpc::builtin {
 namespace {
 
 using stats::SpanStore;
 using SpanPtr = std::shared_ptr<const Span>;
+using util::Hex;
 
 constexpr size_t kDefaultLimit = 100;
 constexpr size_t kMaxLimit = 1000;
-
-std::string Hex(uint64_t value, int digits = 16) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(digits, '0');
-  for (int i = digits - 1; i >= 0; --i, value >>= 4) out[i] = kDigits[value & 0xf];
-  return out;
-}
 
 std::string TraceIdHex(const TraceContext& trace) {
   return trace.trace_id_high != 0 ? Hex(trace.trace_id_high) + Hex(trace.trace_id)
                                   : Hex(trace.trace_id);
 }
 
-// A 16- or 32-digit hex trace id (brpc's 64-bit ids are also shown in decimal elsewhere: both
-// are accepted, a decimal id has no a-f and fewer than 16 digits only by chance, so hex is tried
-// first for 16/32 digits).
+// A trace id as the page shows it: 32 hex digits, or up to 16 for a 64-bit (baidu_std) id.
 std::optional<std::pair<uint64_t, uint64_t>> ParseTraceId(std::string_view text) {
   auto hex = [](std::string_view digits, uint64_t* value) {
     const auto [end, error] =

@@ -10,19 +10,14 @@
 #include <cstring>
 #include <vector>
 
+#include "util/hex.h"
 #include "util/json_string.h"
 
 namespace arenarpc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string Hex(uint64_t value) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i, value >>= 4) out[i] = kDigits[value & 0xf];
-  return out;
-}
+using util::Hex;
 
 uint64_t UnixNanos(std::chrono::system_clock::time_point t) {
   return static_cast<uint64_t>(

@@ -25,10 +25,6 @@ Sinks& AllSinks() {
   return *sinks;
 }
 
-std::string CutTo(std::string_view text, size_t limit) {
-  return std::string(text.substr(0, limit));
-}
-
 }  // namespace
 
 // Constant-initialized (constexpr constructor): ready before any static constructor runs.
@@ -47,7 +43,7 @@ void SpanRecord::Mark(SpanPhase phase, Clock::time_point at) noexcept {
 
 void SpanRecord::SetError(int code, std::string_view text) {
   span_.error_code = code;
-  span_.error_text = CutTo(text, kMaxErrorTextBytes);
+  span_.error_text.assign(text.substr(0, kMaxErrorTextBytes));
 }
 
 void SpanRecord::SetTrace(const TraceContext& call_trace) {

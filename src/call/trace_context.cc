@@ -7,6 +7,7 @@
 
 #include "arenarpc/fiber.h"
 #include "call/span_record.h"
+#include "util/hex.h"
 
 namespace arenarpc {
 namespace {
@@ -45,13 +46,6 @@ bool ParseHex(std::string_view text, uint64_t* value) {
   }
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *value, 16);
   return error == std::errc() && end == text.data() + text.size();
-}
-
-void AppendHex(std::string* out, uint64_t value, int digits) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) {
-    out->push_back(kDigits[(value >> shift) & 0xf]);
-  }
 }
 
 }  // namespace
@@ -99,12 +93,12 @@ std::string FormatTraceparent(const TraceContext& context) {
   std::string header;
   header.reserve(55);
   header.append("00-");
-  AppendHex(&header, context.trace_id_high, 16);
-  AppendHex(&header, context.trace_id, 16);
+  util::AppendHex(&header, context.trace_id_high, 16);
+  util::AppendHex(&header, context.trace_id, 16);
   header.push_back('-');
-  AppendHex(&header, context.span_id, 16);
+  util::AppendHex(&header, context.span_id, 16);
   header.push_back('-');
-  AppendHex(&header, context.flags, 2);
+  util::AppendHex(&header, context.flags, 2);
   return header;
 }
 

@@ -159,8 +159,7 @@ void ServerCall::FinishSpan(const memory::MessagePair* pair, uint64_t queued_bef
     }
   }
   if (span.error_code == 0 && controller_.Failed()) {
-    span.error_code = controller_.ErrorCode();
-    span.error_text = controller_.ErrorText().substr(0, internal::SpanRecord::kMaxErrorTextBytes);
+    record->SetError(controller_.ErrorCode(), controller_.ErrorText());
   }
   const uint64_t queued_after = connection_->bytes_queued();
   if (pair == nullptr || queued_after <= queued_before) {
