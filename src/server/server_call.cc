@@ -373,13 +373,15 @@ void ServerCall::Run() {
       now, std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count(),
       ok ? 0 : (controller_.Failed() ? controller_.ErrorCode() : ERESPONSE));
   const uint64_t queued_before = span != nullptr ? connection_->bytes_queued() : 0;
+  // Stamped as the reply is handed over: the write may finish, and the client see its reply,
+  // before this thread runs again.
+  if (span != nullptr && !close) span->Mark(SpanPhase::kReplyQueued);
   if (close) {
     connection_->Close();  // the handler asked for it: no reply (spec §5.3)
   } else {
     protocol_->SendReply(*connection_, correlation_id_, std::move(frame));
   }
   if (span != nullptr) {
-    if (!close) span->Mark(SpanPhase::kReplyQueued);
     if (!ok && !controller_.Failed()) span->SetError(ERESPONSE, "the response could not be packed");
     FinishSpan(close ? nullptr : &pair, queued_before);
   }
