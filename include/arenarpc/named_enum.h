@@ -19,6 +19,7 @@ struct EnumNames;  // static constexpr std::pair<std::string_view, E> kNames[] =
 template <class E>
 class NamedEnum {
  public:
+  NamedEnum() = default;  // no value yet (valid() is false): a map's slot before assignment
   NamedEnum(E value) noexcept : value_(value), valid_(true) {}  // NOLINT: implicit, as brpc's
   NamedEnum(std::string_view name) {                             // NOLINT
     for (const auto& [known, value] : EnumNames<E>::kNames) {

@@ -74,9 +74,12 @@ struct ServerOptions {
   // docs/server.md, "Execution"); 0 = one per CPU.
   int num_threads = 0;
   int worker_threads = 0;              // >0: handlers run on a separate pool of this size
-  std::string memory_mode = "auto";    // "auto" | "heap" | "arena" | "paged" | "reuse" (docs/memory.md)
+  // MemoryMode::kAuto | kHeap | kArena | kPaged | kReuse, or its name: "auto", "heap", ...
+  // (docs/memory.md); Start() names an unknown name.
+  NamedEnum<memory::MemoryMode> memory_mode = memory::MemoryMode::kAuto;
   memory::MemoryOptions memory;        // arena block sizes, page size/cache capacity, reuse caps
-  std::map<std::string, std::string> method_memory_mode;  // "pkg.Service.Method" -> mode override
+  // "pkg.Service.Method" -> mode override (enum or name, as memory_mode)
+  std::map<std::string, NamedEnum<memory::MemoryMode>> method_memory_mode;
   // Strategy objects (your own MessageMemory, or one shared with other servers) instead of names:
   // memory_strategy, when set, replaces memory_mode; method_memory_strategy overrides a method
   // (a method may not appear in both method_* maps).

@@ -6,16 +6,27 @@
 
 namespace arenarpc::memory {
 
+std::shared_ptr<MessageMemory> MakeMessageMemory(MemoryMode mode, const MemoryOptions& options) {
+  ValidateMemoryOptions(options);
+  switch (mode) {
+    case MemoryMode::kHeap: return MakeHeapMemory(options);
+    case MemoryMode::kArena: return MakeArenaMemory(options);
+    case MemoryMode::kPaged: return MakePagedMemory(options);
+    case MemoryMode::kReuse: return MakeReuseMemory(options);
+    case MemoryMode::kAuto: return MakeAutoMemory(options);
+  }
+  throw std::invalid_argument("unknown message memory strategy " +
+                              std::to_string(static_cast<int>(mode)));
+}
+
 std::shared_ptr<MessageMemory> MakeMessageMemory(std::string_view name,
                                                  const MemoryOptions& options) {
-  ValidateMemoryOptions(options);
-  if (name == "heap") return MakeHeapMemory(options);
-  if (name == "arena") return MakeArenaMemory(options);
-  if (name == "paged" || name == "paged_arena") return MakePagedMemory(options);
-  if (name == "reuse") return MakeReuseMemory(options);
-  if (name == "auto") return MakeAutoMemory(options);
-  throw std::invalid_argument("unknown message memory strategy '" + std::string(name) +
-                              "' (valid: heap, arena, paged, reuse, auto)");
+  const NamedEnum<MemoryMode> mode(name);
+  if (!mode.valid()) {
+    throw std::invalid_argument("unknown message memory strategy '" + std::string(name) +
+                                "' (valid: " + std::string(kMemoryModeNames) + ")");
+  }
+  return MakeMessageMemory(mode.value(), options);
 }
 
 }  // namespace arenarpc::memory

@@ -176,8 +176,11 @@ void LiveSettings::Init(const ServerState& state) {
   max_queued_requests_ = options.max_queued_requests;
   memory_mode_ = options.memory_strategy
                      ? std::string(options.memory_strategy->name()) + " (object)"
-                     : options.memory_mode;
-  method_modes_ = options.method_memory_mode;
+                     : std::string(options.memory_mode.name());
+  method_modes_.clear();
+  for (const auto& [method, mode] : options.method_memory_mode) {
+    method_modes_[method] = std::string(mode.name());
+  }
   for (const auto& [method, strategy] : options.method_memory_strategy) {
     method_modes_[method] = std::string(strategy->name()) + " (object)";
   }

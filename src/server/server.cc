@@ -267,8 +267,8 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
     if (entry->builtin) strategy.reset();
     const std::string mode = entry->builtin ? std::string("heap")
                              : strategy     ? std::string(strategy->name())
-                             : overridden   ? override_it->second
-                                            : options.memory_mode;
+                             : overridden   ? std::string(override_it->second.name())
+                                            : std::string(options.memory_mode.name());
     if (!strategy) {
       strategy = strategy_for(
           mode, overridden ? "method_memory_mode[" + entry->full_name + "]" : "memory_mode");

@@ -101,12 +101,27 @@ TEST_F(MemoryModeOverrideTest, AnEmptyValueIsNoOverride) {
   EXPECT_EQ("arena", server_.GetMethodStats(kEcho).memory_mode);
 }
 
+TEST_F(MemoryModeOverrideTest, OptionsTakeTheEnumOrItsNameAndStartNamesAnUnknownOne) {
+  ServerOptions options;
+  options.memory_mode = memory::MemoryMode::kPaged;
+  options.method_memory_mode[kEcho2] = memory::MemoryMode::kReuse;
+  ASSERT_EQ(0, Start(options)) << server_.last_error();
+  EXPECT_EQ("paged", server_.GetMethodStats(kEcho).memory_mode);
+  EXPECT_EQ("reuse", server_.GetMethodStats(kEcho2).memory_mode);
+  Server other;
+  ASSERT_EQ(0, other.AddService(&service_, SERVER_DOESNT_OWN_SERVICE));
+  options.memory_mode = "pool";
+  EXPECT_EQ(-1, other.Start("127.0.0.1:0", options));
+  EXPECT_NE(std::string::npos, other.last_error().find("memory_mode='pool' is invalid"))
+      << other.last_error();
+}
+
 TEST_F(MemoryModeOverrideTest, ABadValueFailsStartNamingTheVariable) {
   ScopedMemoryModeVariable mode("pool");
   EXPECT_EQ(-1, Start(ServerOptions{}));
   EXPECT_NE(std::string::npos,
             server_.last_error().find("ARENARPC_MEMORY_MODE='pool' is invalid (expected heap, "
-                                     "arena, paged, reuse or auto)"))
+                                     "arena, paged, reuse, auto)"))
       << server_.last_error();
 }
 

@@ -63,8 +63,8 @@ inline uint64_t H2ConnectionBound(const ServerOptions& o, uint64_t replies = 0) 
 // strategies' caches (the page pool; the reuse pools of the `message_types` in `reuse` and
 // `auto`), and the stacks of `fibers` handlers running at once.
 inline uint64_t ProcessCachesBound(const ServerOptions& o, int fibers, int message_types = 4) {
-  const std::string mode = o.memory_mode;
-  const bool pools = mode == "reuse" || mode == "auto";
+  const bool pools = o.memory_mode == memory::MemoryMode::kReuse ||
+                     o.memory_mode == memory::MemoryMode::kAuto;
   return (64u << 20) + uint64_t(o.memory.page_size) * o.memory.page_cache_capacity +
          (pools ? uint64_t(message_types) * o.memory.reuse.max_pool_bytes : 0) +
          uint64_t(fibers) * (o.fiber_stack_size + 4096);

@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "pooled_reuse_options.h"
 #include "arenarpc/memory/message_memory.h"
@@ -237,6 +238,24 @@ TEST(MessageMemory, UnknownStrategyNameIsAClearError) {
     EXPECT_NE(what.find("heap, arena, paged, reuse"), std::string::npos) << what;
   }
   EXPECT_EQ(MakeMessageMemory("paged_arena")->name(), "paged");
+}
+
+TEST(MemoryMode, TheEnumAndItsNamesBuildTheSameStrategies) {
+  for (auto [mode, name] : {std::pair{MemoryMode::kHeap, "heap"}, {MemoryMode::kArena, "arena"},
+                            {MemoryMode::kPaged, "paged"}, {MemoryMode::kReuse, "reuse"},
+                            {MemoryMode::kAuto, "auto"}}) {
+    EXPECT_EQ(MakeMessageMemory(mode)->name(), name);
+    const NamedEnum<MemoryMode> named(name);
+    ASSERT_TRUE(named.valid()) << name;
+    EXPECT_EQ(named.value(), mode) << name;
+    EXPECT_EQ(NamedEnum<MemoryMode>(mode).name(), name);
+  }
+  // brpc-era alias: accepted, shown by its canonical name; an unknown name is kept to be named.
+  EXPECT_EQ(NamedEnum<MemoryMode>("paged_arena").name(), "paged");
+  const NamedEnum<MemoryMode> unknown("pool");
+  EXPECT_FALSE(unknown.valid());
+  EXPECT_EQ(unknown.name(), "pool");
+  EXPECT_FALSE(NamedEnum<MemoryMode>().valid());
 }
 
 TEST(MessageMemory, InvalidOptionsAreRejected) {

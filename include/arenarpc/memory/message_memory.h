@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "arenarpc/memory/memory_mode.h"
 #include "arenarpc/memory/page_allocator.h"
 #include "arenarpc/memory/serialized_message.h"
 
@@ -314,8 +315,12 @@ class MessageMemory {
   virtual void Trim() noexcept {}
 };
 
-// Creates a strategy by name ("heap", "arena", "paged", "reuse", "auto"). Throws std::invalid_argument
-// with a message for an unknown name (listing the valid ones) or invalid options.
+// Creates a built-in strategy. Throws std::invalid_argument naming the setting for invalid
+// options.
+std::shared_ptr<MessageMemory> MakeMessageMemory(MemoryMode mode,
+                                                 const MemoryOptions& options = {});
+// The same by name ("heap", "arena", "paged", "reuse", "auto"); also throws for an unknown name,
+// listing the valid ones.
 std::shared_ptr<MessageMemory> MakeMessageMemory(std::string_view name,
                                                  const MemoryOptions& options = {});
 // Validates options without building anything; throws std::invalid_argument naming the setting.
