@@ -10,13 +10,14 @@ set(lib_destinations
 
 # arenarpc::arenarpc and the layers under it: needs protobuf, snappy and zlib, never gRPC.
 install(DIRECTORY include/arenarpc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        PATTERN "grpc" EXCLUDE)
+        PATTERN "grpc" EXCLUDE PATTERN "grpc_memory" EXCLUDE)
 install(TARGETS ${ARENARPC_EXPORTED_TARGETS} EXPORT arenarpcTargets ${lib_destinations})
 install(EXPORT arenarpcTargets NAMESPACE arenarpc:: DESTINATION ${ARENARPC_CMAKE_DIR})
 
 # arenarpc::grpc: its own export file, loaded only for find_package(arenarpc COMPONENTS grpc).
 if(ARENARPC_WITH_GRPC)
-  install(DIRECTORY include/arenarpc/grpc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/arenarpc)
+  install(DIRECTORY include/arenarpc/grpc_memory include/arenarpc/grpc
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/arenarpc)
   # arenarpc::etcd (etcd:// naming and registration) needs gRPC too: same export set.
   install(TARGETS arenarpc_grpc arenarpc_etcd arenarpc_etcd_proto EXPORT arenarpcGrpcTargets
           ${lib_destinations})

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "arenarpc/grpc/release_at_serialize.h"
-#include "arenarpc/grpc/service_memory.h"
+#include "arenarpc/grpc_memory/release_at_serialize.h"
+#include "arenarpc/grpc_memory/service_memory.h"
 #include "grpc_echo/echo_service.h"
 
 DEFINE_string(address, "127.0.0.1:50051", "ip:port to listen on (port 0 picks a free port)");
@@ -29,7 +29,7 @@ DEFINE_string(request_parse, "merge",
               "strategy's tree); grpc: gRPC's generated allocator setter and its ParseFrom path");
 DEFINE_bool(release_at_serialize, false,
             "return each call's messages to the strategy when gRPC has serialized the reply "
-            "instead of when it releases the holder (arenarpc/grpc/release_at_serialize.h; the "
+            "instead of when it releases the holder (arenarpc/grpc_memory/release_at_serialize.h; the "
             "echo handler touches nothing after Finish)");
 DEFINE_uint64(page_size, arenarpc::memory::MemoryOptions{}.page_size,
               "paged/reuse: bytes per page (power of two, 256 B..1 MiB)");
@@ -116,13 +116,13 @@ int main(int argc, char** argv) {
   }
 
   std::string mode_error;
-  if (!arenarpc::grpc::ServiceMemory::IsValidMode(FLAGS_mode, &mode_error)) {
+  if (!arenarpc::grpc_memory::ServiceMemory::IsValidMode(FLAGS_mode, &mode_error)) {
     return Fail("--mode: " + mode_error);
   }
-  std::unique_ptr<arenarpc::grpc::ServiceMemory> memory;
+  std::unique_ptr<arenarpc::grpc_memory::ServiceMemory> memory;
   arenarpc::example::GrpcEchoServiceImpl service;
   try {  // configuration errors (options, bindings) are std::invalid_argument with a message
-    memory = std::make_unique<arenarpc::grpc::ServiceMemory>(FLAGS_mode, OptionsFromFlags());
+    memory = std::make_unique<arenarpc::grpc_memory::ServiceMemory>(FLAGS_mode, OptionsFromFlags());
     if (FLAGS_request_parse == "merge") {
       memory->Serve(service, "arenarpc.example.GrpcEchoService.Echo",
                     &arenarpc::example::GrpcEchoServiceImpl::Echo);
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
   builder.RegisterService(&service);
   if (FLAGS_release_at_serialize) {
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
-    creators.push_back(arenarpc::grpc::ReleaseAtSerializeInterceptorFactory());
+    creators.push_back(arenarpc::grpc_memory::ReleaseAtSerializeInterceptorFactory());
     builder.experimental().SetInterceptorCreators(std::move(creators));
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   server.reset();
 
   const arenarpc::memory::MemoryStats stats = memory->memory_stats();
-  const arenarpc::grpc::HolderStats holders = memory->holder_stats();
+  const arenarpc::grpc_memory::HolderStats holders = memory->holder_stats();
   std::fprintf(stderr,
                "grpc_echo_server: signal %d, stopped; mode=%s holders allocated=%llu "
                "released=%llu (at serialize %llu); strategy acquired=%llu released=%llu "

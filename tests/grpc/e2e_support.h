@@ -14,11 +14,11 @@
 #include <tuple>
 #include <vector>
 
-#include "arenarpc/grpc/service_memory.h"
+#include "arenarpc/grpc_memory/service_memory.h"
 #include "grpc_echo/echo_service.h"
 #include "grpc_echo/grpc_echo.grpc.pb.h"
 
-namespace arenarpc::grpc {
+namespace arenarpc::grpc_memory {
 
 // (mode, request path): "merge" = ServiceMemory::Serve, "grpc" = SetMessageAllocatorFor_Echo.
 using Param = std::tuple<std::string, std::string>;
@@ -102,4 +102,4 @@ inline ConcurrentCallsResult RunConcurrentEchoCalls(
   return result;
 }
 
-}  // namespace arenarpc::grpc
+}  // namespace arenarpc::grpc_memory

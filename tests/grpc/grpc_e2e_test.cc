@@ -19,12 +19,12 @@
 #include <tuple>
 #include <vector>
 
-#include "arenarpc/grpc/service_memory.h"
+#include "arenarpc/grpc_memory/service_memory.h"
 #include "e2e_support.h"
 #include "echo/payload_generator.h"
 #include "grpc_echo/grpc_echo.grpc.pb.h"
 
-namespace arenarpc::grpc {
+namespace arenarpc::grpc_memory {
 namespace {
 
 using example::EchoRequest;
@@ -415,4 +415,4 @@ INSTANTIATE_TEST_SUITE_P(Modes, GrpcEndToEnd,
                          ParamName);
 
 }  // namespace
-}  // namespace arenarpc::grpc
+}  // namespace arenarpc::grpc_memory

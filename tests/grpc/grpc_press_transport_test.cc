@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "arenarpc/error_codes.h"
-#include "arenarpc/grpc/service_memory.h"
+#include "arenarpc/grpc_memory/service_memory.h"
 #include "echo/payload_generator.h"
 #include "grpc_echo/echo_service.h"
 #include "press/grpc_transport.h"
@@ -35,11 +35,11 @@ class GrpcTransportTest : public ::testing::Test {
   void TearDown() override {
     server_->Shutdown();
     server_->Wait();
-    const arenarpc::grpc::HolderStats holders = memory_.holder_stats();
+    const arenarpc::grpc_memory::HolderStats holders = memory_.holder_stats();
     EXPECT_EQ(holders.allocated, holders.released);
   }
 
-  arenarpc::grpc::ServiceMemory memory_{"reuse"};
+  arenarpc::grpc_memory::ServiceMemory memory_{"reuse"};
   example::GrpcEchoServiceImpl service_;
   std::unique_ptr<::grpc::Server> server_;
   std::string address_;

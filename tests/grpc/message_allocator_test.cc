@@ -1,4 +1,4 @@
-// arenarpc::grpc::MessageAllocator / ServiceMemory without a server: what gRPC's handler does with
+// arenarpc::grpc_memory::MessageAllocator / ServiceMemory without a server: what gRPC's handler does with
 // an allocator (AllocateMessages, fill, Release on some thread), for every strategy.
 #include <google/protobuf/descriptor.h>
 #include <gtest/gtest.h>
@@ -8,12 +8,12 @@
 #include <thread>
 #include <vector>
 
-#include "arenarpc/grpc/message_allocator.h"
-#include "arenarpc/grpc/service_memory.h"
+#include "arenarpc/grpc_memory/message_allocator.h"
+#include "arenarpc/grpc_memory/service_memory.h"
 #include "echo/payload_generator.h"
 #include "grpc_echo/echo_service.h"
 
-namespace arenarpc::grpc {
+namespace arenarpc::grpc_memory {
 namespace {
 
 using example::EchoRequest;
@@ -154,7 +154,7 @@ TEST(ServiceMemory, ServeRejectsAMethodOfOtherTypes) {
   };
   Wrong wrong;
   EXPECT_EQ(ErrorOf([&] { memory.Serve(wrong, kEcho, &Wrong::Swapped); }),
-            "arenarpc::grpc::ServiceMemory::Serve: rpc 'arenarpc.example.GrpcEchoService.Echo' "
+            "arenarpc::grpc_memory::ServiceMemory::Serve: rpc 'arenarpc.example.GrpcEchoService.Echo' "
             "takes arenarpc.example.EchoRequest and returns arenarpc.example.EchoResponse, but "
             "the handler takes arenarpc.example.EchoResponse and returns "
             "arenarpc.example.EchoRequest");
@@ -166,7 +166,7 @@ TEST(ServiceMemory, ServeRejectsAnUnknownName) {
   for (const char* name : {"Echo", "arenarpc.example.GrpcEchoService.Search",
                            "arenarpc.example.GrpcEchoService/Echo", ""}) {
     EXPECT_EQ(ErrorOf([&] { memory.Serve(service, name, &example::GrpcEchoServiceImpl::Echo); }),
-              std::string("arenarpc::grpc::ServiceMemory::Serve: no rpc '") + name +
+              std::string("arenarpc::grpc_memory::ServiceMemory::Serve: no rpc '") + name +
                   "' in the linked .proto files (name it as package.Service.Method; the "
                   "generated .pb.cc of the file declaring the service must be linked in)");
   }
@@ -195,16 +195,16 @@ TEST(ServiceMemory, BadModesAreReportedNotFatal) {
   EXPECT_FALSE(ServiceMemory::IsValidMode("resue", &error));
   EXPECT_EQ(error, "unknown memory mode 'resue' (valid: default, heap, arena, paged, reuse, auto)");
   EXPECT_EQ(ErrorOf([] { ServiceMemory memory("resue"); }),
-            "arenarpc::grpc: unknown memory mode 'resue' (valid: default, heap, arena, paged, "
+            "arenarpc::grpc_memory: unknown memory mode 'resue' (valid: default, heap, arena, paged, "
             "reuse, auto)");
   ServiceMemory memory("default");
   example::GrpcEchoServiceImpl service;
   EXPECT_EQ(ErrorOf([&] {
               memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo, "arenas");
             }),
-            "arenarpc::grpc: unknown memory mode 'arenas' (valid: default, heap, arena, paged, "
+            "arenarpc::grpc_memory: unknown memory mode 'arenas' (valid: default, heap, arena, paged, "
             "reuse, auto)");
 }
 
 }  // namespace
-}  // namespace arenarpc::grpc
+}  // namespace arenarpc::grpc_memory

@@ -3,7 +3,7 @@
 // keeps them until gRPC releases the holder; every holder and pair is released exactly once, also
 // with many calls in flight and with calls whose client gave up. Linked into grpc_e2e_test (it
 // shares that binary's KeepCallbackQueueAlive environment).
-#include "arenarpc/grpc/release_at_serialize.h"
+#include "arenarpc/grpc_memory/release_at_serialize.h"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -17,12 +17,12 @@
 #include <tuple>
 #include <vector>
 
-#include "arenarpc/grpc/service_memory.h"
+#include "arenarpc/grpc_memory/service_memory.h"
 #include "e2e_support.h"
 #include "echo/payload_generator.h"
 #include "grpc_echo/grpc_echo.grpc.pb.h"
 
-namespace arenarpc::grpc {
+namespace arenarpc::grpc_memory {
 namespace {
 
 using example::EchoRequest;
@@ -167,4 +167,4 @@ INSTANTIATE_TEST_SUITE_P(Strategies, ReleaseAtSerialize,
                          ParamName);
 
 }  // namespace
-}  // namespace arenarpc::grpc
+}  // namespace arenarpc::grpc_memory

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "arenarpc/grpc/request_payload.h"
-#include "arenarpc/grpc/message_allocator.h"
+#include "arenarpc/grpc_memory/request_payload.h"
+#include "arenarpc/grpc_memory/message_allocator.h"
 #include "echo/payload_generator.h"
 #include "grpc_echo/echo_service.h"
 
-namespace arenarpc::grpc {
+namespace arenarpc::grpc_memory {
 namespace {
 
 using example::EchoRequest;
@@ -102,4 +102,4 @@ TEST(RequestPayload, ReuseRequestKeepsItsSubMessageTree) {
 }
 
 }  // namespace
-}  // namespace arenarpc::grpc
+}  // namespace arenarpc::grpc_memory

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "arenarpc/grpc/service_memory.h"
+#include "arenarpc/grpc_memory/service_memory.h"
 #include "wire_grpc.grpc.pb.h"
 #include "wire_handler.h"
 
@@ -76,7 +76,7 @@ struct RunningServer {
 // reply message's bytes as received.
 std::vector<std::string> Replies(const std::string& mode, const std::string& path,
                                  const std::vector<WireRequest>& requests) {
-  arenarpc::grpc::ServiceMemory memory(mode);
+  arenarpc::grpc_memory::ServiceMemory memory(mode);
   WireGrpcImpl service;
   if (path == "serve") {
     memory.Serve(service, kCall, &WireGrpcImpl::Call);
@@ -88,7 +88,7 @@ std::vector<std::string> Replies(const std::string& mode, const std::string& pat
     RunningServer running(service);
     for (const WireRequest& request : requests) replies.push_back(running.Call(request));
   }
-  const arenarpc::grpc::HolderStats holders = memory.holder_stats();
+  const arenarpc::grpc_memory::HolderStats holders = memory.holder_stats();
   EXPECT_EQ(holders.allocated, holders.released) << mode << " " << path;
   if (!memory.is_default()) {
     EXPECT_EQ(holders.allocated, requests.size()) << mode << " " << path;
@@ -132,7 +132,7 @@ TEST(GrpcWireIdentity, EveryStrategyAndPathRepliesWithDefaultsBytes) {
 TEST(GrpcWireIdentity, PerMethodModeOnOneServiceMemory) {
   const std::vector<WireRequest> requests = RequestSequence(kCalls / 3);
   const std::vector<std::string> expected = Replies("default", "serve", requests);
-  arenarpc::grpc::ServiceMemory memory("heap");
+  arenarpc::grpc_memory::ServiceMemory memory("heap");
   WireGrpcImpl service;
   memory.Serve(service, kCall, &WireGrpcImpl::Call, "reuse");
   {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "arenarpc/grpc/message_allocator.h"
+#include "arenarpc/grpc_memory/message_allocator.h"
 #include "proto/hello_grpc.grpc.pb.h"
 
 namespace {
@@ -18,7 +18,7 @@ class Hello final : public consumer::HelloGrpc::CallbackService {
                                 const consumer::HelloRequest* request,
                                 consumer::HelloReply* reply) override {
     reply->set_text("hello " + request->name());
-    arenarpc::grpc::SettleResponse(context);
+    arenarpc::grpc_memory::SettleResponse(context);
     auto* reactor = context->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -34,7 +34,7 @@ int Fail(const std::string& what) {
 
 int main() {
   Hello service;
-  auto allocator = arenarpc::grpc::allocator<consumer::HelloRequest, consumer::HelloReply>("paged");
+  auto allocator = arenarpc::grpc_memory::allocator<consumer::HelloRequest, consumer::HelloReply>("paged");
   if (!allocator) return Fail("no allocator");
   service.SetMessageAllocatorFor_Say(allocator.get());
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "arenarpc/grpc/message_allocator.h"
+#include "arenarpc/grpc_memory/message_allocator.h"
 #include "arenarpc/memory/message_memory.h"
 
 int main() {
@@ -14,7 +14,7 @@ int main() {
   auto method = memory->Bind(prototype, prototype);
   auto pair = method->Acquire();
   if (!pair || pair.arena() == nullptr) return 1;
-  auto reuse = arenarpc::grpc::MakeStrategy("reuse", {});
+  auto reuse = arenarpc::grpc_memory::MakeStrategy("reuse", {});
   if (!reuse || reuse->name() != "reuse") return 1;
   std::printf("pkgconfig_consumer: %s and %s strategies ok\n", std::string(memory->name()).c_str(),
               std::string(reuse->name()).c_str());

@@ -1,16 +1,16 @@
-#include "arenarpc/grpc/message_allocator.h"
+#include "arenarpc/grpc_memory/message_allocator.h"
 
 #include <stdexcept>
 #include <string>
 
-namespace arenarpc::grpc {
+namespace arenarpc::grpc_memory {
 
 MethodAllocatorCore::MethodAllocatorCore(std::shared_ptr<memory::MessageMemory> memory,
                                          const google::protobuf::Message& request_prototype,
                                          const google::protobuf::Message& response_prototype)
     : memory_(std::move(memory)) {
   if (memory_ == nullptr) {
-    throw std::invalid_argument("arenarpc::grpc: a message allocator needs a strategy (got null)");
+    throw std::invalid_argument("arenarpc::grpc_memory: a message allocator needs a strategy (got null)");
   }
   method_ = memory_->Bind(request_prototype, response_prototype);
 }
@@ -34,9 +34,9 @@ std::shared_ptr<memory::MessageMemory> MakeStrategy(std::string_view mode,
                                                     const memory::MemoryOptions& options) {
   if (IsDefaultMode(mode)) {
     throw std::invalid_argument(
-        "arenarpc::grpc: mode 'default' is gRPC's own allocation and has no strategy");
+        "arenarpc::grpc_memory: mode 'default' is gRPC's own allocation and has no strategy");
   }
   return memory::MakeMessageMemory(mode, options);
 }
 
-}  // namespace arenarpc::grpc
+}  // namespace arenarpc::grpc_memory

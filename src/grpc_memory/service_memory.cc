@@ -1,11 +1,11 @@
-#include "arenarpc/grpc/service_memory.h"
+#include "arenarpc/grpc_memory/service_memory.h"
 
 #include <google/protobuf/descriptor.h>
 
-namespace arenarpc::grpc {
+namespace arenarpc::grpc_memory {
 namespace {
 
-constexpr std::string_view kWhere = "arenarpc::grpc::ServiceMemory::Serve: ";
+constexpr std::string_view kWhere = "arenarpc::grpc_memory::ServiceMemory::Serve: ";
 
 std::string Quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
@@ -79,7 +79,7 @@ bool ServiceMemory::IsValidMode(std::string_view mode, std::string* error) {
 
 std::shared_ptr<memory::MessageMemory> ServiceMemory::StrategyFor(std::string_view mode) {
   std::string error;
-  if (!IsValidMode(mode, &error)) throw std::invalid_argument("arenarpc::grpc: " + error);
+  if (!IsValidMode(mode, &error)) throw std::invalid_argument("arenarpc::grpc_memory: " + error);
   if (IsDefaultMode(mode)) return nullptr;
   std::lock_guard lock(mu_);
   auto it = strategies_.find(mode);
@@ -116,4 +116,4 @@ HolderStats ServiceMemory::holder_stats() const {
   return total;
 }
 
-}  // namespace arenarpc::grpc
+}  // namespace arenarpc::grpc_memory

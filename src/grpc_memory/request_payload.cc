@@ -1,4 +1,4 @@
-#include "arenarpc/grpc/request_payload.h"
+#include "arenarpc/grpc_memory/request_payload.h"
 
 #include <google/protobuf/io/zero_copy_stream.h>
 #include <google/protobuf/message.h>
@@ -13,7 +13,7 @@
 
 #include "arenarpc/memory/message_memory.h"
 
-namespace arenarpc::grpc {
+namespace arenarpc::grpc_memory {
 namespace {
 
 // Reads a grpc_byte_buffer slice by slice, without copying (the slices stay owned by the buffer).
@@ -129,4 +129,4 @@ class ByteBufferBytes final : public memory::SerializedMessage {
   return status;
 }
 
-}  // namespace arenarpc::grpc
+}  // namespace arenarpc::grpc_memory

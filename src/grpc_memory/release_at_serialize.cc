@@ -1,11 +1,11 @@
-#include "arenarpc/grpc/release_at_serialize.h"
+#include "arenarpc/grpc_memory/release_at_serialize.h"
 
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/interceptor.h>
 
-#include "arenarpc/grpc/message_allocator.h"
+#include "arenarpc/grpc_memory/message_allocator.h"
 
-namespace arenarpc::grpc {
+namespace arenarpc::grpc_memory {
 namespace {
 
 using ::grpc::experimental::InterceptionHookPoints;
@@ -54,4 +54,4 @@ ReleaseAtSerializeInterceptorFactory() {
   return std::make_unique<ReleaseAtSerializeFactory>();
 }
 
-}  // namespace arenarpc::grpc
+}  // namespace arenarpc::grpc_memory
