@@ -1,0 +1,347 @@
+// net::Connection alone: a loopback socket, a Delegate written here, no protocol. What every
+// protocol above relies on — bytes in order, writers that never interleave, a close that drops
+// nothing it accepted, backpressure that pauses reading and resumes it, OnClosed exactly once.
+#include <gtest/gtest.h>
+
+#include <asio/connect.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/write.hpp>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net/connection.h"
+
+namespace arenarpc::net {
+namespace {
+
+using namespace std::chrono_literals;
+
+// What the Delegate saw, shared with the test (the Delegate itself belongs to the connection).
+struct Observed {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::string input;
+  int closes = 0;
+  int drained = 0;
+  Connection::Clock::time_point last_read_at{};
+
+  template <class Pred>
+  bool WaitFor(Pred pred, std::chrono::milliseconds limit = 10s) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, limit, pred);
+  }
+};
+
+// Keeps what it reads; with `echo`, writes it straight back.
+class RecordingDelegate : public Connection::Delegate {
+ public:
+  RecordingDelegate(std::shared_ptr<Observed> observed, bool echo)
+      : observed_(std::move(observed)), echo_(echo) {}
+
+  Connection::InputResult OnInput(Connection& connection, BufferChain& input,
+                                  Connection::Clock::time_point read_at) override {
+    const std::string bytes = input.ToString();
+    input.clear();
+    {
+      std::lock_guard lock(observed_->mutex);
+      observed_->input += bytes;
+      observed_->last_read_at = read_at;
+    }
+    observed_->changed.notify_all();
+    if (echo_) {
+      BufferChain reply;
+      reply.Append(bytes);
+      connection.Write(std::move(reply));
+    }
+    return {};
+  }
+  void OnClosed(Connection& /*connection*/) override {
+    {
+      std::lock_guard lock(observed_->mutex);
+      ++observed_->closes;
+    }
+    observed_->changed.notify_all();
+  }
+  void OnOutputDrained(Connection& /*connection*/) override {
+    {
+      std::lock_guard lock(observed_->mutex);
+      ++observed_->drained;
+    }
+    observed_->changed.notify_all();
+  }
+
+ private:
+  const std::shared_ptr<Observed> observed_;
+  const bool echo_;
+};
+
+// An io_context run by two threads (as a server's event loops), a listening socket, and a client
+// socket of the test's own (blocking calls on a context nobody runs).
+class ConnectionTest : public ::testing::Test {
+ protected:
+  ConnectionTest() : work_(asio::make_work_guard(io_)) {
+    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
+  }
+  ~ConnectionTest() override {
+    if (connection_) connection_->Close();
+    connection_.reset();
+    work_.reset();
+    io_.stop();
+    for (auto& t : threads_) t.join();
+  }
+
+  // Connects the client and wraps the accepted socket in a started Connection.
+  void Open(bool echo, const Connection::Options& options = {}) {
+    asio::ip::tcp::acceptor acceptor(io_, {asio::ip::make_address("127.0.0.1"), 0});
+    client_.connect(acceptor.local_endpoint());
+    asio::ip::tcp::socket accepted(io_);
+    acceptor.accept(accepted);
+    connection_ = Connection::Create(std::move(accepted),
+                                     std::make_unique<RecordingDelegate>(observed_, echo), options);
+    connection_->Start();
+  }
+
+  std::string ReadExactly(size_t n) {
+    std::string out(n, '\0');
+    asio::read(client_, asio::buffer(out));
+    return out;
+  }
+
+  // Reads until the peer closes; returns everything read.
+  std::string ReadToEof() {
+    std::string out;
+    char buf[64 << 10];
+    asio::error_code ec;
+    for (;;) {
+      const size_t n = client_.read_some(asio::buffer(buf), ec);
+      out.append(buf, n);
+      if (ec) break;
+    }
+    EXPECT_EQ(asio::error::eof, ec) << ec.message();
+    return out;
+  }
+
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::vector<std::thread> threads_;
+  asio::io_context client_io_;
+  asio::ip::tcp::socket client_{client_io_};
+  std::shared_ptr<Observed> observed_ = std::make_shared<Observed>();
+  std::shared_ptr<Connection> connection_;
+};
+
+TEST_F(ConnectionTest, BytesArriveInOrderAndEchoBackWhole) {
+  Open(/*echo=*/true);
+  std::string sent;
+  for (int i = 0; i < 200; ++i) sent += "message " + std::to_string(i) + ";";
+  const auto before = Connection::Clock::now();
+  asio::write(client_, asio::buffer(sent));
+  EXPECT_EQ(sent, ReadExactly(sent.size()));
+  std::lock_guard lock(observed_->mutex);
+  EXPECT_EQ(sent, observed_->input);
+  // read_at is when the bytes were read: after the client wrote them, not later than now.
+  EXPECT_GE(observed_->last_read_at, before);
+  EXPECT_LE(observed_->last_read_at, Connection::Clock::now());
+  EXPECT_EQ(sent.size(), connection_->bytes_queued());
+}
+
+TEST_F(ConnectionTest, WritesFromManyThreadsNeverInterleaveAndKeepEachThreadsOrder) {
+  Open(/*echo=*/false);
+  constexpr int kThreads = 4, kFrames = 300;
+  constexpr size_t kFrameSize = 1000;  // "t<thread> <seq>" padded with the thread's letter
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([this, t] {
+      for (int seq = 0; seq < kFrames; ++seq) {
+        std::string frame = "t" + std::to_string(t) + " " + std::to_string(seq) + " ";
+        frame.resize(kFrameSize, static_cast<char>('a' + t));
+        BufferChain chain;
+        chain.Append(frame);
+        connection_->Write(std::move(chain));
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  const std::string all = ReadExactly(kThreads * kFrames * kFrameSize);
+  std::vector<int> next(kThreads, 0);
+  for (size_t at = 0; at < all.size(); at += kFrameSize) {
+    const std::string frame = all.substr(at, kFrameSize);
+    ASSERT_EQ('t', frame[0]) << "frame at " << at << " does not start a frame";
+    const int t = frame[1] - '0';
+    ASSERT_TRUE(t >= 0 && t < kThreads) << frame.substr(0, 16);
+    const size_t space = frame.find(' ', 3);
+    EXPECT_EQ(next[t], std::stoi(frame.substr(3, space - 3))) << "thread " << t << "'s order";
+    ++next[t];
+    // Every byte after the header is the writer's own letter: no other frame cut into it.
+    EXPECT_EQ(std::string::npos, frame.find_first_not_of(static_cast<char>('a' + t), space + 1))
+        << "frame of thread " << t << " interleaved";
+  }
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(kFrames, next[t]);
+  EXPECT_EQ(all.size(), connection_->bytes_queued());
+}
+
+TEST_F(ConnectionTest, CloseWhenFlushedSendsEverythingQueuedThenCloses) {
+  Open(/*echo=*/false);
+  constexpr size_t kBytes = 8u << 20;  // far more than the socket buffers take at once
+  std::string payload(kBytes, 'x');
+  for (size_t i = 0; i < kBytes; i += 4096) payload[i] = static_cast<char>('0' + (i / 4096) % 10);
+  for (size_t at = 0; at < kBytes; at += 64 << 10) {
+    BufferChain chain;
+    chain.Append(std::string_view(payload).substr(at, 64 << 10));
+    connection_->Write(std::move(chain));
+  }
+  connection_->CloseWhenFlushed();
+  const std::string received = ReadToEof();  // the peer reads only now
+  EXPECT_EQ(kBytes, received.size());
+  EXPECT_TRUE(received == payload) << "the bytes differ";
+  EXPECT_TRUE(observed_->WaitFor([&] { return observed_->closes == 1; }));
+  EXPECT_EQ(CloseReason::kLocal, connection_->close_reason());
+  EXPECT_EQ(kBytes, connection_->bytes_written());
+}
+
+TEST_F(ConnectionTest, OnClosedRunsOnceWhateverClosesItAndWritesAfterwardAreDropped) {
+  Open(/*echo=*/false);
+  std::vector<std::thread> closers;
+  for (int i = 0; i < 4; ++i) closers.emplace_back([this] { connection_->Close(); });
+  for (auto& c : closers) c.join();
+  EXPECT_TRUE(observed_->WaitFor([&] { return observed_->closes >= 1; }));
+  client_.close();  // the peer going as well is no second close
+  std::this_thread::sleep_for(50ms);
+  {
+    std::lock_guard lock(observed_->mutex);
+    EXPECT_EQ(1, observed_->closes);
+  }
+  EXPECT_TRUE(connection_->closed());
+  EXPECT_EQ(CloseReason::kLocal, connection_->close_reason());
+  uint64_t end = 0;
+  BufferChain late;
+  late.Append("late");
+  connection_->Write(std::move(late), &end);
+  EXPECT_GT(end, connection_->bytes_written());  // dropped: it will never have been written
+}
+
+TEST_F(ConnectionTest, APeerThatGoesClosesTheConnectionAsThePeers) {
+  Open(/*echo=*/false);
+  asio::write(client_, asio::buffer(std::string("last words")));
+  client_.close();
+  ASSERT_TRUE(observed_->WaitFor([&] { return observed_->closes == 1; }));
+  EXPECT_EQ(CloseReason::kPeer, connection_->close_reason());
+  std::lock_guard lock(observed_->mutex);
+  EXPECT_EQ("last words", observed_->input);  // what arrived before the EOF was delivered
+}
+
+TEST_F(ConnectionTest, UnwrittenOutputPausesReadingUntilItDrainsToHalf) {
+  std::atomic<uint64_t> pauses{0};
+  Connection::Options options;
+  options.max_unwritten_bytes = 1u << 20;
+  options.read_pauses = &pauses;
+  Open(/*echo=*/true, options);
+  // The client writes 16 MiB and reads nothing: the echoes fill the socket buffers, then the
+  // connection's queue, and reading must pause instead of queueing all 16 MiB.
+  constexpr size_t kChunk = 64 << 10, kChunks = 256;
+  const std::string chunk(kChunk, 'e');
+  std::thread writer([&] {
+    asio::error_code ec;
+    for (size_t i = 0; i < kChunks && !ec; ++i) asio::write(client_, asio::buffer(chunk), ec);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (pauses.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_GT(pauses.load(), 0u) << "reading never paused";
+  // What the connection holds stays near its bound (one read's worth over it, at most).
+  std::this_thread::sleep_for(100ms);
+  EXPECT_LE(connection_->unwritten_held_bytes(), options.max_unwritten_bytes + (4u << 20));
+  // Reading everything back drains the queue, reading resumes, and every byte makes it.
+  const std::string echoed = ReadExactly(kChunk * kChunks);
+  writer.join();
+  EXPECT_EQ(std::string::npos, echoed.find_first_not_of('e'));
+  std::lock_guard lock(observed_->mutex);
+  EXPECT_EQ(kChunk * kChunks, observed_->input.size());
+}
+
+TEST_F(ConnectionTest, NotifyWhenDrainedCallsBackOnceTheQueueIsDownToHalf) {
+  Connection::Options options;
+  options.max_unwritten_bytes = 1u << 20;
+  Open(/*echo=*/false, options);
+  const std::string chunk(256 << 10, 'd');
+  for (int i = 0; i < 32; ++i) {  // 8 MiB the client has not read yet
+    BufferChain chain;
+    chain.Append(chunk);
+    connection_->Write(std::move(chain));
+  }
+  connection_->NotifyWhenDrained();
+  std::this_thread::sleep_for(100ms);
+  {
+    std::lock_guard lock(observed_->mutex);
+    EXPECT_EQ(0, observed_->drained) << "drained while the peer had read nothing";
+  }
+  ReadExactly(chunk.size() * 32);
+  EXPECT_TRUE(observed_->WaitFor([&] { return observed_->drained == 1; }));
+}
+
+TEST_F(ConnectionTest, SilenceAfterConnectingTripsTheFirstByteTimeout) {
+  Connection::Options options;
+  options.first_byte_timeout_ms = 200;
+  Open(/*echo=*/false, options);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(observed_->WaitFor([&] { return observed_->closes == 1; }, 5s));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 150ms);
+  EXPECT_EQ(CloseReason::kFirstByteTimeout, connection_->close_reason());
+}
+
+TEST_F(ConnectionTest, WatchWritesFollowsTheBytesAndHearsTheClose) {
+  Open(/*echo=*/false);
+  BufferChain chain;
+  chain.Append(std::string(1000, 'w'));
+  uint64_t end = 0;
+  connection_->Write(std::move(chain), &end);
+  EXPECT_EQ(1000u, end);
+  std::mutex mutex;
+  std::condition_variable seen;
+  uint64_t written = 0;
+  bool closed = false;
+  connection_->WatchWrites([&](uint64_t bytes_written, bool is_closed) {
+    std::lock_guard lock(mutex);
+    written = bytes_written;
+    closed = is_closed;
+    seen.notify_all();
+    return false;  // keep watching until the close
+  });
+  ReadExactly(1000);
+  {
+    std::unique_lock lock(mutex);
+    EXPECT_TRUE(seen.wait_for(lock, 5s, [&] { return written >= end; }));
+  }
+  connection_->Close();
+  std::unique_lock lock(mutex);
+  EXPECT_TRUE(seen.wait_for(lock, 5s, [&] { return closed; }));
+}
+
+TEST_F(ConnectionTest, ADelegateThatBlocksReadingGetsNothingUntilItUnblocks) {
+  Open(/*echo=*/false);
+  connection_->SetDelegateBlocked(true);
+  // The read armed before the block still completes once; reading is not armed again after it.
+  asio::write(client_, asio::buffer(std::string("first")));
+  ASSERT_TRUE(observed_->WaitFor([&] { return observed_->input == "first"; }));
+  std::this_thread::sleep_for(20ms);
+  asio::write(client_, asio::buffer(std::string("held")));
+  std::this_thread::sleep_for(100ms);
+  {
+    std::lock_guard lock(observed_->mutex);
+    EXPECT_EQ("first", observed_->input);
+  }
+  connection_->SetDelegateBlocked(false);
+  EXPECT_TRUE(observed_->WaitFor([&] { return observed_->input == "firstheld"; }));
+}
+
+}  // namespace
+}  // namespace arenarpc::net
