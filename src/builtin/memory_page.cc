@@ -186,7 +186,7 @@ void ServeMemory(const stats::ServerView& view, const BuiltinRequest& request,
       WriteMethodMemoryJson(json, m.stats, &m);
     }
     json.EndObject().Key("strategies");
-    WriteStrategiesJson(json, GroupByStrategy(methods));
+    WriteStrategiesJson(json, stats::GroupByStrategy(methods));
     json.EndObject();
     reply->content_type = "application/json";
     reply->body = json.Take() + "\n";
@@ -198,7 +198,7 @@ void ServeMemory(const stats::ServerView& view, const BuiltinRequest& request,
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count();
     for (const stats::MethodView& m : methods) html += MethodHtml(m, now_unix_ms);
-    html += StrategiesHtml(GroupByStrategy(methods));
+    html += StrategiesHtml(stats::GroupByStrategy(methods));
     html +=
         "<p class=\"note\">Charts: sampled calls (held bytes: every arena call and one in 32 "
         "others; CPU: one call in 16 timed whole on its thread). Each method's counters are "
@@ -221,7 +221,7 @@ void ServeMemory(const stats::ServerView& view, const BuiltinRequest& request,
       text += std::string("  ") + name + " = " + std::to_string(value) + "\n";
     }
   }
-  text += StrategiesText(GroupByStrategy(methods));
+  text += StrategiesText(stats::GroupByStrategy(methods));
   text +=
       "(each method's counters are its own, reuse's pools those of its message types; the "
       "strategies' totals above; charts: /memory?format=html)\n";

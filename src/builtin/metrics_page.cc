@@ -12,6 +12,7 @@
 #include "builtin/page_format.h"
 #include "builtin/page_view.h"
 #include "stats/process_stats.h"
+#include "stats/strategy_totals.h"
 
 namespace arenarpc::builtin {
 namespace {
@@ -133,17 +134,34 @@ void AddMethodMetrics(Families& f, prometheus::Registry& registry,
       {"retained_bytes_estimate", &memory::MemoryStats::retained_bytes_estimate,
        "Bytes the pooled messages hold, estimated"},
   };
-  std::vector<prometheus::Family<prometheus::Counter>*> memory_counters;
+  // Per method its own share (MethodStats::method_memory: its pairs and pools), so that a sum
+  // over methods counts nothing twice; per strategy its totals, once (the page pool is only there).
+  std::vector<prometheus::Family<prometheus::Counter>*> memory_counters, strategy_counters;
   for (const CounterField& c : kCounters) {
     memory_counters.push_back(&f.Counter(std::string("arenarpc_memory_") + c.name + "_total",
-                                         std::string(c.help) +
-                                             " (the strategy's total, shared by its methods)"));
+                                         std::string(c.help) + " (the method's own)"));
+    strategy_counters.push_back(
+        &f.Counter(std::string("arenarpc_strategy_memory_") + c.name + "_total",
+                   std::string(c.help) + " (the strategy's total over its methods)"));
   }
-  std::vector<prometheus::Family<prometheus::Gauge>*> memory_gauges;
+  std::vector<prometheus::Family<prometheus::Gauge>*> memory_gauges, strategy_gauges;
   for (const CounterField& g : kGauges) {
     memory_gauges.push_back(&f.Gauge(std::string("arenarpc_memory_") + g.name,
-                                     std::string(g.help) +
-                                         " (the strategy's total, shared by its methods)"));
+                                     std::string(g.help) + " (the method's own)"));
+    strategy_gauges.push_back(
+        &f.Gauge(std::string("arenarpc_strategy_memory_") + g.name,
+                 std::string(g.help) + " (the strategy's total over its methods)"));
+  }
+  for (const stats::StrategyTotals& s : stats::GroupByStrategy(views)) {
+    // Strategy objects of one name (a user's own) add up under that name.
+    const Labels labels{{"strategy", s.mode}};
+    for (size_t i = 0; i < std::size(kCounters); ++i) {
+      strategy_counters[i]->Add(labels).Increment(static_cast<double>(s.totals.*kCounters[i].field));
+    }
+    for (size_t i = 0; i < std::size(kGauges); ++i) {
+      prometheus::Gauge& gauge = strategy_gauges[i]->Add(labels);
+      gauge.Set(gauge.Value() + static_cast<double>(s.totals.*kGauges[i].field));
+    }
   }
 
   for (const stats::MethodView& view : views) {
@@ -180,10 +198,11 @@ void AddMethodMetrics(Families& f, prometheus::Registry& registry,
     arena_calls.Add(memory_labels).Increment(static_cast<double>(m.arena_calls));
     for (size_t i = 0; i < std::size(kCounters); ++i) {
       memory_counters[i]->Add(memory_labels)
-          .Increment(static_cast<double>(m.memory.*kCounters[i].field));
+          .Increment(static_cast<double>(m.method_memory.*kCounters[i].field));
     }
     for (size_t i = 0; i < std::size(kGauges); ++i) {
-      memory_gauges[i]->Add(memory_labels).Set(static_cast<double>(m.memory.*kGauges[i].field));
+      memory_gauges[i]->Add(memory_labels)
+          .Set(static_cast<double>(m.method_memory.*kGauges[i].field));
     }
     if (m.memory_choice) AddChoiceMetrics(f, m.full_name, *m.memory_choice);
   }

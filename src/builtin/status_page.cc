@@ -124,7 +124,7 @@ std::string StatusJson(const std::vector<MethodView>& methods, const ServerStats
     json.EndObject().EndObject();
   }
   json.EndArray().Key("memory_strategies");
-  WriteStrategiesJson(json, GroupByStrategy(methods));
+  WriteStrategiesJson(json, stats::GroupByStrategy(methods));
   json.EndObject();
   return json.Take() + "\n";
 }
@@ -243,7 +243,7 @@ std::string StatusHtml(const std::vector<MethodView>& methods, const ServerStats
           std::to_string(p.fd_count) + " / " + std::to_string(p.thread_count));
   html += "</table>\n";
   for (const MethodView& view : methods) html += MethodHtml(view);
-  html += StrategiesHtml(GroupByStrategy(methods));
+  html += StrategiesHtml(stats::GroupByStrategy(methods));
   html += "<p class=\"note\">JSON: <code>/status?format=json</code></p>\n</body></html>\n";
   return html;
 }

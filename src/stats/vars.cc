@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "stats/server_view.h"
+#include "stats/strategy_totals.h"
 
 namespace arenarpc::stats {
 
@@ -60,25 +61,26 @@ void VarList::AddMethod(const MethodStats& m) {
   percentiles(p + "latency_total_", m.latency_p50_us, m.latency_p90_us, m.latency_p99_us,
               m.latency_p999_us, m.latency_max_us);
   Add(p + "queue_p99_us", m.queue_p99_us);
+  // The method's own share: its pairs, and for reuse its types' pools (the strategy's page pool
+  // is in AddStrategies: it belongs to no method alone).
   const std::string mem = p + "memory_";
-  const memory::MemoryStats& s = m.memory;
-  Add(mem + "acquired", s.acquired);
-  Add(mem + "released", s.released);
-  Add(mem + "page_allocations", s.page_allocations);
-  Add(mem + "page_cache_hits", s.page_cache_hits);
-  Add(mem + "page_cache_misses", s.page_cache_misses);
-  Add(mem + "pages_cached", s.pages_cached);
-  Add(mem + "pages_outstanding", s.pages_outstanding);
-  Add(mem + "reuses", s.reuses);
-  Add(mem + "rebuilds", s.rebuilds);
-  Add(mem + "trims", s.trims);
-  Add(mem + "objects_pooled", s.objects_pooled);
-  Add(mem + "retained_bytes_estimate", s.retained_bytes_estimate);
-  Add(mem + "requests_shaped", s.requests_shaped);
-  Add(mem + "responses_mirrored", s.responses_mirrored);
-  Add(mem + "calls_on_arena", s.calls_on_arena);
+  for (const auto& [field, value] : StatsFields(m.method_memory)) Add(mem + field, value);
   Add(mem + "arena_bytes", m.arena_bytes);
   Add(mem + "arena_calls", m.arena_calls);
+}
+
+void VarList::AddStrategies(const std::vector<StrategyTotals>& strategies) {
+  std::vector<std::string> names;
+  for (const StrategyTotals& s : strategies) {
+    // Two strategy objects may share a name (a user's own): the later ones get _2, _3, ...
+    std::string name = MethodVarName(s.mode);
+    const auto same = std::count(names.begin(), names.end(), name);
+    names.push_back(name);
+    if (same > 0) name += "_" + std::to_string(same + 1);
+    const std::string p = "rpc_server_strategy_" + name + "_";
+    Add(p + "methods", static_cast<uint64_t>(s.methods.size()));
+    for (const auto& [field, value] : StatsFields(s.totals)) Add(p + "memory_" + field, value);
+  }
 }
 
 void VarList::AddServer(const ServerStats& s) {
@@ -135,7 +137,9 @@ std::vector<Var> VarList::Take() {
 
 std::vector<Var> CollectVars(const ServerView& view, std::chrono::steady_clock::time_point now) {
   VarList list;
-  for (const MethodView& method : view.Methods(now)) list.AddMethod(method.stats);
+  const std::vector<MethodView> methods = view.Methods(now);
+  for (const MethodView& method : methods) list.AddMethod(method.stats);
+  list.AddStrategies(GroupByStrategy(methods));
   list.AddServer(view.Server());
   list.AddProcess(ReadProcessStats());
   return list.Take();

@@ -13,6 +13,7 @@
 
 namespace arenarpc::stats {
 class ServerView;
+struct StrategyTotals;
 }
 
 namespace arenarpc::stats {
@@ -28,7 +29,8 @@ class VarList {
   void Add(std::string name, uint64_t value);
   void Add(std::string name, int64_t value);
   void Add(std::string name, double value);
-  void AddMethod(const MethodStats& method);
+  void AddMethod(const MethodStats& method);  // the method's own memory counters
+  void AddStrategies(const std::vector<StrategyTotals>& strategies);  // each strategy's, once
   void AddServer(const ServerStats& server);
   void AddProcess(const ProcessStats& process);
   // Sorted by name.

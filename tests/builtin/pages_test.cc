@@ -148,8 +148,14 @@ TEST_P(PagesTest, VarsKeepTheContractNamesAndCountTheCalls) {
   } else {
     EXPECT_EQ(0, Number(vars, m + "memory_arena_bytes"));
   }
+  // The strategy's totals, once, under its own name; the page pool is the strategy's alone, and
+  // a method's own counters are a share of the totals (the test service has two methods).
+  const std::string strategy = "rpc_server_strategy_" + mode + "_";
+  EXPECT_GE(Number(vars, strategy + "methods"), 1);
+  EXPECT_GE(Number(vars, strategy + "memory_acquired"), Number(vars, m + "memory_acquired"));
   if (mode == "paged") {
-    EXPECT_GT(Number(vars, m + "memory_page_allocations"), 0);
+    EXPECT_GT(Number(vars, strategy + "memory_page_allocations"), 0);
+    EXPECT_EQ(0, Number(vars, m + "memory_page_allocations"));
   }
   if (mode == "reuse") {
     EXPECT_GT(Number(vars, m + "memory_objects_pooled"), 0);
@@ -388,6 +394,9 @@ TEST_P(PagesTest, MetricsPassPromtoolAndCountTheCalls) {
   EXPECT_NE(std::string::npos,
             text.find("arenarpc_memory_acquired_total{" + method + ",strategy=\"" +
                       std::string(GetParam()) + "\"}"));
+  // The strategy's totals once, labelled with its name only.
+  EXPECT_NE(std::string::npos, text.find("arenarpc_strategy_memory_acquired_total{strategy=\"" +
+                                         std::string(GetParam()) + "\"}"));
 
   if (!std::filesystem::exists("/usr/bin/promtool")) GTEST_FAIL() << "/usr/bin/promtool missing";
   const auto dir = std::filesystem::temp_directory_path() /
