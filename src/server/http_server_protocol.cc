@@ -12,6 +12,7 @@
 #include "protocol/http/connect_wire.h"
 #include "protocol/http/grpc_web_wire.h"
 #include "protocol/http/json_message.h"
+#include "server/connect_json.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
@@ -487,23 +488,7 @@ bool HttpServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& pay
     }
     return true;
   }
-  std::string wire;
-  const google::protobuf::Message& prototype = call.binding()->memory->request_prototype();
-  std::string flat;  // only when the body spans more than one block
-  const std::string_view json =
-      body.span_count() == 1 ? std::string_view(body.span(0).data(), body.span(0).size())
-                             : std::string_view(flat = body.ToString());
-  if (auto verdict = call.method().request_memory->AdmitJson(json);
-      verdict.verdict != memory::RequestMemoryGate::Verdict::kAdmitted) {
-    call.MarkRequestTooLarge();
-    *error_text = std::move(verdict.text);
-    return false;
-  }
-  if (!protocol::JsonToWire(prototype, json, &wire, error_text)) return false;
-  net::BufferChain converted;
-  converted.Append(wire);
-  bytes->Own(std::move(converted));
-  return true;
+  return OpenJsonRequest(call, body, bytes, error_text);
 }
 
 bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Message& response,

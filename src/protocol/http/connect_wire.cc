@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "protocol/h2/grpc_wire.h"
 #include "util/json_string.h"
 
 namespace arenarpc::protocol {
@@ -55,6 +56,18 @@ std::string ConnectErrorJson(int grpc_status, std::string_view message) {
   }
   out += '}';
   return out;
+}
+
+bool IsWebTransportHeader(std::string_view name) noexcept {
+  static constexpr std::string_view kNames[] = {
+      "host", "connection", "keep-alive", "accept", "accept-encoding", "accept-language",
+      "content-encoding", "origin", "referer", "x-grpc-web", "x-user-agent", "transfer-encoding",
+      "expect", "cache-control", "pragma", "priority", "dnt"};
+  for (std::string_view known : kNames) {
+    if (name == known) return true;
+  }
+  return h2::IsReservedHeader(name) || name.substr(0, 8) == "connect-" ||
+         name.substr(0, 4) == "sec-" || name.substr(0, 5) == "x-bd-";
 }
 
 std::string ConnectEndStreamJson(int grpc_status, std::string_view message,

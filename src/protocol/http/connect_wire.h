@@ -18,6 +18,10 @@ int HttpStatusForConnectCode(int grpc_status) noexcept;
 // {"code":"...","message":"..."} (message left out when empty).
 std::string ConnectErrorJson(int grpc_status, std::string_view message);
 
+// Headers of the transport, the browser or the protocols themselves (host, origin, accept,
+// connect-*, grpc-*, sec-*, ...): not a grpc-web or Connect call's metadata.
+bool IsWebTransportHeader(std::string_view name) noexcept;
+
 // A streaming body's last envelope carries this flag and the end-of-stream JSON.
 inline constexpr uint8_t kConnectEndStreamFlag = 0x02;
 // {} on success; {"error":{...},"metadata":{"name":["value"]}} (each part when there is one).
