@@ -1,5 +1,7 @@
 #include "server/connect_json.h"
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/message.h>
 
 #include <memory>
@@ -10,6 +12,17 @@
 #include "server/server_call.h"
 
 namespace arenarpc::server {
+
+bool HasNoSideEffects(const MethodEntry& entry) {
+  return entry.descriptor != nullptr &&
+         entry.descriptor->options().idempotency_level() ==
+             google::protobuf::MethodOptions::NO_SIDE_EFFECTS;
+}
+
+std::string ConnectGetRefusal(std::string_view method_full_name) {
+  return "Connect GET calls methods without side effects (option idempotency_level = "
+         "NO_SIDE_EFFECTS); call " + std::string(method_full_name) + " with POST\n";
+}
 
 bool OpenJsonRequest(ServerCall& call, const net::BufferChain& json_body,
                      protocol::PayloadBytes* bytes, std::string* error_text) {

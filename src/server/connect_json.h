@@ -1,7 +1,8 @@
 #pragma once
-// Connect's JSON codec (application/json, application/connect+json), the same on the HTTP/1.1 and
-// HTTP/2 paths (docs/http.md, "Browsers: grpc-web and Connect"): a request's JSON to the wire
-// form the method's memory strategy parses, a streaming call's messages both ways.
+// Connect's server-side rules, the same on the HTTP/1.1 and HTTP/2 paths (docs/http.md, "Browsers:
+// grpc-web and Connect"): its JSON codec (application/json, application/connect+json) — a
+// request's JSON to the wire form the method's memory strategy parses, a streaming call's
+// messages both ways — and which methods its GET may call.
 
 #include <string>
 #include <string_view>
@@ -13,6 +14,12 @@ namespace arenarpc::server {
 
 class ServerCall;
 struct MethodBinding;
+struct MethodEntry;
+
+// Connect's GET calls only methods without side effects (option idempotency_level =
+// NO_SIDE_EFFECTS), as the protocol says; the refusal's text for the others (a 405).
+bool HasNoSideEffects(const MethodEntry& entry);
+std::string ConnectGetRefusal(std::string_view method_full_name);
 
 // The request body `json` (already inflated) as the call's request in wire form, into *bytes,
 // within the method's request memory gate (a JSON body too large for it marks the call so). An

@@ -212,6 +212,21 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
       return Step::kAnswered;
     }
   }
+  if (request.get) {  // Connect's GET: only for methods without side effects
+    const std::string name = std::string(service) + "." + std::string(method);
+    const MethodEntry* entry = state_.config.registry.FindMethod(name);
+    if (entry != nullptr && !HasNoSideEffects(*entry)) {
+      {
+        std::lock_guard lock(mutex_);
+        session_.RespondPlain(request.stream_id, 405,
+                              {{"allow", "POST"}, {"content-type", "text/plain"}},
+                              std::string(ConnectGetRefusal(name)));
+        PublishLocked();
+      }
+      Flush(connection);
+      return Step::kAnswered;
+    }
+  }
   if (request.json) json_seen_.store(true, std::memory_order_release);
   {
     std::lock_guard lock(mutex_);

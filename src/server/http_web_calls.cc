@@ -99,6 +99,23 @@ void HttpServerProtocol::OpenWebBody(Exchange* exchange) {
   }
 }
 
+void HttpServerProtocol::OpenConnectGet(Exchange* exchange) {
+  exchange->web = WebRpc::kConnect;
+  web_ = WebRpc::kConnect;
+  web_invalid_.clear();
+  body_offset_ = 0;
+  protocol::ConnectGetQuery query;
+  if (!protocol::ParseConnectGetQuery(request_.query, &query, &web_invalid_)) return;
+  exchange->json = query.json;
+  request_.body = std::move(query.message);
+  const std::string* compression = query.compression.empty() ? nullptr : &query.compression;
+  exchange->request_compress = GrpcCompressType(compression);
+  if (exchange->request_compress < 0) {
+    exchange->request_compress = 0;
+    web_invalid_ = "compression=" + query.compression + " is not served (gzip, deflate, identity)";
+  }
+}
+
 void HttpServerProtocol::AnswerPreflight(net::Connection& connection, int64_t sequence) {
   const std::string& origin = *request_.Header("origin");
   const std::string* allowed = CorsMatch(state_.config.options, origin);

@@ -44,8 +44,12 @@ class WebNodeTest : public ::testing::TestWithParam<const char*> {
                            "/tests/e2e/web_node_client.js " + test_server_.port() + " " + modules +
                            " " + http_version + " " + transports);
   }
-  static void ExpectCases(const press::ShellOutput& run, std::initializer_list<const char*> transports) {
+  // Every case of `transports` passed, and the connect-get transport's GET of Echo2 (a method
+  // without side effects) reached the server as a GET.
+  void ExpectCases(const press::ShellOutput& run, std::initializer_list<const char*> transports) {
     EXPECT_EQ(0, run.exit_code) << run.out;
+    EXPECT_NE(std::string::npos, run.out.find("OK connect-get get_no_side_effects\n")) << run.out;
+    EXPECT_EQ(1u, test_server_.server().GetMethodStats("arenarpc.e2e.TestService.Echo2").calls);
     for (const char* transport : transports) {
       for (const char* name : {"unary", "metadata", "handler_error", "unimplemented",
                                "message_of_1_mib", "concurrent_calls", "server_stream",
@@ -62,7 +66,8 @@ class WebNodeTest : public ::testing::TestWithParam<const char*> {
 TEST_P(WebNodeTest, ConnectNodeClient) {
   ASSERT_EQ(0, access("/usr/bin/node", X_OK)) << "nodejs is a test dependency";
   Server* server = nullptr;
-  const press::ShellOutput run = RunClient("1.1", "grpc-web,connect-json,connect-proto", &server);
+  const press::ShellOutput run =
+      RunClient("1.1", "grpc-web,connect-json,connect-proto,connect-get", &server);
   if (!skipped_.empty()) GTEST_SKIP() << skipped_;
   ExpectCases(run, {"grpc-web", "connect-json", "connect-proto"});
   EXPECT_NE(std::string::npos, run.out.find("INFO grpc-web grpc-accept-encoding=null\n"))
@@ -79,7 +84,8 @@ TEST_P(WebNodeTest, ConnectNodeClient) {
 TEST_P(WebNodeTest, BrowserProtocolsOverHttp2) {
   ASSERT_EQ(0, access("/usr/bin/node", X_OK)) << "nodejs is a test dependency";
   Server* server = nullptr;
-  const press::ShellOutput run = RunClient("2", "grpc-web,connect-json,connect-proto", &server);
+  const press::ShellOutput run =
+      RunClient("2", "grpc-web,connect-json,connect-proto,connect-get", &server);
   if (!skipped_.empty()) GTEST_SKIP() << skipped_;
   ExpectCases(run, {"grpc-web", "connect-json", "connect-proto"});
   for (const char* transport : {"grpc-web", "connect-json", "connect-proto"}) {

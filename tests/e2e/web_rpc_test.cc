@@ -379,6 +379,45 @@ TEST_P(WebRpcTest, CurlConnectJsonAndGrpcWebText) {
   EXPECT_EQ("grpc-status:0\r\n", parsed.trailers);
 }
 
+// Connect's GET for a method without side effects (Echo2: idempotency_level NO_SIDE_EFFECTS),
+// over HTTP/1.1 and HTTP/2 with curl: JSON in the query (percent-encoded), protobuf in base64url;
+// a method with side effects is refused (405), a query that is not base64 is invalid (400).
+TEST_P(WebRpcTest, ConnectGetOverHttp1AndHttp2) {
+  StartServer();
+  ASSERT_EQ(0, access("/usr/bin/curl", X_OK)) << "curl is a test dependency";
+  const std::string base = "http://127.0.0.1:" + std::to_string(port_) + "/arenarpc.e2e.TestService/";
+  std::string proto = util::EncodeBase64(EchoRequestBytes("base64 get"), /*pad=*/false);
+  for (char& c : proto) c = c == '+' ? '-' : c == '/' ? '_' : c;  // base64url
+  for (const char* version : {"--http1.1 ", "--http2-prior-knowledge "}) {
+    const std::string curl = std::string("/usr/bin/curl -sS -g --max-time 10 ") + version +
+                             "-w ' %{http_code} %{http_version}' '" + base;
+    const std::string json = RunCommand(
+        curl + "Echo2?connect=v1&encoding=json&message=%7B%22message%22%3A%22get%22%7D'");
+    EXPECT_EQ(0u, json.find(R"({"message":"get")")) << version << json;
+    EXPECT_NE(std::string::npos, json.find(" 200 ")) << version << json;
+    const std::string binary =
+        RunCommand(curl + "Echo2?connect=v1&encoding=proto&base64=1&message=" + proto + "'");
+    const size_t end = binary.rfind(" 200 ");
+    ASSERT_NE(std::string::npos, end) << version << binary;
+    TestResponse echoed;
+    ASSERT_TRUE(echoed.ParseFromString(binary.substr(0, end))) << version << binary;
+    EXPECT_EQ("base64 get", echoed.message());
+    const std::string side_effects = RunCommand(
+        curl + "Echo?connect=v1&encoding=json&message=%7B%7D'");
+    EXPECT_NE(std::string::npos, side_effects.find("Connect GET calls methods without side effects"))
+        << version << side_effects;
+    EXPECT_NE(std::string::npos, side_effects.find(" 405 ")) << version << side_effects;
+    const std::string garbage = RunCommand(
+        curl + "Echo2?connect=v1&encoding=proto&base64=1&message=%21%21%21'");
+    EXPECT_EQ(0u, garbage.find(R"({"code":"invalid_argument","message":"message= is not base64)"))
+        << version << garbage;
+    EXPECT_NE(std::string::npos, garbage.find(" 400 ")) << version << garbage;
+  }
+  EXPECT_EQ(4u, server_->GetMethodStats("arenarpc.e2e.TestService.Echo2").calls);
+  EXPECT_EQ(0u, server_->GetMethodStats("arenarpc.e2e.TestService.Echo").calls);
+  ExpectAllPairsReleased();
+}
+
 // Hostile bodies on the new paths, while a good client calls on its own connection: base64
 // garbage, envelope lengths that lie (past the body, past max_body_size), a body past
 // max_body_size. Each gets a clear error; memory stays within the stated bound (raw body bytes

@@ -619,6 +619,27 @@ bool GrpcServerSession::Classify(Stream& stream) {
   } else if (stream.method == "OPTIONS") {
     stream.kind = WireKind::kPreflight;
     served = true;
+  } else if (const size_t mark = request.path.find('?');
+             stream.method == "GET" && mark != std::string::npos &&
+             IsConnectGetQuery(std::string_view(request.path).substr(mark + 1))) {
+    // A Connect unary GET: its message in the query (within the header list's bound).
+    stream.kind = WireKind::kConnect;
+    request.kind = stream.kind;
+    request.get = true;
+    ConnectGetQuery query;
+    std::string error;
+    const bool parsed =
+        ParseConnectGetQuery(std::string_view(request.path).substr(mark + 1), &query, &error);
+    request.path.resize(mark);
+    if (!parsed) {
+      Refuse(stream, GrpcStatus::kInvalidArgument, error);
+      return false;
+    }
+    stream.json = query.json;
+    stream.content_encoding = std::move(query.compression);
+    request_bytes_ += query.message.size();
+    stream.body.Append(query.message);
+    served = true;
   }
   if (!served) {
     Refuse(stream, GrpcStatus::kUnimplemented,

@@ -72,6 +72,7 @@ struct GrpcRequest {
   std::vector<std::pair<std::string, std::string>> metadata;  // custom headers, as received
   net::BufferChain message;   // the message bytes after the 5-byte prefix
   bool streaming = false;     // a streaming call: its messages come through PopMessage()
+  bool get = false;           // a Connect unary GET (the owner checks the method has no side effects)
   std::string origin;         // the Origin header (CORS), when there is one
   size_t held = 0;            // what the session counts for it until popped
   // != kOk: the request is refused without a call (e.g. not gRPC, or no message)
