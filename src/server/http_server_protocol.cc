@@ -280,9 +280,7 @@ ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::
     web_invalid_.clear();
     body_offset_ = 0;
   }
-  if (request.method == "GET" && !request.query.empty() && protocol::IsConnectGetQuery(request.query)) {
-    OpenConnectGet(&settings);
-  }
+
   web_ = settings.web;
   const ServerOptions& options = state_.config.options;
   const std::string* origin =
@@ -315,14 +313,20 @@ ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int6
                 "methods are called on the main port, not on internal_port\n");
         return Step::kAnswered;
       }
-      if (request.method != "POST" && web_ == WebRpc::kConnect && request.method == "GET" &&
-          entry != nullptr && !HasNoSideEffects(*entry)) {
-        protocol::HttpResponseHead head = Head(405);
-        head.headers.emplace_back("Allow", "POST");
-        Respond(connection, sequence, std::move(head), ConnectGetRefusal(entry->full_name));
-        return Step::kAnswered;
+      if (request.method == "GET" && entry != nullptr && !request.query.empty() &&
+          protocol::IsConnectGetQuery(request.query)) {  // Connect's GET
+        if (!HasNoSideEffects(*entry)) {
+          protocol::HttpResponseHead head = Head(405);
+          head.headers.emplace_back("Allow", "POST");
+          Respond(connection, sequence, std::move(head), ConnectGetRefusal(entry->full_name));
+          return Step::kAnswered;
+        }
+        Exchange settings = ExchangeOf(sequence);
+        OpenConnectGet(&settings);
+        Register(sequence, settings);
+        return CallMethod(sequence, service, method, entry, head);
       }
-      if (request.method != "POST" && !(web_ == WebRpc::kConnect && request.method == "GET")) {
+      if (request.method != "POST") {
         protocol::HttpResponseHead head = Head(405);
         head.headers.emplace_back("Allow", "POST");
         Respond(connection, sequence, std::move(head), "call " + request.path + " with POST\n");
