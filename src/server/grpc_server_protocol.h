@@ -2,7 +2,8 @@
 // gRPC over HTTP/2 on a server connection (docs/grpc.md): recognised by the HTTP/2 preface, each
 // stream "POST /pkg.Service/Method" is a unary call of a registered method, admitted and run as
 // a baidu_std call is (same admission, backlog, memory strategy); replies are gRPC responses with
-// grpc-status trailers. grpc.health.v1.Health/Check is answered here (its Watch and reflection are
+// grpc-status trailers; grpc-web, grpc-web-text, Connect (JSON through server/connect_json) and
+// CORS preflights (server/http_cors) on the same connection. grpc.health.v1.Health/Check is answered here (its Watch and reflection are
 // built-in services: server/grpc_builtin_services.h).
 
 #include <atomic>

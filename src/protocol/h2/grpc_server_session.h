@@ -24,6 +24,11 @@
 // WINDOW_UPDATE): clients that assume a larger window than 65,535 before SETTINGS (brpc's) are
 // not cut off; the connection window still bounds what they can send.
 //
+// Browsers' protocols (WireKind, docs/http.md "Over HTTP/2") share all of the above: grpc-web and
+// Connect streaming take the gRPC envelope path; Connect unary, grpc-web-text and a Connect GET's
+// query are read whole (at most max_message_bytes, base64: 4/3 of it + 1 KiB) before they are
+// decoded; an OPTIONS request is handed to the owner as a preflight. Replies are framed per kind.
+//
 // Streaming calls (a path the streaming predicate names): the request is popped as soon as its
 // headers are complete; its messages are queued on the stream as they complete (PopMessage), each
 // charged its payload plus a fixed overhead for its queue entry, up to kInboxChargeBytes of
