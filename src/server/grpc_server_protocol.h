@@ -3,8 +3,8 @@
 // stream "POST /pkg.Service/Method" is a unary call of a registered method, admitted and run as
 // a baidu_std call is (same admission, backlog, memory strategy); replies are gRPC responses with
 // grpc-status trailers; grpc-web, grpc-web-text, Connect (JSON through server/connect_json) and
-// CORS preflights (server/http_cors) on the same connection. grpc.health.v1.Health/Check is answered here (its Watch and reflection are
-// built-in services: server/grpc_builtin_services.h).
+// CORS preflights (server/http_cors) on the same connection. grpc.health.v1.Health/Check is
+// answered here (its Watch and reflection are built-in services: server/grpc_builtin_services.h).
 
 #include <atomic>
 #include <cstdint>
