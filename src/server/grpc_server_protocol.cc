@@ -34,7 +34,9 @@ using protocol::h2::WireKind;
 // HTTP/2 field names are lower case (RFC 9113 8.2.1): the CORS helpers write them capitalized.
 void LowerCaseNames(HeaderList* headers, size_t from) {
   for (size_t i = from; i < headers->size(); ++i) {
-    for (char& c : (*headers)[i].first) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    for (char& c : (*headers)[i].first) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
   }
 }
 
@@ -278,7 +280,9 @@ void GrpcServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& c
   if (request.streaming && request.json) {  // its messages convert with the method's prototypes
     std::lock_guard lock(mutex_);
     auto it = calls_.find(request.stream_id);
-    if (it != calls_.end() && it->second.stream) it->second.stream->binding = call.method().Binding();
+    if (it != calls_.end() && it->second.stream) {
+      it->second.stream->binding = call.method().Binding();
+    }
   }
   const size_t request_size = request.message.size();
   *payload = RequestPayload{protocol::PayloadEncoding::Compressed(request_compress_type_),
@@ -314,7 +318,8 @@ void GrpcServerProtocol::AnswerHealth(net::Connection& connection,
 void GrpcServerProtocol::AnswerPreflight(net::Connection& connection,
                                          const protocol::h2::GrpcRequest& request) {
   const ServerOptions& options = state_.config.options;
-  const std::string* allowed = request.origin.empty() ? nullptr : CorsMatch(options, request.origin);
+  const std::string* allowed =
+      request.origin.empty() ? nullptr : CorsMatch(options, request.origin);
   {
     std::lock_guard lock(mutex_);
     if (allowed == nullptr) {

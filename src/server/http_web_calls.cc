@@ -205,7 +205,8 @@ void HttpServerProtocol::AdmitWebCall(net::Connection& connection, ServerCall& c
                                       RequestPayload* payload) {
   Controller& controller = call.controller();
   for (auto& [name, value] : request_.headers) {  // grpc-web's and Connect's metadata
-    if (!protocol::IsWebTransportHeader(name)) controller.request_user_fields().emplace(name, value);
+    if (protocol::IsWebTransportHeader(name)) continue;
+    controller.request_user_fields().emplace(name, value);
   }
   const std::string_view message = std::string_view(request_.body).substr(body_offset_);
   if (stream_call_) {  // the handler reads the message (StreamRead); the call's request is empty

@@ -196,8 +196,9 @@ struct GrpcServerSession::Callbacks {
       request.accepts_gzip = value.find("gzip") != std::string_view::npos;
     } else if (name == "content-length") {
       int64_t length = 0;
-      if (const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), length);
-          error == std::errc() && end == value.data() + value.size()) {
+      const char* const last = value.data() + value.size();
+      if (const auto [end, error] = std::from_chars(value.data(), last, length);
+          error == std::errc() && end == last) {
         stream->content_length = length;
       }
     } else if (!IsReservedHeader(name)) {

@@ -77,7 +77,7 @@ struct GrpcRequest {
   std::vector<std::pair<std::string, std::string>> metadata;  // custom headers, as received
   net::BufferChain message;   // the message bytes after the 5-byte prefix
   bool streaming = false;     // a streaming call: its messages come through PopMessage()
-  bool get = false;           // a Connect unary GET (the owner checks the method has no side effects)
+  bool get = false;           // a Connect GET (the owner checks the method has no side effects)
   std::string origin;         // the Origin header (CORS), when there is one
   size_t held = 0;            // what the session counts for it until popped
   // != kOk: the request is refused without a call (e.g. not gRPC, or no message)
@@ -145,8 +145,8 @@ class GrpcServerSession {
   void RespondPlain(int32_t stream_id, int status,
                     std::vector<std::pair<std::string, std::string>> headers, std::string body);
   // Headers every response to a request with an Origin header carries (CORS), added by `add`.
-  using OriginHeaders =
-      std::function<void(std::string_view origin, std::vector<std::pair<std::string, std::string>>*)>;
+  using OriginHeaders = std::function<void(std::string_view origin,
+                                           std::vector<std::pair<std::string, std::string>>*)>;
   void set_origin_headers(OriginHeaders add) { origin_headers_ = std::move(add); }
   // Streaming calls. `predicate(path)`: the stream is a streaming call.
   void set_streaming_predicate(std::function<bool(std::string_view path)> predicate) {
