@@ -2,12 +2,15 @@
 // their own padding), then the grpc-web envelope of the decoded (or raw) body. Properties: a
 // decoded text re-encodes (padded) to a text that decodes to the same bytes; an unframed message
 // lies inside the body, after its 5-byte envelope, and frames back to the same body.
-// Input: byte 0 bit 0 chooses whether the rest is base64 text or a raw body.
+// Input: byte 0 bit 0 chooses whether the rest is base64 text or a raw body; bit 1, that the rest
+// is a Connect GET's query instead (property: parsed, its message is no longer than the query;
+// refused, with a reason).
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "fuzz_check.h"
+#include "protocol/http/connect_wire.h"
 #include "protocol/http/grpc_web_wire.h"
 #include "util/base64.h"
 
@@ -15,6 +18,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const bool text = (data[0] & 1) != 0;
   std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
+  if ((data[0] & 2) != 0) {
+    arenarpc::protocol::ConnectGetQuery query;
+    std::string error;
+    if (arenarpc::protocol::ParseConnectGetQuery(body, &query, &error)) {
+      FUZZ_CHECK(query.message.size() <= body.size());
+    } else {
+      FUZZ_CHECK(!error.empty());
+    }
+    return 0;
+  }
   if (text) {
     size_t error_offset = 0;
     std::string decoded = body;

@@ -104,7 +104,9 @@ class Controller : public google::protobuf::RpcController {
   std::map<std::string, std::string>& response_user_fields() { return response_user_fields_; }
   // gRPC server: a failed call's rich status (a serialized google.rpc.Status) that goes, base64,
   // in the grpc-status-details-bin trailer next to grpc-status and grpc-message (docs/grpc.md);
-  // ignored when the call succeeds and by the other protocols.
+  // ignored when the call succeeds and by the other protocols. gRPC client (a Channel or
+  // GrpcClientStream with protocol "grpc"): the one a failed call received, decoded; empty when
+  // the server sent none or the call succeeded.
   const std::string& grpc_status_details() const noexcept { return grpc_status_details_; }
   void set_grpc_status_details(std::string details) { grpc_status_details_ = std::move(details); }
   CompressType request_compress_type() const noexcept { return request_compress_; }

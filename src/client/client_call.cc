@@ -223,6 +223,7 @@ void ClientCall::OnReply(int64_t correlation_id, ClientReply& reply) {
   }
   std::string text;
   if (const int code = reply.ServerError(&text); code != 0) {
+    reply.ReadFailure(*controller_);  // the last failed attempt's, as its error is
     EndAttempt(index, AttemptEnd::kFailed);
     HandleAttemptFailure(lock, code, text, /*request_sent=*/true, /*server_replied=*/true);
     return;

@@ -62,6 +62,8 @@ class ClientReply {
   // 0: the server answered the call. Else the error it (or the wire) reported, with *text: the
   // attempt failed after the request reached the server (retried as such).
   virtual int ServerError(std::string* text) = 0;
+  // A failed attempt's details for the caller's controller (gRPC: grpc-status-details-bin).
+  virtual void ReadFailure(Controller& /*controller*/) {}
   // Reads the answer into the caller's controller and response: 0, or an error code and *text.
   virtual int ReadInto(Controller& controller, google::protobuf::Message* response,
                        size_t max_decompressed_size, std::string* text) = 0;

@@ -56,6 +56,9 @@ class GrpcReply final : public ClientReply {
   explicit GrpcReply(protocol::h2::GrpcClientResponse& response) : response_(response) {}
 
   int ServerError(std::string* text) override { return GrpcOutcome(response_, text); }
+  void ReadFailure(Controller& controller) override {
+    controller.set_grpc_status_details(std::move(response_.status_details));
+  }
   uint64_t payload_bytes() const noexcept override { return response_.message.size(); }
 
   int ReadInto(Controller& controller, google::protobuf::Message* response,
@@ -68,6 +71,7 @@ class GrpcReply final : public ClientReply {
       return code;
     }
     controller.set_response_compress_type(compress_type);
+    if (!controller.grpc_status_details().empty()) controller.set_grpc_status_details({});
     for (auto& [key, value] : response_.metadata) {
       controller.response_user_fields()[key] = std::move(value);
     }

@@ -242,6 +242,7 @@ int GrpcStreamCall::Finish() {
     }
     finished_ = true;
     if (code_ != 0) controller_->SetFailed(code_, "[E" + std::to_string(code_) + "]" + text_);
+    if (code_ != 0) controller_->set_grpc_status_details(std::move(status_details_));
     for (auto& [key, value] : metadata_) controller_->response_user_fields()[key] = std::move(value);
     metadata_.clear();
     internal::ControllerAccess::set_latency_us(
@@ -286,6 +287,7 @@ void GrpcStreamCall::OnEnd(protocol::h2::GrpcClientResponse& response) {
   std::lock_guard lock(mutex_);
   if (!EndLocked(code, std::move(text))) return;
   metadata_ = std::move(response.metadata);
+  status_details_ = std::move(response.status_details);
   server_ended_ = true;
 }
 

@@ -88,6 +88,7 @@ class GrpcStreamCall : public std::enable_shared_from_this<GrpcStreamCall> {
   int code_ = 0;
   std::string text_;
   protocol::h2::Metadata metadata_;
+  std::string status_details_;  // grpc-status-details-bin of the server's failed end
   // rpcz: set when the stream is sampled; its bytes counted under mutex_, ended by Finish().
   std::shared_ptr<internal::SpanRecord> span_;
 };

@@ -18,6 +18,7 @@ class PayloadBytes final : public memory::SerializedMessage {
 
   size_t size() const noexcept override { return bytes_->size(); }
   google::protobuf::io::ZeroCopyInputStream& Read() override { return stream_.emplace(*bytes_); }
+  const net::BufferChain& bytes() const noexcept { return *bytes_; }
 
   // The bytes are `payload` itself, which must outlive this object.
   void Refer(const net::BufferChain& payload) noexcept { bytes_ = &payload; }

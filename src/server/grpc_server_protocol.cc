@@ -12,10 +12,15 @@
 #include "arenarpc/error_codes.h"
 #include "arenarpc/grpc_stream.h"
 #include "call/trace_headers.h"
+#include "protocol/compression.h"
+#include "protocol/http/json_message.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
 #include "server/capture_seam.h"
 #include "server/cancel_state.h"
+#include "server/connect_json.h"
+#include "server/http_cors.h"
+#include "server/method_entry.h"
 #include "server/server_call.h"
 #include "server/server_connection.h"
 
@@ -24,6 +29,16 @@ namespace arenarpc::server {
 namespace {
 
 using protocol::h2::GrpcStatus;
+using protocol::h2::WireKind;
+
+// HTTP/2 field names are lower case (RFC 9113 8.2.1): the CORS helpers write them capitalized.
+void LowerCaseNames(HeaderList* headers, size_t from) {
+  for (size_t i = from; i < headers->size(); ++i) {
+    for (char& c : (*headers)[i].first) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+  }
+}
 
 constexpr std::string_view kHealthCheckPath = "/grpc.health.v1.Health/Check";
 constexpr std::string_view kHealthWatchPath = "/grpc.health.v1.Health/Watch";
@@ -88,6 +103,16 @@ GrpcServerProtocol::GrpcServerProtocol(ServerState& state)
   }
   const MethodEntry* check = state_.config.registry.FindMethod("grpc.health.v1.Health.Check");
   builtin_health_ = check != nullptr && check->builtin;
+  if (!state_.config.options.cors_allowed_origins.empty()) {
+    session_.set_origin_headers([&options = state_.config.options](std::string_view origin,
+                                                                   HeaderList* headers) {
+      if (const std::string* allowed = CorsMatch(options, origin)) {
+        const size_t from = headers->size();
+        AddCorsReplyHeaders(*allowed, headers);
+        LowerCaseNames(headers, from);
+      }
+    });
+  }
   if (has_stream_methods_) {
     session_.set_streaming_predicate([&registry = state_.config.registry](std::string_view path) {
       return registry.IsGrpcStreamPath(path);
@@ -157,7 +182,11 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
                                                   CallHead* head) {
   protocol::h2::GrpcRequest& request = request_;
   const int64_t key = request.stream_id;
-  if (request.path == kHealthCheckPath && builtin_health_) {
+  if (request.kind == WireKind::kPreflight) {
+    AnswerPreflight(connection, request);
+    return Step::kAnswered;
+  }
+  if (request.path == kHealthCheckPath && builtin_health_ && request.kind == WireKind::kGrpc) {
     AnswerHealth(connection, request);
     return Step::kAnswered;
   }
@@ -176,14 +205,41 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
     Fail(connection, key, GrpcStatus::kInternal, "compressed message without grpc-encoding");
     return Step::kAnswered;
   }
+  if (request.kind == WireKind::kConnectStream && !request.streaming) {
+    const std::string name = std::string(service) + "." + std::string(method);
+    if (state_.config.registry.FindMethod(name) != nullptr) {  // unknown ones: not found
+      Fail(connection, key, GrpcStatus::kInvalidArgument,
+           "application/connect+proto|json calls streaming rpcs; " + name +
+               " is unary (application/proto or application/json)");
+      return Step::kAnswered;
+    }
+  }
+  if (request.get) {  // Connect's GET: only for methods without side effects
+    const std::string name = std::string(service) + "." + std::string(method);
+    const MethodEntry* entry = state_.config.registry.FindMethod(name);
+    if (entry != nullptr && !HasNoSideEffects(*entry)) {
+      {
+        std::lock_guard lock(mutex_);
+        session_.RespondPlain(request.stream_id, 405,
+                              {{"allow", "POST"}, {"content-type", "text/plain"}},
+                              std::string(ConnectGetRefusal(name)));
+        PublishLocked();
+      }
+      Flush(connection);
+      return Step::kAnswered;
+    }
+  }
+  if (request.json) json_seen_.store(true, std::memory_order_release);
   {
     std::lock_guard lock(mutex_);
     Call& entry = calls_[key];
     entry.accepts_gzip = request.accepts_gzip;
+    entry.json = request.json;
     if (request.streaming) {
       entry.stream = std::make_shared<StreamWaits>();
       entry.stream->connection = &connection;
       entry.stream->compress_type = compress_type;
+      entry.stream->json = request.json;
       if (request.timeout_ms >= 0) {
         entry.stream->deadline = read_at + std::chrono::milliseconds(request.timeout_ms);
       }
@@ -221,6 +277,13 @@ void GrpcServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& c
   for (auto& [name, value] : request.metadata) {
     controller.request_user_fields().emplace(std::move(name), std::move(value));
   }
+  if (request.streaming && request.json) {  // its messages convert with the method's prototypes
+    std::lock_guard lock(mutex_);
+    auto it = calls_.find(request.stream_id);
+    if (it != calls_.end() && it->second.stream) {
+      it->second.stream->binding = call.method().Binding();
+    }
+  }
   const size_t request_size = request.message.size();
   *payload = RequestPayload{protocol::PayloadEncoding::Compressed(request_compress_type_),
                             std::move(request.message), request_size};
@@ -252,19 +315,53 @@ void GrpcServerProtocol::AnswerHealth(net::Connection& connection,
   Flush(connection);
 }
 
+void GrpcServerProtocol::AnswerPreflight(net::Connection& connection,
+                                         const protocol::h2::GrpcRequest& request) {
+  const ServerOptions& options = state_.config.options;
+  const std::string* allowed =
+      request.origin.empty() ? nullptr : CorsMatch(options, request.origin);
+  {
+    std::lock_guard lock(mutex_);
+    if (allowed == nullptr) {
+      session_.RespondPlain(request.stream_id, 403, {{"content-type", "text/plain"}},
+                            "origin " + request.origin +
+                                " is not in the server's cors_allowed_origins\n");
+    } else {
+      HeaderList headers;
+      AddCorsPreflightHeaders(options, *allowed, &headers);
+      LowerCaseNames(&headers, 0);
+      session_.RespondPlain(request.stream_id, 204, std::move(headers), {});
+    }
+    PublishLocked();
+  }
+  Flush(connection);
+}
+
+bool GrpcServerProtocol::IsJsonCall(int64_t key) {
+  if (!json_seen_.load(std::memory_order_acquire)) return false;
+  std::lock_guard lock(mutex_);
+  auto it = calls_.find(key);
+  return it != calls_.end() && it->second.json;
+}
+
 bool GrpcServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& payload,
                                      protocol::PayloadBytes* bytes, std::string* error_text) {
-  return OpenMetaPayload(call, payload, bytes, error_text, max_body_size_);
+  if (!OpenMetaPayload(call, payload, bytes, error_text, max_body_size_)) return false;
+  if (!IsJsonCall(call.correlation_id())) return true;
+  return OpenJsonRequest(call, bytes->bytes(), bytes, error_text);
 }
 
 bool GrpcServerProtocol::PackReply(ServerCall& call, const google::protobuf::Message& response,
                                    net::BufferChain* out) {
   Controller& controller = call.controller();
-  bool accepts_gzip = false;
+  bool accepts_gzip = false, json = false;
   {
     std::lock_guard lock(mutex_);
     auto it = calls_.find(call.correlation_id());
-    if (it != calls_.end()) accepts_gzip = it->second.accepts_gzip;
+    if (it != calls_.end()) {
+      accepts_gzip = it->second.accepts_gzip;
+      json = it->second.json;
+    }
     if (it != calls_.end() && it->second.stream) {  // its messages went out as they were written
       Call& stream_call = it->second;
       stream_call.metadata.assign(controller.response_user_fields().begin(),
@@ -287,8 +384,15 @@ bool GrpcServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
   bool compressed = false;
   if (!controller.Failed()) {
     compressed = accepts_gzip && controller.response_compress_type() == COMPRESS_TYPE_GZIP;
-    std::string error;
-    if (protocol::SerializePayload(response, compressed ? 2 : 0, out, &error, "response")) {
+    std::string error, printed;
+    // Connect's JSON codec: the reply's JSON. reuse's (and a user strategy's) pooled objects may
+    // hold more than their bytes say (docs/memory.md): those print from the wire.
+    const bool packed =
+        json ? protocol::MessageToJson(response, &printed, &error,
+                                       /*via_wire=*/!call.messages().response_plain())
+             : protocol::SerializePayload(response, compressed ? 2 : 0, out, &error, "response");
+    if (json && packed) out->Append(printed);
+    if (packed) {
       std::lock_guard lock(mutex_);
       auto it = calls_.find(call.correlation_id());
       if (it != calls_.end()) {
@@ -537,6 +641,24 @@ int GrpcServerProtocol::StreamRead(int64_t key, net::BufferChain* message, int* 
     switch (session_.PopMessage(static_cast<int32_t>(key), message, &compressed)) {
       case protocol::h2::GrpcServerSession::StreamInput::kMessage: {
         *compress_type = compressed ? waits->compress_type : 0;
+        if (waits->json && waits->binding) {  // Connect's JSON codec: to the wire form
+          std::string json;
+          if (compressed && waits->compress_type > 0) {
+            net::BufferChain inflated;
+            std::string detail;
+            if (!protocol::Decompress(waits->compress_type, *message, &inflated, &detail,
+                                      max_body_size_)) {
+              return EREQUEST;
+            }
+            json = inflated.ToString();
+          } else {
+            json = message->ToString();
+          }
+          message->clear();
+          message->Append(StreamJsonToWire(*waits->binding, std::move(json)));
+          *compress_type = 0;
+          compressed = false;
+        }
         if (waits->counters) {
           waits->counters->SetBufferedIn(session_.StreamUnreadBytes(static_cast<int32_t>(key)));
         }
@@ -598,6 +720,13 @@ int GrpcServerProtocol::StreamSend(int64_t key, net::BufferChain&& message, bool
   auto it = calls_.find(key);
   if (it == calls_.end() || !it->second.stream || it->second.canceled) return ECANCELED;
   net::Connection& connection = *it->second.stream->connection;
+  if (it->second.stream->json && it->second.stream->binding) {  // Connect's JSON codec
+    std::string json;
+    if (!StreamWireToJson(*it->second.stream->binding, message.ToString(), &json)) return ERESPONSE;
+    message.clear();
+    message.Append(json);
+    compressed = false;
+  }
   std::vector<std::pair<std::string, std::string>> headers;
   if (metadata != nullptr) headers.assign(metadata->begin(), metadata->end());
   const auto stream_id = static_cast<int32_t>(key);

@@ -2,8 +2,9 @@
 // gRPC over HTTP/2 on a server connection (docs/grpc.md): recognised by the HTTP/2 preface, each
 // stream "POST /pkg.Service/Method" is a unary call of a registered method, admitted and run as
 // a baidu_std call is (same admission, backlog, memory strategy); replies are gRPC responses with
-// grpc-status trailers. grpc.health.v1.Health/Check is answered here (its Watch and reflection are
-// built-in services: server/grpc_builtin_services.h).
+// grpc-status trailers; grpc-web, grpc-web-text, Connect (JSON through server/connect_json) and
+// CORS preflights (server/http_cors) on the same connection. grpc.health.v1.Health/Check is
+// answered here (its Watch and reflection are built-in services: server/grpc_builtin_services.h).
 
 #include <atomic>
 #include <cstdint>
@@ -24,6 +25,7 @@
 namespace arenarpc::server {
 
 class CancelState;
+struct MethodBinding;
 
 // A streaming call's waits: its reader and writer fibers park here (under the protocol's mutex).
 struct StreamWaits {
@@ -34,6 +36,9 @@ struct StreamWaits {
   std::vector<std::pair<std::string, std::string>> trailers;
   // Set by RegisterStream(): the bytes buffered each way are kept current in them.
   std::shared_ptr<stream::StreamCounters> counters;
+  // Connect with JSON messages: converted with the method's prototypes (set at admission).
+  bool json = false;
+  std::shared_ptr<MethodBinding> binding;
 };
 
 class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTransport {
@@ -99,6 +104,7 @@ class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTrans
     bool canceled = false;  // the client reset the stream
     bool failed = false;    // PackReply produced an error, not a message
     bool compressed = false;
+    bool json = false;      // Connect with JSON messages
     protocol::h2::GrpcStatus status = protocol::h2::GrpcStatus::kOk;
     std::string text;
     std::string details;  // grpc-status-details-bin of a failed call (Controller)
@@ -111,6 +117,11 @@ class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTrans
   Step Dispatch(net::Connection& connection, std::chrono::steady_clock::time_point read_at,
                 CallHead* head);
   void AnswerHealth(net::Connection& connection, const protocol::h2::GrpcRequest& request);
+  // An OPTIONS request: a CORS preflight's answer (ServerOptions::cors_*), or 403.
+  void AnswerPreflight(net::Connection& connection, const protocol::h2::GrpcRequest& request);
+  // Whether the call `key` speaks Connect with JSON messages (false without a lock while no
+  // such call came on this connection).
+  bool IsJsonCall(int64_t key);
   void Fail(net::Connection& connection, int64_t key, protocol::h2::GrpcStatus status,
             std::string_view text);
   // Canceled streams' calls, marked; their cancel states are returned to fire (mutex_ held).
@@ -150,6 +161,7 @@ class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTrans
   int request_compress_type_ = 0;
 
   std::atomic<size_t> held_bytes_{0};
+  std::atomic<bool> json_seen_{false};  // a Connect JSON call came on this connection
   std::atomic<bool> in_request_{false};
   std::mutex mutex_;
   protocol::h2::GrpcServerSession session_;

@@ -12,6 +12,7 @@
 #include "protocol/http/connect_wire.h"
 #include "protocol/http/grpc_web_wire.h"
 #include "protocol/http/json_message.h"
+#include "server/connect_json.h"
 #include "protocol/meta_builder.h"
 #include "protocol/payload_codec.h"
 #include "server/call_task.h"
@@ -279,6 +280,7 @@ ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::
     web_invalid_.clear();
     body_offset_ = 0;
   }
+
   web_ = settings.web;
   const ServerOptions& options = state_.config.options;
   const std::string* origin =
@@ -310,6 +312,19 @@ ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int6
         Respond(connection, sequence, Head(404),
                 "methods are called on the main port, not on internal_port\n");
         return Step::kAnswered;
+      }
+      if (request.method == "GET" && entry != nullptr && !request.query.empty() &&
+          protocol::IsConnectGetQuery(request.query)) {  // Connect's GET
+        if (!HasNoSideEffects(*entry)) {
+          protocol::HttpResponseHead head = Head(405);
+          head.headers.emplace_back("Allow", "POST");
+          Respond(connection, sequence, std::move(head), ConnectGetRefusal(entry->full_name));
+          return Step::kAnswered;
+        }
+        Exchange settings = ExchangeOf(sequence);
+        OpenConnectGet(&settings);
+        Register(sequence, settings);
+        return CallMethod(sequence, service, method, entry, head);
       }
       if (request.method != "POST") {
         protocol::HttpResponseHead head = Head(405);
@@ -487,23 +502,7 @@ bool HttpServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& pay
     }
     return true;
   }
-  std::string wire;
-  const google::protobuf::Message& prototype = call.binding()->memory->request_prototype();
-  std::string flat;  // only when the body spans more than one block
-  const std::string_view json =
-      body.span_count() == 1 ? std::string_view(body.span(0).data(), body.span(0).size())
-                             : std::string_view(flat = body.ToString());
-  if (auto verdict = call.method().request_memory->AdmitJson(json);
-      verdict.verdict != memory::RequestMemoryGate::Verdict::kAdmitted) {
-    call.MarkRequestTooLarge();
-    *error_text = std::move(verdict.text);
-    return false;
-  }
-  if (!protocol::JsonToWire(prototype, json, &wire, error_text)) return false;
-  net::BufferChain converted;
-  converted.Append(wire);
-  bytes->Own(std::move(converted));
-  return true;
+  return OpenJsonRequest(call, body, bytes, error_text);
 }
 
 bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Message& response,

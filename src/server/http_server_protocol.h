@@ -135,6 +135,9 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   void PackWebReply(Controller& controller, const Exchange& exchange, const std::string& body,
                     net::BufferChain* out);
   bool PackStreamEnd(ServerCall& call, const Exchange& exchange, net::BufferChain* out);
+  // A Connect GET (?connect=v1&encoding=...&message=...): its message as the request's body, its
+  // codec and compression in *exchange; web_invalid_ when the query is not a good one.
+  void OpenConnectGet(Exchange* exchange);
   // A grpc-web or Connect call's part of *head: its deadline, why it is invalid, its stream.
   void WebCallHead(int64_t sequence, const MethodEntry* entry, CallHead* head);
   // The call `sequence` of a streaming method: a WebStream, or why it cannot be one.

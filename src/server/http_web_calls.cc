@@ -13,6 +13,7 @@
 #include "protocol/http/connect_wire.h"
 #include "protocol/http/grpc_web_wire.h"
 #include "protocol/http/json_message.h"
+#include "server/connect_json.h"
 #include "server/http_cors.h"
 #include "server/http_server_protocol.h"
 #include "server/method_entry.h"
@@ -36,19 +37,6 @@ int GrpcCompressType(const std::string* encoding) {
   if (*encoding == "gzip") return 2;
   if (*encoding == "deflate") return 3;
   return -1;
-}
-
-// Headers of the transport, the browser or the protocols themselves: not a web call's metadata.
-bool IsTransportHeader(std::string_view name) {
-  static constexpr std::string_view kNames[] = {
-      "host", "connection", "keep-alive", "accept", "accept-encoding", "accept-language",
-      "content-encoding", "origin", "referer", "x-grpc-web", "x-user-agent", "transfer-encoding",
-      "expect", "cache-control", "pragma", "priority", "dnt"};
-  for (std::string_view known : kNames) {
-    if (name == known) return true;
-  }
-  return protocol::h2::IsReservedHeader(name) || name.substr(0, 8) == "connect-" ||
-         name.substr(0, 4) == "sec-" || name.substr(0, 5) == "x-bd-";
 }
 
 }  // namespace
@@ -108,6 +96,23 @@ void HttpServerProtocol::OpenWebBody(Exchange* exchange) {
                                                             : "grpc-encoding") +
                    " '" + (encoding != nullptr ? *encoding : std::string()) +
                    "' (gzip, deflate; identity is not compressed)";
+  }
+}
+
+void HttpServerProtocol::OpenConnectGet(Exchange* exchange) {
+  exchange->web = WebRpc::kConnect;
+  web_ = WebRpc::kConnect;
+  web_invalid_.clear();
+  body_offset_ = 0;
+  protocol::ConnectGetQuery query;
+  if (!protocol::ParseConnectGetQuery(request_.query, &query, &web_invalid_)) return;
+  exchange->json = query.json;
+  request_.body = std::move(query.message);
+  const std::string* compression = query.compression.empty() ? nullptr : &query.compression;
+  exchange->request_compress = GrpcCompressType(compression);
+  if (exchange->request_compress < 0) {
+    exchange->request_compress = 0;
+    web_invalid_ = "compression=" + query.compression + " is not served (gzip, deflate, identity)";
   }
 }
 
@@ -200,7 +205,8 @@ void HttpServerProtocol::AdmitWebCall(net::Connection& connection, ServerCall& c
                                       RequestPayload* payload) {
   Controller& controller = call.controller();
   for (auto& [name, value] : request_.headers) {  // grpc-web's and Connect's metadata
-    if (!IsTransportHeader(name)) controller.request_user_fields().emplace(name, value);
+    if (protocol::IsWebTransportHeader(name)) continue;
+    controller.request_user_fields().emplace(name, value);
   }
   const std::string_view message = std::string_view(request_.body).substr(body_offset_);
   if (stream_call_) {  // the handler reads the message (StreamRead); the call's request is empty
@@ -355,12 +361,8 @@ int HttpServerProtocol::StreamRead(int64_t key, net::BufferChain* message, int* 
     }
     bytes = inflated.ToString();
   }
-  std::string wire, error;
   *compress_type = 0;
-  if (!protocol::JsonToWire(stream.binding->memory->request_prototype(), bytes, &wire, &error)) {
-    wire = bytes;  // not JSON of the request's type: the strategy's parse fails and says so
-  }
-  message->Append(wire);
+  message->Append(StreamJsonToWire(*stream.binding, std::move(bytes)));
   return 0;
 }
 
@@ -406,13 +408,8 @@ int HttpServerProtocol::StreamSend(int64_t key, net::BufferChain&& message, bool
   std::string payload = message.ToString();
   if (exchange.web == WebRpc::kConnectStream && exchange.json) {
     // Connect's JSON codec: the response's JSON, from its wire form.
-    std::unique_ptr<google::protobuf::Message> response(
-        stream.binding->memory->response_prototype().New());
-    std::string json, error;
-    if (!response->ParseFromString(payload) ||
-        !protocol::MessageToJson(*response, &json, &error, /*via_wire=*/false)) {
-      return ERESPONSE;
-    }
+    std::string json;
+    if (!StreamWireToJson(*stream.binding, payload, &json)) return ERESPONSE;
     payload = std::move(json);
   }
   std::string frame;

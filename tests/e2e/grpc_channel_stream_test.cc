@@ -90,7 +90,13 @@ class GrpcClientStreamTest : public ::testing::Test {
         out.response<StreamReply>().set_text(request.text());
         if (!stream.Write(std::move(out))) return;
       }
-      if (request.fail_code() != 0) stream.controller().SetFailed(request.fail_code(), request.text());
+      if (request.fail_code() != 0) {
+        stream.controller().SetFailed(request.fail_code(), request.text());
+        // A google.rpc.Status{code: 7, message: text}, as a rich-status handler sets it.
+        stream.controller().set_grpc_status_details("\x08\x07\x12" +
+                                                    std::string(1, static_cast<char>(request.text().size())) +
+                                                    request.text());
+      }
     }));
     ASSERT_EQ(0, streams_->AddMethod("ClientStream", [](GrpcServerStream& stream) {
       GrpcStreamMessages in;
@@ -228,6 +234,8 @@ TEST_F(GrpcClientStreamTest, ServerErrorStatusAfterMessages) {
   EXPECT_EQ(EPERM, stream.Finish());  // PERMISSION_DENIED back to EPERM, as for unary calls
   EXPECT_NE(std::string::npos, cntl.ErrorText().find("not allowed")) << cntl.ErrorText();
   EXPECT_NE(std::string::npos, cntl.ErrorText().find("grpc-status 7")) << cntl.ErrorText();
+  EXPECT_EQ(std::string("\x08\x07\x12\x0bnot allowed"), cntl.grpc_status_details())
+      << "grpc-status-details-bin reaches the caller's controller";
 }
 
 // A reader that stops: the server's writes stop once the client's stream window (not reopened

@@ -91,6 +91,21 @@ TEST_P(GrpcChannelTest, UnaryMetadataGzipStatusesAndLimits) {
     stub.Echo(&cntl, &request, &response, nullptr);
     EXPECT_EQ(EPERM, cntl.ErrorCode());
     EXPECT_NE(std::string::npos, cntl.ErrorText().find("not you")) << cntl.ErrorText();
+    EXPECT_EQ("", cntl.grpc_status_details()) << "the handler set none";
+  }
+  {  // a handler's rich status: grpc-status-details-bin reaches the caller's controller, byte for
+     // byte (a google.rpc.Status{code: 7, message: "rich"} with a \0 and high bytes after it)
+    const std::string details = std::string("\x08\x07\x12\x04rich\x1a\x03\x00\xff\x80", 12);
+    Controller cntl;
+    TestRequest request;
+    request.set_message("x");
+    request.set_fail_code(EPERM);
+    request.set_fail_text("rich");
+    request.set_status_details(details);
+    TestResponse response;
+    stub.Echo(&cntl, &request, &response, nullptr);
+    EXPECT_EQ(EPERM, cntl.ErrorCode());
+    EXPECT_EQ(details, cntl.grpc_status_details());
   }
   {  // a request past the server's limit: RESOURCE_EXHAUSTED -> ELIMIT
     Controller cntl;

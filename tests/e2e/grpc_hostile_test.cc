@@ -79,6 +79,12 @@ std::string RequestBlock(std::string_view path = "/arenarpc.e2e.TestService/Echo
          Literal("content-type", "application/grpc") + Literal("te", "trailers");
 }
 
+// A browser protocol's request (grpc-web, Connect) on `path` with `content_type`.
+std::string WebRequestBlock(std::string_view path, std::string_view content_type) {
+  return Literal(":method", "POST") + Literal(":scheme", "http") + Literal(":path", path) +
+         Literal(":authority", "test") + Literal("content-type", content_type);
+}
+
 std::string GrpcMessage(const TestRequest& request) {
   const std::string bytes = request.SerializeAsString();
   const uint32_t n = static_cast<uint32_t>(bytes.size());
@@ -177,6 +183,9 @@ class H2Socket {
   }
 
   bool closed() const { return closed_; }
+  // DATA payloads are kept per stream (data()) from now on.
+  void RecordData() { record_data_ = true; }
+  const std::string& data(uint32_t stream) { return data_[stream]; }
   int stream_window_updates() const { return stream_window_updates_; }
   // The connection window increments the server granted (WINDOW_UPDATE on stream 0), summed.
   uint64_t connection_window_granted() const { return connection_window_granted_; }
@@ -216,6 +225,11 @@ class H2Socket {
                              (uint32_t{b[11]} << 8) | b[12];
       }
       if (type == kHeaders) Inflate(stream, b + 9, length, b[4]);
+      if (type == kData && record_data_) {
+        const size_t pad = (b[4] & 0x8) ? size_t{b[9]} + 1 : 0;
+        data_[stream].append(reinterpret_cast<const char*>(b + 9 + (pad > 0 ? 1 : 0)),
+                             length - pad);
+      }
       buffer_.erase(0, 9 + length);
     }
   }
@@ -255,6 +269,8 @@ class H2Socket {
   std::map<uint8_t, int> counts_;
   std::map<uint32_t, uint32_t> rst_codes_;
   std::map<uint32_t, std::vector<std::pair<std::string, std::string>>> fields_;
+  bool record_data_ = false;
+  std::map<uint32_t, std::string> data_;
 };
 
 // A streaming handler that never reads: it holds its call until the call is canceled (the
@@ -320,6 +336,10 @@ class GrpcHostileTest : public ServerTest {
     }
     return true;
   }
+  // A server stream (`block`: its request headers) to a client that grants a 2 GiB window and
+  // never reads: the connection holds at most max_unwritten_bytes (+ the message that crossed it
+  // + the last frames taken), write_timeout_ms closes it, the handler ends.
+  void PressNeverReadServerStream(const std::string& block);
   ServerOptions options_;
   int attackers_ = 1;            // connections attacking at once
   int attack_fibers_ = 2;        // handlers running at once (fiber stacks)
@@ -338,6 +358,43 @@ std::string Prefixed(const std::string& bytes) {
   const auto n = static_cast<uint32_t>(bytes.size());
   return std::string{0, static_cast<char>(n >> 24), static_cast<char>(n >> 16),
                      static_cast<char>(n >> 8), static_cast<char>(n)} + bytes;
+}
+
+// Writes 64 KiB replies until its call is canceled.
+void EndlessServerStream(GrpcServerStream& stream) {
+  GrpcStreamMessages messages;
+  if (!stream.Read(&messages)) return;
+  for (int i = 0; !stream.controller().IsCanceled(); ++i) {
+    GrpcStreamMessages reply = stream.NewMessages();
+    reply.response<StreamReply>().set_index(i);
+    reply.response<StreamReply>().set_payload(std::string(64u << 10, 'p'));
+    if (!stream.Write(std::move(reply))) return;
+  }
+}
+
+void GrpcHostileTest::PressNeverReadServerStream(const std::string& block) {
+  StreamRequest request;
+  request.set_text("go");
+  H2Socket client(port_);
+  ASSERT_TRUE(client.Send(std::string(kPreface) +
+                          Settings({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0x7fffffff}}) +
+                          WindowUpdate(0, 0x7fffffff - 65535) +
+                          Frame(kHeaders, kEndHeaders, 1, block) +
+                          Frame(kData, kEndStream, 1, Prefixed(request.SerializeAsString()))));
+  uint64_t max_held = 0;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(800)) {
+    max_held = std::max(max_held, server_->GetServerStats().unwritten_held_bytes);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::printf("[ measured ] held at most %llu KiB (max_unwritten_bytes %zu KiB)\n",
+              static_cast<unsigned long long>(max_held >> 10), options_.max_unwritten_bytes >> 10);
+  EXPECT_GE(max_held, options_.max_unwritten_bytes / 2);  // it did press
+  EXPECT_LE(max_held, options_.max_unwritten_bytes + (256u << 10));
+  EXPECT_EQ(1u, StatSoon(&ServerStats::connections_closed_write_timeout, 1));
+  EXPECT_TRUE(WaitFor([&] {
+    return server_->GetMethodStats("arenarpc.e2e.StreamService.ServerStream").in_flight == 0;
+  }, std::chrono::seconds(5)));
 }
 
 TEST_P(GrpcHostileTest, MalformedFramesCloseOnlyTheirConnectionAndAreCounted) {
@@ -731,52 +788,77 @@ TEST_P(GrpcHostileTest, EmptyMessagesNotReadAreChargedTheirOverhead) {
 // that bound, and write_timeout_ms closes the connection (it held 2.37 GB before).
 TEST_P(GrpcHostileTest, HugeWindowNeverReadIsBoundedByUnwrittenBytes) {
   GrpcStreamService streams(StreamService::descriptor());
-  ASSERT_EQ(0, streams.AddMethod("ServerStream", [](GrpcServerStream& stream) {
-    GrpcStreamMessages messages;
-    if (!stream.Read(&messages)) return;
-    for (int i = 0; !stream.controller().IsCanceled(); ++i) {
-      GrpcStreamMessages reply = stream.NewMessages();
-      reply.response<StreamReply>().set_index(i);
-      reply.response<StreamReply>().set_payload(std::string(64u << 10, 'p'));
-      if (!stream.Write(std::move(reply))) return;
-    }
-  }));
+  ASSERT_EQ(0, streams.AddMethod("ServerStream", EndlessServerStream));
   options_.write_timeout_ms = 1000;
   attack_replies_ = 64u << 10;  // the message that crosses the bound
   StartWithStreams(streams);
   const uint64_t rss_before = RssBytes();
   ResetPeakRss();
-  StreamRequest request;
-  request.set_text("go");
-  H2Socket client(port_);
-  ASSERT_TRUE(client.Send(std::string(kPreface) +
-                          Settings({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0x7fffffff}}) +
-                          WindowUpdate(0, 0x7fffffff - 65535) +
-                          Frame(kHeaders, kEndHeaders, 1,
-                                RequestBlock("/arenarpc.e2e.StreamService/ServerStream")) +
-                          Frame(kData, kEndStream, 1, Prefixed(request.SerializeAsString()))));
-  uint64_t max_held = 0;
-  const auto start = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(800)) {
-    max_held = std::max(max_held, server_->GetServerStats().unwritten_held_bytes);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  std::printf("[ measured ] held at most %llu KiB (max_unwritten_bytes %zu KiB)\n",
-              static_cast<unsigned long long>(max_held >> 10), options_.max_unwritten_bytes >> 10);
-  EXPECT_GE(max_held, options_.max_unwritten_bytes / 2);  // it did press
-  // the bound, + the message that crossed it, + the last frames taken
-  EXPECT_LE(max_held, options_.max_unwritten_bytes + (256u << 10));
-  // The socket takes nothing more: write_timeout_ms closes the connection, the handler ends.
-  EXPECT_EQ(1u, StatSoon(&ServerStats::connections_closed_write_timeout, 1));
-  EXPECT_TRUE(WaitFor([&] {
-    return server_->GetMethodStats("arenarpc.e2e.StreamService.ServerStream").in_flight == 0;
-  }, std::chrono::seconds(5)));
+  PressNeverReadServerStream(RequestBlock("/arenarpc.e2e.StreamService/ServerStream"));
   const uint64_t growth = PeakRssBytes() - std::min(rss_before, PeakRssBytes());
   std::printf("[ measured ] peak RSS growth %llu MiB\n",
               static_cast<unsigned long long>(growth >> 20));
   if (kMeasuresRss) {
     EXPECT_LT(growth, uint64_t{64} << 20) << (growth >> 20) << " MiB";
   }
+  StopWithStreams();
+}
+
+// The browsers' protocols on the HTTP/2 path, hostile: grpc-web-text base64 garbage, a Connect
+// unary body past max_body_size, grpc-web-text past its base64 bound, a Connect streaming
+// envelope whose length lies, each answered with its error on one connection; and a Connect
+// server stream to a client that grants a 2 GiB window and never reads, bounded by
+// max_unwritten_bytes and closed by write_timeout_ms — while the good client keeps 0 errors and
+// the process stays within the stated bound.
+TEST_P(GrpcHostileTest, BrowserProtocolsHostileInputOverHttp2) {
+  GrpcStreamService streams(StreamService::descriptor());
+  ASSERT_EQ(0, streams.AddMethod("ServerStream", EndlessServerStream));
+  options_.write_timeout_ms = 1000;
+  attack_replies_ = 64u << 10;
+  StartWithStreams(streams);
+  constexpr std::string_view kEcho = "/arenarpc.e2e.TestService/Echo";
+  constexpr std::string_view kStream = "/arenarpc.e2e.StreamService/ServerStream";
+  H2Socket bad(port_);
+  bad.RecordData();
+  std::string lie = Prefixed("xyz");
+  lie[1] = lie[2] = lie[3] = lie[4] = '\xff';
+  const std::string over_limit(options_.max_body_size + 1, 'j');
+  std::string attack = std::string(kPreface) + Settings() +
+      Frame(kHeaders, kEndHeaders, 1, WebRequestBlock(kEcho, "application/grpc-web-text")) +
+      Frame(kData, kEndStream, 1, std::string(4000, 'A') + "!@#$AA=A") +
+      Frame(kHeaders, kEndHeaders, 3, WebRequestBlock(kStream, "application/connect+proto")) +
+      Frame(kData, kEndStream, 3, lie);
+  for (uint32_t id : {5u, 7u}) {  // past max_body_size: Connect unary, then grpc-web-text
+    attack += Frame(kHeaders, kEndHeaders, id,
+                    WebRequestBlock(kEcho, id == 5 ? "application/proto" : "application/grpc-web-text"));
+    const std::string body = id == 5 ? over_limit : std::string(over_limit.size() * 4 / 3 + 2048, 'A');
+    for (size_t at = 0; at < body.size(); at += 16384) {
+      const bool last = at + 16384 >= body.size();
+      attack += Frame(kData, last ? kEndStream : 0, id, std::string_view(body).substr(at, 16384));
+    }
+  }
+  ASSERT_TRUE(bad.Send(attack));
+  ASSERT_TRUE(bad.ReadUntil([&] {
+    return !bad.field(1, "grpc-status").empty() && !bad.field(5, ":status").empty() &&
+           !bad.field(7, "grpc-status").empty() && bad.data(3).size() > 5;
+  }));
+  EXPECT_EQ("3", bad.field(1, "grpc-status"));
+  EXPECT_EQ(0u, bad.field(1, "grpc-message").find("grpc-web-text body is not base64 (at byte 4000)"))
+      << bad.field(1, "grpc-message");
+  EXPECT_EQ("application/grpc-web-text+proto", bad.field(1, "content-type"));
+  EXPECT_EQ("200", bad.field(3, ":status"));
+  EXPECT_NE(std::string::npos, bad.data(3).find(
+      R"({"error":{"code":"resource_exhausted","message":"gRPC message of 4294967295 bytes)"))
+      << bad.data(3);
+  EXPECT_EQ(2, bad.data(3)[0]) << "Connect's end-of-stream envelope";
+  EXPECT_EQ("429", bad.field(5, ":status"));
+  EXPECT_EQ("application/json", bad.field(5, "content-type"));
+  EXPECT_EQ(0u, bad.data(5).find(R"({"code":"resource_exhausted","message":"request body of more than )"))
+      << bad.data(5);
+  EXPECT_EQ("8", bad.field(7, "grpc-status"));
+  EXPECT_FALSE(bad.closed()) << "stream errors, not connection errors";
+  // A Connect server stream whose client never reads.
+  PressNeverReadServerStream(WebRequestBlock(kStream, "application/connect+proto"));
   StopWithStreams();
 }
 

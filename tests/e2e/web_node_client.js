@@ -5,7 +5,7 @@
 'use strict';
 const [port, modulesDir, httpVersion, only] = process.argv.slice(2);
 const path = require('path');
-const {proto2, proto3, ScalarType, MethodKind} = require(path.join(modulesDir, '@bufbuild/protobuf'));
+const {proto2, proto3, ScalarType, MethodKind, MethodIdempotency} = require(path.join(modulesDir, '@bufbuild/protobuf'));
 const {createPromiseClient, ConnectError, Code} =
     require(path.join(modulesDir, '@connectrpc/connect'));
 const {createGrpcWebTransport, createConnectTransport} =
@@ -38,6 +38,9 @@ const TestService = {
   methods: {
     echo: {name: 'Echo', I: TestRequest, O: TestResponse, kind: MethodKind.Unary},
     nope: {name: 'Nope', I: TestRequest, O: TestResponse, kind: MethodKind.Unary},
+    // idempotency_level NO_SIDE_EFFECTS: connect-get calls it with GET
+    echo2: {name: 'Echo2', I: TestRequest, O: TestResponse, kind: MethodKind.Unary,
+            idempotency: MethodIdempotency.NoSideEffects},
   },
 };
 const StreamService = {
@@ -53,6 +56,8 @@ const transports = {
   'grpc-web': createGrpcWebTransport({baseUrl, httpVersion}),
   'connect-json': createConnectTransport({baseUrl, httpVersion}),
   'connect-proto': createConnectTransport({baseUrl, httpVersion, useBinaryFormat: true}),
+  // Connect's GET for methods without side effects (one case: get_no_side_effects).
+  'connect-get': createConnectTransport({baseUrl, httpVersion, useHttpGet: true}),
 };
 
 const failures = [];
@@ -86,6 +91,14 @@ async function expectError(promise, code, text) {
     if (only && !only.split(',').includes(name)) continue;
     const echo = createPromiseClient(TestService, transport);
     const streams = createPromiseClient(StreamService, transport);
+    if (name === 'connect-get') {
+      await run(name, 'get_no_side_effects', async () => {
+        const reply = await echo.echo2({message: 'by get', items: ['g']});
+        expect(reply.message === 'by get' && reply.items.join(',') === 'g',
+               `reply ${JSON.stringify(reply)}`);
+      });
+      continue;
+    }
     await run(name, 'unary', async () => {
       const reply = await echo.echo({message: 'hello', items: ['a', 'b']});
       expect(reply.message === 'hello' && reply.items.join(',') === 'a,b',

@@ -1,6 +1,6 @@
 // Node's @connectrpc/connect-node (npm, installed into the build tree by the test) against an
-// arenarpc server through its gRPC-web and Connect transports (JSON and binary) over HTTP/1.1,
-// and its gRPC-web transport over HTTP/2:
+// arenarpc server through its gRPC-web and Connect transports (JSON and binary) over HTTP/1.1
+// and over HTTP/2:
 // unary calls, metadata, error codes and text, unknown methods, a 1 MiB message, 50 concurrent
 // calls, a 300-message server stream and one that fails after 3 messages — in every memory
 // strategy.
@@ -44,8 +44,12 @@ class WebNodeTest : public ::testing::TestWithParam<const char*> {
                            "/tests/e2e/web_node_client.js " + test_server_.port() + " " + modules +
                            " " + http_version + " " + transports);
   }
-  static void ExpectCases(const press::ShellOutput& run, std::initializer_list<const char*> transports) {
+  // Every case of `transports` passed, and the connect-get transport's GET of Echo2 (a method
+  // without side effects) reached the server as a GET.
+  void ExpectCases(const press::ShellOutput& run, std::initializer_list<const char*> transports) {
     EXPECT_EQ(0, run.exit_code) << run.out;
+    EXPECT_NE(std::string::npos, run.out.find("OK connect-get get_no_side_effects\n")) << run.out;
+    EXPECT_EQ(1u, test_server_.server().GetMethodStats("arenarpc.e2e.TestService.Echo2").calls);
     for (const char* transport : transports) {
       for (const char* name : {"unary", "metadata", "handler_error", "unimplemented",
                                "message_of_1_mib", "concurrent_calls", "server_stream",
@@ -62,7 +66,8 @@ class WebNodeTest : public ::testing::TestWithParam<const char*> {
 TEST_P(WebNodeTest, ConnectNodeClient) {
   ASSERT_EQ(0, access("/usr/bin/node", X_OK)) << "nodejs is a test dependency";
   Server* server = nullptr;
-  const press::ShellOutput run = RunClient("1.1", "grpc-web,connect-json,connect-proto", &server);
+  const press::ShellOutput run =
+      RunClient("1.1", "grpc-web,connect-json,connect-proto,connect-get", &server);
   if (!skipped_.empty()) GTEST_SKIP() << skipped_;
   ExpectCases(run, {"grpc-web", "connect-json", "connect-proto"});
   EXPECT_NE(std::string::npos, run.out.find("INFO grpc-web grpc-accept-encoding=null\n"))
@@ -73,19 +78,25 @@ TEST_P(WebNodeTest, ConnectNodeClient) {
   EXPECT_EQ(stats.memory.acquired, stats.memory.released);
 }
 
-// grpc-web over HTTP/2 (prior knowledge, as connect-node's httpVersion "2" sends it): the gRPC
-// session serves it with the trailers as the body's last frame.
-TEST_P(WebNodeTest, GrpcWebOverHttp2) {
+// gRPC-web and Connect (JSON and binary) over HTTP/2 (prior knowledge, as connect-node's
+// httpVersion "2" sends it): the gRPC session serves them on the same connection as gRPC, with
+// grpc-web's trailers as the body's last frame and Connect's replies as Connect's.
+TEST_P(WebNodeTest, BrowserProtocolsOverHttp2) {
   ASSERT_EQ(0, access("/usr/bin/node", X_OK)) << "nodejs is a test dependency";
   Server* server = nullptr;
-  const press::ShellOutput run = RunClient("2", "grpc-web", &server);
+  const press::ShellOutput run =
+      RunClient("2", "grpc-web,connect-json,connect-proto,connect-get", &server);
   if (!skipped_.empty()) GTEST_SKIP() << skipped_;
-  ExpectCases(run, {"grpc-web"});
-  EXPECT_NE(std::string::npos,
-            run.out.find("INFO grpc-web grpc-accept-encoding=identity,deflate,gzip\n"))
-      << "answered by the HTTP/2 session\n" << run.out;
+  ExpectCases(run, {"grpc-web", "connect-json", "connect-proto"});
+  for (const char* transport : {"grpc-web", "connect-json", "connect-proto"}) {
+    EXPECT_NE(std::string::npos,
+              run.out.find(std::string("INFO ") + transport +
+                           " grpc-accept-encoding=identity,deflate,gzip\n"))
+        << transport << " answered by the HTTP/2 session\n" << run.out;
+  }
   const MethodStats stats = server->GetMethodStats("arenarpc.e2e.TestService.Echo");
-  EXPECT_EQ(1u + 1 + 1 + 1 + 50, stats.calls);
+  EXPECT_EQ(3u * (1 + 1 + 1 + 1 + 50), stats.calls);
+  EXPECT_EQ(3u, stats.errors) << "the handler_error cases";
   EXPECT_EQ(stats.memory.acquired, stats.memory.released);
   EXPECT_EQ(0u, server->GetServerStats().malformed_frames) << "the client's calls were HTTP/2";
 }

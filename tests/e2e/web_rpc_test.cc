@@ -379,6 +379,45 @@ TEST_P(WebRpcTest, CurlConnectJsonAndGrpcWebText) {
   EXPECT_EQ("grpc-status:0\r\n", parsed.trailers);
 }
 
+// Connect's GET for a method without side effects (Echo2: idempotency_level NO_SIDE_EFFECTS),
+// over HTTP/1.1 and HTTP/2 with curl: JSON in the query (percent-encoded), protobuf in base64url;
+// a method with side effects is refused (405), a query that is not base64 is invalid (400).
+TEST_P(WebRpcTest, ConnectGetOverHttp1AndHttp2) {
+  StartServer();
+  ASSERT_EQ(0, access("/usr/bin/curl", X_OK)) << "curl is a test dependency";
+  const std::string base = "http://127.0.0.1:" + std::to_string(port_) + "/arenarpc.e2e.TestService/";
+  std::string proto = util::EncodeBase64(EchoRequestBytes("base64 get"), /*pad=*/false);
+  for (char& c : proto) c = c == '+' ? '-' : c == '/' ? '_' : c;  // base64url
+  for (const char* version : {"--http1.1 ", "--http2-prior-knowledge "}) {
+    const std::string curl = std::string("/usr/bin/curl -sS -g --max-time 10 ") + version +
+                             "-w ' %{http_code} %{http_version}' '" + base;
+    const std::string json = RunCommand(
+        curl + "Echo2?connect=v1&encoding=json&message=%7B%22message%22%3A%22get%22%7D'");
+    EXPECT_EQ(0u, json.find(R"({"message":"get")")) << version << json;
+    EXPECT_NE(std::string::npos, json.find(" 200 ")) << version << json;
+    const std::string binary =
+        RunCommand(curl + "Echo2?connect=v1&encoding=proto&base64=1&message=" + proto + "'");
+    const size_t end = binary.rfind(" 200 ");
+    ASSERT_NE(std::string::npos, end) << version << binary;
+    TestResponse echoed;
+    ASSERT_TRUE(echoed.ParseFromString(binary.substr(0, end))) << version << binary;
+    EXPECT_EQ("base64 get", echoed.message());
+    const std::string side_effects = RunCommand(
+        curl + "Echo?connect=v1&encoding=json&message=%7B%7D'");
+    EXPECT_NE(std::string::npos, side_effects.find("Connect GET calls methods without side effects"))
+        << version << side_effects;
+    EXPECT_NE(std::string::npos, side_effects.find(" 405 ")) << version << side_effects;
+    const std::string garbage = RunCommand(
+        curl + "Echo2?connect=v1&encoding=proto&base64=1&message=%21%21%21'");
+    EXPECT_EQ(0u, garbage.find(R"({"code":"invalid_argument","message":"message= is not base64)"))
+        << version << garbage;
+    EXPECT_NE(std::string::npos, garbage.find(" 400 ")) << version << garbage;
+  }
+  EXPECT_EQ(4u, server_->GetMethodStats("arenarpc.e2e.TestService.Echo2").calls);
+  EXPECT_EQ(0u, server_->GetMethodStats("arenarpc.e2e.TestService.Echo").calls);
+  ExpectAllPairsReleased();
+}
+
 // Hostile bodies on the new paths, while a good client calls on its own connection: base64
 // garbage, envelope lengths that lie (past the body, past max_body_size), a body past
 // max_body_size. Each gets a clear error; memory stays within the stated bound (raw body bytes
@@ -549,6 +588,97 @@ TEST_P(WebStreamTest, ConnectServerStreamJsonAndProto) {
   EXPECT_EQ(0u, unary_type.find(R"({"code":"invalid_argument","message":"arenarpc.e2e.StreamService.ServerStream is a streaming rpc)"))
       << unary_type;
   EXPECT_EQ(" 400", unary_type.substr(unary_type.size() - 4));
+  ExpectAllPairsReleased("arenarpc.e2e.StreamService.ServerStream");
+}
+
+// The same protocols over HTTP/2 on the same port (curl --http2-prior-knowledge): Connect unary
+// (JSON, its error JSON), grpc-web-text unary and server streaming, Connect server streaming
+// (JSON, binary with a failure and its trailer), the wrong Connect flavour for a method, and
+// CORS (a preflight, an allowed and a refused origin, an error reply that names the origin).
+TEST_P(WebStreamTest, Http2ConnectGrpcWebTextAndCors) {
+  ServerOptions options;
+  options.cors_allowed_origins = {"http://app.test:8080"};
+  StartStreamServer(options);
+  ASSERT_EQ(0, access("/usr/bin/curl", X_OK)) << "curl is a test dependency";
+  const std::string h2 = "--http2-prior-knowledge ";
+  const std::string json_reply = Curl(kEchoPath, "application/json", R"({"message":"over h2"})",
+                                      h2 + "-w ' %{http_version}'");
+  EXPECT_EQ(0u, json_reply.find(R"({"message":"over h2")")) << json_reply;
+  EXPECT_EQ(" 2", json_reply.substr(json_reply.size() - 2)) << "HTTP/2: " << json_reply;
+  const std::string not_found = Curl("/arenarpc.e2e.TestService/Nope", "application/json", "{}",
+                                     h2 + "-w ' %{http_code}'");
+  EXPECT_EQ(0u, not_found.find(R"({"code":"unimplemented","message":"Method not found: )"))
+      << not_found;
+  EXPECT_EQ(" 501", not_found.substr(not_found.size() - 4)) << not_found;
+  std::string text = Curl(kEchoPath, "application/grpc-web-text",
+                          util::EncodeBase64(Frame(0, EchoRequestBytes("h2 text")), true), h2);
+  size_t bad_at = 0;
+  ASSERT_TRUE(util::DecodeBase64InPlace(&text, &bad_at)) << text;
+  const GrpcWebReply text_reply = ParseGrpcWeb(text);
+  ASSERT_TRUE(text_reply.well_formed) << text;
+  ASSERT_EQ(1u, text_reply.messages.size());
+  TestResponse echoed;
+  ASSERT_TRUE(echoed.ParseFromString(text_reply.messages[0]));
+  EXPECT_EQ("h2 text", echoed.message());
+  EXPECT_EQ("grpc-status:0\r\n", text_reply.trailers);
+  std::string text_stream = Curl(kStreamPath, "application/grpc-web-text",
+                                 util::EncodeBase64(Frame(0, StreamRequestBytes("t", 20)), true), h2);
+  ASSERT_TRUE(util::DecodeBase64InPlace(&text_stream, &bad_at)) << "each frame is base64 on its own";
+  const GrpcWebReply text_streamed = ParseGrpcWeb(text_stream);
+  ASSERT_TRUE(text_streamed.well_formed);
+  EXPECT_EQ(20u, text_streamed.messages.size());
+  EXPECT_EQ("grpc-status:0\r\n", text_streamed.trailers);
+  const StreamBody json = ParseConnectStream(
+      Curl(kStreamPath, "application/connect+json", Frame(0, R"({"text":"j","count":3})"), h2));
+  ASSERT_TRUE(json.well_formed);
+  ASSERT_EQ(3u, json.messages.size());
+  EXPECT_EQ(R"({"text":"j","index":2})", json.messages[2]);
+  EXPECT_EQ("{}", json.last);
+  const StreamBody failing = ParseConnectStream(Curl(
+      kStreamPath, "application/connect+proto", Frame(0, StreamRequestBytes("failing", 2, 1)), h2));
+  ASSERT_TRUE(failing.well_formed);
+  EXPECT_EQ(2u, failing.messages.size());
+  EXPECT_EQ(R"({"error":{"code":"permission_denied","message":"failing"},"metadata":{"x-trailer":["t"]}})",
+            failing.last);
+  const StreamBody on_unary = ParseConnectStream(Curl(
+      "/arenarpc.e2e.StreamService/Unary", "application/connect+proto",
+      Frame(0, StreamRequestBytes("u", 1)), h2));
+  EXPECT_EQ(0u, on_unary.last.find(R"({"error":{"code":"invalid_argument","message":"application/connect+proto|json calls streaming rpcs)"))
+      << on_unary.last;
+  const std::string unary_type =
+      Curl(kStreamPath, "application/json", R"({"text":"x"})", h2 + "-w ' %{http_code}'");
+  EXPECT_NE(std::string::npos, unary_type.find(R"("message":"/arenarpc.e2e.StreamService/ServerStream is a streaming rpc)"))
+      << unary_type;
+  EXPECT_EQ(" 400", unary_type.substr(unary_type.size() - 4));
+  // CORS: the preflight (curl -X OPTIONS), then calls from the allowed origin and another.
+  const std::string preflight =
+      "/usr/bin/curl -sS --max-time 10 --http2-prior-knowledge -i -X OPTIONS "
+      "-H 'Access-Control-Request-Method: POST' -H 'Access-Control-Request-Headers: content-type' ";
+  const std::string url = " http://127.0.0.1:" + std::to_string(port_) + std::string(kEchoPath);
+  const std::string allowed = RunCommand(preflight + "-H 'Origin: http://app.test:8080'" + url);
+  EXPECT_EQ(0u, allowed.find("HTTP/2 204")) << allowed;
+  EXPECT_NE(std::string::npos, allowed.find("access-control-allow-origin: http://app.test:8080"))
+      << allowed;
+  EXPECT_NE(std::string::npos, allowed.find("access-control-allow-headers: Content-Type,"))
+      << allowed;
+  const std::string refused = RunCommand(preflight + "-H 'Origin: http://evil.test'" + url);
+  EXPECT_EQ(0u, refused.find("HTTP/2 403")) << refused;
+  EXPECT_EQ(std::string::npos, refused.find("access-control-allow-origin")) << refused;
+  const std::string call = Curl(kEchoPath, "application/json", R"({"message":"c"})",
+                                h2 + "-i -H 'Origin: http://app.test:8080'");
+  EXPECT_NE(std::string::npos, call.find("access-control-allow-origin: http://app.test:8080"))
+      << call;
+  EXPECT_NE(std::string::npos, call.find("access-control-expose-headers: Grpc-Status")) << call;
+  const std::string error = Curl("/arenarpc.e2e.TestService/Nope", "application/json", "{}",
+                                 h2 + "-i -H 'Origin: http://app.test:8080'");
+  EXPECT_EQ(0u, error.find("HTTP/2 501")) << error;
+  EXPECT_NE(std::string::npos, error.find("access-control-allow-origin: http://app.test:8080"))
+      << error;
+  const std::string other = Curl(kEchoPath, "application/json", R"({"message":"c"})",
+                                 h2 + "-i -H 'Origin: http://evil.test'");
+  EXPECT_EQ(0u, other.find("HTTP/2 200")) << other;
+  EXPECT_EQ(std::string::npos, other.find("access-control-allow-origin")) << other;
+  EXPECT_EQ(0u, server_->GetServerStats().malformed_frames);
   ExpectAllPairsReleased("arenarpc.e2e.StreamService.ServerStream");
 }
 

@@ -89,6 +89,8 @@ struct GrpcClientSession::Callbacks {
       response.grpc_message = PercentDecode(value);
     } else if (name == "grpc-encoding") {
       response.encoding = value == "identity" ? "" : value;
+    } else if (name == kStatusDetailsHeader) {
+      DecodeBinaryHeader(value, &response.status_details);  // not base64: none
     } else if (!IsReservedHeader(name)) {
       response.metadata.emplace_back(name, value);
     }

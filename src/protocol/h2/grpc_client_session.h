@@ -71,6 +71,7 @@ struct GrpcClientResponse {
   std::string error_text;
   int grpc_status = -1;
   std::string grpc_message;  // percent-decoded
+  std::string status_details;  // grpc-status-details-bin, decoded (a google.rpc.Status)
   bool compressed = false;   // the message's compressed flag
   std::string encoding;      // grpc-encoding ("" = identity)
   Metadata metadata;         // custom headers and trailers, as received

@@ -3,10 +3,13 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "protocol/h2/grpc_wire.h"
 #include "protocol/h2/nghttp2_glue.h"
+#include "protocol/http/connect_wire.h"
 #include "protocol/http/grpc_web_wire.h"
+#include "util/base64.h"
 
 namespace arenarpc::protocol::h2 {
 
@@ -14,24 +17,65 @@ namespace {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
-// What a request's content-type asks for (docs/grpc.md; grpc-web: docs/http.md, "Browsers").
-enum class ContentKind { kGrpc, kGrpcWeb, kGrpcWebText, kOther };
+constexpr std::string_view kGrpcType = "application/grpc";
 
-ContentKind KindOf(std::string_view type) {
-  constexpr std::string_view kGrpc = "application/grpc";
-  if (type.substr(0, kGrpc.size()) != kGrpc) return ContentKind::kOther;
-  type.remove_prefix(kGrpc.size());
-  if (type.empty() || type[0] == '+' || type[0] == ';') return ContentKind::kGrpc;
-  constexpr std::string_view kWeb = "-web", kText = "-web-text";
-  const bool text = type.substr(0, kText.size()) == kText;
-  if (!text && type.substr(0, kWeb.size()) != kWeb) return ContentKind::kOther;
-  type.remove_prefix(text ? kText.size() : kWeb.size());
-  if (!type.empty() && type.substr(0, 6) != "+proto" && type[0] != ';') return ContentKind::kOther;
-  return text ? ContentKind::kGrpcWebText : ContentKind::kGrpcWeb;
+bool StartsWith(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
 }
 
-constexpr std::string_view kGrpcType = "application/grpc";
-constexpr std::string_view kGrpcWebType = "application/grpc-web+proto";
+// The media type alone: parameters (";charset=utf-8") and spaces aside.
+std::string_view MediaType(std::string_view type) {
+  type = type.substr(0, type.find(';'));
+  while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
+  return type;
+}
+
+// What a POST's content-type asks for (docs/grpc.md; browsers: docs/http.md, "Browsers"); false:
+// none of them. *json: Connect with JSON messages.
+bool KindOf(std::string_view content_type, WireKind* kind, bool* json) {
+  *json = false;
+  std::string_view type = MediaType(content_type);
+  if (!StartsWith(type, "application/")) return false;
+  type.remove_prefix(12);
+  if (StartsWith(type, "grpc")) {
+    type.remove_prefix(4);
+    if (type.empty() || type[0] == '+') {
+      *kind = WireKind::kGrpc;
+      return true;
+    }
+    const bool text = StartsWith(type, "-web-text");
+    if (!text && !StartsWith(type, "-web")) return false;
+    type.remove_prefix(text ? 9 : 4);
+    if (!type.empty() && type != "+proto") return false;
+    *kind = text ? WireKind::kGrpcWebText : WireKind::kGrpcWeb;
+    return true;
+  }
+  const bool stream = StartsWith(type, "connect+");
+  if (stream) type.remove_prefix(8);
+  if (type != "proto" && type != "json") return false;
+  *json = type == "json";
+  *kind = stream ? WireKind::kConnectStream : WireKind::kConnect;
+  return true;
+}
+
+// The reply's content-type for a request of `kind`.
+std::string_view ReplyType(WireKind kind, bool json) {
+  switch (kind) {
+    case WireKind::kGrpc:
+      return kGrpcType;
+    case WireKind::kGrpcWeb:
+      return "application/grpc-web+proto";
+    case WireKind::kGrpcWebText:
+      return "application/grpc-web-text+proto";
+    case WireKind::kConnect:
+      return json ? "application/json" : "application/proto";
+    case WireKind::kConnectStream:
+      return json ? "application/connect+json" : "application/connect+proto";
+    case WireKind::kPreflight:
+      break;
+  }
+  return "text/plain";
+}
 
 // grpc-web's trailers frame (flag 0x80, "name:value" lines) appended to `out`.
 void AppendTrailersFrame(const Headers& fields, net::BufferChain* out) {
@@ -59,7 +103,17 @@ struct GrpcServerSession::Stream {
   bool reset_after_send = false;  // answered before the client ended its side
   net::BufferChain out;      // response bytes for DATA frames
   Headers trailers;
-  bool web = false;  // grpc-web: the trailers are the body's last frame, not HTTP/2 trailers
+  WireKind kind = WireKind::kGrpc;
+  bool json = false;  // Connect with JSON messages
+  // The body is read whole before it is decoded (Connect unary, grpc-web-text, a preflight).
+  bool whole_body = false;
+  int64_t content_length = -1;   // content-length, when the client sent one
+  std::string content_encoding;  // Connect's: content-encoding (unary), connect-content-encoding
+  std::string connect_encoding;
+  std::string origin;  // the Origin header (CORS): replies carry the owner's OriginHeaders
+  int64_t connect_timeout_ms = -2;  // connect-timeout-ms: -2 none, -1 not a number
+  // The trailers go in the body (every kind but gRPC's): its last DATA frame ends the stream.
+  bool TrailersInBody() const { return kind != WireKind::kGrpc; }
   // Streaming calls
   struct InMessage {
     bool compressed = false;
@@ -140,7 +194,23 @@ struct GrpcServerSession::Callbacks {
       request.encoding = value == "identity" ? "" : value;
     } else if (name == "grpc-accept-encoding") {
       request.accepts_gzip = value.find("gzip") != std::string_view::npos;
+    } else if (name == "content-length") {
+      int64_t length = 0;
+      const char* const last = value.data() + value.size();
+      if (const auto [end, error] = std::from_chars(value.data(), last, length);
+          error == std::errc() && end == last) {
+        stream->content_length = length;
+      }
     } else if (!IsReservedHeader(name)) {
+      if (name == "origin") stream->origin = request.origin = value;
+      if (name == "content-encoding") stream->content_encoding = value;
+      if (name == "connect-content-encoding") stream->connect_encoding = value;
+      if (name == "connect-timeout-ms") {
+        int64_t ms = -1;
+        const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), ms);
+        stream->connect_timeout_ms =
+            error == std::errc() && end == value.data() + value.size() && ms >= 0 ? ms : -1;
+      }
       request.metadata.emplace_back(name, value);
     }
     return 0;
@@ -166,24 +236,16 @@ struct GrpcServerSession::Callbacks {
     }
     if (stream->complete) return 0;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
-      const ContentKind kind = KindOf(stream->content_type);
-      stream->web = kind == ContentKind::kGrpcWeb;
-      if (stream->method != "POST" || kind == ContentKind::kOther) {
-        self.Refuse(*stream, GrpcStatus::kUnimplemented,
-                    "this port serves gRPC over HTTP/2: POST with content-type application/grpc "
-                    "(or application/grpc-web+proto; Connect and grpc-web-text: HTTP/1.1)");
-        return 0;
-      }
-      if (kind == ContentKind::kGrpcWebText) {
-        self.Refuse(*stream, GrpcStatus::kUnimplemented,
-                    "application/grpc-web-text is served over HTTP/1.1 on this port");
-        return 0;
-      }
-      if (self.is_streaming_ && self.is_streaming_(stream->request.path)) {
+      if (!self.Classify(*stream)) return 0;
+      if (!stream->whole_body && self.is_streaming_ && self.is_streaming_(stream->request.path)) {
         self.Open(*stream);
         if (end) self.EndStreamInput(*stream);
         return 0;
       }
+    }
+    if (end && stream->whole_body) {
+      self.CompleteWholeBody(*stream);
+      return 0;
     }
     if (end) self.Complete(*stream);
     return 0;
@@ -209,7 +271,13 @@ struct GrpcServerSession::Callbacks {
     self.request_bytes_ += size;
     stream->body.Append(std::string_view(reinterpret_cast<const char*>(data), size));
     const size_t limit = self.limits_.max_message_bytes;
-    if (stream->body.size() >= kMessagePrefixSize) {
+    if (stream->whole_body) {
+      if (stream->body.size() > self.WholeBodyLimit(*stream)) {
+        self.Refuse(*stream, GrpcStatus::kResourceExhausted,
+                    "request body of more than " + std::to_string(self.WholeBodyLimit(*stream)) +
+                        " bytes: the server's max_body_size=" + std::to_string(limit));
+      }
+    } else if (stream->body.size() >= kMessagePrefixSize) {
       const uint32_t length = DecodeMessageLength(stream->body);
       if (length > limit) {
         self.Refuse(*stream, GrpcStatus::kResourceExhausted,
@@ -297,7 +365,8 @@ struct GrpcServerSession::Callbacks {
     if (stream->streaming && n > 0 && (self.drained_.empty() || self.drained_.back() != stream_id)) {
       self.drained_.push_back(stream_id);
     }
-    if (stream->out.empty() && (!stream->streaming || stream->finished) && stream->web) {
+    if (stream->out.empty() && (!stream->streaming || stream->finished) &&
+        stream->TrailersInBody()) {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;  // the trailers frame was the body's last bytes
     } else if (stream->out.empty() && (!stream->streaming || stream->finished)) {
       *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM | NGHTTP2_DATA_FLAG_EOF;
@@ -316,7 +385,7 @@ struct GrpcServerSession::Callbacks {
 };
 
 std::string_view GrpcServerSession::ContentType(const Stream& stream) {
-  return stream.web ? kGrpcWebType : kGrpcType;
+  return ReplyType(stream.kind, stream.json);
 }
 
 SessionCallbacks GrpcServerSession::CallbackTable() {
@@ -417,7 +486,7 @@ bool GrpcServerSession::PopRequest(GrpcRequest* request) {
   while (!ready_.empty()) {
     GrpcRequest next = std::move(ready_.front());
     ready_.pop_front();
-    if (!next.streaming) request_bytes_ -= kMessagePrefixSize + next.message.size();
+    request_bytes_ -= next.held;
     Stream* stream = Find(next.stream_id);
     if (stream != nullptr && !next.streaming) ReleaseConnection(*stream);  // the call has them
     GrantWindows();
@@ -490,7 +559,10 @@ void GrpcServerSession::GrantWindows() {
 // not processed, the client may send them again) until it fits.
 void GrpcServerSession::KeepTheOldestGoing(Stream& oldest) {
   size_t need = kMessagePrefixSize;
-  if (oldest.body.size() >= kMessagePrefixSize) {
+  if (oldest.whole_body) {  // not enveloped (or base64): what content-length says, or a byte
+    need = oldest.content_length > 0 ? static_cast<size_t>(oldest.content_length)
+                                     : oldest.body.size() + 1;
+  } else if (oldest.body.size() >= kMessagePrefixSize) {
     need += DecodeMessageLength(oldest.body);
   }
   need = need > oldest.body.size() ? need - oldest.body.size() : 0;
@@ -536,7 +608,163 @@ void GrpcServerSession::Complete(Stream& stream) {
   stream.body.PopFront(kMessagePrefixSize);
   request.message = std::move(stream.body);
   stream.body.clear();
+  request.held = kMessagePrefixSize + request.message.size();
   ready_.push_back(std::move(request));
+}
+
+bool GrpcServerSession::Classify(Stream& stream) {
+  GrpcRequest& request = stream.request;
+  bool served = false;
+  if (stream.method == "POST") {
+    served = KindOf(stream.content_type, &stream.kind, &stream.json);
+  } else if (stream.method == "OPTIONS") {
+    stream.kind = WireKind::kPreflight;
+    served = true;
+  } else if (const size_t mark = request.path.find('?');
+             stream.method == "GET" && mark != std::string::npos &&
+             IsConnectGetQuery(std::string_view(request.path).substr(mark + 1))) {
+    // A Connect unary GET: its message in the query (within the header list's bound).
+    stream.kind = WireKind::kConnect;
+    request.kind = stream.kind;
+    request.get = true;
+    ConnectGetQuery query;
+    std::string error;
+    const bool parsed =
+        ParseConnectGetQuery(std::string_view(request.path).substr(mark + 1), &query, &error);
+    request.path.resize(mark);
+    if (!parsed) {
+      Refuse(stream, GrpcStatus::kInvalidArgument, error);
+      return false;
+    }
+    stream.json = query.json;
+    stream.content_encoding = std::move(query.compression);
+    request_bytes_ += query.message.size();
+    stream.body.Append(query.message);
+    served = true;
+  }
+  if (!served) {
+    Refuse(stream, GrpcStatus::kUnimplemented,
+           "this port serves gRPC over HTTP/2: POST with content-type application/grpc "
+           "(grpc-web: application/grpc-web[-text][+proto]; Connect: application/proto|json, "
+           "application/connect+proto|json)");
+    return false;
+  }
+  request.kind = stream.kind;
+  request.json = stream.json;
+  stream.whole_body = stream.kind == WireKind::kConnect ||
+                      stream.kind == WireKind::kGrpcWebText || stream.kind == WireKind::kPreflight;
+  if (stream.kind == WireKind::kGrpc) return true;
+  std::erase_if(request.metadata,
+                [](const auto& field) { return IsWebTransportHeader(field.first); });
+  if (stream.kind != WireKind::kConnect && stream.kind != WireKind::kConnectStream) return true;
+  request.accepts_gzip = false;  // Connect's replies go out uncompressed
+  const std::string& encoding =
+      stream.kind == WireKind::kConnect ? stream.content_encoding : stream.connect_encoding;
+  request.encoding = encoding == "identity" ? std::string() : encoding;
+  if (stream.connect_timeout_ms == -1) {
+    Refuse(stream, GrpcStatus::kInvalidArgument,
+           "connect-timeout-ms is not a number of milliseconds >= 0");
+    return false;
+  }
+  if (stream.connect_timeout_ms > 0) request.timeout_ms = stream.connect_timeout_ms;
+  return true;
+}
+
+size_t GrpcServerSession::WholeBodyLimit(const Stream& stream) const {
+  switch (stream.kind) {
+    case WireKind::kConnect:
+      return limits_.max_message_bytes;
+    case WireKind::kGrpcWebText:  // base64 of an envelope, padding inside allowed for
+      return (limits_.max_message_bytes + kMessagePrefixSize + 2) / 3 * 4 + 1024;
+    default:
+      return 0;
+  }
+}
+
+void GrpcServerSession::CompleteWholeBody(Stream& stream) {
+  GrpcRequest& request = stream.request;
+  const bool streaming = is_streaming_ && is_streaming_(request.path);
+  if (stream.kind == WireKind::kGrpcWebText) {  // decoded, then a grpc-web body
+    std::string bytes = stream.body.ToString();
+    size_t bad_at = 0;
+    if (!util::DecodeBase64InPlace(&bytes, &bad_at)) {
+      Refuse(stream, GrpcStatus::kInvalidArgument,
+             "grpc-web-text body is not base64 (at byte " + std::to_string(bad_at) + ")");
+      return;
+    }
+    request_bytes_ -= stream.body.size() - bytes.size();
+    stream.body.clear();
+    stream.body.Append(bytes);
+    stream.whole_body = false;
+    if (streaming) {
+      Open(stream);
+      EndStreamInput(stream);
+    } else {
+      Complete(stream);
+    }
+    return;
+  }
+  if (stream.kind == WireKind::kConnect && streaming) {
+    Refuse(stream, GrpcStatus::kInvalidArgument,
+           request.path + " is a streaming rpc: Connect calls it with application/connect+proto "
+                          "or application/connect+json");
+    return;
+  }
+  stream.complete = true;
+  --incomplete_;
+  request.compressed = !request.encoding.empty() && !stream.body.empty();
+  request.message = std::move(stream.body);
+  stream.body.clear();
+  request.held = request.message.size();
+  ready_.push_back(std::move(request));
+}
+
+void GrpcServerSession::AppendOut(Stream& stream, net::BufferChain&& bytes) {
+  const size_t held_before = stream.out.held_bytes();
+  if (stream.kind == WireKind::kGrpcWebText) {
+    stream.out.Append(util::EncodeBase64(bytes.ToString(), /*pad=*/true));
+  } else {
+    stream.out.Append(std::move(bytes));
+  }
+  held_bytes_ += stream.out.held_bytes() - held_before;
+}
+
+void GrpcServerSession::ConnectEnd(Stream& stream, GrpcStatus status, std::string_view text,
+                                   const Headers& metadata, const Headers& trailers) {
+  stream.finished = true;
+  Headers headers;
+  std::string body;
+  if (stream.kind == WireKind::kConnectStream) {
+    headers = {{":status", "200"}, {"content-type", std::string(ContentType(stream))}};
+    AppendEnvelope(kConnectEndStreamFlag,
+                   ConnectEndStreamJson(static_cast<int>(status), text, trailers), &body);
+  } else {
+    headers = {{":status", std::to_string(HttpStatusForConnectCode(static_cast<int>(status)))},
+               {"content-type", "application/json"}};
+    body = ConnectErrorJson(static_cast<int>(status), text);
+  }
+  for (const auto& [name, value] : metadata) {
+    if (!IsReservedHeader(name)) headers.emplace_back(name, value);
+  }
+  net::BufferChain bytes;
+  bytes.Append(body);
+  AppendOut(stream, std::move(bytes));
+  Submit(stream, std::move(headers), /*with_body=*/true);
+}
+
+void GrpcServerSession::RespondPlain(int32_t stream_id, int status, Headers headers,
+                                     std::string body) {
+  Stream* stream = Find(stream_id);
+  if (stream == nullptr || stream->responded) return;
+  stream->finished = true;
+  headers.insert(headers.begin(), {":status", std::to_string(status)});
+  const bool with_body = !body.empty();
+  if (with_body) {
+    net::BufferChain bytes;
+    bytes.Append(body);
+    AppendOut(*stream, std::move(bytes));
+  }
+  Submit(*stream, std::move(headers), with_body);
 }
 
 void GrpcServerSession::Refuse(Stream& stream, GrpcStatus status, std::string text) {
@@ -565,6 +793,9 @@ void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) 
                       reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
                       value.size(), NGHTTP2_NV_FLAG_NONE};
   };
+  if (origin_headers_ && !stream.origin.empty() && stream.kind != WireKind::kPreflight) {
+    origin_headers_(stream.origin, &headers);
+  }
   std::vector<nghttp2_nv> nv;
   nv.reserve(headers.size() + 1);
   for (size_t i = 0; i < headers.size(); ++i) {
@@ -582,15 +813,23 @@ void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, b
                                 const Headers& metadata) {
   Stream* stream = Find(stream_id);
   if (stream == nullptr || stream->responded) return;
-  char prefix[kMessagePrefixSize];
-  EncodeMessagePrefix(compressed, static_cast<uint32_t>(message.size()), prefix);
-  stream->out.Append(std::string_view(prefix, sizeof(prefix)));
-  stream->out.Append(std::move(message));
+  net::BufferChain body;
+  if (stream->kind != WireKind::kConnect) {  // Connect unary: the message is the body
+    char prefix[kMessagePrefixSize];
+    EncodeMessagePrefix(compressed, static_cast<uint32_t>(message.size()), prefix);
+    body.Append(std::string_view(prefix, sizeof(prefix)));
+  }
+  body.Append(std::move(message));
   stream->trailers = {{"grpc-status", "0"}};
-  if (stream->web) AppendTrailersFrame(stream->trailers, &stream->out);
-  held_bytes_ += stream->out.held_bytes();
+  if (stream->kind != WireKind::kGrpc && stream->kind != WireKind::kConnect) {
+    AppendTrailersFrame(stream->trailers, &body);
+  }
+  AppendOut(*stream, std::move(body));
   Headers headers = {{":status", "200"}, {"content-type", std::string(ContentType(*stream))}};
-  if (compressed) headers.emplace_back("grpc-encoding", "gzip");
+  if (compressed) {
+    headers.emplace_back(stream->kind == WireKind::kConnect ? "content-encoding" : "grpc-encoding",
+                         "gzip");
+  }
   for (const auto& [name, value] : metadata) {
     if (!IsReservedHeader(name)) headers.emplace_back(name, value);
   }
@@ -609,6 +848,11 @@ void GrpcServerSession::Fail(int32_t stream_id, GrpcStatus status, std::string_v
                              std::string_view details) {
   Stream* stream = Find(stream_id);
   if (stream == nullptr || stream->responded) return;
+  if (stream->kind == WireKind::kConnect || stream->kind == WireKind::kConnectStream ||
+      stream->kind == WireKind::kPreflight) {
+    ConnectEnd(*stream, status, text, {}, {});
+    return;
+  }
   Headers headers = {{":status", "200"}, {"content-type", std::string(ContentType(*stream))}};
   for (auto& field : StatusFields(status, text, details)) headers.push_back(std::move(field));
   stream->finished = true;
@@ -771,17 +1015,24 @@ bool GrpcServerSession::SendMessage(int32_t stream_id, net::BufferChain&& messag
   if (stream == nullptr || !stream->streaming || stream->finished) return false;
   char prefix[kMessagePrefixSize];
   EncodeMessagePrefix(compressed, static_cast<uint32_t>(message.size()), prefix);
-  const size_t held_before = stream->out.held_bytes();
-  stream->out.Append(std::string_view(prefix, sizeof(prefix)));
-  if (message.size() <= kCopiedMessageBytes) {  // packed with the ones before, not a page each
-    for (size_t i = 0; i < message.span_count(); ++i) {
-      const std::span<const char> span = message.span(i);
-      stream->out.Append(std::string_view(span.data(), span.size()));
-    }
+  if (stream->kind == WireKind::kGrpcWebText) {
+    net::BufferChain frame;
+    frame.Append(std::string_view(prefix, sizeof(prefix)));
+    frame.Append(std::move(message));
+    AppendOut(*stream, std::move(frame));
   } else {
-    stream->out.Append(std::move(message));
+    const size_t held_before = stream->out.held_bytes();
+    stream->out.Append(std::string_view(prefix, sizeof(prefix)));
+    if (message.size() <= kCopiedMessageBytes) {  // packed with the ones before, not a page each
+      for (size_t i = 0; i < message.span_count(); ++i) {
+        const std::span<const char> span = message.span(i);
+        stream->out.Append(std::string_view(span.data(), span.size()));
+      }
+    } else {
+      stream->out.Append(std::move(message));
+    }
+    held_bytes_ += stream->out.held_bytes() - held_before;
   }
-  held_bytes_ += stream->out.held_bytes() - held_before;
   if (stream->responded) {
     nghttp2_session_resume_data(h2_.get(), stream_id);
     return true;
@@ -800,7 +1051,22 @@ void GrpcServerSession::FinishStream(int32_t stream_id, GrpcStatus status, std::
                                      std::string_view details) {
   Stream* stream = Find(stream_id);
   if (stream == nullptr || stream->finished) return;
+  if (stream->kind == WireKind::kConnectStream && !stream->responded) {
+    ConnectEnd(*stream, status, text, metadata, trailers);
+    return;
+  }
   stream->finished = true;
+  if (stream->kind == WireKind::kConnectStream) {  // the end-of-stream envelope
+    std::string frame;
+    AppendEnvelope(kConnectEndStreamFlag,
+                   ConnectEndStreamJson(static_cast<int>(status), text, trailers), &frame);
+    net::BufferChain bytes;
+    bytes.Append(frame);
+    AppendOut(*stream, std::move(bytes));
+    stream->reset_after_send = nghttp2_session_get_stream_remote_close(h2_.get(), stream_id) == 0;
+    nghttp2_session_resume_data(h2_.get(), stream_id);
+    return;
+  }
   Headers status_fields = StatusFields(status, text, details);
   for (const auto& [name, value] : trailers) {
     if (!IsReservedHeader(name)) status_fields.emplace_back(name, value);
@@ -814,10 +1080,10 @@ void GrpcServerSession::FinishStream(int32_t stream_id, GrpcStatus status, std::
     Submit(*stream, std::move(headers), /*with_body=*/false);
     return;
   }
-  if (stream->web) {
-    const size_t held_before = stream->out.held_bytes();
-    AppendTrailersFrame(status_fields, &stream->out);
-    held_bytes_ += stream->out.held_bytes() - held_before;
+  if (stream->TrailersInBody()) {
+    net::BufferChain frame;
+    AppendTrailersFrame(status_fields, &frame);
+    AppendOut(*stream, std::move(frame));
   } else {
     stream->trailers = std::move(status_fields);
   }

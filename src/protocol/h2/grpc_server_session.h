@@ -24,6 +24,11 @@
 // WINDOW_UPDATE): clients that assume a larger window than 65,535 before SETTINGS (brpc's) are
 // not cut off; the connection window still bounds what they can send.
 //
+// Browsers' protocols (WireKind, docs/http.md "Over HTTP/2") share all of the above: grpc-web and
+// Connect streaming take the gRPC envelope path; Connect unary, grpc-web-text and a Connect GET's
+// query are read whole (at most max_message_bytes, base64: 4/3 of it + 1 KiB) before they are
+// decoded; an OPTIONS request is handed to the owner as a preflight. Replies are framed per kind.
+//
 // Streaming calls (a path the streaming predicate names): the request is popped as soon as its
 // headers are complete; its messages are queued on the stream as they complete (PopMessage), each
 // charged its payload plus a fixed overhead for its queue entry, up to kInboxChargeBytes of
@@ -49,8 +54,21 @@
 
 namespace arenarpc::protocol::h2 {
 
+// What a stream speaks, from its method and content-type: gRPC, or a browser's protocol on the same
+// connection (docs/http.md, "Browsers: grpc-web and Connect").
+enum class WireKind : uint8_t {
+  kGrpc,           // application/grpc: HTTP/2 trailers
+  kGrpcWeb,        // application/grpc-web(+proto): the trailers are the body's last frame
+  kGrpcWebText,    // application/grpc-web-text(+proto): the same body in base64, both ways
+  kConnect,        // Connect unary (application/proto|json): the body is the message
+  kConnectStream,  // application/connect+proto|json: envelopes, then an end-of-stream envelope
+  kPreflight,      // OPTIONS: a CORS preflight, answered by the owner (RespondPlain)
+};
+
 struct GrpcRequest {
   int32_t stream_id = 0;
+  WireKind kind = WireKind::kGrpc;
+  bool json = false;          // Connect with JSON messages (else binary protobuf)
   std::string path;           // ":path", e.g. "/pkg.Service/Method"
   int64_t timeout_ms = -1;    // grpc-timeout; -1 none
   bool compressed = false;    // the message's compressed flag (grpc-encoding names the codec)
@@ -59,6 +77,9 @@ struct GrpcRequest {
   std::vector<std::pair<std::string, std::string>> metadata;  // custom headers, as received
   net::BufferChain message;   // the message bytes after the 5-byte prefix
   bool streaming = false;     // a streaming call: its messages come through PopMessage()
+  bool get = false;           // a Connect GET (the owner checks the method has no side effects)
+  std::string origin;         // the Origin header (CORS), when there is one
+  size_t held = 0;            // what the session counts for it until popped
   // != kOk: the request is refused without a call (e.g. not gRPC, or no message)
   GrpcStatus refusal = GrpcStatus::kOk;
   std::string refusal_text;
@@ -120,6 +141,13 @@ class GrpcServerSession {
   // not empty, `details` (a serialized google.rpc.Status) as grpc-status-details-bin.
   void Fail(int32_t stream_id, GrpcStatus status, std::string_view text,
             std::string_view details = {});
+  // A plain HTTP answer (a CORS preflight's): `status`, `headers`, `body`, END_STREAM.
+  void RespondPlain(int32_t stream_id, int status,
+                    std::vector<std::pair<std::string, std::string>> headers, std::string body);
+  // Headers every response to a request with an Origin header carries (CORS), added by `add`.
+  using OriginHeaders = std::function<void(std::string_view origin,
+                                           std::vector<std::pair<std::string, std::string>>*)>;
+  void set_origin_headers(OriginHeaders add) { origin_headers_ = std::move(add); }
   // Streaming calls. `predicate(path)`: the stream is a streaming call.
   void set_streaming_predicate(std::function<bool(std::string_view path)> predicate) {
     is_streaming_ = std::move(predicate);
@@ -174,7 +202,21 @@ class GrpcServerSession {
   struct Callbacks;  // nghttp2's callbacks, friends of this class
 
   Stream* Find(int32_t stream_id);
-  static std::string_view ContentType(const Stream& stream);  // application/grpc(-web+proto)
+  static std::string_view ContentType(const Stream& stream);  // the reply's, by the stream's kind
+  // From the request's method and content-type: its WireKind (false: refused, answered).
+  bool Classify(Stream& stream);
+  // A request whose whole body is read before it is decoded (Connect unary, grpc-web-text, a
+  // preflight): its END_STREAM.
+  void CompleteWholeBody(Stream& stream);
+  // What such a body may hold (grpc-web-text: base64 of a message of max_message_bytes).
+  size_t WholeBodyLimit(const Stream& stream) const;
+  // Appends response bytes to the stream's output (grpc-web-text: in base64), counted held.
+  void AppendOut(Stream& stream, net::BufferChain&& bytes);
+  // A Connect answer that ends the stream: unary, an error (its HTTP status, Connect's JSON);
+  // streaming, headers with `metadata` and the end-of-stream envelope (`status`, `trailers`).
+  void ConnectEnd(Stream& stream, GrpcStatus status, std::string_view text,
+                  const std::vector<std::pair<std::string, std::string>>& metadata,
+                  const std::vector<std::pair<std::string, std::string>>& trailers);
   void Refuse(Stream& stream, GrpcStatus status, std::string text);
   void Complete(Stream& stream);
   void Open(Stream& stream);  // a streaming call: its request goes out at once
@@ -216,6 +258,7 @@ class GrpcServerSession {
   std::vector<int32_t> canceled_;
   std::vector<int32_t> readable_, drained_;
   std::function<bool(std::string_view)> is_streaming_;
+  OriginHeaders origin_headers_;
   size_t held_bytes_ = 0;
   size_t incomplete_ = 0;
   size_t request_bytes_ = 0;  // DATA of unfinished streams and of requests not popped

@@ -100,6 +100,15 @@ std::string EncodeBinaryHeader(std::string_view bytes) {
   return util::EncodeBase64(bytes, /*pad=*/false);
 }
 
+bool DecodeBinaryHeader(std::string_view value, std::string* bytes) {
+  bytes->assign(value);
+  while (bytes->size() % 4 != 0) *bytes += '=';
+  size_t bad_at = 0;
+  if (util::DecodeBase64InPlace(bytes, &bad_at)) return true;
+  bytes->clear();
+  return false;
+}
+
 std::string PercentDecode(std::string_view text) {
   const auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';

@@ -48,6 +48,8 @@ inline constexpr std::string_view kStatusDetailsHeader = "grpc-status-details-bi
 
 // A binary ("-bin") header value as gRPC sends it: base64 without padding.
 std::string EncodeBinaryHeader(std::string_view bytes);
+// Its inverse (padded values too); false: not base64.
+bool DecodeBinaryHeader(std::string_view value, std::string* bytes);
 
 // grpc-message's percent-encoding: bytes outside 0x20..0x7e and '%' as %XX.
 std::string PercentEncode(std::string_view text);

@@ -2,6 +2,9 @@
 
 #include <array>
 
+#include "protocol/h2/grpc_wire.h"
+#include "protocol/http/http_request.h"
+#include "util/base64.h"
 #include "util/json_string.h"
 
 namespace arenarpc::protocol {
@@ -55,6 +58,75 @@ std::string ConnectErrorJson(int grpc_status, std::string_view message) {
   }
   out += '}';
   return out;
+}
+
+bool IsConnectGetQuery(std::string_view query) {
+  for (const auto& [name, value] : ParseQuery(query)) {
+    if (name == "connect" || name == "encoding") return true;
+  }
+  return false;
+}
+
+bool ParseConnectGetQuery(std::string_view query, ConnectGetQuery* out, std::string* error) {
+  bool has_encoding = false, base64 = false, has_message = false;
+  for (auto& [name, value] : ParseQuery(query)) {
+    if (name == "connect" && value != "v1") {
+      *error = "connect=" + value + ": this server speaks Connect v1";
+      return false;
+    }
+    if (name == "encoding") {
+      if (value != "proto" && value != "json") {
+        *error = "encoding=" + value + " is not served (proto, json)";
+        return false;
+      }
+      has_encoding = true;
+      out->json = value == "json";
+    } else if (name == "compression") {
+      out->compression = value == "identity" ? std::string() : value;
+    } else if (name == "base64") {
+      base64 = value == "1";
+    } else if (name == "message") {
+      has_message = true;
+      out->message = std::move(value);
+    }
+  }
+  if (!has_encoding) {
+    *error = "a Connect GET names its message's encoding (encoding=proto or encoding=json)";
+    return false;
+  }
+  if (!has_message) {
+    *error = "a Connect GET carries its message in the query (message=...)";
+    return false;
+  }
+  if (!base64) return true;
+  // base64url or standard, padded or not (a '+' read as a space by the query's decoding too).
+  std::string& text = out->message;
+  for (char& c : text) {
+    if (c == '-' || c == ' ') {
+      c = '+';
+    } else if (c == '_') {
+      c = '/';
+    }
+  }
+  while (text.size() % 4 != 0) text += '=';
+  size_t bad_at = 0;
+  if (!util::DecodeBase64InPlace(&text, &bad_at)) {
+    *error = "message= is not base64 (at character " + std::to_string(bad_at) + ")";
+    return false;
+  }
+  return true;
+}
+
+bool IsWebTransportHeader(std::string_view name) noexcept {
+  static constexpr std::string_view kNames[] = {
+      "host", "connection", "keep-alive", "accept", "accept-encoding", "accept-language",
+      "content-encoding", "origin", "referer", "x-grpc-web", "x-user-agent", "transfer-encoding",
+      "expect", "cache-control", "pragma", "priority", "dnt"};
+  for (std::string_view known : kNames) {
+    if (name == known) return true;
+  }
+  return h2::IsReservedHeader(name) || name.substr(0, 8) == "connect-" ||
+         name.substr(0, 4) == "sec-" || name.substr(0, 5) == "x-bd-";
 }
 
 std::string ConnectEndStreamJson(int grpc_status, std::string_view message,

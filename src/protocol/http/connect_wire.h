@@ -18,6 +18,22 @@ int HttpStatusForConnectCode(int grpc_status) noexcept;
 // {"code":"...","message":"..."} (message left out when empty).
 std::string ConnectErrorJson(int grpc_status, std::string_view message);
 
+// Headers of the transport, the browser or the protocols themselves (host, origin, accept,
+// connect-*, grpc-*, sec-*, ...): not a grpc-web or Connect call's metadata.
+bool IsWebTransportHeader(std::string_view name) noexcept;
+
+// A Connect unary GET (for methods without side effects): the query
+// "connect=v1&encoding=proto|json[&compression=gzip][&base64=1]&message=...".
+struct ConnectGetQuery {
+  bool json = false;
+  std::string compression;  // "" (or "identity"): the message is not compressed
+  std::string message;      // the request message's bytes
+};
+// The query names a Connect call: a `connect=v1` or `encoding=` parameter.
+bool IsConnectGetQuery(std::string_view query);
+// false: *error says why (no or an unknown encoding, a message that is not base64).
+bool ParseConnectGetQuery(std::string_view query, ConnectGetQuery* out, std::string* error);
+
 // A streaming body's last envelope carries this flag and the end-of-stream JSON.
 inline constexpr uint8_t kConnectEndStreamFlag = 0x02;
 // {} on success; {"error":{...},"metadata":{"name":["value"]}} (each part when there is one).
