@@ -146,6 +146,11 @@ struct ServerOptions {
   // A connection whose unsent replies find no room in its socket this long (the client does not
   // read) is closed. -1 = never.
   int write_timeout_ms = 30000;
+  // A gRPC streaming handler waiting in Read() for a client message this long gets false and
+  // its call fails DEADLINE_EXCEEDED (the client's stream idle): its fiber and its
+  // max_streaming_calls_per_connection slot are free again. 5 minutes, as Envoy's
+  // stream_idle_timeout. -1 = never.
+  int stream_idle_timeout_ms = 300000;
   int stop_deadline_ms = 5000;         // Stop(): how long calls in flight and unsent replies get
 
   // --- fibers (docs/server.md, "Execution"): every handler runs on a fiber

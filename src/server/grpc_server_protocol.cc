@@ -634,6 +634,10 @@ int GrpcServerProtocol::StreamRead(int64_t key, net::BufferChain* message, int* 
   if (it == calls_.end() || !it->second.stream) return ECANCELED;
   const std::shared_ptr<StreamWaits> waits = it->second.stream;
   net::Connection& connection = *waits->connection;
+  // stream_idle_timeout_ms: the client sent nothing for that long while the handler waited.
+  const int idle_ms = state_.config.options.stream_idle_timeout_ms;
+  const Clock::time_point idle_until =
+      idle_ms > 0 ? Clock::now() + std::chrono::milliseconds(idle_ms) : Clock::time_point::max();
   for (;;) {
     it = calls_.find(key);
     if (it == calls_.end() || it->second.canceled || connection.closed()) return ECANCELED;
@@ -675,8 +679,10 @@ int GrpcServerProtocol::StreamRead(int64_t key, net::BufferChain* message, int* 
       case protocol::h2::GrpcServerSession::StreamInput::kNone:
         break;
     }
-    if (Clock::now() >= waits->deadline) return ECANCELED;
-    waits->changed.wait_until(lock, waits->deadline);
+    const Clock::time_point now = Clock::now();
+    if (now >= waits->deadline) return ECANCELED;
+    if (now >= idle_until) return ETIMEDOUT;
+    waits->changed.wait_until(lock, std::min(waits->deadline, idle_until));
   }
 }
 

@@ -78,6 +78,12 @@ class ServerStream final : public GrpcServerStream {
     if (rc == EREQUEST) {
       controller().SetFailed(EREQUEST, "request message #" + std::to_string(read_count_) +
                                            " is compressed without grpc-encoding");
+    } else if (rc == ETIMEDOUT) {
+      const std::string idle_ms =
+          std::to_string(protocol_.state().config.options.stream_idle_timeout_ms);
+      controller().SetFailed(ERPCTIMEDOUT, "no request message for " + idle_ms +
+                                               " ms (server's stream_idle_timeout_ms=" + idle_ms +
+                                               ")");
     }
     if (rc != 0) return false;
     GrpcStreamMessages fresh = NewMessages();

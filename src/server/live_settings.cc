@@ -148,6 +148,7 @@ void AddFixed(const ServerOptions& o, std::vector<ServerSetting>* out) {
   line("read_timeout_ms", number(o.read_timeout_ms));
   line("first_byte_timeout_ms", number(o.first_byte_timeout_ms));
   line("write_timeout_ms", number(o.write_timeout_ms));
+  line("stream_idle_timeout_ms", number(o.stream_idle_timeout_ms));
   line("stop_deadline_ms", number(o.stop_deadline_ms));
   line("max_fibers", number(o.max_fibers));
   line("max_fibers_per_connection", number(o.max_fibers_per_connection));

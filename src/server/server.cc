@@ -151,7 +151,8 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
   }
   for (const auto& [name, value] : {std::pair<const char*, int>{"first_byte_timeout_ms",
                                                                  options.first_byte_timeout_ms},
-                                    {"write_timeout_ms", options.write_timeout_ms}}) {
+                                    {"write_timeout_ms", options.write_timeout_ms},
+                                    {"stream_idle_timeout_ms", options.stream_idle_timeout_ms}}) {
     if (value == 0 || value < -1) {
       return Fail(std::string(name) + "=" + std::to_string(value) +
                   " is invalid (expected -1 = never, or > 0)");

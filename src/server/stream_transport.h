@@ -26,7 +26,8 @@ class ServerStreamTransport {
   virtual bool IsStreamCall(int64_t key) = 0;
   // The next request message (*compress_type: its codec, 0 none): 0; ENODATA the client ended
   // its side; ECANCELED the call was canceled (the client went away, broken input) or its
-  // deadline passed; EREQUEST a compressed message without an encoding.
+  // deadline passed; ETIMEDOUT no message came for stream_idle_timeout_ms; EREQUEST a compressed
+  // message without an encoding.
   virtual int StreamRead(int64_t key, net::BufferChain* message, int* compress_type) = 0;
   // Waits (`wait`) until the stream may queue one more message: it holds less than
   // `max_stream_bytes` (or nothing) and the connection less than max_unwritten_bytes. 0; EAGAIN

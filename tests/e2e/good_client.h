@@ -57,6 +57,12 @@ inline constexpr bool kGoodP99IsAsserted = false;
 inline constexpr bool kGoodP99IsAsserted = true;
 #endif
 
+// The p99 of fewer than 100 calls is their slowest call: one wakeup the scheduler of a loaded
+// 2-core machine delays decides it (a full release suite under ctest -j2 and other builds saw
+// 113 ms for the slowest of 40 calls of a test whose other windows measured 1-4 ms). Such a
+// window's p99 is printed, not asserted; with 100 calls and more it leaves the slowest out.
+inline constexpr int kMinCallsForGoodP99 = 100;
+
 class GoodClient {
  public:
   explicit GoodClient(std::unique_ptr<Channel> channel)
@@ -147,8 +153,9 @@ class GoodClient {
 };
 
 // Issue 39's bar for a good client while another client attacks the same server: at least 99 %
-// of its calls OK and its p99 at most 5x the p99 it had unattacked (floored at kGoodP99FloorMs).
-// Prints both windows, so that a run's log shows what was measured.
+// of its calls OK and its p99 at most 5x the p99 it had unattacked (floored at kGoodP99FloorMs;
+// asserted in release builds for windows of kMinCallsForGoodP99 calls and more). Prints both
+// windows, so that a run's log shows what was measured.
 inline void ExpectKeptUp(const GoodWindow& baseline, const GoodWindow& attacked,
                          const std::string& what = "") {
   std::printf(
@@ -161,7 +168,7 @@ inline void ExpectKeptUp(const GoodWindow& baseline, const GoodWindow& attacked,
   EXPECT_GE(attacked.ok_share(), 0.99) << what << ": " << attacked.ok << " of " << attacked.calls()
                                        << " ok; " << attacked.last_error;
   const double bound_ms = 5 * std::max(baseline.p99_ms, kGoodP99FloorMs);
-  if (kGoodP99IsAsserted) {
+  if (kGoodP99IsAsserted && attacked.calls() >= kMinCallsForGoodP99) {
     EXPECT_LE(attacked.p99_ms, bound_ms)
         << what << ": p99 under attack " << attacked.p99_ms << " ms, unattacked "
         << baseline.p99_ms << " ms (bound 5 x max(that, " << kGoodP99FloorMs << " ms))";

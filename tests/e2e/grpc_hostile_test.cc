@@ -1097,6 +1097,81 @@ TEST_P(GrpcHostileTest, StreamingCallsPastTheConnectionsShareAreRefused) {
   StopWithStreams();
 }
 
+// stream_idle_timeout_ms: client-streaming calls whose clients send nothing are ended
+// DEADLINE_EXCEEDED naming the option once a handler waited that long in Read(), and their
+// fibers and per-connection slots are free again; a streaming call whose client sends a message
+// more often than that goes on and ends OK; the good client keeps 0 errors meanwhile.
+TEST_P(GrpcHostileTest, IdleStreamingCallsAreEndedAfterTheStreamIdleTimeout) {
+  GrpcStreamService streams(StreamService::descriptor());
+  ASSERT_EQ(0, streams.AddMethod("ClientStream", ReadUntilTheClientEnds));
+  options_.stream_idle_timeout_ms = 300;
+  constexpr int kConnections = 4, kCalls = 20;
+  attackers_ = kConnections + 1;
+  attack_fibers_ = kConnections * kCalls + 2;
+  StartWithStreams(streams);
+  const std::string method = "arenarpc.e2e.StreamService.ClientStream";
+  std::vector<std::unique_ptr<H2Socket>> idle;
+  for (int c = 0; c < kConnections; ++c) {
+    idle.push_back(OpenClientStreams(port_, kCalls, /*end=*/false));
+  }
+  // A busy client-streaming call on its own connection: an empty message every 100 ms for
+  // 1.2 s (4 timeouts' worth), then the end of its side.
+  std::vector<std::unique_ptr<H2Socket>> busy;
+  busy.push_back(OpenClientStreams(port_, 1, /*end=*/false));
+  const auto started = std::chrono::steady_clock::now();
+  const auto all_ended = [&] { return CountStatus(idle, kCalls, "4") == kConnections * kCalls; };
+  std::chrono::steady_clock::duration took{};
+  for (int i = 0; i < 12; ++i) {
+    ReadAllUntil(idle, [] { return false; }, std::chrono::milliseconds(100));
+    const auto elapsed = std::chrono::steady_clock::now() - started;
+    if (elapsed < std::chrono::milliseconds(250)) {  // not before the timeout
+      EXPECT_EQ(0, CountStatus(idle, kCalls, "4"));
+    }
+    if (took == took.zero() && all_ended()) took = elapsed;
+    ASSERT_TRUE(busy[0]->Send(Frame(kData, 0, 1, std::string(5, '\0'))));
+  }
+  ASSERT_TRUE(busy[0]->Send(Frame(kData, kEndStream, 1, std::string(5, '\0'))));
+  EXPECT_TRUE(ReadAllUntil(idle, all_ended, std::chrono::seconds(10)));
+  if (took == took.zero()) took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(kConnections * kCalls,
+            CountStatus(idle, kCalls, "4", "stream_idle_timeout_ms=300"));
+  EXPECT_TRUE(ReadAllUntil(
+      busy, [&] { return !busy[0]->field(1, "grpc-status").empty(); }, std::chrono::seconds(5)));
+  EXPECT_EQ("0", busy[0]->field(1, "grpc-status")) << busy[0]->field(1, "grpc-message");
+  EXPECT_TRUE(WaitFor([&] { return server_->GetMethodStats(method).in_flight == 0; },
+                      std::chrono::seconds(5)));
+  std::printf("[ measured ] %d idle streaming calls ended by the idle timeout (300 ms), all "
+              "within %lld ms of their opening\n",
+              kConnections * kCalls,
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+  // The idle connections' slots are free again: the same connections open new calls that end.
+  for (auto& socket : idle) {
+    std::string bytes;
+    const std::string block = RequestBlock("/arenarpc.e2e.StreamService/ClientStream");
+    for (int i = 0; i < kCalls; ++i) {
+      const auto stream = static_cast<uint32_t>(2 * (kCalls + i) + 1);
+      bytes += Frame(kHeaders, kEndHeaders, stream, block) +
+               Frame(kData, kEndStream, stream, std::string(5, '\0'));
+    }
+    ASSERT_TRUE(socket->Send(bytes));
+  }
+  const auto ended_ok = [&] {
+    int n = 0;
+    for (auto& socket : idle) {
+      for (int i = 0; i < kCalls; ++i) {
+        n += socket->field(static_cast<uint32_t>(2 * (kCalls + i) + 1), "grpc-status") == "0";
+      }
+    }
+    return n;
+  };
+  EXPECT_TRUE(ReadAllUntil(idle, [&] { return ended_ok() == kConnections * kCalls; },
+                           std::chrono::seconds(10)));
+  idle.clear();
+  busy.clear();
+  StopWithStreams();
+}
+
 
 // brpc's h2:grpc client sends a message in one go, never waiting for a WINDOW_UPDATE (and
 // assumes a large window before SETTINGS): a 1 MiB request sent with the preface, before any
