@@ -46,7 +46,23 @@ def auto_versus_best(result):
                        if b["cpu_us_per_call"]],
         "best_spread": (max(own) - min(own)) / med[best]["cpu_us_per_call"]
         if med[best]["cpu_us_per_call"] else 0,
+        "versus_served": _versus_served(result, fixed),
     }
+
+
+def _versus_served(result, fixed):
+    """Per repeat, (the fixed mode auto served its window with, auto's CPU per call over that
+    mode's in the same repeat), where auto served every method with one mode that also ran:
+    how close auto comes to its own pick, apart from whether the pick was the best."""
+    out = []
+    for i, run in enumerate(result["runs"]["auto"]):
+        served = set(run.get("auto_chosen", {}).values())
+        mode = served.pop() if len(served) == 1 else None
+        if mode in fixed and i < len(result["runs"][mode]):
+            other = result["runs"][mode][i]["cpu_us_per_call"]
+            if other:
+                out.append((mode, run["cpu_us_per_call"] / other))
+    return out
 
 
 def table(result):
@@ -106,6 +122,10 @@ def table(result):
             f"repeat {' '.join(f'{r:.2f}' for r in versus['per_repeat'])}; {versus['best']}'s own "
             f"repeats spread {versus['best_spread']:.0%} of its median), p99 {versus['p99']:.2f}, "
             f"RSS peak {versus['rss']:.2f}")
+        if versus["versus_served"]:
+            lines.append(
+                "auto / the mode it served each window with (same repeat): " +
+                " ".join(f"{r:.2f} ({mode})" for mode, r in versus["versus_served"]))
     # --before_build: this build's CPU per call over the earlier build's, mode by mode (repeat i of
     # "mode" ran right after repeat i of "mode@before").
     before_after = []

@@ -137,6 +137,7 @@ AutoChooser::Step AutoChooser::CheckRecheck(int64_t now_ms) {
                                  (uint64_t{settings_.warmup_calls} + settings_.trial_calls) *
                                  names_.size()) {
     confirm_ = false;
+    awaiting_confirmation_.store(false, std::memory_order_relaxed);
     StartTrial("confirmation once warm");
   } else if (calls_since_ >= settings_.recheck_calls) {
     StartTrial("periodic recheck (" + std::to_string(settings_.recheck_calls) + " calls)");
@@ -296,6 +297,7 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
   }
   if (trials_ > 0 && next != current) ++switches_;
   confirm_ = trials_ == 0;
+  awaiting_confirmation_.store(confirm_, std::memory_order_relaxed);
   ++trials_;
   reason_ = trial_reason_ + ": " + found;
   if (history_.size() == MemoryChoice::kHistory) history_.pop_front();

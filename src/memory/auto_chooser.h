@@ -60,6 +60,11 @@ class AutoChooser {
   bool in_trial() const noexcept { return in_trial_.load(std::memory_order_relaxed); }
   // A call has been recorded (measured or not): the method has traffic.
   bool seen_calls() const noexcept { return seen_calls_.load(std::memory_order_relaxed); }
+  // The first trial ended and the confirmation trial has not begun: the candidates are still to
+  // be measured warm, so none should give back its memory yet.
+  bool awaiting_confirmation() const noexcept {
+    return awaiting_confirmation_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct Trial {
@@ -86,6 +91,7 @@ class AutoChooser {
   std::atomic<uint64_t> turn_{0};  // round robin of a trial
   std::atomic<uint32_t> active_{0};  // bit i: candidate i takes turns in the trial
   std::atomic<bool> seen_calls_{false};
+  std::atomic<bool> awaiting_confirmation_{false};  // mirrors confirm_ (read without mu_)
 
   mutable std::mutex mu_;
   std::vector<Trial> trial_;

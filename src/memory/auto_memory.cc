@@ -5,7 +5,6 @@
 #include <google/protobuf/arena.h>
 #include <google/protobuf/message.h>
 #if defined(__GLIBC__)
-#include <malloc.h>
 #endif
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include <stdexcept>
 
 #include "memory/auto_chooser.h"
+#include "memory/free_memory_release.h"
 #include "memory/memory_stats_sum.h"
 #include "memory/strategies.h"
 #include "util/thread_cpu_timer.h"
@@ -131,7 +131,10 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
     // chooser itself, so that transitions seen out of order settle right.
     void FollowChooser() noexcept {
       std::lock_guard lock(using_mu_);
-      const bool trial = chooser_.in_trial();
+      // Until the confirmation trial, every candidate stays in use: given back after the first
+      // trial, they would enter the confirmation cold (reuse's pools and kept trees empty,
+      // malloc's free pages returned), which is what the confirmation is there to avoid.
+      const bool trial = chooser_.in_trial() || chooser_.awaiting_confirmation();
       uint32_t now = 0;
       for (size_t i = 0; i < candidates_.size() && chooser_.seen_calls(); ++i) {
         if (trial || i == chooser_.chosen()) now |= 1u << i;
@@ -155,11 +158,11 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
 
   // A method's candidates went from `before` to `after`: a candidate that no method uses any
   // more gives back what it keeps (its pools, its cached pages), so having tried it costs nothing.
-  // What they gave back to malloc stays in glibc's heap, between the chosen strategy's blocks, and
-  // counts in the process's RSS: glibc is asked to return its free pages (malloc_trim) once per
-  // settle that left a candidate unused.
+  // What they gave back to malloc stays in malloc's heap and caches, between the chosen strategy's
+  // blocks, and counts in the process's RSS: malloc (glibc's, or a preloaded tcmalloc or jemalloc)
+  // is asked to return its free pages once per settle that left a candidate unused.
   void Use(uint32_t before, uint32_t after) noexcept {
-    [[maybe_unused]] bool trimmed = false;
+    bool trimmed = false;
     for (size_t i = 0; i < candidates_.size(); ++i) {
       const bool was = (before >> i & 1) != 0, is = (after >> i & 1) != 0;
       if (is && !was) users_[i].fetch_add(1, std::memory_order_relaxed);
@@ -168,9 +171,7 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
         trimmed = true;
       }
     }
-#if defined(__GLIBC__)
-    if (trimmed) malloc_trim(0);
-#endif
+    if (trimmed) ReleaseFreeMemoryToSystem();
   }
 
   std::string_view name() const noexcept override { return "auto"; }

@@ -49,6 +49,17 @@ class AutoTrimTest : public ::testing::Test {
                        QuickAutoSettings());
   }
 
+  // Calls until the method's first trial and its confirmation trial have ended (the losers keep
+  // their memory between the two, so that the confirmation measures them warm).
+  void SettleConfirmed(MethodMemory& method) {
+    for (int i = 0; i < 5000 && !Confirmed(method); ++i) Echo(method, wire_);
+    ASSERT_TRUE(Confirmed(method));
+  }
+  static bool Confirmed(const MethodMemory& method) {
+    const auto choice = method.Choice();
+    return choice->trials >= 2 && !choice->in_trial;
+  }
+
   std::unique_ptr<MethodMemory> Bind() {
     return automatic_->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   }
@@ -68,6 +79,11 @@ TEST_F(AutoTrimTest, LosersHoldNothingOnceTheMethodSettles) {
   for (int i = 0; i < 200 && method->Choice()->in_trial; ++i) Echo(*method, wire_);
   ASSERT_FALSE(method->Choice()->in_trial);
   ASSERT_EQ(method->Choice()->chosen, "heap");
+  // Settled once: the losers keep their memory for the confirmation trial.
+  EXPECT_GE(reuse_->stats().objects_pooled, 1u);
+  EXPECT_GT(paged_->stats().pages_cached, 0u);
+  SettleConfirmed(*method);
+  ASSERT_EQ(method->Choice()->chosen, "heap");
   // The bound: nothing pooled; cached pages only in the caches of other threads that ran the
   // losers' calls (none here).
   EXPECT_EQ(reuse_->stats().objects_pooled, 0u);
@@ -85,13 +101,11 @@ TEST_F(AutoTrimTest, ACandidateAnotherMethodStillTriesIsKept) {
   auto trying = Bind();
   for (int i = 0; i < 3; ++i) Echo(*trying, wire_);  // reuse and paged now hold its objects
   ASSERT_TRUE(trying->Choice()->in_trial);
-  for (int i = 0; i < 200 && settled->Choice()->in_trial; ++i) Echo(*settled, wire_);
-  ASSERT_FALSE(settled->Choice()->in_trial);
+  SettleConfirmed(*settled);
   // `trying` is still in its trial: the losers keep what they hold.
   EXPECT_GE(reuse_->stats().objects_pooled, 1u);
   EXPECT_GT(paged_->stats().pages_cached, 0u);
-  for (int i = 0; i < 200 && trying->Choice()->in_trial; ++i) Echo(*trying, wire_);
-  ASSERT_FALSE(trying->Choice()->in_trial);
+  SettleConfirmed(*trying);
   EXPECT_EQ(reuse_->stats().objects_pooled, 0u);
   EXPECT_EQ(paged_->stats().pages_cached, 0u);
 }
@@ -99,8 +113,7 @@ TEST_F(AutoTrimTest, ACandidateAnotherMethodStillTriesIsKept) {
 TEST_F(AutoTrimTest, AMethodWithoutCallsKeepsNothingInUse) {
   auto idle = Bind();  // never called: it stays in its first trial
   auto method = Bind();
-  for (int i = 0; i < 200 && method->Choice()->in_trial; ++i) Echo(*method, wire_);
-  ASSERT_FALSE(method->Choice()->in_trial);
+  SettleConfirmed(*method);
   ASSERT_TRUE(idle->Choice()->in_trial);
   EXPECT_EQ(reuse_->stats().objects_pooled, 0u);
   EXPECT_EQ(paged_->stats().pages_cached, 0u);
@@ -112,8 +125,7 @@ TEST_F(AutoTrimTest, ADestroyedMethodStopsCounting) {
     for (int i = 0; i < 3; ++i) Echo(*gone, wire_);
   }  // unbound mid-trial
   auto method = Bind();
-  for (int i = 0; i < 200 && method->Choice()->in_trial; ++i) Echo(*method, wire_);
-  ASSERT_FALSE(method->Choice()->in_trial);
+  SettleConfirmed(*method);
   EXPECT_EQ(reuse_->stats().objects_pooled, 0u);
   EXPECT_EQ(paged_->stats().pages_cached, 0u);
 }
