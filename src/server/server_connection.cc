@@ -17,11 +17,10 @@ namespace arenarpc::server {
 namespace {
 // Input decoded per turn of a connection's read loop, in bytes and in requests or frames, before
 // the rest waits behind the other connections' work (OnInput). Decoding a frame only cuts its
-// bytes off the input (the payload is parsed on the call's thread), so the bytes bound is half of
-// a wakeup's reads: far above a request's size, a turn decodes several requests while a thread
-// runs one. At 64 KiB a one-thread server decoded one 131 KB request per call it ran, so its
-// backlog never grew, deadline-aware admission never saw a queue and every call waited in the
-// socket instead, timing out (bench/overload: 0 of capacity served at 3x).
+// bytes off the input (the payload is parsed on the call's thread), so the bound is far above a
+// request's size: a turn must decode several large requests while a thread runs one, or the
+// backlog never grows, deadline-aware admission sees no queue and calls time out in the socket
+// (docs/server.md, "Overload").
 constexpr size_t kInputPerTurn = 1u << 20;
 constexpr int kStepsPerTurn = 256;
 }  // namespace
