@@ -156,7 +156,8 @@ void AddMethodMetrics(Families& f, prometheus::Registry& registry,
     // Strategy objects of one name (a user's own) add up under that name.
     const Labels labels{{"strategy", s.mode}};
     for (size_t i = 0; i < std::size(kCounters); ++i) {
-      strategy_counters[i]->Add(labels).Increment(static_cast<double>(s.totals.*kCounters[i].field));
+      strategy_counters[i]->Add(labels).Increment(
+          static_cast<double>(s.totals.*kCounters[i].field));
     }
     for (size_t i = 0; i < std::size(kGauges); ++i) {
       prometheus::Gauge& gauge = strategy_gauges[i]->Add(labels);

@@ -9,7 +9,8 @@
 #include "arenarpc/grpc_memory/message_allocator.h"
 
 TEST(GrpcMemoryDeprecatedSpelling, NamesTheSameAdapter) {
-  static_assert(std::is_same_v<arenarpc::grpc::ServiceMemory, arenarpc::grpc_memory::ServiceMemory>);
+  static_assert(
+      std::is_same_v<arenarpc::grpc::ServiceMemory, arenarpc::grpc_memory::ServiceMemory>);
   auto strategy = arenarpc::grpc::MakeStrategy("reuse", {});
   ASSERT_NE(nullptr, strategy);
   EXPECT_EQ("reuse", strategy->name());

@@ -142,7 +142,8 @@ TEST(StrategyTotals, StrategiesGroupByIdentityNotByName) {
   methods[2].stats.memory_mode = "paged";  // another object that happens to share the name
   const std::vector<StrategyTotals> strategies = GroupByStrategy(methods);
   ASSERT_EQ(2u, strategies.size());
-  EXPECT_EQ((std::vector<std::string>{"pkg.Search.Find", "pkg.Search.Idle"}), strategies[0].methods);
+  EXPECT_EQ((std::vector<std::string>{"pkg.Search.Find", "pkg.Search.Idle"}),
+            strategies[0].methods);
   EXPECT_EQ(10u, strategies[0].totals.acquired);
   EXPECT_EQ(3u, strategies[1].totals.acquired);
   VarList list;

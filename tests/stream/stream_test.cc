@@ -136,7 +136,9 @@ class StreamTest : public ::testing::Test {
     frame.meta.set_stream_id(static_cast<int64_t>(stream->id()));
     frame.meta.set_source_stream_id(kPeerStream);
     frame.meta.set_frame_type(type);
-    if (type == protocol::FRAME_TYPE_FEEDBACK) frame.meta.mutable_feedback()->set_consumed_size(consumed);
+    if (type == protocol::FRAME_TYPE_FEEDBACK) {
+      frame.meta.mutable_feedback()->set_consumed_size(consumed);
+    }
     frame.data.Append(data);
     net::BufferChain reply;
     host_->Dispatch(std::move(frame), &reply);

@@ -1,7 +1,7 @@
 #pragma once
 // Deprecated spelling, kept for one release: the gRPC C++ memory adapter is
-// arenarpc/grpc_memory/release_at_serialize.h, namespace arenarpc::grpc_memory (a namespace named `grpc`
-// inside arenarpc hid ::grpc from code in namespace arenarpc).
+// arenarpc/grpc_memory/release_at_serialize.h, namespace arenarpc::grpc_memory (a namespace
+// named `grpc` inside arenarpc hid ::grpc from code in namespace arenarpc).
 #include "arenarpc/grpc_memory/release_at_serialize.h"
 
 namespace arenarpc {
