@@ -47,6 +47,16 @@ class NamedEnum {
 
   friend bool operator==(const NamedEnum& a, E b) noexcept { return a.valid_ && a.value_ == b; }
 
+  // Every value's canonical name, joined with ", " (for the error that names an unknown one).
+  static std::string Choices() {
+    std::string out;
+    for (const auto& [known, value] : EnumNames<E>::kNames) {
+      if (NamedEnum(value).name() != known) continue;  // an alias of an earlier name
+      out.append(out.empty() ? "" : ", ").append(known);
+    }
+    return out;
+  }
+
  private:
   E value_{};
   bool valid_ = false;

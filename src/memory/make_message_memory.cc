@@ -24,7 +24,7 @@ std::shared_ptr<MessageMemory> MakeMessageMemory(std::string_view name,
   const NamedEnum<MemoryMode> mode(name);
   if (!mode.valid()) {
     throw std::invalid_argument("unknown message memory strategy '" + std::string(name) +
-                                "' (valid: " + std::string(kMemoryModeNames) + ")");
+                                "' (valid: " + NamedEnum<MemoryMode>::Choices() + ")");
   }
   return MakeMessageMemory(mode.value(), options);
 }

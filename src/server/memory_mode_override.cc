@@ -6,7 +6,7 @@ std::string OverrideMemoryMode(std::string_view mode, ServerOptions* options) {
   const NamedEnum<memory::MemoryMode> named(mode);
   if (!named.valid()) {  // checked here so that the error names the variable
     return std::string(kMemoryModeEnvironmentVariable) + "='" + std::string(mode) +
-           "' is invalid (expected " + std::string(memory::kMemoryModeNames) + ")";
+           "' is invalid (expected " + NamedEnum<memory::MemoryMode>::Choices() + ")";
   }
   options->memory_mode = named;
   options->memory_strategy.reset();

@@ -256,6 +256,7 @@ TEST(MemoryMode, TheEnumAndItsNamesBuildTheSameStrategies) {
   EXPECT_FALSE(unknown.valid());
   EXPECT_EQ(unknown.name(), "pool");
   EXPECT_FALSE(NamedEnum<MemoryMode>().valid());
+  EXPECT_EQ("heap, arena, paged, reuse, auto", NamedEnum<MemoryMode>::Choices());  // no alias
 }
 
 TEST(MessageMemory, InvalidOptionsAreRejected) {

@@ -11,9 +11,6 @@ namespace arenarpc::memory {
 
 enum class MemoryMode { kHeap, kArena, kPaged, kReuse, kAuto };
 
-// For error messages: the names a mode can be given by.
-inline constexpr std::string_view kMemoryModeNames = "heap, arena, paged, reuse, auto";
-
 }  // namespace arenarpc::memory
 
 namespace arenarpc {
