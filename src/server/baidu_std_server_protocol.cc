@@ -21,8 +21,7 @@ constexpr size_t kMaxKeptMetaBytes = 4096;  // a larger request meta is freed on
 }  // namespace
 
 BaiduStdServerProtocol::BaiduStdServerProtocol(const ServerState& state)
-    : max_body_size_(state.config.options.max_body_size),
-      decoder_(state.config.options.max_body_size),
+    : decoder_(state.config.options.max_body_size),
       stream_decoder_(state.config.options.max_body_size),
       fibers_(&state.runtime->fibers()),
       capture_(state.capture.get()),
@@ -96,11 +95,6 @@ void BaiduStdServerProtocol::Admitted(net::Connection& connection, ServerCall& c
   *payload = RequestPayload{protocol::PayloadEncoding::Of(frame_.meta), std::move(frame_.payload),
                             request_size};
   if (frame_.meta_size > kMaxKeptMetaBytes) frame_.meta = protocol::RpcMeta();
-}
-
-bool BaiduStdServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& payload,
-                                         protocol::PayloadBytes* bytes, std::string* error_text) {
-  return OpenMetaPayload(call, payload, bytes, error_text, max_body_size_);
 }
 
 bool BaiduStdServerProtocol::PackReply(ServerCall& call, const google::protobuf::Message& response,
@@ -236,9 +230,9 @@ void BaiduStdServerProtocol::OnClosed() {
   }
 }
 
-void BaiduStdServerProtocol::SendError(net::Connection& connection, int64_t key, int code,
-                                       std::string_view text) {
-  WriteErrorReply(connection, key, code, text);
+void BaiduStdServerProtocol::SendError(net::Connection& connection, int64_t key,
+                                       const CallError& error) {
+  WriteErrorReply(connection, key, error.code, error.text);
 }
 
 }  // namespace arenarpc::server

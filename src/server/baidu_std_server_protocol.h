@@ -29,13 +29,10 @@ class BaiduStdServerProtocol final : public ServerProtocol {
   const std::string& error() const noexcept override {
     return stream_error_ ? stream_decoder_.error() : decoder_.error();
   }
-  bool OpenRequest(ServerCall& call, const RequestPayload& payload, protocol::PayloadBytes* bytes,
-                   std::string* error_text) override;
   bool PackReply(ServerCall& call, const google::protobuf::Message& response,
                  net::BufferChain* out) override;
   void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) override;
-  void SendError(net::Connection& connection, int64_t key, int code,
-                 std::string_view text) override;
+  void SendError(net::Connection& connection, int64_t key, const CallError& error) override;
   void OnClosed() override;
 
  private:
@@ -45,7 +42,6 @@ class BaiduStdServerProtocol final : public ServerProtocol {
   // The reply of a call whose handler accepted a stream was written: the stream starts.
   void ConnectAcceptedStream(int64_t key);
 
-  const size_t max_body_size_;
   protocol::FrameDecoder decoder_;  // Next() only
   protocol::Frame frame_;           // the call Next() decoded, until Admitted() takes it
   std::string invalid_text_;        // its CallHead::invalid_text

@@ -229,7 +229,6 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
       return Step::kAnswered;
     }
   }
-  if (request.json) json_seen_.store(true, std::memory_order_release);
   {
     std::lock_guard lock(mutex_);
     Call& entry = calls_[key];
@@ -287,6 +286,7 @@ void GrpcServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& c
   const size_t request_size = request.message.size();
   *payload = RequestPayload{protocol::PayloadEncoding::Compressed(request_compress_type_),
                             std::move(request.message), request_size};
+  payload->json = request.json;
   request = protocol::h2::GrpcRequest();
 }
 
@@ -335,20 +335,6 @@ void GrpcServerProtocol::AnswerPreflight(net::Connection& connection,
     PublishLocked();
   }
   Flush(connection);
-}
-
-bool GrpcServerProtocol::IsJsonCall(int64_t key) {
-  if (!json_seen_.load(std::memory_order_acquire)) return false;
-  std::lock_guard lock(mutex_);
-  auto it = calls_.find(key);
-  return it != calls_.end() && it->second.json;
-}
-
-bool GrpcServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& payload,
-                                     protocol::PayloadBytes* bytes, std::string* error_text) {
-  if (!OpenMetaPayload(call, payload, bytes, error_text, max_body_size_)) return false;
-  if (!IsJsonCall(call.correlation_id())) return true;
-  return OpenJsonRequest(call, bytes->bytes(), bytes, error_text);
 }
 
 bool GrpcServerProtocol::PackReply(ServerCall& call, const google::protobuf::Message& response,
@@ -458,21 +444,15 @@ void GrpcServerProtocol::Fail(net::Connection& connection, int64_t key, GrpcStat
   Flush(connection);
 }
 
-void GrpcServerProtocol::SendError(net::Connection& connection, int64_t key, int code,
-                                   std::string_view text) {
+void GrpcServerProtocol::SendError(net::Connection& connection, int64_t key,
+                                   const CallError& error) {
+  if (error.cause != ErrorCause::kError) {  // a quota of the client's own (see ErrorCause)
+    Fail(connection, key, GrpcStatus::kResourceExhausted, error.text);
+    return;
+  }
   std::string grpc_text;
-  const GrpcStatus status = protocol::h2::GrpcStatusForError(code, text, &grpc_text);
+  const GrpcStatus status = protocol::h2::GrpcStatusForError(error.code, error.text, &grpc_text);
   Fail(connection, key, status, grpc_text);
-}
-
-void GrpcServerProtocol::SendRequestTooLarge(net::Connection& connection, int64_t key,
-                                             std::string_view text) {
-  Fail(connection, key, GrpcStatus::kResourceExhausted, text);
-}
-
-void GrpcServerProtocol::SendOverShare(net::Connection& connection, int64_t key,
-                                      std::string_view text) {
-  Fail(connection, key, GrpcStatus::kResourceExhausted, text);
 }
 
 void GrpcServerProtocol::MarkCanceledLocked(Call& call) {

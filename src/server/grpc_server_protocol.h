@@ -61,16 +61,10 @@ class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTrans
   size_t HeldBytes() const noexcept override {
     return held_bytes_.load(std::memory_order_acquire);
   }
-  bool OpenRequest(ServerCall& call, const RequestPayload& payload, protocol::PayloadBytes* bytes,
-                   std::string* error_text) override;
   bool PackReply(ServerCall& call, const google::protobuf::Message& response,
                  net::BufferChain* out) override;
   void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) override;
-  void SendError(net::Connection& connection, int64_t key, int code,
-                 std::string_view text) override;
-  void SendOverShare(net::Connection& connection, int64_t key, std::string_view text) override;
-  void SendRequestTooLarge(net::Connection& connection, int64_t key,
-                           std::string_view text) override;
+  void SendError(net::Connection& connection, int64_t key, const CallError& error) override;
   bool CallCanceled(int64_t key) override;
   void WatchCancel(int64_t key, const std::shared_ptr<CancelState>& state) override;
   void OnServerStopping(net::Connection& connection) override;
@@ -119,9 +113,6 @@ class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTrans
   void AnswerHealth(net::Connection& connection, const protocol::h2::GrpcRequest& request);
   // An OPTIONS request: a CORS preflight's answer (ServerOptions::cors_*), or 403.
   void AnswerPreflight(net::Connection& connection, const protocol::h2::GrpcRequest& request);
-  // Whether the call `key` speaks Connect with JSON messages (false without a lock while no
-  // such call came on this connection).
-  bool IsJsonCall(int64_t key);
   void Fail(net::Connection& connection, int64_t key, protocol::h2::GrpcStatus status,
             std::string_view text);
   // Canceled streams' calls, marked; their cancel states are returned to fire (mutex_ held).
@@ -161,7 +152,6 @@ class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTrans
   int request_compress_type_ = 0;
 
   std::atomic<size_t> held_bytes_{0};
-  std::atomic<bool> json_seen_{false};  // a Connect JSON call came on this connection
   std::atomic<bool> in_request_{false};
   std::mutex mutex_;
   protocol::h2::GrpcServerSession session_;

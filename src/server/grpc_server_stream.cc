@@ -239,7 +239,7 @@ void GrpcStreamService::CallMethod(const google::protobuf::MethodDescriptor* met
   }
   auto* call = dynamic_cast<server::ServerCall*>(done);
   auto* protocol =
-      call == nullptr ? nullptr : dynamic_cast<server::ServerStreamTransport*>(&call->protocol());
+      call == nullptr ? nullptr : dynamic_cast<server::ServerStreamTransport*>(&call->sink());
   if (protocol == nullptr || !protocol->IsStreamCall(call->correlation_id())) {
     static_cast<Controller*>(controller)
         ->SetFailed(ENOMETHOD, "streaming rpc " + method->full_name() +

@@ -458,6 +458,10 @@ void HttpServerProtocol::Admitted(net::Connection& connection, ServerCall& call,
   internal::TraceHeaderReader trace;
   for (const auto& [name, value] : request_.headers) trace.Offer(name, value);
   if (TraceContext context = trace.Take(); context.valid()) controller.set_trace(std::move(context));
+  const Exchange exchange = ExchangeOf(call.correlation_id());
+  payload->body = RequestBody::kHttpBody;
+  payload->encoding.compress_type = exchange.request_compress;
+  payload->json = exchange.json;
   if (web_ != WebRpc::kNone) {
     AdmitWebCall(connection, call, payload);
     return;
@@ -474,35 +478,6 @@ bool HttpServerProtocol::Saturated() const noexcept {
 
 bool HttpServerProtocol::SaturatedLocked() const {
   return exchanges_.size() >= max_held_ || held_bytes_.load(std::memory_order_relaxed) >= max_held_bytes_;
-}
-
-bool HttpServerProtocol::OpenRequest(ServerCall& call, const RequestPayload& payload,
-                                     protocol::PayloadBytes* bytes, std::string* error_text) {
-  const Exchange exchange = ExchangeOf(call.correlation_id());
-  net::BufferChain inflated;
-  const bool compressed = exchange.request_compress > 0 && !payload.bytes.empty();
-  if (compressed) {
-    // Inflating stops past max_body_size: a small body cannot make the server hold more.
-    std::string detail;
-    if (!protocol::Decompress(exchange.request_compress, payload.bytes, &inflated, &detail,
-                              max_body_size_)) {
-      *error_text = std::string("Content-Encoding: ") +
-                    (exchange.request_compress == 2 ? "gzip" : "deflate") +
-                    " body does not inflate within max_body_size=" +
-                    std::to_string(max_body_size_) + ": " + detail;
-      return false;
-    }
-  }
-  const net::BufferChain& body = compressed ? inflated : payload.bytes;
-  if (!exchange.json || body.empty()) {  // binary, or no body: the empty message
-    if (compressed) {
-      bytes->Own(std::move(inflated));
-    } else {
-      bytes->Refer(payload.bytes);
-    }
-    return true;
-  }
-  return OpenJsonRequest(call, body, bytes, error_text);
 }
 
 bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Message& response,
@@ -549,17 +524,11 @@ void HttpServerProtocol::SendReply(net::Connection& connection, int64_t key,
   Deliver(connection, key, std::move(reply), /*final=*/true);
 }
 
-void HttpServerProtocol::SendError(net::Connection& connection, int64_t key, int code,
-                                   std::string_view text) {
+void HttpServerProtocol::SendError(net::Connection& connection, int64_t key,
+                                   const CallError& error) {
   net::BufferChain bytes;
-  EncodeError(code, text, ExchangeOf(key), /*too_large=*/false, &bytes);
-  Deliver(connection, key, std::move(bytes), /*final=*/true);
-}
-
-void HttpServerProtocol::SendRequestTooLarge(net::Connection& connection, int64_t key,
-                                             std::string_view text) {
-  net::BufferChain bytes;
-  EncodeError(EREQUEST, text, ExchangeOf(key), /*too_large=*/true, &bytes);
+  EncodeError(error.code, error.text, ExchangeOf(key),
+              /*too_large=*/error.cause == ErrorCause::kRequestTooLarge, &bytes);
   Deliver(connection, key, std::move(bytes), /*final=*/true);
 }
 

@@ -54,15 +54,10 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   // A built-in page's reply for `sequence` (the answer to HEAD: its head only).
   void SendPage(net::Connection& connection, int64_t sequence, builtin::BuiltinReply&& reply,
                 bool head_only);
-  bool OpenRequest(ServerCall& call, const RequestPayload& payload, protocol::PayloadBytes* bytes,
-                   std::string* error_text) override;
   bool PackReply(ServerCall& call, const google::protobuf::Message& response,
                  net::BufferChain* out) override;
   void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) override;
-  void SendError(net::Connection& connection, int64_t key, int code,
-                 std::string_view text) override;
-  void SendRequestTooLarge(net::Connection& connection, int64_t key,
-                           std::string_view text) override;
+  void SendError(net::Connection& connection, int64_t key, const CallError& error) override;
   void OnOutputDrained(net::Connection& connection) override;
   void OnClosed() override;
 

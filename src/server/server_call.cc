@@ -18,6 +18,7 @@
 #include "call/trace_propagation.h"
 #include "protocol/compression.h"
 #include "protocol/payload_bytes.h"
+#include "server/request_opener.h"
 #include "util/sampling.h"
 
 namespace arenarpc::server {
@@ -49,14 +50,14 @@ struct ServerCall::HandlerStart {
 ServerCall::ServerCall(std::shared_ptr<ServerState> state, AdmissionTicket&& ticket,
                        std::shared_ptr<net::Connection> connection, CancelRegistry* cancels,
                        std::shared_ptr<FiberShares::Connection> fiber_share,
-                       ServerProtocol* protocol, MethodEntry* method, int64_t correlation_id,
+                       ReplySink* sink, MethodEntry* method, int64_t correlation_id,
                        std::chrono::steady_clock::time_point start)
     : state_(std::move(state)),
       ticket_(std::move(ticket)),
       connection_(std::move(connection)),
       cancels_(cancels),
       fiber_share_(std::move(fiber_share)),
-      protocol_(protocol),
+      sink_(sink),
       method_(method),
       correlation_id_(correlation_id),
       start_(start) {
@@ -92,7 +93,7 @@ std::chrono::steady_clock::time_point ServerCall::deadline() const noexcept {
 
 bool ServerCall::IsCanceled() const {
   return connection_->closed() || std::chrono::steady_clock::now() >= deadline() ||
-         protocol_->CallCanceled(correlation_id_);
+         sink_->CallCanceled(correlation_id_);
 }
 
 void ServerCall::NotifyOnCancel(google::protobuf::Closure* callback) {
@@ -111,7 +112,7 @@ void ServerCall::NotifyOnCancel(google::protobuf::Closure* callback) {
             });
       }
       cancel_token_ = cancels_->Add(cancel_);  // fires at once if the connection already closed
-      protocol_->WatchCancel(correlation_id_, cancel_);
+      sink_->WatchCancel(correlation_id_, cancel_);
     }
     cancel = cancel_;
   }
@@ -145,7 +146,7 @@ void ServerCall::FinishSpan(const memory::MessagePair* pair, uint64_t queued_bef
       std::move(ControllerAccess::span_handle(controller_));
   Span& span = record->span();
   span.method = method_->full_name;
-  span.protocol = std::string(protocol_->name());
+  span.protocol = std::string(sink_->name());
   span.peer = connection_->remote_side();
   if (!record->trace().valid()) record->SetTrace(controller_.trace());
   if (binding_) span.memory_strategy = binding_->mode;
@@ -201,12 +202,11 @@ void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload)
   }
   // Canceled while it waited (RST_STREAM, the connection closed): nobody takes its reply, so
   // its handler does not run (a rapid-reset client would otherwise keep the threads busy).
-  if (call->connection_->closed() || call->protocol_->CallCanceled(call->correlation_id_)) {
+  if (call->connection_->closed() || call->sink_->CallCanceled(call->correlation_id_)) {
     state.counters.canceled_before_start.fetch_add(1, std::memory_order_relaxed);
     call->NoteError(ECANCELED, "canceled by the client before it started");
     // Settles the protocol's record of the call; the stream or connection is already gone.
-    call->protocol_->SendError(*call->connection_, call->correlation_id_, ECANCELED,
-                               "canceled by the client before it started");
+    call->SendError({ECANCELED, "canceled by the client before it started"});
     return;
   }
   const int32_t timeout_ms = call->controller_.deadline_hint_ms();
@@ -216,7 +216,7 @@ void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload)
     const std::string text = "The request waited " + std::to_string(queued_us / 1000) +
                              "ms for a thread, past its timeout_ms=" + std::to_string(timeout_ms);
     call->NoteError(ERPCTIMEDOUT, text);
-    call->protocol_->SendError(*call->connection_, call->correlation_id_, ERPCTIMEDOUT, text);
+    call->SendError({ERPCTIMEDOUT, text});
     return;
   }
   Execute(std::move(call), std::move(payload));
@@ -232,28 +232,25 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
     method->CountRejected(EINTERNAL);
     const std::string text = "Fail to create the messages of " + method->full_name + ": " + e.what();
     call->NoteError(EINTERNAL, text);
-    call->protocol_->SendError(*call->connection_, call->correlation_id_, EINTERNAL, text);
+    call->SendError({EINTERNAL, text});
     return;
   }
   std::string error_text;
   int error_code = EREQUEST;
   {  // an inflated (or converted) copy of the request goes before the handler runs
     protocol::PayloadBytes bytes;
-    if (call->protocol_->OpenRequest(*call, payload, &bytes, &error_text) &&
+    if (OpenRequest(*call, payload, call->state_->config.options.max_body_size, &bytes,
+                    &error_text) &&
         call->AdmitMessageMemory(bytes, &error_code, &error_text) &&
         call->pair_.ParseRequest(bytes) != memory::ParseResult::kOk) {
-      error_text = call->protocol_->ParseFailureText(*call, payload);
+      error_text = ParseFailureText(*call, payload);
     }
   }
   if (!error_text.empty()) {
     method->CountRejected(error_code);
     call->NoteError(error_code, error_text);
-    if (call->too_large_) {
-      call->protocol_->SendRequestTooLarge(*call->connection_, call->correlation_id_, error_text);
-    } else {
-      call->protocol_->SendError(*call->connection_, call->correlation_id_, error_code,
-                                 error_text);
-    }
+    call->SendError({error_code, error_text,
+                     call->too_large_ ? ErrorCause::kRequestTooLarge : ErrorCause::kError});
     return;  // the half-filled pair goes back to its strategy with the call
   }
   payload.bytes.clear();  // the input pages can go back before the handler runs
@@ -262,7 +259,7 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
   fiber::Scheduler& fibers = runtime.fibers();
   std::string limit_text;
   FiberShares::Ticket ticket = runtime.fiber_shares().TryTake(
-      call->fiber_share_, call->protocol_->IsStreamCall(call->correlation_id_), &limit_text);
+      call->fiber_share_, call->sink_->IsStreamCall(call->correlation_id_), &limit_text);
   if (ticket) {
     if (!fibers.TryReserve()) {
       limit_text = "Reached server's max_fibers=" + std::to_string(fibers.options().max_fibers);
@@ -281,11 +278,7 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
   state.counters.rejected_fiber_limit.fetch_add(1, std::memory_order_relaxed);
   method->CountRejected(ELIMIT);
   call->NoteError(ELIMIT, limit_text);
-  if (!ticket) {
-    call->protocol_->SendOverShare(*call->connection_, call->correlation_id_, limit_text);
-  } else {
-    call->protocol_->SendError(*call->connection_, call->correlation_id_, ELIMIT, limit_text);
-  }
+  call->SendError({ELIMIT, limit_text, !ticket ? ErrorCause::kOverShare : ErrorCause::kError});
 }
 
 void ServerCall::RunHandler(void* arg) {
@@ -350,7 +343,7 @@ void ServerCall::Run() {
   const bool close = controller_.Failed() && controller_.ErrorCode() == ECLOSE;
   net::BufferChain frame;
   if (!close && !controller_.Failed()) pair.PrepareResponse();
-  const bool ok = !close && protocol_->PackReply(*this, *pair.response(), &frame);
+  const bool ok = !close && sink_->PackReply(*this, *pair.response(), &frame);
   if (span != nullptr) {
     span->Mark(SpanPhase::kSerialized);
     span->span().response_bytes = frame.size();
@@ -379,7 +372,7 @@ void ServerCall::Run() {
   if (close) {
     connection_->Close();  // the handler asked for it: no reply (spec §5.3)
   } else {
-    protocol_->SendReply(*connection_, correlation_id_, std::move(frame));
+    sink_->SendReply(*connection_, correlation_id_, std::move(frame));
   }
   if (span != nullptr) {
     if (!ok && !controller_.Failed()) span->SetError(ERESPONSE, "the response could not be packed");

@@ -20,31 +20,40 @@
 #include "server/cancel_registry.h"
 #include "server/fiber_shares.h"
 #include "server/method_entry.h"
-#include "server/server_protocol.h"
+#include "server/reply_sink.h"
 #include "server/server_state.h"
 #include "util/thread_cpu_timer.h"
 
 namespace arenarpc::server {
 
-// The request frame's parts that parsing needs (spec §5.1 step 10). The attachment has already
-// moved to the controller.
+// How a request's bytes are opened (request_opener.h).
+enum class RequestBody {
+  kRpcPayload,  // baidu_std, gRPC: as `encoding` says (compression, checksum, attachment)
+  kHttpBody,    // HTTP: inflated as Content-Encoding says (encoding.compress_type)
+};
+
+// The request frame's parts that parsing needs (spec §5.1 step 10), set by the protocol as the
+// call is admitted: opening them needs nothing more of it. The attachment has already moved to
+// the controller.
 struct RequestPayload {
   protocol::PayloadEncoding encoding;
   net::BufferChain bytes;       // as on the wire, maybe compressed
   size_t request_size = 0;      // payload + attachment bytes, for error texts
+  RequestBody body = RequestBody::kRpcPayload;
+  bool json = false;  // JSON (HTTP, Connect): converted with the method's prototypes once opened
 };
 
 // Also the controller's CancelSource: canceled once the connection closed or the deadline the
 // client sent passed; NotifyOnCancel() callbacks run then, or when Run() finishes.
 class ServerCall final : public google::protobuf::Closure, private internal::CancelSource {
  public:
-  // `cancels`, `fiber_share` and `protocol` are the connection's (the first and last live as long
-  // as `connection`). `correlation_id` identifies the reply for the protocol (baidu_std: the
+  // `cancels`, `fiber_share` and `sink` are the connection's (the first and last live as long
+  // as `connection`). `correlation_id` identifies the reply for the sink (baidu_std: the
   // correlation id).
   ServerCall(std::shared_ptr<ServerState> state, AdmissionTicket&& ticket,
              std::shared_ptr<net::Connection> connection,
              CancelRegistry* cancels, std::shared_ptr<FiberShares::Connection> fiber_share,
-             ServerProtocol* protocol, MethodEntry* method, int64_t correlation_id,
+             ReplySink* sink, MethodEntry* method, int64_t correlation_id,
              std::chrono::steady_clock::time_point start);
   ~ServerCall() override;  // fires the NotifyOnCancel() callbacks that did not run yet
 
@@ -56,7 +65,7 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // change of the method's memory mode leaves it alone). Set from Execute() on.
   const std::shared_ptr<MethodBinding>& binding() const noexcept { return binding_; }
   const net::Connection& connection() const noexcept { return *connection_; }
-  ServerProtocol& protocol() const noexcept { return *protocol_; }
+  ReplySink& sink() const noexcept { return *sink_; }
   // The request being parsed (before the handler runs).
   const google::protobuf::Message& request() const noexcept { return *pair_.request(); }
   // The call's messages (also once RetainMessages() took them).
@@ -83,6 +92,8 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   void Run() override;
 
  private:
+  // Answers the call with an error instead of a reply (its handler did not run).
+  void SendError(const CallError& error) { sink_->SendError(*connection_, correlation_id_, error); }
   // rpcz: the call's span when it is sampled (arenarpc/rpcz.h), else null.
   internal::SpanRecord* span() const noexcept;
   // A call answered with an error before (or instead of) its handler: the span says why.
@@ -121,7 +132,7 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   std::shared_ptr<net::Connection> connection_;
   CancelRegistry* const cancels_;
   const std::shared_ptr<FiberShares::Connection> fiber_share_;
-  ServerProtocol* const protocol_;
+  ReplySink* const sink_;
   MethodEntry* method_;
   const int64_t correlation_id_;
   const std::chrono::steady_clock::time_point start_;  // request read off the socket

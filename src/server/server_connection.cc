@@ -329,7 +329,7 @@ void ServerConnection::OnClosed(net::Connection& connection) {
 void ServerConnection::Reject(net::Connection& connection, int64_t key, int code,
                               std::string_view text, std::atomic<uint64_t>* counter) {
   if (counter != nullptr) counter->fetch_add(1, std::memory_order_relaxed);
-  protocol_->SendError(connection, key, code, text);
+  protocol_->SendError(connection, key, {code, text});
 }
 
 AdmissionTicket ServerConnection::AdmitFirst(net::Connection& connection, int64_t key,

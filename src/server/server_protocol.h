@@ -21,6 +21,7 @@
 #include "net/connection.h"
 #include "protocol/payload_bytes.h"
 #include "protocol/wire_protocol.h"
+#include "server/reply_sink.h"
 
 namespace arenarpc::server {
 
@@ -52,7 +53,8 @@ struct CallHead {
   int32_t timeout_ms = -1;
 };
 
-class ServerProtocol {
+// A protocol is also the ReplySink of the calls it decoded (reply_sink.h).
+class ServerProtocol : public ReplySink {
  public:
   enum class Step {
     kNeedMore,           // no complete request in the input
@@ -66,9 +68,6 @@ class ServerProtocol {
     kYield,
   };
 
-  virtual ~ServerProtocol() = default;
-  virtual std::string_view name() const noexcept = 0;
-
   // Decodes the next request off `input`. A protocol decodes and packs; the connection admits:
   // after kCall it calls Admitted() if the call was admitted (a rejection is answered through
   // SendError()), after kTask TakeTask() if the task was.
@@ -76,7 +75,7 @@ class ServerProtocol {
                     std::chrono::steady_clock::time_point read_at, CallHead* head) = 0;
   // The call Next() decoded was admitted as `call`: fills its Controller from the request (ids,
   // deadline, compression, metadata, attachment, stream offer) and moves the request's bytes
-  // into *payload.
+  // into *payload, with what opening them needs (request_opener.h).
   virtual void Admitted(net::Connection& connection, ServerCall& call, RequestPayload* payload) = 0;
   // The call or task Next() decoded was rejected (and answered): what it holds is released.
   virtual void Rejected() = 0;
@@ -95,51 +94,11 @@ class ServerProtocol {
   // max_unwritten_bytes with the connection's own unsent bytes. Any thread; lock-free.
   virtual size_t HeldBytes() const noexcept { return 0; }
 
-  // The request bytes of an admitted call, for MessagePair::ParseRequest(). false: *error_text
-  // is the EREQUEST text to answer.
-  virtual bool OpenRequest(ServerCall& call, const RequestPayload& payload,
-                           protocol::PayloadBytes* bytes, std::string* error_text) = 0;
-  // The EREQUEST text for request bytes the strategy could not parse (brpc's, spec §5.3).
-  virtual std::string ParseFailureText(const ServerCall& call, const RequestPayload& payload);
-  // Packs the reply of a finished call; its controller says whether the handler failed. false:
-  // the call failed (the handler's error, or the response could not be packed: ERESPONSE).
-  virtual bool PackReply(ServerCall& call, const google::protobuf::Message& response,
-                         net::BufferChain* out) = 0;
-  // Sends a packed reply / an error reply for the call identified by `key` (ServerCall's
-  // correlation_id()). Any thread.
-  virtual void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) = 0;
-  virtual void SendError(net::Connection& connection, int64_t key, int code,
-                         std::string_view text) = 0;
   // The connection closed (any thread, once): what the protocol keeps per connection beyond its
   // calls (baidu_std's streams) is released.
   virtual void OnClosed() {}
-  // EREQUEST for a request that would hold more than max_request_memory once parsed (HTTP: 413).
-  virtual void SendRequestTooLarge(net::Connection& connection, int64_t key,
-                                   std::string_view text) {
-    SendError(connection, key, EREQUEST, text);
-  }
-  // ELIMIT for a call past its connection's (or its kind of call's) share of max_fibers
-  // (FiberShares). gRPC: RESOURCE_EXHAUSTED, a quota of the client's own, where a plain ELIMIT is
-  // UNAVAILABLE (brpc's mapping: try another server).
-  virtual void SendOverShare(net::Connection& connection, int64_t key, std::string_view text) {
-    SendError(connection, key, ELIMIT, text);
-  }
-  // A protocol that cancels one call without closing the connection (HTTP/2's RST_STREAM): the
-  // call `key` was canceled; `state` fires when it is. Any thread.
-  virtual bool CallCanceled(int64_t /*key*/) { return false; }
-  virtual void WatchCancel(int64_t /*key*/, const std::shared_ptr<CancelState>& /*state*/) {}
-  // The call's handler serves a stream and holds its fiber until the stream ends (gRPC
-  // streaming): it counts in FiberShares' streaming shares.
-  virtual bool IsStreamCall(int64_t /*key*/) { return false; }
   // Server::Stop() began: calls in flight finish, new ones get ELOGOFF (HTTP/2: GOAWAY).
   virtual void OnServerStopping(net::Connection& /*connection*/) {}
-
- protected:
-  // OpenRequest() of a payload its RpcMeta describes (baidu_std, gRPC): checked and inflated up
-  // to `max_body_size`; a failure is answered with ParseFailureText().
-  bool OpenMetaPayload(ServerCall& call, const RequestPayload& payload,
-                       protocol::PayloadBytes* bytes, std::string* error_text,
-                       size_t max_body_size);
 };
 
 // One row of the table of protocols a server speaks.
