@@ -1,0 +1,318 @@
+// ServerCall alone, driven against a fake ReplySink: no protocol, no ServerConnection. Every way a
+// call can end — a reply, a failed handler, canceled or past its deadline before it started, bytes
+// that do not parse, a request over max_request_memory, past max_fibers, abandoned — answers the
+// sink exactly once (or, abandoned, never) and settles its admission exactly once: the server's
+// in-flight count is back at zero and never went below it.
+#include <gtest/gtest.h>
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "arenarpc/error_codes.h"
+#include "arenarpc/memory/message_memory.h"
+#include "call/controller_access.h"
+#include "echo/echo.pb.h"
+#include "memory/presence_advisor.h"
+#include "memory/request_memory_gate.h"
+#include "net/connection.h"
+#include "server/admission_ticket.h"
+#include "server/reply_sink.h"
+#include "server/server_call.h"
+#include "server/server_state.h"
+
+namespace arenarpc::server {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// What the sink was asked to do, in order.
+struct SinkRecord {
+  enum class Kind { kReply, kError } kind;
+  int64_t key = 0;
+  int code = 0;
+  std::string text;  // the error's text, or the reply's bytes
+  ErrorCause cause = ErrorCause::kError;
+};
+
+class FakeSink final : public ReplySink {
+ public:
+  std::string_view name() const noexcept override { return "fake"; }
+  bool PackReply(ServerCall& call, const google::protobuf::Message& response,
+                 net::BufferChain* out) override {
+    if (call.controller().Failed()) {
+      out->Append("failed:" + std::to_string(call.controller().ErrorCode()));
+      return false;
+    }
+    out->Append(response.SerializeAsString());
+    return true;
+  }
+  void SendReply(net::Connection& /*connection*/, int64_t key,
+                 net::BufferChain&& reply) override {
+    std::lock_guard lock(mutex_);
+    records_.push_back({SinkRecord::Kind::kReply, key, 0, reply.ToString()});
+  }
+  void SendError(net::Connection& /*connection*/, int64_t key, const CallError& error) override {
+    std::lock_guard lock(mutex_);
+    records_.push_back(
+        {SinkRecord::Kind::kError, key, error.code, std::string(error.text), error.cause});
+  }
+  bool CallCanceled(int64_t /*key*/) override { return canceled.load(); }
+
+  std::vector<SinkRecord> records() {
+    std::lock_guard lock(mutex_);
+    return records_;
+  }
+
+  std::atomic<bool> canceled{false};
+
+ private:
+  std::mutex mutex_;
+  std::vector<SinkRecord> records_;
+};
+
+// Echoes; fails with `fail_code` when set; counts its runs.
+class EchoHandler final : public example::EchoService {
+ public:
+  void Echo(google::protobuf::RpcController* controller, const example::EchoRequest* request,
+            example::EchoResponse* response, google::protobuf::Closure* done) override {
+    runs.fetch_add(1);
+    if (fail_code != 0) {
+      static_cast<Controller*>(controller)->SetFailed(fail_code, "refused by the handler");
+    } else {
+      response->mutable_message()->CopyFrom(request->message());
+    }
+    done->Run();
+  }
+  std::atomic<int> runs{0};
+  int fail_code = 0;
+};
+
+// Reads nothing of interest: the calls under test never read their connection.
+class IdleDelegate final : public net::Connection::Delegate {
+ public:
+  net::Connection::InputResult OnInput(net::Connection& /*connection*/, net::BufferChain& input,
+                                       net::Connection::Clock::time_point /*read_at*/) override {
+    input.clear();
+    return {};
+  }
+  void OnClosed(net::Connection& /*connection*/) override {}
+};
+
+class ServerCallTest : public ::testing::Test {
+ protected:
+  ServerCallTest() : work_(asio::make_work_guard(io_)) {
+    io_thread_ = std::thread([this] { io_.run(); });
+  }
+
+  ~ServerCallTest() override {
+    if (connection_) connection_->Close();
+    connection_.reset();
+    work_.reset();
+    io_.stop();
+    io_thread_.join();
+  }
+
+  // A server state with one method (the echo handler, heap strategy) and a loopback connection.
+  void SetUp() override {
+    options_.num_threads = 1;
+    state_ = std::make_shared<ServerState>();
+    state_->config.options = options_;
+    state_->runtime = std::make_unique<ServerRuntime>(state_->config.options);
+    state_->admission.Configure(MaxConcurrency(0), 0, 1);
+    std::string error;
+    ASSERT_EQ(0, state_->config.registry.Add(&handler_, SERVER_DOESNT_OWN_SERVICE, &error))
+        << error;
+    method_ = state_->config.registry.methods().front().get();
+    auto binding = std::make_shared<MethodBinding>();
+    binding->mode = "heap";
+    binding->strategy = memory::MakeMessageMemory(memory::MemoryMode::kHeap);
+    binding->memory = binding->strategy->Bind(
+        method_->service->GetRequestPrototype(method_->descriptor),
+        method_->service->GetResponsePrototype(method_->descriptor));
+    method_->request_memory = std::make_unique<memory::RequestMemoryGate>(
+        *binding->memory->request_prototype().GetDescriptor(), max_request_memory_);
+    method_->presence = std::make_unique<memory::PresenceAdvisor>(
+        *binding->memory->response_prototype().GetDescriptor());
+    method_->SetBinding(std::move(binding));
+
+    asio::ip::tcp::acceptor acceptor(io_, {asio::ip::make_address("127.0.0.1"), 0});
+    client_.connect(acceptor.local_endpoint());
+    asio::ip::tcp::socket accepted(io_);
+    acceptor.accept(accepted);
+    connection_ = net::Connection::Create(std::move(accepted), std::make_unique<IdleDelegate>(),
+                                          net::Connection::Options{});
+    connection_->Start();
+  }
+
+  void TearDown() override {
+    // Every path settled its admission exactly once: none left in flight or queued (a second
+    // settlement would have taken the count below zero).
+    EXPECT_EQ(0, state_->admission.in_flight());
+    EXPECT_EQ(0, state_->admission.queued());
+  }
+
+  // An admitted call waiting in the backlog for a thread, as ServerConnection leaves it.
+  std::unique_ptr<ServerCall> Admitted(int64_t key, int32_t timeout_ms = -1,
+                                       Clock::time_point read_at = Clock::now()) {
+    Admission::Verdict verdict;
+    AdmissionTicket ticket =
+        AdmissionTicket::Admit(state_->admission, std::chrono::milliseconds(0), &verdict);
+    EXPECT_EQ(Admission::Verdict::kAdmitted, verdict);
+    auto call = std::make_unique<ServerCall>(state_, std::move(ticket), connection_, &cancels_,
+                                             fiber_share_, &sink_, method_, key, read_at);
+    if (timeout_ms >= 0) {
+      internal::ControllerAccess::set_deadline_hint_ms(call->controller(), timeout_ms);
+    }
+    call->WaitsForThread();
+    EXPECT_EQ(1, state_->admission.in_flight());
+    EXPECT_EQ(1, state_->admission.queued());
+    return call;
+  }
+
+  static RequestPayload Payload(std::string bytes) {
+    RequestPayload payload;
+    payload.request_size = bytes.size();
+    payload.bytes.Append(bytes);
+    return payload;
+  }
+
+  static std::string EchoRequestBytes(const std::string& message) {
+    example::EchoRequest request;
+    request.add_message(message);
+    return request.SerializeAsString();
+  }
+
+  // The one record the sink got, once it got it (a handler's reply may come from its fiber).
+  SinkRecord OnlyRecord() {
+    for (const auto until = Clock::now() + 5s; sink_.records().empty() && Clock::now() < until;) {
+      std::this_thread::sleep_for(1ms);
+    }
+    std::vector<SinkRecord> records = sink_.records();
+    EXPECT_EQ(1u, records.size());
+    return records.empty() ? SinkRecord{SinkRecord::Kind::kError, -1, 0, {}, ErrorCause::kError}
+                           : records.front();
+  }
+
+  ServerOptions options_;
+  size_t max_request_memory_ = 64u << 20;
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::thread io_thread_;
+  asio::io_context client_io_;
+  asio::ip::tcp::socket client_{client_io_};
+  std::shared_ptr<ServerState> state_;
+  MethodEntry* method_ = nullptr;
+  EchoHandler handler_;
+  FakeSink sink_;
+  CancelRegistry cancels_;
+  std::shared_ptr<FiberShares::Connection> fiber_share_ =
+      std::make_shared<FiberShares::Connection>();
+  std::shared_ptr<net::Connection> connection_;
+};
+
+TEST_F(ServerCallTest, AReplyIsPackedAndSentOnceAndSettlesItsAdmission) {
+  ServerCall::Start(Admitted(7), Payload(EchoRequestBytes("hello")));
+  const SinkRecord record = OnlyRecord();
+  EXPECT_EQ(SinkRecord::Kind::kReply, record.kind);
+  EXPECT_EQ(7, record.key);
+  example::EchoResponse response;
+  ASSERT_TRUE(response.ParseFromString(record.text));
+  ASSERT_EQ(1, response.message_size());
+  EXPECT_EQ("hello", response.message(0));
+  EXPECT_EQ(1, handler_.runs.load());
+  EXPECT_EQ(1u, method_->calls.load());
+}
+
+TEST_F(ServerCallTest, AFailedHandlerIsPackedAsItsErrorOnce) {
+  handler_.fail_code = EINTERNAL + 100;
+  ServerCall::Start(Admitted(8), Payload(EchoRequestBytes("x")));
+  const SinkRecord record = OnlyRecord();
+  EXPECT_EQ(SinkRecord::Kind::kReply, record.kind);  // packed by the sink, as the protocol does
+  EXPECT_EQ("failed:" + std::to_string(EINTERNAL + 100), record.text);
+  EXPECT_EQ(1, handler_.runs.load());
+}
+
+TEST_F(ServerCallTest, ACallItsClientCanceledWhileQueuedIsAnsweredWithoutItsHandler) {
+  sink_.canceled = true;
+  ServerCall::Start(Admitted(9), Payload(EchoRequestBytes("x")));
+  const SinkRecord record = OnlyRecord();
+  EXPECT_EQ(SinkRecord::Kind::kError, record.kind);
+  EXPECT_EQ(ECANCELED, record.code);
+  EXPECT_EQ(0, handler_.runs.load());
+  EXPECT_EQ(1u, state_->counters.canceled_before_start.load());
+}
+
+TEST_F(ServerCallTest, ACallWhoseConnectionClosedWhileQueuedDoesNotRun) {
+  std::unique_ptr<ServerCall> call = Admitted(10);
+  connection_->Close();
+  for (const auto until = Clock::now() + 5s; !connection_->closed() && Clock::now() < until;) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ServerCall::Start(std::move(call), Payload(EchoRequestBytes("x")));
+  EXPECT_EQ(ECANCELED, OnlyRecord().code);
+  EXPECT_EQ(0, handler_.runs.load());
+}
+
+TEST_F(ServerCallTest, ACallPastItsDeadlineWhenAThreadTakesItIsAnsweredTimedOut) {
+  std::unique_ptr<ServerCall> call = Admitted(11, /*timeout_ms=*/5, Clock::now() - 50ms);
+  ServerCall::Start(std::move(call), Payload(EchoRequestBytes("x")));
+  const SinkRecord record = OnlyRecord();
+  EXPECT_EQ(ERPCTIMEDOUT, record.code);
+  EXPECT_NE(std::string::npos, record.text.find("past its timeout_ms=5")) << record.text;
+  EXPECT_EQ(0, handler_.runs.load());
+  EXPECT_EQ(1u, state_->counters.rejected_timed_out.load());
+}
+
+TEST_F(ServerCallTest, BytesThatDoNotParseAreAnsweredWithTheRequestError) {
+  ServerCall::Start(Admitted(12), Payload(std::string("\xff\xff\xff\xff", 4)));
+  const SinkRecord record = OnlyRecord();
+  EXPECT_EQ(SinkRecord::Kind::kError, record.kind);
+  EXPECT_EQ(EREQUEST, record.code);
+  EXPECT_EQ(ErrorCause::kError, record.cause);
+  EXPECT_EQ(0, handler_.runs.load());
+}
+
+TEST_F(ServerCallTest, ARequestOverMaxRequestMemoryIsAnsweredAsTooLarge) {
+  method_->request_memory = std::make_unique<memory::RequestMemoryGate>(
+      *example::EchoRequest::descriptor(), /*max_request_memory=*/64);
+  ServerCall::Start(Admitted(13), Payload(EchoRequestBytes(std::string(4096, 'x'))));
+  const SinkRecord record = OnlyRecord();
+  EXPECT_EQ(EREQUEST, record.code);
+  EXPECT_EQ(ErrorCause::kRequestTooLarge, record.cause);
+  EXPECT_EQ(0, handler_.runs.load());
+}
+
+TEST_F(ServerCallTest, ACallPastItsConnectionsFiberShareIsAnsweredOverShare) {
+  // One fiber per connection, held: the call is past its connection's share.
+  state_->config.options.max_fibers_per_connection = 1;
+  state_->runtime = std::make_unique<ServerRuntime>(state_->config.options);
+  std::string refusal;
+  FiberShares::Ticket held =
+      state_->runtime->fiber_shares().TryTake(fiber_share_, false, &refusal);
+  ASSERT_TRUE(held) << refusal;
+  ServerCall::Start(Admitted(14), Payload(EchoRequestBytes("x")));
+  const SinkRecord record = OnlyRecord();
+  EXPECT_EQ(ELIMIT, record.code);
+  EXPECT_EQ(ErrorCause::kOverShare, record.cause);
+  EXPECT_EQ(0, handler_.runs.load());
+}
+
+TEST_F(ServerCallTest, AnAbandonedCallAnswersNothingAndSettlesItsAdmission) {
+  std::unique_ptr<ServerCall> call = Admitted(15);
+  const RequestPayload payload = Payload(EchoRequestBytes("x"));
+  ServerCall::Abandon(std::move(call), payload);
+  EXPECT_TRUE(sink_.records().empty());
+  EXPECT_EQ(0, handler_.runs.load());
+  EXPECT_EQ(1u, state_->counters.canceled_before_start.load());
+}
+
+}  // namespace
+}  // namespace arenarpc::server
