@@ -11,7 +11,6 @@
 #include "server/capture_seam.h"
 #include "server/error_reply.h"
 #include "server/server_call.h"
-#include "server/server_connection.h"
 #include "server/server_state.h"
 #include "stream/stream.h"
 
@@ -32,7 +31,7 @@ BaiduStdServerProtocol::BaiduStdServerProtocol(const ServerState& state)
       stream_registry_(state.streams) {}
 
 std::unique_ptr<ServerProtocol> BaiduStdServerProtocol::Create(ServerState& state,
-                                                               ServerConnection& /*owner*/,
+                                                               ProtocolOwner& /*owner*/,
                                                                bool /*internal_port*/) {
   return std::make_unique<BaiduStdServerProtocol>(state);
 }

@@ -18,7 +18,7 @@ namespace arenarpc::server {
 class BaiduStdServerProtocol final : public ServerProtocol {
  public:
   explicit BaiduStdServerProtocol(const ServerState& state);
-  static std::unique_ptr<ServerProtocol> Create(ServerState& state, ServerConnection& owner,
+  static std::unique_ptr<ServerProtocol> Create(ServerState& state, ProtocolOwner& owner,
                                                 bool internal_port);
 
   std::string_view name() const noexcept override { return "baidu_std"; }

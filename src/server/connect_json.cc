@@ -9,7 +9,6 @@
 #include "memory/request_memory_gate.h"
 #include "protocol/http/json_message.h"
 #include "server/method_entry.h"
-#include "server/server_call.h"
 
 namespace arenarpc::server {
 
@@ -24,22 +23,22 @@ std::string ConnectGetRefusal(std::string_view method_full_name) {
          "NO_SIDE_EFFECTS); call " + std::string(method_full_name) + " with POST\n";
 }
 
-bool OpenJsonRequest(ServerCall& call, const net::BufferChain& json_body,
-                     protocol::PayloadBytes* bytes, std::string* error_text) {
+bool OpenJsonRequest(const google::protobuf::Message& prototype, memory::RequestMemoryGate& gate,
+                     const net::BufferChain& json_body, protocol::PayloadBytes* bytes,
+                     std::string* error_text, bool* too_large) {
   if (json_body.empty()) return true;  // the empty message
   std::string flat;  // only when the body spans more than one block
   const std::string_view json =
       json_body.span_count() == 1
           ? std::string_view(json_body.span(0).data(), json_body.span(0).size())
           : std::string_view(flat = json_body.ToString());
-  if (auto verdict = call.method().request_memory->AdmitJson(json);
+  if (auto verdict = gate.AdmitJson(json);
       verdict.verdict != memory::RequestMemoryGate::Verdict::kAdmitted) {
-    call.MarkRequestTooLarge();
+    *too_large = true;
     *error_text = std::move(verdict.text);
     return false;
   }
   std::string wire;
-  const google::protobuf::Message& prototype = call.binding()->memory->request_prototype();
   if (!protocol::JsonToWire(prototype, json, &wire, error_text)) return false;
   net::BufferChain converted;
   converted.Append(wire);

@@ -10,9 +10,15 @@
 #include "arenarpc/buffer_chain.h"
 #include "protocol/payload_bytes.h"
 
+namespace google::protobuf {
+class Message;
+}
+namespace arenarpc::memory {
+class RequestMemoryGate;
+}
+
 namespace arenarpc::server {
 
-class ServerCall;
 struct MethodBinding;
 struct MethodEntry;
 
@@ -21,11 +27,12 @@ struct MethodEntry;
 bool HasNoSideEffects(const MethodEntry& entry);
 std::string ConnectGetRefusal(std::string_view method_full_name);
 
-// The request body `json` (already inflated) as the call's request in wire form, into *bytes,
-// within the method's request memory gate (a JSON body too large for it marks the call so). An
-// empty body is the empty message. false: *error_text says why.
-bool OpenJsonRequest(ServerCall& call, const net::BufferChain& json, protocol::PayloadBytes* bytes,
-                     std::string* error_text);
+// The request body `json` (already inflated) as a request of `prototype`'s type in wire form,
+// into *bytes, within the method's request memory `gate` (a JSON body too large for it sets
+// *too_large). An empty body is the empty message. false: *error_text says why.
+bool OpenJsonRequest(const google::protobuf::Message& prototype, memory::RequestMemoryGate& gate,
+                     const net::BufferChain& json, protocol::PayloadBytes* bytes,
+                     std::string* error_text, bool* too_large);
 
 // A streaming call's request message: JSON to wire form. A body that is not JSON of the request's
 // type passes as it is (the strategy's parse fails and says so).

@@ -2,22 +2,17 @@
 
 #include <algorithm>
 
-#include "server/server_connection.h"
-
 namespace arenarpc::server {
 namespace {
 
-const ServerConnection& ServerSide(const net::Connection& connection) {
-  return static_cast<const ServerConnection&>(connection.delegate());
-}
-
-uint64_t HeldBytes(const net::Connection& connection) {
-  return connection.unwritten_held_bytes() + ServerSide(connection).held_reply_bytes();
+uint64_t HeldBytes(const net::Connection& connection, const ServedConnection& served) {
+  return connection.unwritten_held_bytes() + served.held_reply_bytes();
 }
 
 }  // namespace
 
 ConnectionTable::AddResult ConnectionTable::Add(std::shared_ptr<net::Connection> connection,
+                                                const ServedConnection* served,
                                                 int max_connections) {
   std::lock_guard lock(mutex_);
   if (closing_) return AddResult::kClosing;
@@ -25,7 +20,7 @@ ConnectionTable::AddResult ConnectionTable::Add(std::shared_ptr<net::Connection>
     return AddResult::kFull;
   }
   const uint64_t id = connection->id();
-  connections_.emplace(id, std::move(connection));
+  connections_.emplace(id, Entry{std::move(connection), served});
   return AddResult::kAdded;
 }
 
@@ -49,7 +44,7 @@ std::vector<std::shared_ptr<net::Connection>> ConnectionTable::Open() const {
 std::vector<std::shared_ptr<net::Connection>> ConnectionTable::OpenLocked() const {
   std::vector<std::shared_ptr<net::Connection>> open;
   open.reserve(connections_.size());
-  for (const auto& [id, connection] : connections_) open.push_back(connection);
+  for (const auto& [id, entry] : connections_) open.push_back(entry.connection);
   return open;
 }
 
@@ -66,7 +61,7 @@ size_t ConnectionTable::size() const {
 uint64_t ConnectionTable::UnwrittenHeldBytes() const {
   std::lock_guard lock(mutex_);
   uint64_t bytes = 0;
-  for (const auto& [id, connection] : connections_) bytes += HeldBytes(*connection);
+  for (const auto& [id, entry] : connections_) bytes += HeldBytes(*entry.connection, *entry.served);
   return bytes;
 }
 
@@ -76,15 +71,16 @@ std::vector<stats::ConnectionInfo> ConnectionTable::Snapshot() const {
   {
     std::lock_guard lock(mutex_);
     rows.reserve(connections_.size());
-    for (const auto& [id, connection] : connections_) {
+    for (const auto& [id, entry] : connections_) {
+      const net::Connection* connection = entry.connection.get();
       stats::ConnectionInfo row;
       row.id = id;
       row.remote = connection->remote_side();
       row.local = connection->local_side();
-      row.protocol = std::string(ServerSide(*connection).protocol_name());
+      row.protocol = std::string(entry.served->protocol_name());
       row.age_seconds = std::chrono::duration<double>(now - connection->created_at()).count();
       row.bytes_written = connection->bytes_written();
-      row.unwritten_held_bytes = HeldBytes(*connection);
+      row.unwritten_held_bytes = HeldBytes(*connection, *entry.served);
       rows.push_back(std::move(row));
     }
   }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -16,11 +17,24 @@
 
 namespace arenarpc::server {
 
+// What the table shows of a connection's server side (ServerConnection is one). Any thread.
+class ServedConnection {
+ public:
+  virtual std::string_view protocol_name() const noexcept = 0;
+  // Replies held for their turn, not yet handed to the connection (HTTP).
+  virtual size_t held_reply_bytes() const noexcept = 0;
+
+ protected:
+  ~ServedConnection() = default;
+};
+
 class ConnectionTable {
  public:
   enum class AddResult { kAdded, kClosing, kFull };
+  // `served`: the connection's server side (its delegate, alive as long as it).
   // `max_connections` 0 = unlimited.
-  AddResult Add(std::shared_ptr<net::Connection> connection, int max_connections);
+  AddResult Add(std::shared_ptr<net::Connection> connection, const ServedConnection* served,
+                int max_connections);
   void Remove(uint64_t id);
   // From now on Add() refuses; returns the connections open now.
   std::vector<std::shared_ptr<net::Connection>> StartClosing();
@@ -38,8 +52,13 @@ class ConnectionTable {
  private:
   std::vector<std::shared_ptr<net::Connection>> OpenLocked() const;  // mutex_ held
 
+  struct Entry {
+    std::shared_ptr<net::Connection> connection;
+    const ServedConnection* served;
+  };
+
   mutable std::mutex mutex_;
-  std::unordered_map<uint64_t, std::shared_ptr<net::Connection>> connections_;
+  std::unordered_map<uint64_t, Entry> connections_;
   bool closing_ = false;
   std::condition_variable empty_;
 };

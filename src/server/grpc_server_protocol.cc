@@ -22,7 +22,6 @@
 #include "server/http_cors.h"
 #include "server/method_entry.h"
 #include "server/server_call.h"
-#include "server/server_connection.h"
 
 namespace arenarpc::server {
 
@@ -121,7 +120,7 @@ GrpcServerProtocol::GrpcServerProtocol(ServerState& state)
 }
 
 std::unique_ptr<ServerProtocol> GrpcServerProtocol::Create(ServerState& state,
-                                                           ServerConnection& /*owner*/,
+                                                           ProtocolOwner& /*owner*/,
                                                            bool /*internal_port*/) {
   return std::make_unique<GrpcServerProtocol>(state);
 }

@@ -44,7 +44,7 @@ struct StreamWaits {
 class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTransport {
  public:
   explicit GrpcServerProtocol(ServerState& state);
-  static std::unique_ptr<ServerProtocol> Create(ServerState& state, ServerConnection& owner,
+  static std::unique_ptr<ServerProtocol> Create(ServerState& state, ProtocolOwner& owner,
                                                 bool internal_port);
   // The session limits the server's options give (docs/grpc.md, "Limits").
   static protocol::h2::GrpcServerSession::Limits LimitsFor(const ServerOptions& options);

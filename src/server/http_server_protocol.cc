@@ -20,7 +20,6 @@
 #include "server/http_cors.h"
 #include "server/method_entry.h"
 #include "server/server_call.h"
-#include "server/server_connection.h"
 #include "util/base64.h"
 
 namespace arenarpc::server {
@@ -180,7 +179,7 @@ class HttpPageTask final : public AdmittedTask {
   int64_t sequence_;
 };
 
-HttpServerProtocol::HttpServerProtocol(ServerState& state, ServerConnection& owner,
+HttpServerProtocol::HttpServerProtocol(ServerState& state, ProtocolOwner& owner,
                                        bool internal_port)
     : state_(state),
       internal_port_(internal_port),
@@ -191,7 +190,7 @@ HttpServerProtocol::HttpServerProtocol(ServerState& state, ServerConnection& own
       owner_(owner) {}
 
 std::unique_ptr<ServerProtocol> HttpServerProtocol::Create(ServerState& state,
-                                                           ServerConnection& owner,
+                                                           ProtocolOwner& owner,
                                                            bool internal_port) {
   return std::make_unique<HttpServerProtocol>(state, owner, internal_port);
 }

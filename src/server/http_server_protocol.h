@@ -31,8 +31,8 @@ struct MethodEntry;
 
 class HttpServerProtocol final : public ServerProtocol, public ServerStreamTransport {
  public:
-  HttpServerProtocol(ServerState& state, ServerConnection& owner, bool internal_port);
-  static std::unique_ptr<ServerProtocol> Create(ServerState& state, ServerConnection& owner,
+  HttpServerProtocol(ServerState& state, ProtocolOwner& owner, bool internal_port);
+  static std::unique_ptr<ServerProtocol> Create(ServerState& state, ProtocolOwner& owner,
                                                 bool internal_port);
 
   std::string_view name() const noexcept override { return "HTTP"; }
@@ -200,7 +200,7 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   const size_t max_held_;
   const size_t max_held_bytes_;  // max_unwritten_bytes
   const size_t max_body_size_;   // what a compressed body may inflate to
-  ServerConnection& owner_;      // outlives this (owns it)
+  ProtocolOwner& owner_;      // outlives this (owns it)
   std::atomic<size_t> held_{0};        // exchanges_.size(), for Saturated()
   std::atomic<size_t> held_bytes_{0};  // memory of the exchanges' unsent bytes
   std::mutex mutex_;

@@ -11,7 +11,8 @@
 #include "arenarpc/logging.h"
 #include "arenarpc/rpcz.h"
 #include "server/method_entry.h"
-#include "server/server_state.h"
+#include "server/admission.h"
+#include "server/server_config.h"
 
 namespace arenarpc::server {
 namespace {
@@ -170,8 +171,8 @@ void AddFixed(const ServerOptions& o, std::vector<ServerSetting>* out) {
 
 }  // namespace
 
-void LiveSettings::Init(const ServerState& state) {
-  const ServerOptions& options = state.config.options;
+void LiveSettings::Init(const ServerConfig& config) {
+  const ServerOptions& options = config.options;
   std::lock_guard lock(mutex_);
   max_concurrency_ = options.max_concurrency;
   max_queued_requests_ = options.max_queued_requests;
@@ -185,16 +186,16 @@ void LiveSettings::Init(const ServerState& state) {
   for (const auto& [method, strategy] : options.method_memory_strategy) {
     method_modes_[method] = std::string(strategy->name()) + " (object)";
   }
-  for (const auto& entry : state.config.registry.methods()) {
+  for (const auto& entry : config.registry.methods()) {
     if (!entry->builtin && method_modes_.count(entry->full_name) == 0) {
       follows_default_.insert(entry->full_name);
     }
   }
   memory_ = options.memory;
-  strategies_ = state.config.strategies;
+  strategies_ = config.strategies;
 }
 
-bool LiveSettings::Current(const ServerState& state, std::string_view name,
+bool LiveSettings::Current(const ServerConfig& config, std::string_view name,
                            std::string* value) const {
   if (name == "max_concurrency") {
     *value = max_concurrency_.spec();
@@ -213,7 +214,7 @@ bool LiveSettings::Current(const ServerState& state, std::string_view name,
   } else if (name.starts_with(kMethodModePrefix) && name.ends_with("]")) {
     const std::string method(
         name.substr(kMethodModePrefix.size(), name.size() - kMethodModePrefix.size() - 1));
-    const MethodEntry* entry = state.config.registry.FindMethod(method);
+    const MethodEntry* entry = config.registry.FindMethod(method);
     if (entry == nullptr || entry->builtin) return false;
     const std::shared_ptr<MethodBinding> binding = entry->Binding();
     *value = binding ? binding->mode : "";
@@ -223,12 +224,12 @@ bool LiveSettings::Current(const ServerState& state, std::string_view name,
   return true;
 }
 
-std::vector<ServerSetting> LiveSettings::List(const ServerState& state) const {
+std::vector<ServerSetting> LiveSettings::List(const ServerConfig& config) const {
   std::vector<ServerSetting> out;
   std::lock_guard lock(mutex_);
   auto live = [&](std::string name, std::string help) {
     std::string value;
-    Current(state, name, &value);
+    Current(config, name, &value);
     out.push_back(ServerSetting{std::move(name), std::move(value), true, std::move(help)});
   };
   live("max_concurrency",
@@ -240,7 +241,7 @@ std::vector<ServerSetting> LiveSettings::List(const ServerState& state) const {
   live("memory_mode",
        "heap, arena, paged, reuse, auto or a registered strategy: every method without a "
        "method_memory_mode of its own switches; calls in flight finish on their strategy");
-  for (const auto& entry : state.config.registry.methods()) {
+  for (const auto& entry : config.registry.methods()) {
     if (entry->builtin) continue;
     live(std::string(kMethodModePrefix) + entry->full_name + "]",
          "as memory_mode, for this method alone");
@@ -250,7 +251,7 @@ std::vector<ServerSetting> LiveSettings::List(const ServerState& state) const {
          "memory_mode auto's trials (docs/memory.md); methods on auto start over with a new "
          "trial");
   }
-  AddFixed(state.config.options, &out);
+  AddFixed(config.options, &out);
   return out;
 }
 
@@ -310,14 +311,14 @@ bool LiveSettings::Rebind(MethodEntry& entry, const std::string& mode,
   return true;
 }
 
-SetVerdict LiveSettings::SetMemoryMode(ServerState& state, std::string_view value,
+SetVerdict LiveSettings::SetMemoryMode(ServerConfig& config, std::string_view value,
                                        std::string* error) {
   const std::string mode(value);
   const std::shared_ptr<memory::MessageMemory> strategy = StrategyFor(mode, error);
   if (!strategy) return SetVerdict::kInvalid;
   // A strategy that cannot serve one of the methods puts those already switched back.
   std::vector<std::pair<MethodEntry*, std::shared_ptr<MethodBinding>>> previous;
-  for (const auto& entry : state.config.registry.methods()) {
+  for (const auto& entry : config.registry.methods()) {
     if (follows_default_.count(entry->full_name) == 0) continue;
     const std::shared_ptr<MethodBinding> before = entry->Binding();
     if (!Rebind(*entry, mode, strategy, error)) {
@@ -330,9 +331,9 @@ SetVerdict LiveSettings::SetMemoryMode(ServerState& state, std::string_view valu
   return SetVerdict::kChanged;
 }
 
-SetVerdict LiveSettings::SetMethodMode(ServerState& state, const std::string& method,
+SetVerdict LiveSettings::SetMethodMode(ServerConfig& config, const std::string& method,
                                        std::string_view value, std::string* error) {
-  MethodEntry* entry = state.config.registry.FindMethod(method);
+  MethodEntry* entry = config.registry.FindMethod(method);
   if (entry == nullptr || entry->builtin) {
     *error = "no method " + Quoted(method) + " is registered";
     return SetVerdict::kUnknown;
@@ -345,7 +346,7 @@ SetVerdict LiveSettings::SetMethodMode(ServerState& state, const std::string& me
   return SetVerdict::kChanged;
 }
 
-SetVerdict LiveSettings::SetAutoSetting(ServerState& state, std::string_view field_name,
+SetVerdict LiveSettings::SetAutoSetting(ServerConfig& config, std::string_view field_name,
                                         std::string_view value, std::string* error) {
   const AutoField* field = FindAutoField(field_name);
   if (field == nullptr) {
@@ -371,7 +372,7 @@ SetVerdict LiveSettings::SetAutoSetting(ServerState& state, std::string_view fie
   const std::shared_ptr<memory::MessageMemory> old =
       old_it != strategies_.end() ? old_it->second : nullptr;
   std::vector<std::pair<MethodEntry*, std::shared_ptr<MethodBinding>>> rebound;
-  for (const auto& entry : state.config.registry.methods()) {
+  for (const auto& entry : config.registry.methods()) {
     const std::shared_ptr<MethodBinding> before = entry->Binding();
     if (old == nullptr || before == nullptr || before->strategy != old) continue;
     if (!Rebind(*entry, "auto", fresh, error)) {
@@ -385,14 +386,14 @@ SetVerdict LiveSettings::SetAutoSetting(ServerState& state, std::string_view fie
   return SetVerdict::kChanged;
 }
 
-SetVerdict LiveSettings::Set(ServerState& state, std::string_view name, std::string_view value,
+SetVerdict LiveSettings::Set(ServerConfig& config, Admission& admission, std::string_view name, std::string_view value,
                              const stats::SettingOrigin& who, std::string* error) {
   std::lock_guard lock(mutex_);
   std::string old_value;
-  if (!Current(state, name, &old_value)) {
+  if (!Current(config, name, &old_value)) {
     bool fixed = false;
     std::vector<ServerSetting> fixed_list;
-    AddFixed(state.config.options, &fixed_list);
+    AddFixed(config.options, &fixed_list);
     for (const auto& setting : fixed_list) fixed = fixed || setting.name == name;
     if (fixed) {
       *error = std::string(name) +
@@ -403,7 +404,7 @@ SetVerdict LiveSettings::Set(ServerState& state, std::string_view name, std::str
     *error = "no setting named " + Quoted(name) + " (/flags lists them)";
     return SetVerdict::kUnknown;
   }
-  if (state.admission.stopping()) {
+  if (admission.stopping()) {
     *error = "the server is stopping";
     return SetVerdict::kGone;
   }
@@ -417,7 +418,7 @@ SetVerdict LiveSettings::Set(ServerState& state, std::string_view name, std::str
                ")";
       return SetVerdict::kInvalid;
     }
-    state.admission.SetMaxConcurrency(parsed);
+    admission.SetMaxConcurrency(parsed);
     max_concurrency_ = parsed;
   } else if (name == "max_queued_requests") {
     const std::optional<int> parsed = ParseNumber<int>(value);
@@ -426,7 +427,7 @@ SetVerdict LiveSettings::Set(ServerState& state, std::string_view name, std::str
                " is invalid (expected a number >= 0; 0 = unlimited)";
       return SetVerdict::kInvalid;
     }
-    state.admission.SetMaxQueuedRequests(*parsed);
+    admission.SetMaxQueuedRequests(*parsed);
     max_queued_requests_ = *parsed;
   } else if (name == "log_level") {
     const std::optional<LogLevel> level = ParseLogLevel(value);
@@ -445,12 +446,12 @@ SetVerdict LiveSettings::Set(ServerState& state, std::string_view name, std::str
     }
     SetRpczSpansPerSecond(*parsed);
   } else if (name == "memory_mode") {
-    verdict = SetMemoryMode(state, value, error);
+    verdict = SetMemoryMode(config, value, error);
   } else if (name.starts_with(kAutoPrefix)) {
-    verdict = SetAutoSetting(state, name.substr(kAutoPrefix.size()), value, error);
+    verdict = SetAutoSetting(config, name.substr(kAutoPrefix.size()), value, error);
   } else {  // method_memory_mode[...]
     verdict = SetMethodMode(
-        state,
+        config,
         std::string(name.substr(kMethodModePrefix.size(),
                                 name.size() - kMethodModePrefix.size() - 1)),
         value, error);
@@ -461,7 +462,7 @@ SetVerdict LiveSettings::Set(ServerState& state, std::string_view name, std::str
   }
   SettingChange change{std::chrono::system_clock::now(), who.peer, who.principal,
                        std::string(name), std::move(old_value), ""};
-  Current(state, name, &change.new_value);
+  Current(config, name, &change.new_value);
   Log(LogLevel::kWarning, "live setting " + change.name + " changed from " +
                               Quoted(change.old_value) + " to " + Quoted(change.new_value) +
                               " by " + change.peer +

@@ -1,7 +1,7 @@
 #pragma once
 // LiveSettings: the settings a running server lets change (max_concurrency, max_queued_requests,
 // memory modes, "auto"'s trial settings, the log level), their current values, and the history of
-// changes. Set() applies a change to the part of ServerState it belongs to — Admission's atomics,
+// changes. Set() applies a change to the part of the server it belongs to — Admission's atomics,
 // a method's binding — and never holds a lock a call takes: a call sees the old or the new value.
 // Changes are serialized by the object's own mutex, which only Set(), List() and Changes() take.
 
@@ -20,28 +20,30 @@
 
 namespace arenarpc::server {
 
-struct ServerState;
+struct ServerConfig;
+class Admission;
 struct MethodEntry;
 
 class LiveSettings {
  public:
   // At Start(), once the methods are bound and admission configured, before any request.
-  void Init(const ServerState& state);
+  void Init(const ServerConfig& config);
 
   // Every setting: the live ones at their current values, then those fixed at Start().
-  std::vector<ServerSetting> List(const ServerState& state) const;
+  std::vector<ServerSetting> List(const ServerConfig& config) const;
   std::vector<SettingChange> Changes() const;
   // The options the server started with, with the live changes since applied.
   ServerOptions Effective(const ServerOptions& started) const;
-  stats::SetVerdict Set(ServerState& state, std::string_view name, std::string_view value,
-                        const stats::SettingOrigin& who, std::string* error);
+  stats::SetVerdict Set(ServerConfig& config, Admission& admission, std::string_view name,
+                        std::string_view value, const stats::SettingOrigin& who,
+                        std::string* error);
 
  private:
   // mutex_ held. Each applies `value` or says why not (*error), changing nothing then.
-  stats::SetVerdict SetMemoryMode(ServerState& state, std::string_view value, std::string* error);
-  stats::SetVerdict SetMethodMode(ServerState& state, const std::string& method,
+  stats::SetVerdict SetMemoryMode(ServerConfig& config, std::string_view value, std::string* error);
+  stats::SetVerdict SetMethodMode(ServerConfig& config, const std::string& method,
                                   std::string_view value, std::string* error);
-  stats::SetVerdict SetAutoSetting(ServerState& state, std::string_view field,
+  stats::SetVerdict SetAutoSetting(ServerConfig& config, std::string_view field,
                                    std::string_view value, std::string* error);
   // The strategy of mode `mode`, made with memory_ if none serves yet; nullptr and *error.
   std::shared_ptr<memory::MessageMemory> StrategyFor(const std::string& mode, std::string* error);
@@ -50,7 +52,7 @@ class LiveSettings {
   static bool Rebind(MethodEntry& entry, const std::string& mode,
                      std::shared_ptr<memory::MessageMemory> strategy, std::string* error);
   // The current value of a live setting (mutex_ held); nullopt-like "" + false when unknown.
-  bool Current(const ServerState& state, std::string_view name, std::string* value) const;
+  bool Current(const ServerConfig& config, std::string_view name, std::string* value) const;
 
   mutable std::mutex mutex_;
   MaxConcurrency max_concurrency_;

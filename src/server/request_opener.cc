@@ -3,15 +3,15 @@
 #include "protocol/compression.h"
 #include "protocol/payload_codec.h"
 #include "server/connect_json.h"
-#include "server/server_call.h"
 
 namespace arenarpc::server {
 namespace {
 
 // An HTTP body, inflated as its Content-Encoding says (a baidu_std compress type: 2 gzip,
 // 3 deflate).
-bool OpenHttpBody(ServerCall& call, const RequestPayload& payload, size_t max_body_size,
-                  protocol::PayloadBytes* bytes, std::string* error_text) {
+bool OpenHttpBody(const RequestTarget& target, const RequestPayload& payload,
+                  size_t max_body_size, protocol::PayloadBytes* bytes, std::string* error_text,
+                  bool* too_large) {
   const int compress_type = payload.encoding.compress_type;
   net::BufferChain inflated;
   const bool compressed = compress_type > 0 && !payload.bytes.empty();
@@ -34,32 +34,34 @@ bool OpenHttpBody(ServerCall& call, const RequestPayload& payload, size_t max_bo
     }
     return true;
   }
-  return OpenJsonRequest(call, body, bytes, error_text);
+  return OpenJsonRequest(target.prototype, target.memory_gate, body, bytes, error_text,
+                         too_large);
 }
 
 }  // namespace
 
-bool OpenRequest(ServerCall& call, const RequestPayload& payload, size_t max_body_size,
-                 protocol::PayloadBytes* bytes, std::string* error_text) {
+bool OpenRequest(const RequestTarget& target, const RequestPayload& payload, size_t max_body_size,
+                 protocol::PayloadBytes* bytes, std::string* error_text, bool* too_large) {
   if (payload.body == RequestBody::kHttpBody) {
-    return OpenHttpBody(call, payload, max_body_size, bytes, error_text);
+    return OpenHttpBody(target, payload, max_body_size, bytes, error_text, too_large);
   }
   std::string detail;
-  if (!protocol::OpenPayload(payload.encoding, payload.bytes,
-                             call.controller().request_attachment(), bytes, &detail,
+  if (!protocol::OpenPayload(payload.encoding, payload.bytes, target.attachment, bytes, &detail,
                              max_body_size)) {
     // brpc's text, as for bytes that do not parse, and then why (a body that inflates past
     // max_body_size says so).
-    *error_text = ParseFailureText(call, payload) + ": " + detail;
+    *error_text = ParseFailureText(target.prototype, payload) + ": " + detail;
     return false;
   }
   if (!payload.json) return true;
-  return OpenJsonRequest(call, bytes->bytes(), bytes, error_text);  // Connect JSON over HTTP/2
+  // Connect JSON over HTTP/2
+  return OpenJsonRequest(target.prototype, target.memory_gate, bytes->bytes(), bytes, error_text,
+                         too_large);
 }
 
-std::string ParseFailureText(const ServerCall& call, const RequestPayload& payload) {
-  return protocol::ParseFailureText("request", call.request(), payload.encoding,
-                                    payload.request_size);
+std::string ParseFailureText(const google::protobuf::Message& request,
+                             const RequestPayload& payload) {
+  return protocol::ParseFailureText("request", request, payload.encoding, payload.request_size);
 }
 
 }  // namespace arenarpc::server

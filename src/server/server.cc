@@ -307,11 +307,12 @@ void Server::Impl::OnAccept(asio::ip::tcp::socket socket, bool internal_port) {
   connection_options.write_timeout_ms = s.config.options.write_timeout_ms;
   connection_options.max_unwritten_bytes = s.config.options.max_unwritten_bytes;
   connection_options.read_pauses = &s.counters.read_pauses;
-  auto connection = net::Connection::Create(
-      std::move(socket),
-      std::make_unique<server::ServerConnection>(&s, s.runtime->handler_threads(), internal_port),
-      connection_options);
-  switch (s.connections.Add(connection, s.config.options.max_connections)) {
+  auto served =
+      std::make_unique<server::ServerConnection>(&s, s.runtime->handler_threads(), internal_port);
+  const server::ServedConnection* served_side = served.get();
+  auto connection =
+      net::Connection::Create(std::move(socket), std::move(served), connection_options);
+  switch (s.connections.Add(connection, served_side, s.config.options.max_connections)) {
     case server::ConnectionTable::AddResult::kAdded:
       break;
     case server::ConnectionTable::AddResult::kClosing:
@@ -397,7 +398,7 @@ int Server::Start(std::string_view address, const ServerOptions& given_options) 
   // The adaptive limit's floor: one call may wait while every handler thread works.
   state.admission.Configure(options.max_concurrency, options.max_queued_requests,
                             runtime->handler_threads());
-  state.live.Init(state);
+  state.live.Init(state.config);
   if (options.has_builtin_services) {
     builtin::AddCoreBuiltinServices(&state.config.builtins, server::MakeServerView(impl.state),
                                     server::MakeServerSettings(impl.state));
@@ -593,7 +594,8 @@ int Server::SetLiveSetting(std::string_view name, std::string_view value) {
   }
   std::string error;
   const stats::SettingOrigin origin{"Server::SetLiveSetting", ""};
-  if (impl_->state->live.Set(*impl_->state, name, value, origin, &error) !=
+  if (impl_->state->live.Set(impl_->state->config, impl_->state->admission, name, value,
+                                origin, &error) !=
       stats::SetVerdict::kChanged) {
     return impl_->Fail("SetLiveSetting: " + error);
   }
@@ -605,7 +607,7 @@ std::vector<ServerSetting> Server::ListSettings() const {
     std::lock_guard lock(impl_->mutex);
     if (impl_->phase == Impl::Phase::kIdle) return {};
   }
-  return impl_->state->live.List(*impl_->state);
+  return impl_->state->live.List(impl_->state->config);
 }
 
 std::vector<SettingChange> Server::SettingChanges() const {

@@ -239,11 +239,14 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
   int error_code = EREQUEST;
   {  // an inflated (or converted) copy of the request goes before the handler runs
     protocol::PayloadBytes bytes;
-    if (OpenRequest(*call, payload, call->state_->config.options.max_body_size, &bytes,
-                    &error_text) &&
+    const RequestTarget target{call->controller_.request_attachment(),
+                               call->binding_->memory->request_prototype(),
+                               *method->request_memory};
+    if (OpenRequest(target, payload, call->state_->config.options.max_body_size, &bytes,
+                    &error_text, &call->too_large_) &&
         call->AdmitMessageMemory(bytes, &error_code, &error_text) &&
         call->pair_.ParseRequest(bytes) != memory::ParseResult::kOk) {
-      error_text = ParseFailureText(*call, payload);
+      error_text = ParseFailureText(target.prototype, payload);
     }
   }
   if (!error_text.empty()) {

@@ -21,27 +21,11 @@
 #include "server/fiber_shares.h"
 #include "server/method_entry.h"
 #include "server/reply_sink.h"
+#include "server/request_opener.h"
 #include "server/server_state.h"
 #include "util/thread_cpu_timer.h"
 
 namespace arenarpc::server {
-
-// How a request's bytes are opened (request_opener.h).
-enum class RequestBody {
-  kRpcPayload,  // baidu_std, gRPC: as `encoding` says (compression, checksum, attachment)
-  kHttpBody,    // HTTP: inflated as Content-Encoding says (encoding.compress_type)
-};
-
-// The request frame's parts that parsing needs (spec §5.1 step 10), set by the protocol as the
-// call is admitted: opening them needs nothing more of it. The attachment has already moved to
-// the controller.
-struct RequestPayload {
-  protocol::PayloadEncoding encoding;
-  net::BufferChain bytes;       // as on the wire, maybe compressed
-  size_t request_size = 0;      // payload + attachment bytes, for error texts
-  RequestBody body = RequestBody::kRpcPayload;
-  bool json = false;  // JSON (HTTP, Connect): converted with the method's prototypes once opened
-};
 
 // Also the controller's CancelSource: canceled once the connection closed or the deadline the
 // client sent passed; NotifyOnCancel() callbacks run then, or when Run() finishes.
@@ -70,9 +54,6 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   const google::protobuf::Message& request() const noexcept { return *pair_.request(); }
   // The call's messages (also once RetainMessages() took them).
   const memory::MessagePair& messages() const noexcept;
-  // The protocol found the request too large for max_request_memory before opening it (a JSON
-  // body): the EREQUEST it answers is sent as such (HTTP 413).
-  void MarkRequestTooLarge() noexcept { too_large_ = true; }
   // The call's own AuthContext (HTTP verifies per request); the controller points at it.
   void set_auth_context(std::unique_ptr<AuthContext> context) { auth_context_ = std::move(context); }
 

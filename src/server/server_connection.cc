@@ -38,11 +38,20 @@ class ServerConnection::Drainer final : public net::InputTask {
   std::shared_ptr<net::Connection> connection_;  // keeps this ServerConnection alive
 };
 
-ServerConnection::ServerConnection(ServerState* state, int max_drainers, bool internal_port)
-    : state_(state), max_drainers_(max_drainers), internal_port_(internal_port) {}
+ServerConnection::ServerConnection(ServerState* state, int max_drainers, bool internal_port,
+                                   const ServerProtocolEntry* protocol)
+    : state_(state),
+      max_drainers_(max_drainers),
+      internal_port_(internal_port),
+      given_protocol_(protocol) {}
 
 bool ServerConnection::Recognize(net::Connection& connection, const net::BufferChain& input,
                                  bool* need_more) {
+  if (given_protocol_ != nullptr) {
+    protocol_ = given_protocol_->create(*state_, *this, internal_port_);
+    entry_.store(given_protocol_, std::memory_order_release);
+    return true;
+  }
   const protocol::WireProtocol wire = protocol::RecognizeProtocol(input);
   *need_more = wire == protocol::WireProtocol::kNeedMore;
   if (*need_more) return true;

@@ -26,16 +26,23 @@
 #include "server/admission_ticket.h"
 #include "server/call_task.h"
 #include "server/cancel_registry.h"
+#include "server/connection_table.h"
 #include "server/fiber_shares.h"
 #include "server/server_protocol.h"
+#include "server/server_protocol_table.h"
 #include "server/server_state.h"
 
 namespace arenarpc::server {
 
-class ServerConnection final : public net::Connection::Delegate {
+class ServerConnection final : public net::Connection::Delegate,
+                               public ServedConnection,
+                               public ProtocolOwner {
  public:
   // `internal_port`: accepted on ServerOptions::internal_port (built-in services only).
-  ServerConnection(ServerState* state, int max_drainers, bool internal_port);
+  // `protocol`: the protocol the connection speaks; null: recognised from its first bytes (a test
+  // gives its own).
+  ServerConnection(ServerState* state, int max_drainers, bool internal_port,
+                   const ServerProtocolEntry* protocol = nullptr);
   net::Connection::InputResult OnInput(net::Connection& connection, net::BufferChain& input,
                                        net::Connection::Clock::time_point read_at) override;
   void OnClosed(net::Connection& connection) override;
@@ -43,13 +50,13 @@ class ServerConnection final : public net::Connection::Delegate {
   void OnOutputDrained(net::Connection& connection) override;
 
   // "baidu_std", "http"; "unknown" until the first bytes are in. Any thread.
-  std::string_view protocol_name() const noexcept;
+  std::string_view protocol_name() const noexcept override;
   // Replies the protocol holds for their turn (HTTP), bytes of memory. Any thread.
-  size_t held_reply_bytes() const noexcept;
+  size_t held_reply_bytes() const noexcept override;
   // Server::Stop() began (ServerProtocol::OnServerStopping). Any thread.
   void OnServerStopping(net::Connection& connection);
   // The protocol's held replies went below its bound: re-evaluates whether reading may resume.
-  void OnRepliesDrained(net::Connection& connection);
+  void OnRepliesDrained(net::Connection& connection) override;
 
  private:
   class Drainer;
@@ -91,6 +98,7 @@ class ServerConnection final : public net::Connection::Delegate {
   ServerState* state_;  // outlives every connection (Join closes them all first)
   const int max_drainers_;
   const bool internal_port_;
+  const ServerProtocolEntry* const given_protocol_;
   bool transport_chosen_ = false;  // TLS or clear text (server_tls.h); the reading thread
   // ServerOptions::auth, per connection (baidu_std): set by the reading thread before the first
   // call that shows it is admitted, then fixed.

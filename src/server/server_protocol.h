@@ -28,7 +28,6 @@ namespace arenarpc::server {
 class AdmittedTask;
 class CancelState;
 class ServerCall;
-class ServerConnection;
 struct RequestPayload;
 struct ServerState;
 
@@ -51,6 +50,17 @@ struct CallHead {
   // The client's deadline, counted from the read that completed the request (baidu_std
   // timeout_ms, gRPC grpc-timeout, HTTP x-bd-timeout-ms). Negative: none.
   int32_t timeout_ms = -1;
+};
+
+// What a protocol tells the connection that owns it (ServerConnection).
+class ProtocolOwner {
+ public:
+  // The replies the protocol held went below its bound (Saturated() is false again): decoding
+  // and reading may resume.
+  virtual void OnRepliesDrained(net::Connection& connection) = 0;
+
+ protected:
+  ~ProtocolOwner() = default;
 };
 
 // A protocol is also the ReplySink of the calls it decoded (reply_sink.h).
@@ -86,7 +96,7 @@ class ServerProtocol : public ReplySink {
   // Bytes of a request that has not completed were taken off the input (Next()'s thread).
   virtual bool InRequest() const noexcept { return false; }
   // The protocol holds as many replies waiting for their turn as it may (HTTP's in-order replies):
-  // decoding and reading pause until ServerConnection::OnRepliesDrained(). Any thread; lock-free.
+  // decoding and reading pause until ProtocolOwner::OnRepliesDrained(). Any thread; lock-free.
   virtual bool Saturated() const noexcept { return false; }
   // Unwritten output drained after the protocol asked (net::Connection::NotifyWhenDrained).
   virtual void OnOutputDrained(net::Connection& /*connection*/) {}
@@ -100,18 +110,5 @@ class ServerProtocol : public ReplySink {
   // Server::Stop() began: calls in flight finish, new ones get ELOGOFF (HTTP/2: GOAWAY).
   virtual void OnServerStopping(net::Connection& /*connection*/) {}
 };
-
-// One row of the table of protocols a server speaks.
-struct ServerProtocolEntry {
-  std::string_view name;
-  protocol::WireProtocol wire;
-  // `internal_port`: the connection came in on ServerOptions::internal_port. `owner` outlives
-  // the protocol (it owns it).
-  std::unique_ptr<ServerProtocol> (*create)(ServerState& state, ServerConnection& owner,
-                                            bool internal_port);
-};
-
-// The entry for a recognised protocol, or nullptr.
-const ServerProtocolEntry* FindServerProtocol(protocol::WireProtocol wire);
 
 }  // namespace arenarpc::server

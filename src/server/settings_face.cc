@@ -11,7 +11,7 @@ class StateSettings final : public stats::ServerSettings {
   bool available() const override { return !state_.expired(); }
   std::vector<ServerSetting> List() const override {
     const auto state = state_.lock();
-    return state ? state->live.List(*state) : std::vector<ServerSetting>{};
+    return state ? state->live.List(state->config) : std::vector<ServerSetting>{};
   }
   std::vector<SettingChange> Changes() const override {
     const auto state = state_.lock();
@@ -24,7 +24,7 @@ class StateSettings final : public stats::ServerSettings {
       *error = "the server is gone";
       return stats::SetVerdict::kGone;
     }
-    return state->live.Set(*state, name, value, who, error);
+    return state->live.Set(state->config, state->admission, name, value, who, error);
   }
 
  private:

@@ -5,8 +5,6 @@
 // in-flight count is back at zero and never went below it.
 #include <gtest/gtest.h>
 
-#include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -19,7 +17,7 @@
 #include "arenarpc/memory/message_memory.h"
 #include "call/controller_access.h"
 #include "echo/echo.pb.h"
-#include "memory/presence_advisor.h"
+#include "echo_server_state.h"
 #include "memory/request_memory_gate.h"
 #include "net/connection.h"
 #include "server/admission_ticket.h"
@@ -78,23 +76,6 @@ class FakeSink final : public ReplySink {
   std::vector<SinkRecord> records_;
 };
 
-// Echoes; fails with `fail_code` when set; counts its runs.
-class EchoHandler final : public example::EchoService {
- public:
-  void Echo(google::protobuf::RpcController* controller, const example::EchoRequest* request,
-            example::EchoResponse* response, google::protobuf::Closure* done) override {
-    runs.fetch_add(1);
-    if (fail_code != 0) {
-      static_cast<Controller*>(controller)->SetFailed(fail_code, "refused by the handler");
-    } else {
-      response->mutable_message()->CopyFrom(request->message());
-    }
-    done->Run();
-  }
-  std::atomic<int> runs{0};
-  int fail_code = 0;
-};
-
 // Reads nothing of interest: the calls under test never read their connection.
 class IdleDelegate final : public net::Connection::Delegate {
  public:
@@ -108,49 +89,13 @@ class IdleDelegate final : public net::Connection::Delegate {
 
 class ServerCallTest : public ::testing::Test {
  protected:
-  ServerCallTest() : work_(asio::make_work_guard(io_)) {
-    io_thread_ = std::thread([this] { io_.run(); });
-  }
-
-  ~ServerCallTest() override {
-    if (connection_) connection_->Close();
-    connection_.reset();
-    work_.reset();
-    io_.stop();
-    io_thread_.join();
-  }
-
-  // A server state with one method (the echo handler, heap strategy) and a loopback connection.
-  void SetUp() override {
-    options_.num_threads = 1;
-    state_ = std::make_shared<ServerState>();
-    state_->config.options = options_;
-    state_->runtime = std::make_unique<ServerRuntime>(state_->config.options);
-    state_->admission.Configure(MaxConcurrency(0), 0, 1);
-    std::string error;
-    ASSERT_EQ(0, state_->config.registry.Add(&handler_, SERVER_DOESNT_OWN_SERVICE, &error))
-        << error;
-    method_ = state_->config.registry.methods().front().get();
-    auto binding = std::make_shared<MethodBinding>();
-    binding->mode = "heap";
-    binding->strategy = memory::MakeMessageMemory(memory::MemoryMode::kHeap);
-    binding->memory = binding->strategy->Bind(
-        method_->service->GetRequestPrototype(method_->descriptor),
-        method_->service->GetResponsePrototype(method_->descriptor));
-    method_->request_memory = std::make_unique<memory::RequestMemoryGate>(
-        *binding->memory->request_prototype().GetDescriptor(), max_request_memory_);
-    method_->presence = std::make_unique<memory::PresenceAdvisor>(
-        *binding->memory->response_prototype().GetDescriptor());
-    method_->SetBinding(std::move(binding));
-
-    asio::ip::tcp::acceptor acceptor(io_, {asio::ip::make_address("127.0.0.1"), 0});
-    client_.connect(acceptor.local_endpoint());
-    asio::ip::tcp::socket accepted(io_);
-    acceptor.accept(accepted);
-    connection_ = net::Connection::Create(std::move(accepted), std::make_unique<IdleDelegate>(),
-                                          net::Connection::Options{});
+  ServerCallTest()
+      : connection_(net::Connection::Create(std::move(sockets_.accepted),
+                                            std::make_unique<IdleDelegate>(),
+                                            net::Connection::Options{})) {
     connection_->Start();
   }
+  ~ServerCallTest() override { connection_->Close(); }
 
   void TearDown() override {
     // Every path settled its admission exactly once: none left in flight or queued (a second
@@ -201,21 +146,22 @@ class ServerCallTest : public ::testing::Test {
                            : records.front();
   }
 
-  ServerOptions options_;
-  size_t max_request_memory_ = 64u << 20;
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::thread io_thread_;
-  asio::io_context client_io_;
-  asio::ip::tcp::socket client_{client_io_};
-  std::shared_ptr<ServerState> state_;
-  MethodEntry* method_ = nullptr;
   EchoHandler handler_;
+  EchoServerState served_{&handler_, OneThread()};
+  std::shared_ptr<ServerState>& state_ = served_.state;
+  MethodEntry*& method_ = served_.method;
+  LoopbackPair sockets_;
   FakeSink sink_;
   CancelRegistry cancels_;
   std::shared_ptr<FiberShares::Connection> fiber_share_ =
       std::make_shared<FiberShares::Connection>();
   std::shared_ptr<net::Connection> connection_;
+
+  static ServerOptions OneThread() {
+    ServerOptions options;
+    options.num_threads = 1;
+    return options;
+  }
 };
 
 TEST_F(ServerCallTest, AReplyIsPackedAndSentOnceAndSettlesItsAdmission) {

@@ -1,0 +1,2 @@
+#include "loop/b.h"
+#include "loop/a.h"
