@@ -141,9 +141,11 @@ class ServerConnectionTest : public ::testing::Test {
   }
 
   EchoHandler handler_;
-  LoopbackPair sockets_;
   std::unique_ptr<EchoServerState> served_;
   std::shared_ptr<ServerState> state_;
+  // After the state: its thread stops (and what it still holds of the connection goes) before
+  // the state does, as Server::Join() closes every connection before the state can go.
+  LoopbackPair sockets_;
   std::shared_ptr<net::Connection> connection_;
   asio::streambuf answers_;
 };
