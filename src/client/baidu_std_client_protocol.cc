@@ -32,18 +32,19 @@ class BaiduStdRequest final : public ClientRequest {
 
   PackedRequest Pack(const AttemptFacts& attempt) override {
     meta.set_correlation_id(attempt.correlation_id);
+    PackedRequest packed(std::in_place_index<0>);  // encoded in place: no extra move
+    BaiduStdRequestFrame& frame = *std::get_if<0>(&packed);
     if (deliver_timeout_ && attempt.deadline != std::chrono::steady_clock::time_point::max()) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          attempt.deadline - std::chrono::steady_clock::now());
-      meta.mutable_request()->set_timeout_ms(static_cast<int32_t>(
-          std::clamp<int64_t>(left.count(), 1, std::numeric_limits<int32_t>::max())));
+      frame.deadline = attempt.deadline;
+      frame.timeout_ms = TimeoutMsLeft(attempt.deadline, std::chrono::steady_clock::now());
+      meta.mutable_request()->set_timeout_ms(frame.timeout_ms);
+    } else if (meta.request().has_timeout_ms()) {
+      meta.mutable_request()->clear_timeout_ms();  // an earlier attempt's
     }
     net::BufferChain payload_copy, attachment_copy;
     payload_copy.AppendShared(payload);  // retries resend the same bytes
     attachment_copy.AppendShared(attachment);
-    PackedRequest packed(std::in_place_index<0>);  // encoded in place: no extra move
-    protocol::EncodeFrame(meta, std::move(payload_copy), std::move(attachment_copy),
-                          std::get_if<0>(&packed));
+    protocol::EncodeFrame(meta, std::move(payload_copy), std::move(attachment_copy), &frame.bytes);
     return packed;
   }
   uint64_t payload_bytes() const noexcept override { return payload.size() + attachment.size(); }
@@ -189,33 +190,36 @@ BaiduStdClientSession::BaiduStdClientSession(ClientSessionHost& host,
 BaiduStdClientSession::~BaiduStdClientSession() = default;
 
 size_t BaiduStdClientSession::RequestBytes(const PackedRequest& request) const noexcept {
-  return std::get_if<0>(&request)->size();
+  return std::get_if<0>(&request)->bytes.size();
 }
 
 void BaiduStdClientSession::OnConnected() { Pump(); }
 
 void BaiduStdClientSession::Submit(int64_t correlation_id, PackedRequest&& request) {
-  net::BufferChain& frame = *std::get_if<0>(&request);
+  BaiduStdRequestFrame& frame = *std::get_if<0>(&request);
   if (!host_.connected() || !waiting_.empty() || host_.socket_unsent_bytes() > kHandOffWindow) {
-    waiting_bytes_ += frame.size();
+    waiting_bytes_ += frame.bytes.size();
     waiting_.emplace_back(correlation_id, std::move(frame));
     if (host_.connected()) host_.ArmWatchdog(/*fast=*/true);
     return;
   }
-  host_.WriteRequest(correlation_id, std::move(frame));
+  host_.WriteRequest(correlation_id, std::move(frame.bytes));
   if (!host_.watchdog_armed() && !host_.closed()) host_.ArmWatchdog(/*fast=*/false);
 }
 
 void BaiduStdClientSession::Pump() {
   while (!waiting_.empty() && !host_.closed()) {
     auto& [correlation_id, frame] = waiting_.front();
-    const bool abandoned = !host_.Awaits(correlation_id);
-    if (!abandoned && host_.socket_unsent_bytes() > kHandOffWindow) return;
+    bool drop = !host_.Awaits(correlation_id);  // abandoned (timed out, canceled) meanwhile
+    if (!drop && host_.socket_unsent_bytes() > kHandOffWindow) return;
+    waiting_bytes_ -= frame.bytes.size();
+    // The time it waited here counts against the timeout the server is told. One whose deadline
+    // passed is dropped unsent: its call's deadline timer, due now, fails it with ERPCTIMEDOUT.
+    if (!drop) drop = RestampTimeout(frame, Clock::now()) == RestampResult::kExpired;
     const int64_t id = correlation_id;
-    net::BufferChain bytes = std::move(frame);
-    waiting_bytes_ -= bytes.size();
+    net::BufferChain bytes = std::move(frame.bytes);
     waiting_.pop_front();
-    if (!abandoned) host_.WriteRequest(id, std::move(bytes));  // may close (and clear waiting_)
+    if (!drop) host_.WriteRequest(id, std::move(bytes));  // may close (and clear waiting_)
   }
 }
 

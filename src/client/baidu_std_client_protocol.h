@@ -3,7 +3,8 @@
 // the attempt's correlation_id; replies come back in any order, matched by that id. Frames of
 // streams ("STRM", docs/streaming.md) share the connection. Requests wait in the session's queue
 // while the socket holds more than kHandOffWindow unwritten, so that one whose call timed out or
-// was cancelled meanwhile is dropped unsent.
+// was cancelled meanwhile is dropped unsent, and one handed over later tells the server the
+// timeout left then (timeout_ms re-stamped: client/baidu_std_request_frame.h).
 
 #include <cstdint>
 #include <deque>
@@ -55,7 +56,7 @@ class BaiduStdClientSession final : public ClientSession {
   protocol::StreamFrameDecoder stream_decoder_;
   std::shared_ptr<stream::StreamHost> stream_host_;  // streams on this connection
   // Frames not handed to the socket yet (connecting, or its window is full), in call order.
-  std::deque<std::pair<int64_t, net::BufferChain>> waiting_;
+  std::deque<std::pair<int64_t, BaiduStdRequestFrame>> waiting_;
   uint64_t waiting_bytes_ = 0;
   Clock::time_point partial_since_{};  // an incomplete reply frame is buffered since; {} = none
 };

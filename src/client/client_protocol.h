@@ -18,6 +18,7 @@
 
 #include "arenarpc/buffer_chain.h"
 #include "arenarpc/controller.h"
+#include "client/baidu_std_request_frame.h"
 #include "protocol/h2/grpc_client_session.h"
 
 namespace google::protobuf {
@@ -37,7 +38,7 @@ class ClientSessionHost;
 
 // One attempt's request as its protocol packed it: a whole baidu_std frame, or a gRPC call for
 // the connection's HTTP/2 session. A new protocol adds its form here.
-using PackedRequest = std::variant<net::BufferChain, protocol::h2::GrpcClientRequest>;
+using PackedRequest = std::variant<BaiduStdRequestFrame, protocol::h2::GrpcClientRequest>;
 
 // What packing one attempt needs beyond the prepared request.
 struct AttemptFacts {

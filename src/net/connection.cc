@@ -5,14 +5,23 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "net/endpoint.h"
+#include "net/scatter_read.h"
 #include "net/tls_session.h"
 
 namespace arenarpc::net {
 namespace {
 
 std::atomic<uint64_t> g_next_connection_id{1};
+
+// Writes queued by the reading thread inside Delegate::OnInput go out together when OnInput
+// returns (one sendmsg for the replies and refusals of one input turn); a write from any other
+// thread, or outside OnInput, is flushed at once. t_input_turn is the connection whose OnInput
+// runs on this thread; t_flush_owed says that a Write() in it left its flush to the turn's end.
+thread_local Connection* t_input_turn = nullptr;
+thread_local bool t_flush_owed = false;
 
 // Reads land in whole I/O pages; a read that fills its page is followed by more non-blocking
 // reads, so that a large frame is decoded once instead of once per page: up to kReadBytesPerRound
@@ -135,7 +144,21 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
     }
     const Clock::time_point now = Clock::now();
     last_activity_ns_.store(Nanos(now), std::memory_order_relaxed);
+    Connection* const outer = t_input_turn;
+    const bool outer_owed = std::exchange(t_flush_owed, false);
+    t_input_turn = this;
     InputResult result = delegate_->OnInput(*this, input_, now);
+    t_input_turn = outer;
+    if (std::exchange(t_flush_owed, outer_owed)) {
+      bool flush = false;
+      {
+        std::lock_guard lock(mutex_);
+        // Another thread's Write (or CloseWhenFlushed) may have flushed the turn's bytes already.
+        flush = !write_active_ && !pending_.empty() && !closed();
+        write_active_ = write_active_ || flush;
+      }
+      if (flush) Flush();
+    }
     keep_open = result.keep_open;
     input_waits = result.input_waits;
     if (result.run_next) {
@@ -175,14 +198,15 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
 
 bool Connection::ReadAvailable(size_t* read_now, asio::error_code* error) {
   for (size_t round = 0; round < kReadBytesPerRound;) {
-    std::span<char> space = read_target().PrepareWrite(kMinReadSpace);
-    const size_t n = socket_.read_some(asio::buffer(space.data(), space.size()), *error);
+    // One system call for many pages: the socket held at least a full buffer a moment ago.
+    ScatterRead space(read_target(), kReadBytesPerRound - round);
+    const size_t n = socket_.read_some(space.buffers(), *error);
     if (*error == asio::error::would_block || *error == asio::error::try_again) {
       error->clear();
       return false;
     }
     if (*error) return false;  // what arrived before it is still delivered
-    read_target().CommitWrite(n);
+    space.Commit(n);
     round += n;
     *read_now += n;
     if (n < space.size()) return false;  // the socket is most likely empty now
@@ -258,6 +282,10 @@ void Connection::Write(BufferChain&& bytes, uint64_t* end_offset) {
     }
     pending_held_.store(pending_.held_bytes(), std::memory_order_relaxed);
     if (write_active_) return;  // the active writer picks these bytes up
+    if (t_input_turn == this) {   // the reading thread flushes once its turn ends
+      t_flush_owed = true;
+      return;
+    }
     write_active_ = true;
   }
   bytes.clear();  // a coalesced frame's own pages go back before the write
@@ -451,15 +479,23 @@ void Connection::FailTls() {
 void Connection::Close() { CloseNow(CloseReason::kLocal); }
 
 void Connection::CloseWhenFlushed() {
-  bool now = false;
+  bool now = false, flush = false;
   {
     std::lock_guard lock(mutex_);
     if (closed()) return;
     close_when_flushed_ = true;
     read_blocks_ |= kClosing;
-    now = !write_active_;  // nothing queued (an idle flusher leaves pending_ empty)
+    // Nothing queued (an idle flusher leaves pending_ empty), unless an input turn still owes
+    // its flush: then this thread flushes, and closes once that is written.
+    flush = !write_active_ && !pending_.empty();
+    now = !write_active_ && !flush;
+    write_active_ = write_active_ || flush;
   }
-  if (now) CloseNow(CloseReason::kLocal);
+  if (flush) {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->Flush(); });
+  } else if (now) {
+    CloseNow(CloseReason::kLocal);
+  }
 }
 
 void Connection::CloseNow(CloseReason reason, const asio::error_code& error) {

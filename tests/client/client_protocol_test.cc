@@ -10,11 +10,13 @@
 #include <cerrno>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "arenarpc/channel.h"
 #include "arenarpc/error_codes.h"
 #include "client/baidu_std_client_protocol.h"
+#include "client/baidu_std_request_frame.h"
 #include "client/channel_core.h"
 #include "client/client_protocol.h"
 #include "client/client_session.h"
@@ -140,15 +142,19 @@ std::unique_ptr<ClientRequest> Prepare(ChannelCore& core, const std::string& mes
 
 // A request prepared by `protocol` and a session of it on a fake connection.
 struct Seam {
-  Seam(const char* protocol, const std::string& message) : core(Options(protocol), "127.0.0.1:8000") {
+  Seam(const char* protocol, const std::string& message) : Seam(Options(protocol), message) {}
+  Seam(const ChannelOptions& options, const std::string& message)
+      : core(options, "127.0.0.1:8000") {
     request = Prepare(core, message, controller, &code, &text);
     session = core.protocol().NewSession(connection, core.options());
   }
   // Packs and submits one attempt the connection now awaits.
-  void Submit(int64_t correlation_id) {
+  void Submit(int64_t correlation_id, std::chrono::steady_clock::time_point deadline =
+                                          std::chrono::steady_clock::time_point::max()) {
     connection.awaited.push_back(correlation_id);
     AttemptFacts facts;
     facts.correlation_id = correlation_id;
+    facts.deadline = deadline;
     facts.authority = "127.0.0.1:8000";
     PackedRequest packed = request->Pack(facts);
     request_bytes += session->RequestBytes(packed);
@@ -265,6 +271,132 @@ TEST(BaiduStdClientProtocol, QueuesWhileTheSocketIsFullAndDropsAbandonedRequests
   EXPECT_EQ(std::vector<int64_t>{3}, connection.written_ids);
   EXPECT_FALSE(session->requests_waiting());
   EXPECT_EQ(0u, session->unsent_request_bytes());
+}
+
+// The frame as EncodeFrame packs `frame`'s meta, payload and attachment now.
+std::string Reencoded(const protocol::Frame& frame) {
+  net::BufferChain payload, attachment, out;
+  payload.AppendShared(frame.payload);
+  attachment.AppendShared(frame.attachment);
+  protocol::EncodeFrame(frame.meta, std::move(payload), std::move(attachment), &out);
+  return out.ToString();
+}
+
+TEST(BaiduStdRequestFrame, RestampTellsTheTimeLeftInTheEncodingOfAFreshFrame) {
+  using Clock = std::chrono::steady_clock;
+  ChannelOptions options = Options("baidu_std");
+  options.deliver_timeout = true;
+  ChannelCore core(options, "127.0.0.1:8000");
+  Controller controller;
+  controller.request_attachment().Append("attached");
+  int code = 0;
+  std::string text;
+  std::unique_ptr<ClientRequest> request =
+      Prepare(core, std::string(20000, 'x'), controller, &code, &text);
+  ASSERT_NE(nullptr, request) << text;
+  AttemptFacts facts;
+  facts.correlation_id = 5;
+  const Clock::time_point packed_at = Clock::now();
+  facts.deadline = packed_at + std::chrono::milliseconds(1000);
+  PackedRequest packed = request->Pack(facts);
+  BaiduStdRequestFrame& frame = std::get<0>(packed);
+  EXPECT_EQ(facts.deadline, frame.deadline);
+  EXPECT_GE(frame.timeout_ms, 999);
+  EXPECT_LE(frame.timeout_ms, 1000);
+  const std::string as_packed = frame.bytes.ToString();
+
+  // No whole millisecond lost since the pack (or a clock behind it): nothing to change.
+  EXPECT_EQ(RestampResult::kUnchanged, RestampTimeout(frame, packed_at - std::chrono::seconds(1)));
+  EXPECT_EQ(as_packed, frame.bytes.ToString());
+
+  // 900 ms later: 100 ms left, and timeout_ms's varint is one byte shorter (1000 -> 100 fits
+  // one byte less), so meta_size and body_size shrink with it.
+  const Clock::time_point later = facts.deadline - std::chrono::milliseconds(100);
+  ASSERT_EQ(RestampResult::kRestamped, RestampTimeout(frame, later));
+  EXPECT_EQ(100, frame.timeout_ms);
+  EXPECT_EQ(as_packed.size() - 1, frame.bytes.size());
+  protocol::FrameDecoder decoder;
+  protocol::Frame decoded;
+  net::BufferChain written;
+  written.AppendShared(frame.bytes);
+  ASSERT_EQ(protocol::DecodeStatus::kFrame, decoder.Next(written, &decoded)) << decoder.error();
+  EXPECT_TRUE(written.empty());
+  EXPECT_EQ(100, decoded.meta.request().timeout_ms());
+  EXPECT_EQ(5, decoded.meta.correlation_id());
+  EXPECT_EQ("example.EchoService", decoded.meta.request().service_name());
+  EXPECT_EQ("Echo", decoded.meta.request().method_name());
+  EXPECT_EQ("attached", decoded.attachment.ToString());
+  EchoRequest sent;
+  ASSERT_TRUE(sent.ParseFromString(decoded.payload.ToString()));
+  EXPECT_EQ(std::string(20000, 'x'), sent.message());
+  // Byte for byte what a frame packed with that meta is (the spec's encoding, as brpc's).
+  EXPECT_EQ(Reencoded(decoded), frame.bytes.ToString());
+
+  // Restamped again only when time was lost; past the deadline the frame is left for the caller
+  // to drop.
+  EXPECT_EQ(RestampResult::kUnchanged, RestampTimeout(frame, later));
+  EXPECT_EQ(RestampResult::kExpired, RestampTimeout(frame, facts.deadline));
+  EXPECT_EQ(100, frame.timeout_ms);
+
+  // Without deliver_timeout the meta has no timeout_ms and nothing is stamped.
+  ChannelCore plain_core(Options("baidu_std"), "127.0.0.1:8000");
+  std::unique_ptr<ClientRequest> plain = Prepare(plain_core, "p", controller, &code, &text);
+  ASSERT_NE(nullptr, plain) << text;
+  PackedRequest plain_packed = plain->Pack(facts);
+  BaiduStdRequestFrame& plain_frame = std::get<0>(plain_packed);
+  EXPECT_EQ(Clock::time_point::max(), plain_frame.deadline);
+  const std::string plain_bytes = plain_frame.bytes.ToString();
+  EXPECT_EQ(RestampResult::kUnchanged, RestampTimeout(plain_frame, later));
+  EXPECT_EQ(plain_bytes, plain_frame.bytes.ToString());
+}
+
+TEST(BaiduStdClientProtocol, ARequestThatWaitedTellsTheServerOnlyTheTimeoutLeft) {
+  using Clock = std::chrono::steady_clock;
+  ChannelOptions options = Options("baidu_std");
+  options.deliver_timeout = true;
+  Seam seam(options, "waits");
+  ASSERT_NE(nullptr, seam.request) << seam.text;
+  FakeConnection& connection = seam.connection;
+  ClientSession* session = seam.session.get();
+
+  // Queued behind a full socket: one with 5 s, one whose deadline passes while it waits, one
+  // without a deadline.
+  connection.Connect();
+  connection.socket_unsent = BaiduStdClientSession::kHandOffWindow + 1;
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(5);
+  seam.Submit(2, deadline);
+  seam.Submit(3, Clock::now() + std::chrono::milliseconds(1));
+  seam.Submit(4);
+  EXPECT_TRUE(connection.written_ids.empty());
+  EXPECT_EQ(seam.request_bytes, session->unsent_request_bytes());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+
+  connection.socket_unsent = 0;
+  const Clock::time_point before = Clock::now();
+  session->Pump();
+  const Clock::time_point after = Clock::now();
+  // The expired one is dropped unsent (its call's deadline timer reports ERPCTIMEDOUT), and no
+  // attempt is failed here.
+  EXPECT_EQ((std::vector<int64_t>{2, 4}), connection.written_ids);
+  EXPECT_TRUE(connection.failures.empty());
+  EXPECT_FALSE(session->requests_waiting());
+  EXPECT_EQ(0u, session->unsent_request_bytes());
+
+  protocol::FrameDecoder decoder;
+  protocol::Frame frame;
+  ASSERT_EQ(protocol::DecodeStatus::kFrame, decoder.Next(connection.written, &frame));
+  EXPECT_EQ(2, frame.meta.correlation_id());
+  // The time left when it was handed over, not the 5000 ms it had when packed.
+  auto left_ms = [&](Clock::time_point at) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - at).count();
+  };
+  EXPECT_LE(frame.meta.request().timeout_ms(), left_ms(before));
+  EXPECT_GE(frame.meta.request().timeout_ms(), left_ms(after));
+  EXPECT_LE(frame.meta.request().timeout_ms(), 4950);
+  ASSERT_EQ(protocol::DecodeStatus::kFrame, decoder.Next(connection.written, &frame));
+  EXPECT_EQ(4, frame.meta.correlation_id());
+  EXPECT_FALSE(frame.meta.request().has_timeout_ms());
+  EXPECT_TRUE(connection.written.empty());
 }
 
 TEST(GrpcClientProtocol, RefusesAnAttachmentAndPreparesNothing) {

@@ -9,8 +9,12 @@
 #include <asio/read.hpp>
 #include <asio/write.hpp>
 #include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <condition_variable>
+#include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +22,7 @@
 #include <vector>
 
 #include "net/connection.h"
+#include "net/scatter_read.h"
 
 namespace arenarpc::net {
 namespace {
@@ -83,6 +88,24 @@ class RecordingDelegate : public Connection::Delegate {
   const bool echo_;
 };
 
+// Runs the test's code on each input (the bytes read so far are consumed first).
+class HookDelegate : public Connection::Delegate {
+ public:
+  using Hook = std::function<void(Connection&, const std::string&)>;
+  explicit HookDelegate(Hook hook) : hook_(std::move(hook)) {}
+  Connection::InputResult OnInput(Connection& connection, BufferChain& input,
+                                  Connection::Clock::time_point /*read_at*/) override {
+    const std::string bytes = input.ToString();
+    input.clear();
+    hook_(connection, bytes);
+    return {};
+  }
+  void OnClosed(Connection& /*connection*/) override {}
+
+ private:
+  Hook hook_;
+};
+
 // An io_context run by two threads (as a server's event loops), a listening socket, and a client
 // socket of the test's own (blocking calls on a context nobody runs).
 class ConnectionTest : public ::testing::Test {
@@ -100,12 +123,15 @@ class ConnectionTest : public ::testing::Test {
 
   // Connects the client and wraps the accepted socket in a started Connection.
   void Open(bool echo, const Connection::Options& options = {}) {
+    Open(std::make_unique<RecordingDelegate>(observed_, echo), options);
+  }
+  void Open(std::unique_ptr<Connection::Delegate> delegate,
+            const Connection::Options& options = {}) {
     asio::ip::tcp::acceptor acceptor(io_, {asio::ip::make_address("127.0.0.1"), 0});
     client_.connect(acceptor.local_endpoint());
     asio::ip::tcp::socket accepted(io_);
     acceptor.accept(accepted);
-    connection_ = Connection::Create(std::move(accepted),
-                                     std::make_unique<RecordingDelegate>(observed_, echo), options);
+    connection_ = Connection::Create(std::move(accepted), std::move(delegate), options);
     connection_->Start();
   }
 
@@ -341,6 +367,123 @@ TEST_F(ConnectionTest, ADelegateThatBlocksReadingGetsNothingUntilItUnblocks) {
   }
   connection_->SetDelegateBlocked(false);
   EXPECT_TRUE(observed_->WaitFor([&] { return observed_->input == "firstheld"; }));
+}
+
+TEST(ScatterRead, FillsTheWriteBlockThenFreshPagesAndKeepsOnlyWhatTheReadReached) {
+  memory::PageAllocator& pages = IoPageAllocator();
+  BufferChain chain;
+  chain.Append("head");  // its write block has room after these bytes
+  const uint64_t outstanding_before = pages.stats().pages_outstanding;
+  const std::string data(3 * 8192 + 100, 'r');
+  size_t spans = 0;
+  {
+    ScatterRead space(chain, 256u << 10);
+    spans = space.buffers().size();
+    EXPECT_EQ(ScatterRead::kMaxSpans, spans);  // 256 KiB is more than 16 pages
+    size_t total = 0;
+    for (const asio::mutable_buffer& span : space.buffers()) total += span.size();
+    EXPECT_EQ(total, space.size());
+    // As readv fills them: in order.
+    size_t written = 0;
+    for (const asio::mutable_buffer& span : space.buffers()) {
+      const size_t n = std::min(span.size(), data.size() - written);
+      std::memcpy(span.data(), data.data() + written, n);
+      written += n;
+    }
+    space.Commit(data.size());
+  }
+  EXPECT_EQ("head" + data, chain.ToString());
+  // The write block plus the 3 or 4 pages the bytes reached stay; the other prepared pages
+  // went back.
+  EXPECT_LE(pages.stats().pages_outstanding, outstanding_before + 4);
+  // The page the read ended in is the write block: the next append continues its slice.
+  const size_t slices = chain.span_count();
+  chain.Append("tail");
+  EXPECT_EQ(slices, chain.span_count());
+  EXPECT_EQ("head" + data + "tail", chain.ToString());
+
+  // A short limit: fewer spans; a read that returned nothing changes nothing.
+  {
+    ScatterRead space(chain, 100);
+    EXPECT_EQ(1u, space.buffers().size());
+    EXPECT_EQ(100u, space.size());
+    EXPECT_THROW(space.Commit(101), std::logic_error);
+    space.Commit(0);
+  }
+  EXPECT_EQ("head" + data + "tail", chain.ToString());
+}
+
+TEST_F(ConnectionTest, AFrameLargerThanManyPagesArrivesWhole) {
+  // Reads past the first page are scatter reads of many pages at once.
+  Open(/*echo=*/true);
+  std::string sent(1u << 20, '\0');
+  for (size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<char>('a' + i * 13 % 26);
+  std::thread writer([&] { asio::write(client_, asio::buffer(sent)); });
+  EXPECT_EQ(sent, ReadExactly(sent.size()));
+  writer.join();
+  std::lock_guard lock(observed_->mutex);
+  EXPECT_EQ(sent, observed_->input);
+}
+
+TEST_F(ConnectionTest, RepliesWrittenDuringOneInputTurnLeaveTogetherWhenItEnds) {
+  // Each input is answered with 20 small frames from inside OnInput (as a server answers the
+  // requests of one read, refusals included): none is written while the turn runs, and all of
+  // them go out, in order, as soon as it ends.
+  std::vector<uint64_t> written_in_turn;
+  std::mutex mutex;
+  Open(std::make_unique<HookDelegate>([&](Connection& connection, const std::string& bytes) {
+    const uint64_t before = connection.bytes_written();
+    for (int i = 0; i < 20; ++i) {
+      BufferChain reply;
+      reply.Append(bytes + std::to_string(i) + ";");
+      connection.Write(std::move(reply));
+    }
+    std::lock_guard lock(mutex);
+    written_in_turn.push_back(connection.bytes_written() - before);
+  }));
+  asio::write(client_, asio::buffer(std::string("a")));
+  std::string expected;
+  for (int i = 0; i < 20; ++i) expected += "a" + std::to_string(i) + ";";
+  EXPECT_EQ(expected, ReadExactly(expected.size()));
+  std::lock_guard lock(mutex);
+  ASSERT_EQ(1u, written_in_turn.size());
+  EXPECT_EQ(0u, written_in_turn[0]);
+}
+
+TEST_F(ConnectionTest, AWriteFromAnotherThreadDuringAnInputTurnGoesOutAtOnce) {
+  // Shared with the hook, which the connection (and its io thread) may run past the test's end.
+  auto entered = std::make_shared<std::promise<void>>();
+  std::future<void> turn_entered = entered->get_future();
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  Open(std::make_unique<HookDelegate>(
+      [entered, released](Connection& connection, const std::string& bytes) {
+        BufferChain reply;
+        reply.Append("turn:" + bytes);
+        connection.Write(std::move(reply));
+        entered->set_value();
+        released.wait();  // the turn lasts until the test has read the other thread's reply
+      }));
+  asio::write(client_, asio::buffer(std::string("x")));
+  turn_entered.wait();
+  // A handler's reply on another thread: not held back by the turn. It also takes the turn's
+  // queued reply along (the queue is one, in order).
+  BufferChain other;
+  other.Append("other");
+  connection_->Write(std::move(other));
+  EXPECT_EQ("turn:xother", ReadExactly(std::string("turn:xother").size()));
+  release.set_value();
+}
+
+TEST_F(ConnectionTest, CloseWhenFlushedInsideAnInputTurnSendsTheTurnsWritesFirst) {
+  Open(std::make_unique<HookDelegate>([](Connection& connection, const std::string& bytes) {
+    BufferChain reply;
+    reply.Append("bye " + bytes);
+    connection.Write(std::move(reply));
+    connection.CloseWhenFlushed();
+  }));
+  asio::write(client_, asio::buffer(std::string("now")));
+  EXPECT_EQ("bye now", ReadToEof());
 }
 
 }  // namespace

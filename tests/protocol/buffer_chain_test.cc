@@ -153,6 +153,26 @@ TEST(BufferChain, CutFrontAcrossBlocks) {
   EXPECT_EQ(pages.outstanding(), 1u);  // in's write block
 }
 
+TEST(BufferChain, CuttingAFrameOfManySlicesKeepsItsBytes) {
+  // A frame read page by page is many slices: the destination reserves them at once.
+  CountingPages pages(256);
+  BufferChain in(&pages);
+  const std::string data = Pattern(40 * 150, 9);
+  for (size_t i = 0; i < data.size(); i += 150) {
+    BufferChain piece(&pages);
+    piece.Append(std::string_view(data).substr(i, 150));
+    in.Append(std::move(piece));  // each its own block: 40 slices
+  }
+  ASSERT_EQ(40u, in.span_count());
+  BufferChain frame(&pages), rest(&pages);
+  in.CutFront(35 * 150 + 20, &frame);
+  EXPECT_EQ(36u, frame.span_count());
+  EXPECT_EQ(data.substr(0, 35 * 150 + 20), frame.ToString());
+  in.CutFront(in.size(), &rest);
+  EXPECT_EQ(data.substr(35 * 150 + 20), rest.ToString());
+  EXPECT_TRUE(in.empty());
+}
+
 TEST(BufferChain, AppendSharedIsIndependentOfTheSource) {
   CountingPages pages(256);
   BufferChain a(&pages), b(&pages);
