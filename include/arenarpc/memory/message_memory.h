@@ -114,8 +114,9 @@ struct AutoSettings {
   // First calls of each candidate's turn, not counted: from its 8th call on, a candidate's call
   // cost what the same call costs it alone within 3 % (bench/micro/trial_turn_bench).
   uint32_t warmup_calls = 16;
-  // Counted calls per candidate in a trial: the interval of a mean over calls whose CPU strays
-  // ~15 % from the model narrows as 1/sqrt(n); 128 calls put it near +-3 %, inside switch_margin.
+  // Counted calls per candidate in a trial: a mean's interval narrows as 1/sqrt(n), and 128 calls
+  // that stray 3-8 % from their cost (in-process) put it within +-1.5 %, inside switch_margin with
+  // room for a loaded machine's larger spread.
   uint32_t trial_calls = 128;
   // Consecutive calls a candidate serves before the next takes its turn. The default, warmup_calls
   // + trial_calls, gives each candidate one run of calls per trial: the strategies share the CPU
