@@ -15,8 +15,10 @@ constexpr double kMeanWeight = 1.0 / 16;  // moving means between trials
 constexpr uint64_t kShapeSamples = 16;    // sampled calls before a size change can start a trial
 // The first trial runs on a cold process: reuse's pools are still growing and malloc's heap is
 // fresh, which favours some candidates over their steady state by 10-30 %. A second trial follows
-// after this many trials' worth of calls.
+// after this many trials' worth of calls, at most kConfirmAfterCalls (the process is as warm after
+// that many calls whatever the trials' length).
 constexpr uint64_t kConfirmAfterTrials = 16;
+constexpr uint64_t kConfirmAfterCalls = 4096;
 constexpr int64_t kRateWindowMs = 1000;  // a rate window spans at least this and kShapeSamples
 constexpr uint32_t kRateStrikes = 2;     // windows in a row past rate_change before a trial
 
@@ -27,6 +29,10 @@ std::string Micros(uint64_t ns) {
 }
 
 }  // namespace
+
+uint64_t AutoChooser::TrialSizeCalls() const noexcept {
+  return (uint64_t{settings_.warmup_calls} + settings_.trial_calls) * names_.size();
+}
 
 AutoChooser::AutoChooser(std::vector<std::string> names, const AutoSettings& settings)
     : names_(std::move(names)), settings_(settings), figures_(names_.size()) {
@@ -132,10 +138,8 @@ AutoChooser::Step AutoChooser::CheckRecheck(int64_t now_ms) {
     StartTrial("request size moved from " +
                std::to_string(static_cast<uint64_t>(decided_request_bytes_)) + " to " +
                std::to_string(static_cast<uint64_t>(request_bytes_)) + " bytes");
-  } else if (confirm_ &&
-             calls_since_ >= kConfirmAfterTrials *
-                                 (uint64_t{settings_.warmup_calls} + settings_.trial_calls) *
-                                 names_.size()) {
+  } else if (confirm_ && calls_since_ >= std::min(kConfirmAfterCalls,
+                                                  kConfirmAfterTrials * TrialSizeCalls())) {
     confirm_ = false;
     awaiting_confirmation_.store(false, std::memory_order_relaxed);
     StartTrial("confirmation once warm");
@@ -258,6 +262,14 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
         if (eligible(i) && !apart(best, i)) again |= 1u << i;
       }
       again |= 1u << current;
+    } else if (static_cast<uint32_t>(best) != current) {
+      // The leader will replace the incumbent: a runner-up whose interval reaches the leader's
+      // is as likely the cheaper one, so both go on rather than the leader winning a coin flip.
+      for (size_t i = 0; i < names_.size(); ++i) {
+        if (i != static_cast<size_t>(best) && eligible(i) && !apart(best, i)) {
+          again |= 1u << i | 1u << best;
+        }
+      }
     }
     if (again != 0) {
       Retry(again);

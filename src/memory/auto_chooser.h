@@ -83,6 +83,7 @@ class AutoChooser {
   // the rate moved past rate_change in two windows in a row, else "".
   std::string RateMoved(uint64_t calls, int64_t now_ms);
   void Retry(uint32_t mask);              // mu_ held
+  uint64_t TrialSizeCalls() const noexcept;  // calls of one trial's round, warm-ups included
 
   const std::vector<std::string> names_;
   const AutoSettings settings_;

@@ -13,6 +13,7 @@ using MallctlFn = int (*)(const char*, void*, size_t*, void*, size_t);
 
 // Looked up once: the allocators present do not change while the process runs.
 struct Allocators {
+  ReleaseFn tcmalloc_flush_thread = nullptr;
   ReleaseFn tcmalloc_release = nullptr;
   MallctlFn jemalloc_mallctl = nullptr;
 };
@@ -20,6 +21,10 @@ struct Allocators {
 const Allocators& Found() noexcept {
   static const Allocators found = [] {
     Allocators a;
+    // Empties the thread's cache and keeps its structures (MarkThreadIdle would free them too,
+    // and the thread goes on serving).
+    a.tcmalloc_flush_thread = reinterpret_cast<ReleaseFn>(
+        dlsym(RTLD_DEFAULT, "MallocExtension_MarkThreadTemporarilyIdle"));
     a.tcmalloc_release =
         reinterpret_cast<ReleaseFn>(dlsym(RTLD_DEFAULT, "MallocExtension_ReleaseFreeMemory"));
     a.jemalloc_mallctl = reinterpret_cast<MallctlFn>(dlsym(RTLD_DEFAULT, "mallctl"));
@@ -38,6 +43,10 @@ FreeMemoryRelease ReleaseFreeMemoryToSystem() noexcept {
 #endif
   const Allocators& a = Found();
   if (a.tcmalloc_release != nullptr) {
+    if (a.tcmalloc_flush_thread != nullptr) {
+      a.tcmalloc_flush_thread();
+      asked.tcmalloc_thread_cache = true;
+    }
     a.tcmalloc_release();
     asked.tcmalloc = true;
   }

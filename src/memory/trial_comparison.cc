@@ -10,11 +10,6 @@ namespace {
 // worth, so an empty call does not scale to infinity.
 constexpr double kFloorBytes = 64;
 
-struct Scaled {
-  double cpu_ns = 0, weight = 0;
-  bool operator<(const Scaled& other) const noexcept { return cpu_ns < other.cpu_ns; }
-};
-
 struct Means {
   double bytes = 0, cpu = 0;
 };
@@ -75,7 +70,6 @@ TrialComparison CompareTrial(const std::vector<std::vector<TrialSample>>& sample
   };
   const double at_reference = model(out.reference_bytes);
 
-  std::vector<Scaled> scaled;
   for (size_t c = 0; c < samples.size(); ++c) {
     CandidateCost& cost = out.candidates[c];
     const auto& calls = samples[c];
@@ -86,37 +80,37 @@ TrialComparison CompareTrial(const std::vector<std::vector<TrialSample>>& sample
         (cost.mean_bytes + kSmallCallBytes) / (out.reference_bytes + kSmallCallBytes);
     cost.comparable = ratio <= kComparableRatio && ratio * kComparableRatio >= 1;
 
-    scaled.clear();
-    for (const TrialSample& s : calls) scaled.push_back({static_cast<double>(s.cpu_ns), 1});
-    std::sort(scaled.begin(), scaled.end());
-    cost.raw_cpu_ns = scaled[scaled.size() / 2].cpu_ns;
-    if (out.per_byte_ns > 0) {
-      // Each call weighs its expected work: a tiny call says little about the cost per byte.
-      scaled.clear();
-      for (const TrialSample& s : calls) {
-        const double expected = model(static_cast<double>(s.wire_bytes));
-        scaled.push_back({static_cast<double>(s.cpu_ns) * at_reference / expected, expected});
-      }
-      std::sort(scaled.begin(), scaled.end());
+    std::vector<double> raw;
+    raw.reserve(calls.size());
+    for (const TrialSample& s : calls) raw.push_back(static_cast<double>(s.cpu_ns));
+    std::nth_element(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(raw.size() / 2),
+                     raw.end());
+    cost.raw_cpu_ns = raw[raw.size() / 2];
+    // Total CPU over total expected work (the model, or the call count when cost did not follow
+    // size), at the reference size: the mean CPU per call the candidate would cost on the
+    // trial's mix. Not a median: a strategy whose large calls cost more than the model says, or
+    // that pays for its blocks every few calls, pays that in CPU per call too.
+    double cpu = 0, work = 0;
+    for (const TrialSample& s : calls) {
+      cpu += static_cast<double>(s.cpu_ns);
+      work += out.per_byte_ns > 0 ? model(static_cast<double>(s.wire_bytes)) : 1;
     }
-    double total = 0, squares = 0;
-    for (const Scaled& s : scaled) {
-      total += s.weight;
-      squares += s.weight * s.weight;
+    const double per_work = cpu / work;
+    const double n = static_cast<double>(calls.size());
+    // ~95 % interval of that ratio (delta method): the spread of the calls' residuals from it.
+    double residuals = 0;
+    for (const TrialSample& s : calls) {
+      const double expected = out.per_byte_ns > 0 ? model(static_cast<double>(s.wire_bytes)) : 1;
+      const double r = static_cast<double>(s.cpu_ns) - per_work * expected;
+      residuals += r * r;
     }
-    // ~95 % interval of the median: quantiles 1/2 -+ 0.98 / sqrt(effective number of calls).
-    const double half_width = 0.98 / std::sqrt(total * total / squares);
-    const auto quantile = [&](double q) {
-      double seen = 0;
-      for (const Scaled& s : scaled) {
-        seen += s.weight;
-        if (seen >= q * total) return s.cpu_ns;
-      }
-      return scaled.back().cpu_ns;
-    };
-    cost.cpu_ns = quantile(0.5);
-    cost.low_ns = quantile(std::max(0.0, 0.5 - half_width));
-    cost.high_ns = quantile(std::min(1.0, 0.5 + half_width));
+    const double mean_work = work / n;
+    const double half_width =
+        n > 1 ? 1.96 * std::sqrt(residuals / (n - 1) / n) / mean_work : per_work;
+    const double scale = out.per_byte_ns > 0 ? at_reference : 1;
+    cost.cpu_ns = per_work * scale;
+    cost.low_ns = std::max(0.0, per_work - half_width) * scale;
+    cost.high_ns = (per_work + half_width) * scale;
   }
   return out;
 }

@@ -8,11 +8,13 @@
 //
 // per_byte comes from how cost follows size within each candidate's own calls (so differences
 // between candidates do not pass for a size effect), fixed from the candidates' mean cost at their
-// mean size. A candidate's figure is then the median of its scaled calls, each weighted by its
-// expected cost (a tiny call tells little about the cost per byte), with a distribution-free
-// ~95 % interval of that median (quantiles 1/2 -+ 0.98/sqrt(n), n the effective number of calls). A
-// candidate whose calls' mean size is more than kComparableRatio away from the reference is marked
-// not comparable: the model would be extrapolated too far to rank it.
+// mean size. A candidate's figure is then its total CPU over its calls' total expected cost, times
+// the expected cost at the reference size: the mean CPU per call it would cost on the trial's mix,
+// which is what a server's CPU per call measures (a median would hide a strategy whose large calls
+// cost more than the model says, or which pays for its blocks every few calls), with a ~95 %
+// interval of that ratio (delta method). A candidate whose calls' mean size is more than
+// kComparableRatio away from the reference is marked not comparable: the model would be
+// extrapolated too far to rank it.
 #include <cstdint>
 #include <vector>
 
@@ -25,8 +27,8 @@ struct TrialSample {
 
 struct CandidateCost {
   uint64_t samples = 0;
-  double cpu_ns = 0;  // median CPU per call, scaled to the reference size
-  double low_ns = 0;  // ~95 % interval of that median
+  double cpu_ns = 0;  // mean CPU per call, scaled to the reference size
+  double low_ns = 0;  // ~95 % interval of that mean
   double high_ns = 0;
   double raw_cpu_ns = 0;    // median CPU per call as measured
   double mean_bytes = 0;    // mean wire bytes of its calls

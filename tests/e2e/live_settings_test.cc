@@ -67,7 +67,7 @@ TEST_P(LiveSettingsTest, FlagsListEverySettingAndWhichAreLive) {
                                               "max_concurrency = 0\n"));
   EXPECT_NE(std::string::npos,
             text.body.find("method_memory_mode[" + std::string(kEcho) + "] = " + GetParam()));
-  EXPECT_NE(std::string::npos, text.body.find("memory.automatic.trial_calls = 48\n"));
+  EXPECT_NE(std::string::npos, text.body.find("memory.automatic.trial_calls = 128\n"));
   EXPECT_NE(std::string::npos, text.body.find("log_level = WARNING\n"));
   EXPECT_LT(text.body.find("max_concurrency = 0"), text.body.find("# fixed at Start()\n"));
   EXPECT_GT(text.body.find("num_threads = 2\n"), text.body.find("# fixed at Start()\n"));
@@ -174,7 +174,7 @@ TEST_P(LiveSettingsTest, InvalidValuesAreRefusedWithTheReason) {
   EXPECT_EQ("0", Setting("max_concurrency"));
   EXPECT_EQ("1024", Setting("max_queued_requests"));
   EXPECT_EQ(GetParam(), Setting("method_memory_mode[" + std::string(kEcho) + "]"));
-  EXPECT_EQ("48", Setting("memory.automatic.trial_calls"));
+  EXPECT_EQ("128", Setting("memory.automatic.trial_calls"));
   EXPECT_TRUE(server_->SettingChanges().empty());
   EXPECT_EQ("", CallEcho(MakeChannel().get(), "still serving"));
 }
@@ -192,7 +192,7 @@ TEST_P(LiveSettingsTest, TheChangeLogShowsWhoOldAndNew) {
   EXPECT_EQ("1024", changes[0].old_value);
   EXPECT_EQ("7", changes[0].new_value);
   EXPECT_EQ("Server::SetLiveSetting", changes[1].peer);
-  EXPECT_EQ("48", changes[1].old_value);
+  EXPECT_EQ("128", changes[1].old_value);
   EXPECT_EQ("24", changes[1].new_value);
   EXPECT_LE(std::chrono::system_clock::now() - changes[0].when, std::chrono::minutes(1));
   const HttpResponse text = Get("/flags");
@@ -200,7 +200,7 @@ TEST_P(LiveSettingsTest, TheChangeLogShowsWhoOldAndNew) {
             text.body.find(" max_queued_requests: 1024 -> 7 by " + changes[0].peer + "\n"))
       << text.body;
   EXPECT_NE(std::string::npos,
-            text.body.find(" memory.automatic.trial_calls: 48 -> 24 by Server::SetLiveSetting\n"));
+            text.body.find(" memory.automatic.trial_calls: 128 -> 24 by Server::SetLiveSetting\n"));
   const HttpResponse json = Get("/flags?format=json");
   EXPECT_NE(std::string::npos,
             json.body.find(R"("name":"max_queued_requests","old_value":"1024","new_value":"7")"))

@@ -2,26 +2,17 @@
 #include "memory/free_memory_release.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
 
+#include "resident_bytes.h"
+
 namespace arenarpc::memory {
 namespace {
-
-uint64_t ResidentBytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long long size = 0, resident = 0;
-  const int read = std::fscanf(f, "%llu %llu", &size, &resident);
-  std::fclose(f);
-  return read == 2 ? resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
-}
 
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && \
     !defined(ARENARPC_SANITIZE_THREAD)

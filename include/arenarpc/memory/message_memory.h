@@ -103,7 +103,7 @@ struct ReuseSettings {
 // The "auto" strategy: per method, it runs trials on live calls (the candidates take turns in
 // blocks of trial_block calls), charges each call the thread CPU time from Acquire() to Release()
 // (parse, handler, serialize, release; a call is measured only if it ran on one thread without
-// suspending), and serves the method with the cheapest candidate (median CPU per call, each call
+// suspending), and serves the method with the cheapest candidate (mean CPU per call, each call
 // scaled to the trial's call size by a cost model fitted over it; docs/memory.md). It runs a new
 // trial after recheck_calls calls or recheck_interval_ms, and when the method's request size moves
 // by shape_change times. Every candidate is exact, so a switch never changes what goes on the wire.
@@ -111,14 +111,19 @@ struct AutoSettings {
   // The first one serves a method until its first trial ends, and whenever no call can be
   // measured (handlers that finish their calls on another thread).
   std::vector<std::string> candidates = {"paged", "reuse", "arena", "heap"};
-  uint32_t warmup_calls = 16;  // first calls of each candidate in a trial, not counted
-  uint32_t trial_calls = 48;   // counted calls per candidate in a trial
+  // First calls of each candidate's turn, not counted: from its 8th call on, a candidate's call
+  // cost what the same call costs it alone within 3 % (bench/micro/trial_turn_bench).
+  uint32_t warmup_calls = 16;
+  // Counted calls per candidate in a trial: a mean's interval narrows as 1/sqrt(n), and 128 calls
+  // that stray 3-8 % from their cost (in-process) put it within +-1.5 %, inside switch_margin with
+  // room for a loaded machine's larger spread.
+  uint32_t trial_calls = 128;
   // Consecutive calls a candidate serves before the next takes its turn. The default, warmup_calls
   // + trial_calls, gives each candidate one run of calls per trial: the strategies share the CPU
   // caches and malloc's heap, and in short interleaved blocks each ran in the state the others
   // left (blocks of 8 ranked the candidates far from how they cost serving alone). Smaller blocks
   // spread a slow candidate's calls and the machine's load changes over the trial.
-  uint32_t trial_block = 64;
+  uint32_t trial_block = 144;
   uint32_t sample_every = 64;  // between trials: the chosen candidate is measured once in N calls
   uint64_t recheck_calls = 200000;
   uint32_t recheck_interval_ms = 300000;
@@ -139,8 +144,8 @@ struct MemoryChoice {
   struct Candidate {
     std::string name;
     uint64_t samples = 0;       // calls counted in the last trial
-    // Median thread CPU per call in the last trial, each call scaled to reference_bytes by the
-    // trial's cost model, and a ~95 % interval of that median.
+    // Mean thread CPU per call in the last trial (its total CPU over its calls' expected cost by
+    // the trial's cost model, times that cost at reference_bytes), and a ~95 % interval of it.
     uint64_t cpu_ns = 0;
     uint64_t cpu_ns_low = 0, cpu_ns_high = 0;
     uint64_t raw_cpu_ns = 0;  // median thread CPU per call as measured
