@@ -746,18 +746,19 @@ void GrpcServerSession::AppendOut(Stream& stream, net::BufferChain&& bytes) {
 }
 
 void GrpcServerSession::ConnectEnd(Stream& stream, GrpcStatus status, std::string_view text,
-                                   const Headers& metadata, const Headers& trailers) {
+                                   const Headers& metadata, const Headers& trailers,
+                                   std::string_view details) {
   stream.finished = true;
   Headers headers;
   std::string body;
   if (stream.kind == WireKind::kConnectStream) {
     headers = {{":status", "200"}, {"content-type", std::string(ContentType(stream))}};
     AppendEnvelope(kConnectEndStreamFlag,
-                   ConnectEndStreamJson(static_cast<int>(status), text, trailers), &body);
+                   ConnectEndStreamJson(static_cast<int>(status), text, trailers, details), &body);
   } else {
     headers = {{":status", std::to_string(HttpStatusForConnectCode(static_cast<int>(status)))},
                {"content-type", "application/json"}};
-    body = ConnectErrorJson(static_cast<int>(status), text);
+    body = ConnectErrorJson(static_cast<int>(status), text, details);
   }
   for (const auto& [name, value] : metadata) {
     if (!IsReservedHeader(name)) headers.emplace_back(name, value);
@@ -866,7 +867,7 @@ void GrpcServerSession::Fail(int32_t stream_id, GrpcStatus status, std::string_v
   if (stream == nullptr || stream->responded) return;
   if (stream->kind == WireKind::kConnect || stream->kind == WireKind::kConnectStream ||
       stream->kind == WireKind::kPreflight) {
-    ConnectEnd(*stream, status, text, {}, {});
+    ConnectEnd(*stream, status, text, {}, {}, details);
     return;
   }
   Headers headers = {{":status", "200"}, {"content-type", std::string(ContentType(*stream))}};
@@ -1068,14 +1069,15 @@ void GrpcServerSession::FinishStream(int32_t stream_id, GrpcStatus status, std::
   Stream* stream = Find(stream_id);
   if (stream == nullptr || stream->finished) return;
   if (stream->kind == WireKind::kConnectStream && !stream->responded) {
-    ConnectEnd(*stream, status, text, metadata, trailers);
+    ConnectEnd(*stream, status, text, metadata, trailers, details);
     return;
   }
   stream->finished = true;
   if (stream->kind == WireKind::kConnectStream) {  // the end-of-stream envelope
     std::string frame;
     AppendEnvelope(kConnectEndStreamFlag,
-                   ConnectEndStreamJson(static_cast<int>(status), text, trailers), &frame);
+                   ConnectEndStreamJson(static_cast<int>(status), text, trailers, details),
+                   &frame);
     net::BufferChain bytes;
     bytes.Append(frame);
     AppendOut(*stream, std::move(bytes));

@@ -220,11 +220,13 @@ class GrpcServerSession {
   size_t WholeBodyLimit(const Stream& stream) const;
   // Appends response bytes to the stream's output (grpc-web-text: in base64), counted held.
   void AppendOut(Stream& stream, net::BufferChain&& bytes);
-  // A Connect answer that ends the stream: unary, an error (its HTTP status, Connect's JSON);
-  // streaming, headers with `metadata` and the end-of-stream envelope (`status`, `trailers`).
+  // A Connect answer that ends the stream: unary, an error (its HTTP status, Connect's JSON, with
+  // `details`, a google.rpc.Status, as its "details"); streaming, headers with `metadata` and the
+  // end-of-stream envelope (`status`, `trailers`, `details`).
   void ConnectEnd(Stream& stream, GrpcStatus status, std::string_view text,
                   const std::vector<std::pair<std::string, std::string>>& metadata,
-                  const std::vector<std::pair<std::string, std::string>>& trailers);
+                  const std::vector<std::pair<std::string, std::string>>& trailers,
+                  std::string_view details = {});
   void Refuse(Stream& stream, GrpcStatus status, std::string text);
   void Complete(Stream& stream);
   void Open(Stream& stream);  // a streaming call: its request goes out at once
