@@ -18,9 +18,9 @@
 // belongs to the oldest unary response in progress (popped as soon as it completes). So whatever
 // the number of streams whose readers stall, the session holds at most response_bytes_budget +
 // max_message_bytes + 5 + the connection window; stalled streams that hold all of it stop the
-// others too (the window is shared, docs/grpc.md "Flow control"). A response header list (headers, then trailers)
-// larger than max_header_list_bytes, or a message larger than max_message_bytes, ends its stream
-// with RST_STREAM and an error, without keeping the rest.
+// others too (the window is shared, docs/grpc.md "Flow control"). A response header list
+// (headers, then trailers) larger than max_header_list_bytes, or a message larger than
+// max_message_bytes, ends its stream with RST_STREAM and an error, without keeping the rest.
 //
 // A streaming call (GrpcClientRequest::streaming) sends what Send() queues until CloseSend(); its
 // response messages come out one by one (PopMessage) before its final response (status and
