@@ -15,7 +15,6 @@ bool BdpWindow::OnData(size_t bytes) noexcept {
   if (max_window_ <= window_) return false;
   probing_ = true;
   sample_ = 0;  // the bytes of this frame were sent before the probe: not part of its trip
-  ++probes_;
   return true;
 }
 

@@ -23,23 +23,18 @@ class BdpWindow {
   BdpWindow(uint32_t window, uint32_t max_window) noexcept
       : window_(window), max_window_(max_window) {}
 
-  bool enabled() const noexcept { return max_window_ > window_ || probing_; }
   // `bytes` of DATA received. true: send a probe now (a PING with kProbe).
   bool OnData(size_t bytes) noexcept;
-  // A PING ACK arrived; `opaque` its payload. Returns the window to grow to (> window()), or 0.
+  // A PING ACK arrived; `opaque` its payload. Returns the window to grow to (larger than the
+  // last one), or 0.
   uint32_t OnPingAck(const uint8_t* opaque) noexcept;
-  uint32_t window() const noexcept { return window_; }
-  // The largest sample so far: the bytes one round trip carried.
-  uint64_t estimate() const noexcept { return estimate_; }
-  uint64_t probes() const noexcept { return probes_; }
 
  private:
   uint32_t window_;
   const uint32_t max_window_;
   bool probing_ = false;
-  uint64_t sample_ = 0;
-  uint64_t estimate_ = 0;
-  uint64_t probes_ = 0;
+  uint64_t sample_ = 0;    // DATA bytes since the probe went out
+  uint64_t estimate_ = 0;  // the largest sample: the bytes one round trip carried
 };
 
 // Queues a probe on `session`: nghttp2's result.
