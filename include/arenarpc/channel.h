@@ -132,8 +132,8 @@ struct ChannelOptions {
   // GrpcClientStream (arenarpc/grpc_client_stream.h; docs/grpc.md).
   NamedEnum<ChannelProtocol> protocol = ChannelProtocol::kBaiduStd;
   // --- protocol "grpc" only. A connection holds at most max_body_size (response budget) +
-  // max_body_size (the oldest response) + grpc_max_concurrent_streams x (grpc_stream_window +
-  // grpc_max_header_list_bytes) of responses (docs/grpc.md).
+  // max_body_size (the oldest response) + min(grpc_max_concurrent_streams x grpc_stream_window,
+  // grpc_connection_window) + streams x grpc_max_header_list_bytes of responses (docs/grpc.md).
   // Streams open at once on one connection (the server's SETTINGS_MAX_CONCURRENT_STREAMS caps it
   // further); more calls wait for a stream in order, their bytes counted in max_unwritten_bytes.
   uint32_t grpc_max_concurrent_streams = 100;
@@ -141,12 +141,17 @@ struct ChannelOptions {
   size_t grpc_max_header_list_bytes = 64u << 10;
   // Flow-control window of each stream (SETTINGS_INITIAL_WINDOW_SIZE). 1..2^31-1.
   uint32_t grpc_stream_window = 1u << 20;
-  // Flow-control window of the connection (all streams' responses in flight together). What a
-  // connection holds stays bounded by the stream windows (above); this caps how much of them the
-  // server may fill at once. 65535..2^31-1.
+  // Flow-control window of the connection (all streams' responses in flight together), given
+  // back as calls consume their responses (at once while the connection holds less than
+  // max_body_size): streams whose readers stall hold at most this beyond the budget together, and
+  // past it the connection's other calls wait too (docs/grpc.md "Flow control"). 65535..2^31-1.
   uint32_t grpc_connection_window = 16u << 20;
   // Largest frame payload accepted from the server (SETTINGS_MAX_FRAME_SIZE). 16384..16777215.
   uint32_t grpc_max_frame_size = 16384;
+  // BDP-based window growth (as ServerOptions::http2_max_window): both windows grow toward twice
+  // the bytes one round trip carries, up to this; it then replaces grpc_connection_window in the
+  // connection's bound. 0 = off. 0, or 65535..2^31-1.
+  uint32_t grpc_max_window = 0;
   // Bytes of requests queued on one connection and not yet accepted by the kernel; a call that
   // would queue more fails with EOVERCROWDED (brpc's socket_max_unwritten_bytes). One request
   // larger than this still goes when nothing else waits.

@@ -65,6 +65,11 @@ std::string ValidateOptions(const ChannelOptions& o) {
       return "grpc_max_frame_size=" + std::to_string(o.grpc_max_frame_size) +
              " is invalid (expected 16384..16777215)";
     }
+    if (o.grpc_max_window != 0 &&
+        (o.grpc_max_window < 65535 || o.grpc_max_window > 0x7fffffffu)) {
+      return "grpc_max_window=" + std::to_string(o.grpc_max_window) +
+             " is invalid (expected 0 = off, or 65535..2147483647)";
+    }
   }
   if (o.max_pooled_connections < 0) {
     return "max_pooled_connections=" + std::to_string(o.max_pooled_connections) + " must be >= 0";

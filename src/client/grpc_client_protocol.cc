@@ -137,6 +137,7 @@ protocol::h2::GrpcClientSession::Limits LimitsOf(const ChannelOptions& options) 
   limits.stream_window = options.grpc_stream_window;
   limits.connection_window = options.grpc_connection_window;
   limits.max_frame_size = options.grpc_max_frame_size;
+  limits.max_window = options.grpc_max_window;
   return limits;
 }
 

@@ -87,6 +87,7 @@ protocol::h2::GrpcServerSession::Limits GrpcServerProtocol::LimitsFor(
   limits.request_bytes_budget = options.max_queued_request_bytes;
   limits.stream_window = options.http2_stream_window;
   limits.connection_window = options.http2_connection_window;
+  limits.max_window = options.http2_max_window;
   limits.max_frame_size = options.http2_max_frame_size;
   return limits;
 }

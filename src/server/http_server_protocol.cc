@@ -514,7 +514,8 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
     }
     code = ERESPONSE;
   }
-  EncodeError(code, error_text, exchange, /*too_large=*/false, out);
+  EncodeError(code, error_text, exchange, /*too_large=*/false, out,
+              controller.Failed() ? controller.grpc_status_details() : std::string_view());
   return false;
 }
 
@@ -532,9 +533,10 @@ void HttpServerProtocol::SendError(net::Connection& connection, int64_t key,
 }
 
 void HttpServerProtocol::EncodeError(int code, std::string_view text, const Exchange& exchange,
-                                     bool too_large, net::BufferChain* out) {
+                                     bool too_large, net::BufferChain* out,
+                                     std::string_view details) {
   if (exchange.web != WebRpc::kNone) {
-    EncodeWebError(code, text, exchange, too_large, out);
+    EncodeWebError(code, text, exchange, too_large, out, details);
     return;
   }
   protocol::HttpResponseHead head = ErrorHead(code, text, exchange);

@@ -142,7 +142,7 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   void EncodeStreamEnd(const Exchange& exchange, WebStream& stream, int grpc_status,
                        std::string_view text,
                        const std::vector<std::pair<std::string, std::string>>& metadata,
-                       net::BufferChain* out);
+                       net::BufferChain* out, std::string_view details = {});
   // The head of a streaming reply (200, the protocol's Content-Type, metadata, CORS).
   static protocol::HttpResponseHead StreamHead(
       const Exchange& exchange, const std::vector<std::pair<std::string, std::string>>& metadata);
@@ -160,10 +160,11 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   // An error reply in the call's protocol: brpc's (x-bd-error-* headers, the text as body),
   // grpc-web's trailers frame or Connect's JSON. `too_large`: the request would hold more than
   // max_request_memory (HTTP 413, RESOURCE_EXHAUSTED).
+  // `details`: the handler's google.rpc.Status for grpc-web and Connect (http_web_calls.cc).
   static void EncodeError(int code, std::string_view text, const Exchange& exchange,
-                          bool too_large, net::BufferChain* out);
+                          bool too_large, net::BufferChain* out, std::string_view details = {});
   static void EncodeWebError(int code, std::string_view text, const Exchange& exchange,
-                             bool too_large, net::BufferChain* out);  // http_web_calls.cc
+                             bool too_large, net::BufferChain* out, std::string_view details);
   // head + body; gzip-compressed (Content-Encoding: gzip) when `gzip` and it compresses.
   static void EncodeBody(protocol::HttpResponseHead head, const std::string& body, bool gzip,
                          net::BufferChain* out);

@@ -39,10 +39,18 @@ int GrpcCompressType(const std::string* encoding) {
   return -1;
 }
 
+// grpc-web's grpc-status-details-bin trailer for a handler's google.rpc.Status, when it set one.
+std::vector<std::pair<std::string, std::string>> DetailsTrailer(std::string_view details) {
+  if (details.empty()) return {};
+  return {{std::string(protocol::h2::kStatusDetailsHeader),
+           protocol::h2::EncodeBinaryHeader(details)}};
+}
+
 }  // namespace
 
 void HttpServerProtocol::EncodeWebError(int code, std::string_view text, const Exchange& exchange,
-                                        bool too_large, net::BufferChain* out) {
+                                        bool too_large, net::BufferChain* out,
+                                        std::string_view details) {
   std::string status_text;
   const int status =
       too_large ? static_cast<int>(protocol::h2::GrpcStatus::kResourceExhausted)
@@ -51,7 +59,8 @@ void HttpServerProtocol::EncodeWebError(int code, std::string_view text, const E
   if (exchange.web == WebRpc::kConnectStream) {  // always 200: the status is the end-stream's
     std::string framed;
     protocol::AppendEnvelope(protocol::kConnectEndStreamFlag,
-                             protocol::ConnectEndStreamJson(status, status_text, {}), &framed);
+                             protocol::ConnectEndStreamJson(status, status_text, {}, details),
+                             &framed);
     protocol::HttpResponseHead head = HeadFor(200, exchange);
     head.content_type = exchange.json ? kConnectJsonStreamType : kConnectProtoStreamType;
     protocol::EncodeHttpResponse(head, framed, out);
@@ -60,13 +69,14 @@ void HttpServerProtocol::EncodeWebError(int code, std::string_view text, const E
   if (exchange.web == WebRpc::kConnect) {
     protocol::HttpResponseHead head = HeadFor(protocol::HttpStatusForConnectCode(status), exchange);
     head.content_type = kJsonType;
-    protocol::EncodeHttpResponse(head, protocol::ConnectErrorJson(status, status_text), out);
+    protocol::EncodeHttpResponse(head, protocol::ConnectErrorJson(status, status_text, details),
+                                 out);
     return;
   }
   // grpc-web: 200 and a body of the trailers frame alone (a page's fetch() reads the body; the
   // headers need CORS exposure).
   std::string framed;
-  protocol::AppendGrpcWebTrailers(status, status_text, {}, &framed);
+  protocol::AppendGrpcWebTrailers(status, status_text, DetailsTrailer(details), &framed);
   protocol::HttpResponseHead head = HeadFor(200, exchange);
   const bool text_mode = exchange.web == WebRpc::kGrpcWebText;
   head.content_type = text_mode ? kGrpcWebTextReplyType : kGrpcWebReplyType;
@@ -237,7 +247,9 @@ bool HttpServerProtocol::PackStreamEnd(ServerCall& call, const Exchange& exchang
   WebStream& stream = *owned;
   int status = 0;
   std::string text;
+  std::string_view details;
   if (controller.Failed()) {
+    details = controller.grpc_status_details();
     status = static_cast<int>(
         protocol::h2::GrpcStatusForError(controller.ErrorCode(), controller.ErrorText(), &text));
   } else if (Clock::now() >= stream.deadline) {  // the handler gave up at the deadline
@@ -246,7 +258,7 @@ bool HttpServerProtocol::PackStreamEnd(ServerCall& call, const Exchange& exchang
   }
   const std::vector<std::pair<std::string, std::string>> metadata(
       controller.response_user_fields().begin(), controller.response_user_fields().end());
-  EncodeStreamEnd(exchange, stream, status, text, metadata, out);
+  EncodeStreamEnd(exchange, stream, status, text, metadata, out, details);
   return status == 0;
 }
 
@@ -294,7 +306,8 @@ protocol::HttpResponseHead HttpServerProtocol::StreamHead(
 
 void HttpServerProtocol::EncodeStreamEnd(
     const Exchange& exchange, WebStream& stream, int grpc_status, std::string_view text,
-    const std::vector<std::pair<std::string, std::string>>& metadata, net::BufferChain* out) {
+    const std::vector<std::pair<std::string, std::string>>& metadata, net::BufferChain* out,
+    std::string_view details) {
   bool head_sent = false;
   std::vector<std::pair<std::string, std::string>> trailers;
   {
@@ -305,9 +318,11 @@ void HttpServerProtocol::EncodeStreamEnd(
   std::string frame;
   if (exchange.web == WebRpc::kConnectStream) {  // metadata went out as headers: trailers here
     protocol::AppendEnvelope(protocol::kConnectEndStreamFlag,
-                             protocol::ConnectEndStreamJson(grpc_status, text, trailers), &frame);
+                             protocol::ConnectEndStreamJson(grpc_status, text, trailers, details),
+                             &frame);
   } else {
     for (auto& [name, value] : trailers) value = protocol::HttpHeaderValue(value);
+    for (auto& field : DetailsTrailer(details)) trailers.push_back(std::move(field));
     protocol::AppendGrpcWebTrailers(grpc_status, text, trailers, &frame);
   }
   if (exchange.web == WebRpc::kGrpcWebText) frame = util::EncodeBase64(frame, true);

@@ -139,7 +139,9 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
        {std::tuple<const char*, uint32_t, uint32_t, uint32_t>{
             "http2_stream_window", options.http2_stream_window, 1, 0x7fffffff},
         {"http2_connection_window", options.http2_connection_window, 65535, 0x7fffffff},
-        {"http2_max_frame_size", options.http2_max_frame_size, 16384, 16777215}}) {
+        {"http2_max_frame_size", options.http2_max_frame_size, 16384, 16777215},
+        {"http2_max_window", options.http2_max_window == 0 ? 65535 : options.http2_max_window,
+         65535, 0x7fffffff}}) {
     if (value < low || value > high) {
       return Fail(std::string(name) + "=" + std::to_string(value) + " is invalid (expected " +
                   std::to_string(low) + ".." + std::to_string(high) + ")");

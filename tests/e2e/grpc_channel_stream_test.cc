@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "arenarpc/channel.h"
 #include "arenarpc/error_codes.h"
@@ -270,6 +271,65 @@ TEST_F(GrpcClientStreamTest, StalledReaderBoundsTheServerByTheWindow) {
   }
   EXPECT_EQ(200, n);
   EXPECT_EQ(0, stream.Finish()) << cntl.ErrorText();
+}
+
+// Streams whose readers stall leave the channel working: 4 Push streams on one connection that
+// never read past their first message hold at most their windows (the server's writes stop),
+// while another stream on the same channel receives 200 messages and a unary call completes.
+// Each stalled stream holds its window + one message here (docs/grpc.md "Flow control").
+TEST_F(GrpcClientStreamTest, StalledReadersLeaveTheChannelWorking) {
+  ChannelOptions options = StreamChannelOptions();
+  options.grpc_stream_window = kClientWindow;
+  options.grpc_connection_window = 1u << 20;
+  Channel channel;
+  ASSERT_EQ(0, channel.Init(address_, &options));
+  pushed_ = 0;
+  push_canceled_ = 0;
+  constexpr int kStalled = 4;
+  std::vector<std::unique_ptr<GrpcClientStream>> stalled;
+  std::vector<std::unique_ptr<Controller>> controllers;
+  for (int i = 0; i < kStalled; ++i) {
+    controllers.push_back(std::make_unique<Controller>());
+    stalled.push_back(std::make_unique<GrpcClientStream>());
+    ASSERT_EQ(0, stalled.back()->Open(channel, Method("Push"), controllers.back().get()));
+    StreamRequest request;
+    request.set_count(-1);  // until canceled
+    request.set_bytes(kPushBytes);
+    ASSERT_TRUE(stalled.back()->Write(request));
+    StreamReply reply;
+    ASSERT_TRUE(stalled.back()->Read(&reply));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // stalled: nothing read
+  // Per stream: window + one message here, the server's buffer + one message, one in its hands.
+  const int per_stream = static_cast<int>((kClientWindow + kServerBuffered) / kPushBytes) + 4;
+  const int while_stalled = pushed_.load();
+  EXPECT_LE(while_stalled, kStalled * per_stream);
+  EXPECT_GE(while_stalled, kStalled * 4);  // each did get going
+  RecordProperty("pushed_while_stalled", while_stalled);
+  {
+    Controller cntl;
+    GrpcClientStream other;
+    ASSERT_EQ(0, other.Open(channel, Method("ServerStream"), &cntl));
+    StreamRequest request;
+    request.set_count(200);
+    request.set_text(std::string(4000, 'o'));
+    ASSERT_TRUE(other.Write(request));
+    ASSERT_TRUE(other.WritesDone());
+    StreamReply reply;
+    int n = 0;
+    for (; other.Read(&reply) && reply.index() == n; ++n) {
+    }
+    EXPECT_EQ(200, n) << "the other stream's replies in order";
+    EXPECT_EQ(0, other.Finish()) << cntl.ErrorText();
+  }
+  EXPECT_LE(pushed_.load(), kStalled * per_stream);  // still stalled meanwhile
+  for (auto& stream : stalled) stream->StartCancel();
+  for (auto& stream : stalled) EXPECT_NE(0, stream->Finish());
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(5);
+  while (push_canceled_.load() < kStalled && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(kStalled, push_canceled_.load());
 }
 
 TEST_F(GrpcClientStreamTest, CancelAndDeadlineResetTheStream) {

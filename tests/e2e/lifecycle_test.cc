@@ -197,6 +197,8 @@ TEST(ServerOptionsTest, InvalidOptionsFailStartWithAReason) {
        "http2_connection_window=1000 is invalid (expected 65535..2147483647)"},
       {[](ServerOptions& o) { o.http2_max_frame_size = 1u << 24; },
        "http2_max_frame_size=16777216 is invalid (expected 16384..16777215)"},
+      {[](ServerOptions& o) { o.http2_max_window = 1000; },
+       "http2_max_window=1000 is invalid (expected 65535..2147483647)"},
       {[](ServerOptions& o) { o.memory.page_size = 1000; }, "memory options are invalid"},
       {[](ServerOptions& o) { o.method_memory_mode["x.Y.Z"] = "arena"; },
        "method_memory_mode: no method 'x.Y.Z'"},

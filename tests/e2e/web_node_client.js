@@ -18,6 +18,7 @@ const TestRequest = proto2.makeMessageType('arenarpc.e2e.TestRequest', [
   {no: 5, name: 'fail_code', kind: 'scalar', T: ScalarType.INT32, opt: true},
   {no: 6, name: 'fail_text', kind: 'scalar', T: ScalarType.STRING, opt: true},
   {no: 12, name: 'response_bytes', kind: 'scalar', T: ScalarType.INT32, opt: true},
+  {no: 16, name: 'status_details', kind: 'scalar', T: ScalarType.BYTES, opt: true},
 ]);
 const TestResponse = proto2.makeMessageType('arenarpc.e2e.TestResponse', [
   {no: 1, name: 'message', kind: 'scalar', T: ScalarType.STRING, req: true},
@@ -81,9 +82,18 @@ async function expectError(promise, code, text) {
     expect(error.code === code, `code ${error.code} (${Code[error.code]}), wanted ${code}: ` +
            error.rawMessage);
     expect(error.rawMessage.includes(text), `message '${error.rawMessage}' lacks '${text}'`);
-    return;
+    return error;
   }
   throw new Error('the call succeeded');
+}
+// A google.rpc.Status{code 7, message "rich", details [Any{RetryInfo{retry_delay 5 s}}]}, encoded
+// by hand (no google.rpc types here), and the detail's bytes.
+const kRetryInfo = Uint8Array.of(0x0a, 0x02, 0x08, 0x05);
+function richStatus() {
+  const field = (number, bytes) => [(number << 3) | 2, bytes.length, ...bytes];
+  const any = [...field(1, Buffer.from('type.googleapis.com/google.rpc.RetryInfo')),
+               ...field(2, kRetryInfo)];
+  return Uint8Array.from([0x08, 0x07, ...field(2, Buffer.from('rich')), ...field(3, any)]);
 }
 
 (async () => {
@@ -115,6 +125,16 @@ async function expectError(promise, code, text) {
     await run(name, 'handler_error', async () => {
       await expectError(echo.echo({message: 'm', failCode: -1, failText: 'oops'}),
                         Code.Internal, 'oops');
+    });
+    await run(name, 'error_details', async () => {
+      const error = await expectError(
+          echo.echo({message: 'm', failCode: 1, failText: 'rich', statusDetails: richStatus()}),
+          Code.PermissionDenied, 'rich');
+      expect(error.details.length === 1, `details ${JSON.stringify(error.details)}`);
+      const detail = error.details[0];
+      expect(detail.type === 'google.rpc.RetryInfo', `type ${detail.type}`);
+      expect(Buffer.from(detail.value).equals(Buffer.from(kRetryInfo)),
+             `value ${Buffer.from(detail.value).toString('hex')}`);
     });
     await run(name, 'unimplemented', async () => {
       await expectError(echo.nope({message: 'm'}), Code.Unimplemented,

@@ -1,9 +1,9 @@
 // Node's @connectrpc/connect-node (npm, installed into the build tree by the test) against an
 // arenarpc server through its gRPC-web and Connect transports (JSON and binary) over HTTP/1.1
 // and over HTTP/2:
-// unary calls, metadata, error codes and text, unknown methods, a 1 MiB message, 50 concurrent
-// calls, a 300-message server stream and one that fails after 3 messages — in every memory
-// strategy.
+// unary calls, metadata, error codes and text, a handler's error details, unknown methods, a
+// 1 MiB message, 50 concurrent calls, a 300-message server stream and one that fails after 3
+// messages — in every memory strategy.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -51,9 +51,11 @@ class WebNodeTest : public ::testing::TestWithParam<const char*> {
     EXPECT_NE(std::string::npos, run.out.find("OK connect-get get_no_side_effects\n")) << run.out;
     EXPECT_EQ(1u, test_server_.server().GetMethodStats("arenarpc.e2e.TestService.Echo2").calls);
     for (const char* transport : transports) {
-      for (const char* name : {"unary", "metadata", "handler_error", "unimplemented",
-                               "message_of_1_mib", "concurrent_calls", "server_stream",
-                               "server_stream_error"}) {
+      // error_details: a handler's google.rpc.Status as grpc-web's grpc-status-details-bin and
+      // Connect's JSON "details".
+      for (const char* name : {"unary", "metadata", "handler_error", "error_details",
+                               "unimplemented", "message_of_1_mib", "concurrent_calls",
+                               "server_stream", "server_stream_error"}) {
         const std::string line = std::string("OK ") + transport + " " + name + "\n";
         EXPECT_NE(std::string::npos, run.out.find(line)) << line << run.out;
       }
@@ -73,8 +75,8 @@ TEST_P(WebNodeTest, ConnectNodeClient) {
   EXPECT_NE(std::string::npos, run.out.find("INFO grpc-web grpc-accept-encoding=null\n"))
       << "answered over HTTP/1.1\n" << run.out;
   const MethodStats stats = server->GetMethodStats("arenarpc.e2e.TestService.Echo");
-  EXPECT_EQ(3u * (1 + 1 + 1 + 1 + 50), stats.calls);
-  EXPECT_EQ(3u, stats.errors) << "the handler_error cases";
+  EXPECT_EQ(3u * (1 + 1 + 1 + 1 + 1 + 50), stats.calls);
+  EXPECT_EQ(3u * 2, stats.errors) << "the handler_error and error_details cases";
   EXPECT_EQ(stats.memory.acquired, stats.memory.released);
 }
 
@@ -95,8 +97,8 @@ TEST_P(WebNodeTest, BrowserProtocolsOverHttp2) {
         << transport << " answered by the HTTP/2 session\n" << run.out;
   }
   const MethodStats stats = server->GetMethodStats("arenarpc.e2e.TestService.Echo");
-  EXPECT_EQ(3u * (1 + 1 + 1 + 1 + 50), stats.calls);
-  EXPECT_EQ(3u, stats.errors) << "the handler_error cases";
+  EXPECT_EQ(3u * (1 + 1 + 1 + 1 + 1 + 50), stats.calls);
+  EXPECT_EQ(3u * 2, stats.errors) << "the handler_error and error_details cases";
   EXPECT_EQ(stats.memory.acquired, stats.memory.released);
   EXPECT_EQ(0u, server->GetServerStats().malformed_frames) << "the client's calls were HTTP/2";
 }

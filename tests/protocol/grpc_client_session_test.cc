@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -351,6 +352,159 @@ TEST(GrpcClientSessionTest, EndlessDataStaysWithinTheBound) {
   ASSERT_EQ(1u, responses.size());
   EXPECT_EQ(ERESPONSE, responses[0].error_code);
   EXPECT_NE(std::string::npos, responses[0].error_text.find("max_body_size"));
+}
+
+// BDP-based growth (BdpWindow) on both sides: a 4 MiB request and a 4 MiB response over windows
+// of 64 KiB, with growth up to 1 MiB, take fewer round trips than with fixed windows; the windows
+// grow past 64 KiB, never past the cap, and what each side holds stays within its bound.
+TEST(GrpcClientSessionTest, BdpGrowsTheWindowsOnALargeTransferWithinTheCap) {
+  constexpr uint32_t kWindow = 64u << 10;
+  constexpr uint32_t kCap = 1u << 20;
+  constexpr size_t kMessage = 4u << 20;
+  const auto transfer = [&](uint32_t max_window, uint32_t* server_window,
+                            uint32_t* client_window) {
+    const auto small = [&](auto limits) {  // both sides' Limits
+      limits.stream_window = limits.connection_window = kWindow;
+      limits.max_message_bytes = 8u << 20;
+      limits.max_window = max_window;
+      return limits;
+    };
+    GrpcServerSession::Limits server_limits = small(GrpcServerSession::Limits{});
+    server_limits.request_bytes_budget = 64u << 10;
+    OurServer server(server_limits);
+    GrpcClientSession::Limits client_limits = small(GrpcClientSession::Limits{});
+    client_limits.response_bytes_budget = 64u << 10;
+    GrpcClientSession client(client_limits);
+    const std::string payload(kMessage, 'q');
+    client.Start(1, Request(payload));
+    int rounds = 0;
+    bool responded = false;
+    Pump(client, server, [&] {
+      ++rounds;
+      const size_t cap = std::max(kWindow, max_window);
+      ASSERT_LE(server.session.connection_window(), cap);
+      ASSERT_LE(server.session.stream_window(), cap);
+      ASSERT_LE(client.connection_window(), cap);
+      ASSERT_LE(client.unconsumed_bytes(), client_limits.response_bytes_budget +
+                                               client_limits.max_message_bytes + 5 +
+                                               client.connection_window());
+      GrpcRequest request;
+      while (server.session.PopRequest(&request)) {
+        ASSERT_EQ(kMessage, request.message.size());
+        net::BufferChain reply;
+        reply.Append(payload);
+        server.session.Respond(request.stream_id, std::move(reply), false, {});
+        responded = true;
+      }
+    });
+    EXPECT_TRUE(responded);
+    std::vector<GrpcClientResponse> responses = Responses(client);
+    EXPECT_EQ(1u, responses.size());
+    if (!responses.empty()) {
+      EXPECT_EQ(0, responses[0].error_code) << responses[0].error_text;
+      EXPECT_EQ(payload, responses[0].message.ToString());
+    }
+    EXPECT_EQ(0u, client.unconsumed_bytes());
+    *server_window = server.session.stream_window();
+    *client_window = client.stream_window();
+    if (max_window == 0) {
+      EXPECT_EQ(0u, server.session.counters().window_growths);
+      EXPECT_EQ(0u, client.counters().window_growths);
+    } else {
+      EXPECT_GT(server.session.counters().window_growths, 0u);
+      EXPECT_GT(client.counters().window_growths, 0u);
+    }
+    return rounds;
+  };
+  uint32_t fixed_server = 0, fixed_client = 0, grown_server = 0, grown_client = 0;
+  const int fixed_rounds = transfer(0, &fixed_server, &fixed_client);
+  const int grown_rounds = transfer(kCap, &grown_server, &grown_client);
+  EXPECT_EQ(kWindow, fixed_server);
+  EXPECT_EQ(kWindow, fixed_client);
+  EXPECT_GT(grown_server, 2 * kWindow);  // the request's transfer grew the server's windows
+  EXPECT_GT(grown_client, 2 * kWindow);  // the response's grew the client's
+  EXPECT_LE(grown_server, kCap);
+  EXPECT_LE(grown_client, kCap);
+  EXPECT_LT(grown_rounds * 2, fixed_rounds) << "rounds: " << grown_rounds << " grown, "
+                                            << fixed_rounds << " fixed";
+  RecordProperty("rounds_fixed", fixed_rounds);
+  RecordProperty("rounds_grown", grown_rounds);
+}
+
+// Streaming calls whose readers stall: each holds what its stream window let in, and all of them
+// together no more than response_bytes_budget + one message + the connection window (without the
+// connection bound, 12 streams x 32 KiB would be held). A call that reads keeps going while the
+// stalled ones hold less than the budget; once they hold the whole bound it waits too (the
+// connection window is shared), and goes on as soon as they read.
+TEST(GrpcClientSessionTest, StalledStreamsAreBoundedByTheConnectionWindow) {
+  GrpcClientSession::Limits limits;
+  limits.max_message_bytes = 4096;
+  limits.stream_window = 32u << 10;
+  limits.connection_window = 64u << 10;
+  limits.response_bytes_budget = 64u << 10;
+  GrpcClientSession client(limits);
+  ScriptedH2Server server;
+  constexpr size_t kWire = 1000;  // each message: 5-byte prefix + 995 bytes
+  std::map<int32_t, size_t> sent;
+  server.on_request = [&](int32_t id) {
+    server.Respond(id, {{":status", "200"}, {"content-type", "application/grpc"}},
+                   [&sent, id](uint8_t* buf, size_t length, bool*) {
+                     for (size_t i = 0; i < length; ++i) {
+                       const size_t at = sent[id]++ % kWire;
+                       buf[i] = at < 3 ? 0 : at == 3 ? (kWire - 5) >> 8
+                                       : at == 4 ? (kWire - 5) & 0xff : 'd';
+                     }
+                     return length;  // never ends
+                   },
+                   {});
+  };
+  constexpr int kStreams = 13;  // tag 0 reads, tags 1..12 stall
+  for (int tag = 0; tag < kStreams; ++tag) {
+    GrpcClientRequest request = Request("");
+    request.message.clear();
+    request.streaming = true;
+    client.Start(tag, std::move(request));
+    ASSERT_TRUE(client.CloseSend(tag));
+  }
+  const size_t bound =
+      limits.response_bytes_budget + limits.max_message_bytes + 5 + limits.connection_window;
+  std::map<int64_t, size_t> popped;
+  size_t reader_cap = 256u << 10;  // the reader stops reading here, so that the exchange ends
+  size_t peak = 0;
+  const auto step = [&] {
+    GrpcStreamMessage message;
+    while (client.PopMessage(&message)) {
+      ASSERT_EQ(kWire, message.wire_bytes);
+      popped[message.tag] += message.wire_bytes;
+      if (message.tag == 0 && popped[0] <= reader_cap) client.Release(0, message.wire_bytes);
+    }
+    peak = std::max(peak, client.unconsumed_bytes());
+    ASSERT_LE(client.unconsumed_bytes(), bound);
+  };
+  Pump(client, server, step);
+  size_t stalled = 0;
+  for (int tag = 1; tag < kStreams; ++tag) {
+    EXPECT_LE(popped[tag], limits.stream_window + limits.max_message_bytes + 5) << tag;
+    stalled += popped[tag];
+  }
+  EXPECT_GE(stalled, limits.response_bytes_budget);  // the budget was pressed
+  EXPECT_LT(stalled, kStreams * size_t{limits.stream_window} / 2);  // the bound bit
+  EXPECT_GE(peak, limits.response_bytes_budget);
+  RecordProperty("stalled_bytes", static_cast<int>(stalled));
+  RecordProperty("reader_bytes", static_cast<int>(popped[0]));
+  // The stalled calls read: everything they held is given back and the reader goes on.
+  const size_t reader_before = popped[0];
+  reader_cap = reader_before + (256u << 10);
+  for (int tag = 1; tag < kStreams; ++tag) client.Release(tag, popped[tag]);
+  Pump(client, server, [&] {
+    GrpcStreamMessage message;
+    while (client.PopMessage(&message)) {
+      popped[message.tag] += message.wire_bytes;
+      if (message.tag == 0 && popped[0] <= reader_cap) client.Release(0, message.wire_bytes);
+    }
+    ASSERT_LE(client.unconsumed_bytes(), bound);
+  });
+  EXPECT_GT(popped[0], reader_before);
 }
 
 }  // namespace

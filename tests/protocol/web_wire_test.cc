@@ -9,6 +9,7 @@
 #include "protocol/http/connect_wire.h"
 #include "protocol/http/grpc_web_wire.h"
 #include "protocol/http/http_response.h"
+#include "protocol/http/status_details.h"
 #include "util/base64.h"
 
 namespace arenarpc::protocol {
@@ -92,6 +93,40 @@ TEST(WebWireTest, ConnectCodesStatusesAndJson) {
   EXPECT_EQ(R"({"metadata":{"k":["v"]}})", ConnectEndStreamJson(0, "", {{"k", "v"}}));
   EXPECT_EQ(R"({"error":{"code":"aborted","message":"m"},"metadata":{"k":["v"]}})",
             ConnectEndStreamJson(10, "m", {{"k", "v"}}));
+}
+
+// A handler's google.rpc.Status (grpc-status-details-bin) as Connect's "details": each Any's
+// message name and its bytes in unpadded base64, in order; bytes that are not a Status (or one
+// without details) leave the key out and the error as it was.
+TEST(WebWireTest, ConnectErrorDetailsFromTheStatus) {
+  const auto field = [](int number, std::string_view bytes) {  // a length-delimited field
+    return std::string(1, static_cast<char>(number << 3 | 2)) +
+           std::string(1, static_cast<char>(bytes.size())) + std::string(bytes);
+  };
+  const std::string retry = field(1, "type.googleapis.com/google.rpc.RetryInfo") +
+                            field(2, std::string("\x0a\x02\x08\x05", 4));
+  const std::string debug = field(1, "type.googleapis.com/google.rpc.DebugInfo") +
+                            field(2, std::string("\x12\x03\x00\xff\x80", 5));
+  const std::string status = std::string("\x08\x07", 2) + field(2, "rich") + field(3, retry) +
+                             field(3, debug);
+  const std::string details =
+      R"("details":[{"type":"google.rpc.RetryInfo","value":"CgIIBQ"},)"
+      R"({"type":"google.rpc.DebugInfo","value":"EgMA/4A"}])";
+  EXPECT_EQ(R"({"code":"permission_denied","message":"rich",)" + details + "}",
+            ConnectErrorJson(7, "rich", status));
+  EXPECT_EQ(R"({"error":{"code":"permission_denied",)" + details + "}}",
+            ConnectEndStreamJson(7, "", {}, status));
+  std::vector<StatusDetail> parsed;
+  ASSERT_TRUE(ParseStatusDetails(status, &parsed));
+  ASSERT_EQ(2u, parsed.size());
+  EXPECT_EQ(std::string("\x12\x03\x00\xff\x80", 5), parsed[1].value);
+  // Not a google.rpc.Status: a length past the end, a bad wire type; a Status without details.
+  for (const std::string& bad : {field(3, retry).substr(0, 10), std::string("\x0f\x01", 2)}) {
+    EXPECT_FALSE(ParseStatusDetails(bad, &parsed));
+    EXPECT_TRUE(parsed.empty());
+    EXPECT_EQ(R"({"code":"permission_denied","message":"m"})", ConnectErrorJson(7, "m", bad));
+  }
+  EXPECT_EQ(R"({"code":"internal"})", ConnectErrorJson(13, "", std::string("\x08\x0d", 2)));
 }
 
 TEST(WebWireTest, Chunks) {

@@ -31,6 +31,7 @@ struct GrpcClientSession::Stream {
   GrpcClientResponse response;
   net::BufferChain body;      // DATA so far (prefix + message)
   size_t unreleased = 0;      // DATA bytes whose stream window was not reopened yet
+  size_t connection_unreleased = 0;  // ... whose connection window was not given back yet
   bool streaming = false;
   bool send_closed = false;   // streaming: END_STREAM goes after `out`
   size_t unread = 0;          // streaming: popped message bytes not Release()d yet
@@ -99,6 +100,12 @@ struct GrpcClientSession::Callbacks {
 
   static int OnFrameRecv(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
     GrpcClientSession& self = Self(user_data);
+    if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
+      if (const uint32_t window = self.bdp_.OnPingAck(frame->ping.opaque_data)) {
+        self.GrowWindows(window);
+      }
+      return 0;
+    }
     if (frame->hd.type == NGHTTP2_GOAWAY) {
       self.goaway_ = true;  // nghttp2 closes the streams past last_stream_id as REFUSED_STREAM
       self.FailWaiting("the server sent GOAWAY");
@@ -123,13 +130,14 @@ struct GrpcClientSession::Callbacks {
   static int OnDataChunk(nghttp2_session* session, uint8_t, int32_t stream_id,
                          const uint8_t* data, size_t size, void* user_data) {
     GrpcClientSession& self = Self(user_data);
-    nghttp2_session_consume_connection(session, size);  // stream windows bound what is held
+    if (self.bdp_.OnData(size)) self.Check(SubmitBdpProbe(session), "PING");
     Stream* stream = self.Find(stream_id);
     if (stream == nullptr || stream->canceled || stream->response.error_code != 0) {
-      nghttp2_session_consume_stream(session, stream_id, size);
+      nghttp2_session_consume(session, stream_id, size);  // dropped: nothing is held
       return 0;
     }
     stream->unreleased += size;
+    stream->connection_unreleased += size;
     if (!stream->streaming) self.response_bytes_ += size;
     stream->body.Append(std::string_view(reinterpret_cast<const char*>(data), size));
     if (stream->streaming) {
@@ -138,6 +146,7 @@ struct GrpcClientSession::Callbacks {
         nghttp2_session_consume_stream(session, stream_id, stream->unreleased);
         stream->unreleased = 0;
       }
+      self.GrantWindows();
       return 0;
     }
     if (stream->body.size() >= kMessagePrefixSize) {
@@ -163,6 +172,7 @@ struct GrpcClientSession::Callbacks {
     GrpcClientSession& self = Self(user_data);
     auto it = self.streams_.find(stream_id);
     if (it == self.streams_.end()) return 0;
+    self.ReturnConnection(*it->second, it->second->connection_unreleased);  // popped promptly
     self.Finish(*it->second, error_code);
     self.streams_.erase(it);
     self.GrantWindows();
@@ -201,6 +211,9 @@ struct GrpcClientSession::Callbacks {
 
 GrpcClientSession::GrpcClientSession(const Limits& limits)
     : limits_(limits),
+      stream_window_(std::clamp<uint32_t>(limits.stream_window, 1, INT32_MAX)),
+      connection_window_(std::clamp<uint32_t>(limits.connection_window, 65535, INT32_MAX)),
+      bdp_(std::min(stream_window_, connection_window_), limits.max_window),
       h2_(Nghttp2Core::Side::kClient, CommonCallbacks<Callbacks>(),
           {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
            {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
@@ -330,6 +343,7 @@ void GrpcClientSession::Cancel(int64_t tag) {
   stream->canceled = true;
   if (!stream->streaming) response_bytes_ -= stream->body.size();
   stream->body.clear();
+  stream->unread = 0;  // its messages are dropped with it
   nghttp2_session_consume_stream(h2_.get(), stream->id, stream->unreleased);
   stream->unreleased = 0;
   ++counters_.streams_reset;
@@ -413,9 +427,32 @@ void GrpcClientSession::FailWaiting(std::string_view why) {
   waiting_.clear();
 }
 
+size_t GrpcClientSession::HeldBy(const Stream& stream) {
+  return stream.canceled || stream.response.error_code != 0 ? 0
+                                                            : stream.body.size() + stream.unread;
+}
+
+size_t GrpcClientSession::unconsumed_bytes() const {
+  size_t held = response_bytes_;
+  for (const auto& [id, stream] : streams_) {
+    if (stream->streaming) held += HeldBy(*stream);
+  }
+  return held;
+}
+
 void GrpcClientSession::GrantWindows() {
-  bool first = true;  // the oldest stream that is receiving always progresses
+  const bool under_budget = unconsumed_bytes() < limits_.response_bytes_budget;
+  bool first = true;  // the oldest unary response being received always progresses
   for (auto& [id, stream] : streams_) {
+    const size_t held = HeldBy(*stream);
+    // Consumed bytes give their connection window back at once, held ones as the rules allow.
+    if (stream->connection_unreleased > held) {
+      ReturnConnection(*stream, stream->connection_unreleased - held);
+    }
+    const bool oldest_unary = first && !stream->streaming && held > 0;
+    if (stream->connection_unreleased > 0 && (under_budget || oldest_unary)) {
+      ReturnConnection(*stream, stream->connection_unreleased);
+    }
     if (stream->body.empty() || stream->streaming) continue;
     if (stream->unreleased > 0 && (first || response_bytes_ < limits_.response_bytes_budget)) {
       nghttp2_session_consume_stream(h2_.get(), id, stream->unreleased);
@@ -423,6 +460,18 @@ void GrpcClientSession::GrantWindows() {
     }
     first = false;
   }
+}
+
+void GrpcClientSession::ReturnConnection(Stream& stream, size_t bytes) {
+  if (bytes == 0) return;
+  stream.connection_unreleased -= bytes;
+  nghttp2_session_consume_connection(h2_.get(), bytes);  // WINDOW_UPDATE at half the window
+}
+
+void GrpcClientSession::GrowWindows(uint32_t window) {
+  ++counters_.window_growths;
+  Check(GrowReceiveWindows(h2_.get(), window, &stream_window_, &connection_window_),
+        "window growth");
 }
 
 bool GrpcClientSession::Receive(std::string_view input) {
@@ -547,6 +596,7 @@ void GrpcClientSession::Release(int64_t tag, size_t wire_bytes) {
     nghttp2_session_consume_stream(h2_.get(), stream->id, stream->unreleased);
     stream->unreleased = 0;
   }
+  GrantWindows();
 }
 
 std::vector<int64_t> GrpcClientSession::TakeDrained() {

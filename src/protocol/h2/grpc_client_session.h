@@ -11,9 +11,16 @@
 // Memory (docs/grpc.md): response bytes held (DATA of open streams and responses not popped) stay
 // under response_bytes_budget + max_message_bytes + open streams x stream_window: a stream's window
 // reopens as its bytes arrive only while the session holds less than the budget, except the oldest
-// open stream's (one response always completes). A response header list (headers, then trailers)
-// larger than max_header_list_bytes, or a message larger than max_message_bytes, ends its stream
-// with RST_STREAM and an error, without keeping the rest.
+// open stream's (one response always completes). The connection window bounds them too, streaming
+// calls' messages the owner has not released included (unconsumed_bytes()): a byte's connection
+// window comes back once the owner is done with it (a popped response, a released message, a
+// stream gone), or at once while the session holds less than response_bytes_budget, or when it
+// belongs to the oldest unary response in progress (popped as soon as it completes). So whatever
+// the number of streams whose readers stall, the session holds at most response_bytes_budget +
+// max_message_bytes + 5 + the connection window; stalled streams that hold all of it stop the
+// others too (the window is shared, docs/grpc.md "Flow control"). A response header list
+// (headers, then trailers) larger than max_header_list_bytes, or a message larger than
+// max_message_bytes, ends its stream with RST_STREAM and an error, without keeping the rest.
 //
 // A streaming call (GrpcClientRequest::streaming) sends what Send() queues until CloseSend(); its
 // response messages come out one by one (PopMessage) before its final response (status and
@@ -33,6 +40,7 @@
 #include <vector>
 
 #include "arenarpc/buffer_chain.h"
+#include "protocol/h2/bdp_window.h"
 #include "protocol/h2/grpc_wire.h"
 #include "protocol/h2/nghttp2_core.h"
 
@@ -88,12 +96,16 @@ class GrpcClientSession {
     uint32_t stream_window = 1u << 20;  // SETTINGS_INITIAL_WINDOW_SIZE we announce
     uint32_t connection_window = 16u << 20;  // the connection's receive window
     uint32_t max_frame_size = 16384;         // SETTINGS_MAX_FRAME_SIZE we announce
+    // BDP-based growth (BdpWindow): both windows grow toward 2 x the measured bandwidth-delay
+    // product, up to this. 0 (or not above the windows): they stay as set.
+    uint32_t max_window = 0;
   };
   struct Counters {
     uint64_t streams_started = 0;
     uint64_t streams_reset = 0;      // RST_STREAM sent (cancel, limits)
     uint64_t header_limit_hits = 0;  // response header lists past max_header_list_bytes
     uint64_t message_limit_hits = 0; // response messages past max_message_bytes
+    uint64_t window_growths = 0;     // BDP estimates that grew the windows
   };
 
   explicit GrpcClientSession(const Limits& limits);
@@ -144,6 +156,12 @@ class GrpcClientSession {
   size_t unsent_request_bytes() const noexcept { return unsent_bytes_; }
   // Response bytes held (see the top of this file).
   size_t held_response_bytes() const noexcept { return response_bytes_; }
+  // Response bytes held for the owner, streaming calls' unreleased messages included: what the
+  // connection window bounds (see the top of this file).
+  size_t unconsumed_bytes() const;
+  // The windows the server is granted now (Limits, or grown from the BDP estimate).
+  uint32_t stream_window() const noexcept { return stream_window_; }
+  uint32_t connection_window() const noexcept { return connection_window_; }
   const Counters& counters() const noexcept { return counters_; }
 
  private:
@@ -164,7 +182,14 @@ class GrpcClientSession {
   void Abort(Stream& stream, int error_code, std::string text, uint32_t h2_error);
   void Finish(Stream& stream, uint32_t h2_error);
   void FailWaiting(std::string_view why);
+  // What a stream holds for the owner: a response in progress, popped messages not released.
+  static size_t HeldBy(const Stream& stream);
+  // Reopens the stream windows and gives back the connection window the rules above allow.
   void GrantWindows();
+  // Gives the server back `bytes` of the connection window `stream` holds.
+  void ReturnConnection(Stream& stream, size_t bytes);
+  // Grows the stream window (SETTINGS) and the connection window (WINDOW_UPDATE) to `window`.
+  void GrowWindows(uint32_t window);
   // A streaming call: cuts complete messages off its body into messages_.
   void SplitMessages(Stream& stream);
   // The queued request of a call that waits for a stream slot, or nullptr.
@@ -183,6 +208,9 @@ class GrpcClientSession {
   size_t unsent_bytes_ = 0;
   size_t response_bytes_ = 0;
   bool goaway_ = false;
+  uint32_t stream_window_;      // SETTINGS_INITIAL_WINDOW_SIZE announced last
+  uint32_t connection_window_;  // the connection's receive window
+  BdpWindow bdp_;
   Counters counters_;
   // Last: destroyed first, as the streams its callbacks reach still live.
   Nghttp2Core h2_;

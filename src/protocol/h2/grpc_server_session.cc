@@ -226,6 +226,12 @@ struct GrpcServerSession::Callbacks {
     if (frame->hd.type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
       self.settings_acked_ = true;
     }
+    if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
+      if (const uint32_t window = self.bdp_.OnPingAck(frame->ping.opaque_data)) {
+        self.GrowWindows(window);
+      }
+      return 0;
+    }
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
     Stream* stream = self.Find(frame->hd.stream_id);
     if (stream == nullptr) return 0;
@@ -254,6 +260,7 @@ struct GrpcServerSession::Callbacks {
   static int OnDataChunk(nghttp2_session* session, uint8_t, int32_t stream_id,
                          const uint8_t* data, size_t size, void* user_data) {
     GrpcServerSession& self = Self(user_data);
+    if (self.bdp_.OnData(size)) self.Check(SubmitBdpProbe(session), "PING");
     Stream* stream = self.Find(stream_id);
     if (stream != nullptr && stream->streaming && !stream->input_ended) {
       stream->connection_unreleased += size;
@@ -399,6 +406,9 @@ SessionCallbacks GrpcServerSession::CallbackTable() {
 // preface fails the core: GOAWAY, and nothing more is read.
 GrpcServerSession::GrpcServerSession(const Limits& limits)
     : limits_(limits),
+      stream_window_(limits.stream_window),
+      connection_window_(std::max<uint32_t>(limits.connection_window, 65535)),
+      bdp_(std::min(stream_window_, connection_window_), limits.max_window),
       h2_(Nghttp2Core::Side::kServer, CallbackTable(),
           {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits.max_concurrent_streams},
            {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, limits.stream_window},
@@ -523,12 +533,18 @@ void GrpcServerSession::ReleaseConnection(Stream& stream) {
 
 void GrpcServerSession::FlushConnectionWindow(bool now) {
   // As nghttp2 batches its own: a WINDOW_UPDATE once half the window is given back.
-  if (connection_unsent_ == 0 || (!now && connection_unsent_ < limits_.connection_window / 2)) {
+  if (connection_unsent_ == 0 || (!now && connection_unsent_ < connection_window_ / 2)) {
     return;
   }
   nghttp2_submit_window_update(h2_.get(), NGHTTP2_FLAG_NONE, 0,
                                static_cast<int32_t>(connection_unsent_));
   connection_unsent_ = 0;
+}
+
+void GrpcServerSession::GrowWindows(uint32_t window) {
+  ++counters_.window_growths;
+  Check(GrowReceiveWindows(h2_.get(), window, &stream_window_, &connection_window_),
+        "window growth");
 }
 
 void GrpcServerSession::GrantWindows() {
@@ -730,18 +746,19 @@ void GrpcServerSession::AppendOut(Stream& stream, net::BufferChain&& bytes) {
 }
 
 void GrpcServerSession::ConnectEnd(Stream& stream, GrpcStatus status, std::string_view text,
-                                   const Headers& metadata, const Headers& trailers) {
+                                   const Headers& metadata, const Headers& trailers,
+                                   std::string_view details) {
   stream.finished = true;
   Headers headers;
   std::string body;
   if (stream.kind == WireKind::kConnectStream) {
     headers = {{":status", "200"}, {"content-type", std::string(ContentType(stream))}};
     AppendEnvelope(kConnectEndStreamFlag,
-                   ConnectEndStreamJson(static_cast<int>(status), text, trailers), &body);
+                   ConnectEndStreamJson(static_cast<int>(status), text, trailers, details), &body);
   } else {
     headers = {{":status", std::to_string(HttpStatusForConnectCode(static_cast<int>(status)))},
                {"content-type", "application/json"}};
-    body = ConnectErrorJson(static_cast<int>(status), text);
+    body = ConnectErrorJson(static_cast<int>(status), text, details);
   }
   for (const auto& [name, value] : metadata) {
     if (!IsReservedHeader(name)) headers.emplace_back(name, value);
@@ -850,7 +867,7 @@ void GrpcServerSession::Fail(int32_t stream_id, GrpcStatus status, std::string_v
   if (stream == nullptr || stream->responded) return;
   if (stream->kind == WireKind::kConnect || stream->kind == WireKind::kConnectStream ||
       stream->kind == WireKind::kPreflight) {
-    ConnectEnd(*stream, status, text, {}, {});
+    ConnectEnd(*stream, status, text, {}, {}, details);
     return;
   }
   Headers headers = {{":status", "200"}, {"content-type", std::string(ContentType(*stream))}};
@@ -1052,14 +1069,15 @@ void GrpcServerSession::FinishStream(int32_t stream_id, GrpcStatus status, std::
   Stream* stream = Find(stream_id);
   if (stream == nullptr || stream->finished) return;
   if (stream->kind == WireKind::kConnectStream && !stream->responded) {
-    ConnectEnd(*stream, status, text, metadata, trailers);
+    ConnectEnd(*stream, status, text, metadata, trailers, details);
     return;
   }
   stream->finished = true;
   if (stream->kind == WireKind::kConnectStream) {  // the end-of-stream envelope
     std::string frame;
     AppendEnvelope(kConnectEndStreamFlag,
-                   ConnectEndStreamJson(static_cast<int>(status), text, trailers), &frame);
+                   ConnectEndStreamJson(static_cast<int>(status), text, trailers, details),
+                   &frame);
     net::BufferChain bytes;
     bytes.Append(frame);
     AppendOut(*stream, std::move(bytes));

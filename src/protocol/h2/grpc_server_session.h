@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "arenarpc/buffer_chain.h"
+#include "protocol/h2/bdp_window.h"
 #include "protocol/h2/grpc_wire.h"
 #include "protocol/h2/nghttp2_core.h"
 
@@ -97,6 +98,9 @@ class GrpcServerSession {
     uint32_t stream_window = 4u << 20;       // SETTINGS_INITIAL_WINDOW_SIZE
     uint32_t connection_window = 16u << 20;  // the connection's receive window (WINDOW_UPDATE)
     uint32_t max_frame_size = 16384;         // SETTINGS_MAX_FRAME_SIZE (16384..16777215)
+    // BDP-based growth (BdpWindow): both windows grow toward 2 x the measured bandwidth-delay
+    // product, up to this. 0 (or not above the windows): they stay as set.
+    uint32_t max_window = 0;
     // Floods of frames that carry no work end the connection (GOAWAY ENHANCE_YOUR_CALM), as
     // Envoy does: DATA without payload nor END_STREAM, more than this many in a row ...
     uint32_t max_consecutive_empty_frames = 1;
@@ -113,6 +117,7 @@ class GrpcServerSession {
     uint64_t connection_errors = 0; // GOAWAY with an error code sent (the connection ends)
     uint64_t header_lists_cut = 0;  // header lists cut off at max_header_list_bytes
     uint64_t floods = 0;            // connections ended for frames that carry no work
+    uint64_t window_growths = 0;    // BDP estimates that grew the windows
   };
 
   explicit GrpcServerSession(const Limits& limits);
@@ -196,6 +201,9 @@ class GrpcServerSession {
   // messages not taken (each charged its payload + a fixed overhead for its queue entry).
   size_t queued_request_bytes() const noexcept { return request_bytes_; }
   const Counters& counters() const noexcept { return counters_; }
+  // The windows the client is granted now (Limits, or grown from the BDP estimate).
+  uint32_t stream_window() const noexcept { return stream_window_; }
+  uint32_t connection_window() const noexcept { return connection_window_; }
 
  private:
   struct Stream;
@@ -212,11 +220,13 @@ class GrpcServerSession {
   size_t WholeBodyLimit(const Stream& stream) const;
   // Appends response bytes to the stream's output (grpc-web-text: in base64), counted held.
   void AppendOut(Stream& stream, net::BufferChain&& bytes);
-  // A Connect answer that ends the stream: unary, an error (its HTTP status, Connect's JSON);
-  // streaming, headers with `metadata` and the end-of-stream envelope (`status`, `trailers`).
+  // A Connect answer that ends the stream: unary, an error (its HTTP status, Connect's JSON, with
+  // `details`, a google.rpc.Status, as its "details"); streaming, headers with `metadata` and the
+  // end-of-stream envelope (`status`, `trailers`, `details`).
   void ConnectEnd(Stream& stream, GrpcStatus status, std::string_view text,
                   const std::vector<std::pair<std::string, std::string>>& metadata,
-                  const std::vector<std::pair<std::string, std::string>>& trailers);
+                  const std::vector<std::pair<std::string, std::string>>& trailers,
+                  std::string_view details = {});
   void Refuse(Stream& stream, GrpcStatus status, std::string text);
   void Complete(Stream& stream);
   void Open(Stream& stream);  // a streaming call: its request goes out at once
@@ -244,6 +254,8 @@ class GrpcServerSession {
   void ReleaseConnection(Stream& stream);
   // Sends the connection window given back so far: `now`, or once it is half the window.
   void FlushConnectionWindow(bool now);
+  // Grows the stream window (SETTINGS) and the connection window (WINDOW_UPDATE) to `window`.
+  void GrowWindows(uint32_t window);
   // Over the budget with nothing to pop: makes room in the connection window for the rest of
   // `oldest`'s message (refusing the newest unfinished unary requests if their bytes hold it).
   void KeepTheOldestGoing(Stream& oldest);
@@ -268,6 +280,9 @@ class GrpcServerSession {
   uint64_t control_frames_ = 0, work_frames_ = 0;
   uint32_t consecutive_empty_ = 0;
   bool settings_acked_ = false;  // the client acknowledged our SETTINGS
+  uint32_t stream_window_;       // SETTINGS_INITIAL_WINDOW_SIZE announced last
+  uint32_t connection_window_;   // the connection's receive window
+  BdpWindow bdp_;
   size_t connection_unsent_ = 0;  // connection window given back, WINDOW_UPDATE not sent yet
   std::string flood_;  // why the flood limit ended the connection
   std::string error_reason_;  // nghttp2's words for the last error it reported

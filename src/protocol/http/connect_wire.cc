@@ -4,6 +4,7 @@
 
 #include "protocol/h2/grpc_wire.h"
 #include "protocol/http/http_request.h"
+#include "protocol/http/status_details.h"
 #include "util/base64.h"
 #include "util/json_string.h"
 
@@ -48,13 +49,30 @@ std::string_view ConnectCodeName(int grpc_status) noexcept { return RowOf(grpc_s
 
 int HttpStatusForConnectCode(int grpc_status) noexcept { return RowOf(grpc_status).http_status; }
 
-std::string ConnectErrorJson(int grpc_status, std::string_view message) {
+std::string ConnectErrorJson(int grpc_status, std::string_view message,
+                             std::string_view status_details) {
   std::string out = "{\"code\":\"";
   out += ConnectCodeName(grpc_status);
   out += '"';
   if (!message.empty()) {
     out += ",\"message\":";
     util::AppendJsonString(&out, message);
+  }
+  std::vector<StatusDetail> details;
+  if (!status_details.empty() && ParseStatusDetails(status_details, &details) &&
+      !details.empty()) {
+    out += ",\"details\":[";
+    for (size_t i = 0; i < details.size(); ++i) {
+      if (i > 0) out += ',';
+      // Connect names the type without the Any's URL prefix ("type.googleapis.com/").
+      const std::string_view url = details[i].type_url;
+      out += "{\"type\":";
+      util::AppendJsonString(&out, url.substr(url.rfind('/') + 1));
+      out += ",\"value\":\"";
+      out += util::EncodeBase64(details[i].value, /*pad=*/false);
+      out += "\"}";
+    }
+    out += ']';
   }
   out += '}';
   return out;
@@ -130,9 +148,12 @@ bool IsWebTransportHeader(std::string_view name) noexcept {
 }
 
 std::string ConnectEndStreamJson(int grpc_status, std::string_view message,
-                                 const std::vector<std::pair<std::string, std::string>>& metadata) {
+                                 const std::vector<std::pair<std::string, std::string>>& metadata,
+                                 std::string_view status_details) {
   std::string out = "{";
-  if (grpc_status != 0) out += "\"error\":" + ConnectErrorJson(grpc_status, message);
+  if (grpc_status != 0) {
+    out += "\"error\":" + ConnectErrorJson(grpc_status, message, status_details);
+  }
   if (!metadata.empty()) {
     if (grpc_status != 0) out += ',';
     out += "\"metadata\":{";

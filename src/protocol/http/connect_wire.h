@@ -15,8 +15,12 @@ std::string_view ConnectCodeName(int grpc_status) noexcept;
 // The HTTP status a unary Connect error goes out with (Connect's table: not_found 404,
 // unimplemented 501, resource_exhausted 429, ...).
 int HttpStatusForConnectCode(int grpc_status) noexcept;
-// {"code":"...","message":"..."} (message left out when empty).
-std::string ConnectErrorJson(int grpc_status, std::string_view message);
+// {"code":"...","message":"...","details":[{"type":"...","value":"..."}]}: message left out when
+// empty; details from `status_details`, a serialized google.rpc.Status (a handler's
+// grpc-status-details-bin), each Any as its message name and its bytes in unpadded base64, as
+// Connect's protocol has them — left out when there are none or the bytes do not parse.
+std::string ConnectErrorJson(int grpc_status, std::string_view message,
+                             std::string_view status_details = {});
 
 // Headers of the transport, the browser or the protocols themselves (host, origin, accept,
 // connect-*, grpc-*, sec-*, ...): not a grpc-web or Connect call's metadata.
@@ -36,8 +40,10 @@ bool ParseConnectGetQuery(std::string_view query, ConnectGetQuery* out, std::str
 
 // A streaming body's last envelope carries this flag and the end-of-stream JSON.
 inline constexpr uint8_t kConnectEndStreamFlag = 0x02;
-// {} on success; {"error":{...},"metadata":{"name":["value"]}} (each part when there is one).
+// {} on success; {"error":{...},"metadata":{"name":["value"]}} (each part when there is one; the
+// error as ConnectErrorJson).
 std::string ConnectEndStreamJson(int grpc_status, std::string_view message,
-                                 const std::vector<std::pair<std::string, std::string>>& metadata);
+                                 const std::vector<std::pair<std::string, std::string>>& metadata,
+                                 std::string_view status_details = {});
 
 }  // namespace arenarpc::protocol
