@@ -50,8 +50,6 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   const std::shared_ptr<MethodBinding>& binding() const noexcept { return binding_; }
   const net::Connection& connection() const noexcept { return *connection_; }
   ReplySink& sink() const noexcept { return *sink_; }
-  // The request being parsed (before the handler runs).
-  const google::protobuf::Message& request() const noexcept { return *pair_.request(); }
   // The call's messages (also once RetainMessages() took them).
   const memory::MessagePair& messages() const noexcept;
   // The call's own AuthContext (HTTP verifies per request); the controller points at it.

@@ -6,9 +6,7 @@
 // ServerCall's, shared by every protocol.
 //
 // A connection's protocol is recognised from its first bytes (protocol/wire_protocol.h) and looked
-// up in the table below.
-
-#include <google/protobuf/message.h>
+// up in server_protocol_table.h.
 
 #include <chrono>
 #include <cstdint>
@@ -17,16 +15,12 @@
 #include <string_view>
 
 #include "arenarpc/buffer_chain.h"
-#include "arenarpc/error_codes.h"
 #include "net/connection.h"
-#include "protocol/payload_bytes.h"
-#include "protocol/wire_protocol.h"
 #include "server/reply_sink.h"
 
 namespace arenarpc::server {
 
 class AdmittedTask;
-class CancelState;
 class ServerCall;
 struct RequestPayload;
 struct ServerState;

@@ -5,9 +5,11 @@
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -20,6 +22,17 @@
 
 namespace arenarpc::server {
 
+// Polls `condition` until it holds or `limit` passed; whether it held.
+template <class Condition>
+bool WaitUntil(Condition condition,
+               std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  for (const auto until = std::chrono::steady_clock::now() + limit; !condition();) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 // Echoes; fails with `fail_code` when set; while `hold` is set, waits (its thread) until
 // Release(); counts its runs.
 class EchoHandler final : public example::EchoService {
@@ -31,7 +44,7 @@ class EchoHandler final : public example::EchoService {
       std::unique_lock lock(mutex_);
       ++running_;
       changed_.notify_all();
-      changed_.wait(lock, [&] { return !hold; });
+      changed_.wait(lock, [&] { return !hold_; });
       --running_;
     }
     if (fail_code != 0) {
@@ -43,11 +56,11 @@ class EchoHandler final : public example::EchoService {
   }
   void Hold() {
     std::lock_guard lock(mutex_);
-    hold = true;
+    hold_ = true;
   }
   void Release() {
     std::lock_guard lock(mutex_);
-    hold = false;
+    hold_ = false;
     changed_.notify_all();
   }
   // Waits until `n` handlers wait in Hold().
@@ -62,7 +75,7 @@ class EchoHandler final : public example::EchoService {
  private:
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool hold = false;
+  bool hold_ = false;
   int running_ = 0;
 };
 

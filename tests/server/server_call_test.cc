@@ -10,7 +10,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "arenarpc/error_codes.h"
@@ -137,9 +136,7 @@ class ServerCallTest : public ::testing::Test {
 
   // The one record the sink got, once it got it (a handler's reply may come from its fiber).
   SinkRecord OnlyRecord() {
-    for (const auto until = Clock::now() + 5s; sink_.records().empty() && Clock::now() < until;) {
-      std::this_thread::sleep_for(1ms);
-    }
+    WaitUntil([&] { return !sink_.records().empty(); });
     std::vector<SinkRecord> records = sink_.records();
     EXPECT_EQ(1u, records.size());
     return records.empty() ? SinkRecord{SinkRecord::Kind::kError, -1, 0, {}, ErrorCause::kError}
@@ -199,9 +196,7 @@ TEST_F(ServerCallTest, ACallItsClientCanceledWhileQueuedIsAnsweredWithoutItsHand
 TEST_F(ServerCallTest, ACallWhoseConnectionClosedWhileQueuedDoesNotRun) {
   std::unique_ptr<ServerCall> call = Admitted(10);
   connection_->Close();
-  for (const auto until = Clock::now() + 5s; !connection_->closed() && Clock::now() < until;) {
-    std::this_thread::sleep_for(1ms);
-  }
+  ASSERT_TRUE(WaitUntil([&] { return connection_->closed(); }));
   ServerCall::Start(std::move(call), Payload(EchoRequestBytes("x")));
   EXPECT_EQ(ECANCELED, OnlyRecord().code);
   EXPECT_EQ(0, handler_.runs.load());

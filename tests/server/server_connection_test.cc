@@ -8,13 +8,11 @@
 #include <asio/read_until.hpp>
 #include <asio/streambuf.hpp>
 #include <asio/write.hpp>
-#include <chrono>
 #include <istream>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
-#include <thread>
 
 #include "arenarpc/error_codes.h"
 #include "echo_server_state.h"
@@ -25,9 +23,6 @@
 
 namespace arenarpc::server {
 namespace {
-
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 // "<method> <key> <message>\n" calls arenarpc.example.EchoService.<method> with EchoRequest{message};
 // answered "reply <key> <message>\n" or "error <key> <code>\n".
@@ -132,10 +127,7 @@ class ServerConnectionTest : public ::testing::Test {
 
   // Nothing admitted is left in flight (a doubled settlement would take it below zero).
   void ExpectAdmissionSettled() {
-    for (const auto until = Clock::now() + 5s;
-         state_->admission.in_flight() != 0 && Clock::now() < until;) {
-      std::this_thread::sleep_for(1ms);
-    }
+    WaitUntil([&] { return state_->admission.in_flight() == 0; });
     EXPECT_EQ(0, state_->admission.in_flight());
     EXPECT_EQ(0, state_->admission.queued());
   }
@@ -207,16 +199,10 @@ TEST_F(ServerConnectionTest, CallsLeftInTheBacklogWhenTheConnectionClosesAreDrop
   // The first call holds the only worker; the other two wait in the connection's backlog.
   Send("Echo 10 a\nEcho 11 b\nEcho 12 c\n");
   handler_.WaitRunning(1);
-  for (const auto until = Clock::now() + 5s;
-       state_->admission.in_flight() < 3 && Clock::now() < until;) {
-    std::this_thread::sleep_for(1ms);
-  }
+  WaitUntil([&] { return state_->admission.in_flight() >= 3; });
   EXPECT_EQ(3, state_->admission.in_flight());
   sockets_.client.close();  // the client goes away
-  for (const auto until = Clock::now() + 5s; !connection_->closed() && Clock::now() < until;) {
-    std::this_thread::sleep_for(1ms);
-  }
-  ASSERT_TRUE(connection_->closed());
+  ASSERT_TRUE(WaitUntil([&] { return connection_->closed(); }));
   handler_.Release();
   ExpectAdmissionSettled();
   EXPECT_EQ(1, handler_.runs.load());  // the two queued ones never ran
