@@ -83,7 +83,8 @@ struct ServerStats {
   uint64_t rejected_stopping = 0;        // ELOGOFF
   uint64_t rejected_limit = 0;           // ELIMIT (max_concurrency or max_queued_requests)
   uint64_t rejected_queue_wait = 0;      // ... of which the wait queued ahead would outlast the
-                                         // call's deadline (its timeout_ms / grpc-timeout)
+                                         // call's deadline (its timeout_ms / grpc-timeout), or
+                                         // a standing queue's bound (docs/server.md "Overload")
   uint64_t rejected_unknown = 0;         // ENOSERVICE / ENOMETHOD
   uint64_t rejected_overcrowded = 0;     // EOVERCROWDED
   uint64_t rejected_timed_out = 0;       // ERPCTIMEDOUT: the client's deadline passed while queued

@@ -1,9 +1,10 @@
 #pragma once
 // Admission: the server-wide half of admitting a request (the connection's half — its backlog and
 // unsent output — is ServerConnection's). Every admitted unit (a call, an HTTP page) passes
-// TryAdmit() when it is decoded — stopping → ELOGOFF, max_queued_requests, a wait that would
-// outlast the call's deadline and max_concurrency → ELIMIT — and ends in exactly one Finish() once
-// its reply is queued (or it is dropped); Stop() waits for the count to reach 0. Both go through
+// TryAdmit() when it is decoded — stopping → ELOGOFF; max_queued_requests, a wait that would
+// outlast the call's deadline (or, while the backlog stands, a few calls' wait:
+// standing_queue.h) and max_concurrency → ELIMIT — and ends in exactly one Finish() once its
+// reply is queued (or it is dropped); Stop() waits for the count to reach 0. Both go through
 // the unit's AdmissionTicket (admission_ticket.h), which makes the "exactly one" a type's rule.
 
 #include <atomic>
@@ -16,12 +17,20 @@
 #include "arenarpc/max_concurrency.h"
 #include "server/auto_concurrency_limiter.h"
 #include "server/queue_wait_estimate.h"
+#include "server/standing_queue.h"
 
 namespace arenarpc::server {
 
 class Admission {
  public:
-  enum class Verdict { kAdmitted, kStopping, kQueueFull, kWaitPastDeadline, kOverLimit };
+  enum class Verdict {
+    kAdmitted,
+    kStopping,
+    kQueueFull,
+    kWaitPastDeadline,  // the predicted wait would take more than its share of the deadline
+    kStandingQueue,     // ... or, while the backlog stands, more than StandingQueue::Bound()
+    kOverLimit,
+  };
   // Of a call's deadline, the share its predicted wait in the backlog may take: the rest is left
   // for the handler, the reply's way back and the estimate's error (the drain rate moves).
   static constexpr double kWaitShareOfDeadline = 0.5;
@@ -79,6 +88,8 @@ class Admission {
   int64_t queued() const { return queued_.load(std::memory_order_relaxed); }
   // The wait a call admitted now would have before a thread takes it.
   std::chrono::nanoseconds predicted_wait() const { return wait_.Predict(queued()); }
+  // The longest predicted wait admitted while the backlog stands.
+  std::chrono::nanoseconds standing_bound() const { return StandingQueue::Bound(wait_.interval()); }
 
  private:
   // Counted only through AdmissionTicket, which settles each admitted unit exactly once.
@@ -93,9 +104,14 @@ class Admission {
     if (max_queued > 0 && queued >= max_queued) return Verdict::kQueueFull;
     // A call that would reach a thread only past (most of) its deadline is refused now, while the
     // client can still try elsewhere, instead of timing out in the queue.
-    if (timeout > std::chrono::milliseconds::zero() && queued > 0 &&
-        wait_.Predict(queued) > timeout * kWaitShareOfDeadline) {
-      return Verdict::kWaitPastDeadline;
+    if (timeout > std::chrono::milliseconds::zero() && queued > 0) {
+      const std::chrono::nanoseconds wait = wait_.Predict(queued);
+      if (wait > timeout * kWaitShareOfDeadline) return Verdict::kWaitPastDeadline;
+      // A standing backlog is held to a few calls' wait: it would serve no more calls longer.
+      if (wait > StandingQueue::Bound(wait_.interval()) &&
+          standing_.standing(std::chrono::steady_clock::now())) {
+        return Verdict::kStandingQueue;
+      }
     }
     const int64_t now = in_flight_.fetch_add(1, std::memory_order_acq_rel) + 1;
     const int limit = this->limit();
@@ -116,9 +132,11 @@ class Admission {
   // An admitted unit waits for a thread / was taken by one (max_queued_requests).
   void Queued() { queued_.fetch_add(1, std::memory_order_relaxed); }
   void Dequeued() { queued_.fetch_sub(1, std::memory_order_relaxed); }
-  // ... taken by a thread at `now` (feeds the wait estimate).
-  void Dequeued(std::chrono::steady_clock::time_point now) {
+  // ... taken by a thread at `now`, `waited` after its request was read (feeds the wait
+  // estimate and the standing-queue test).
+  void Dequeued(std::chrono::steady_clock::time_point now, std::chrono::nanoseconds waited) {
     wait_.OnDequeue(now, queued_.fetch_sub(1, std::memory_order_relaxed) - 1);
+    standing_.OnDequeue(now, waited, wait_.interval());
   }
   static constexpr int kAuto = -1;
   // The fixed limit (0 = unlimited), or kAuto: limiter_ decides. One relaxed load per admission.
@@ -131,6 +149,7 @@ class Admission {
   std::atomic<int64_t> in_flight_{0};  // admitted, reply not queued yet
   std::atomic<int64_t> queued_{0};     // ... of which waiting for a thread
   QueueWaitEstimate wait_;             // fed by the dequeues of method calls
+  StandingQueue standing_;             // ... as is this
   std::mutex idle_mutex_;
   std::condition_variable idle_;  // in_flight_ reached 0 while stopping
 };

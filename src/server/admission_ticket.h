@@ -48,11 +48,12 @@ class AdmissionTicket {
     admission_->Queued();
     queued_ = true;
   }
-  // A thread took the unit at `now`: a method call's wait feeds the queue-wait estimate.
-  void TakenByThread(std::chrono::steady_clock::time_point now) {
+  // A thread took the unit at `now`, `waited` after its request was read: a method call's wait
+  // feeds the queue-wait estimate and the standing-queue test.
+  void TakenByThread(std::chrono::steady_clock::time_point now, std::chrono::nanoseconds waited) {
     if (!queued_) return;
     queued_ = false;
-    admission_->Dequeued(now);
+    admission_->Dequeued(now, waited);
   }
   // ... other work (a page): its wait is not a method call's.
   void TakenByThread() {

@@ -189,7 +189,7 @@ void ServerCall::FinishSpan(const memory::MessagePair* pair, uint64_t queued_bef
 void ServerCall::Start(std::unique_ptr<ServerCall> call, RequestPayload payload) {
   call->started_ = std::chrono::steady_clock::now();
   ServerState& state = *call->state_;
-  call->ticket_.TakenByThread(call->started_);
+  call->ticket_.TakenByThread(call->started_, call->started_ - call->start_);
   const int64_t queued_us =
       std::chrono::duration_cast<std::chrono::microseconds>(call->started_ - call->start_).count();
   MethodEntry* method = call->method_;

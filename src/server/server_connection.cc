@@ -373,6 +373,21 @@ AdmissionTicket ServerConnection::AdmitFirst(net::Connection& connection, int64_
              &state.counters.rejected_limit);
       return {};
     }
+    case Admission::Verdict::kStandingQueue: {
+      state.counters.rejected_queue_wait.fetch_add(1, std::memory_order_relaxed);
+      using std::chrono::duration_cast, std::chrono::milliseconds;
+      Reject(connection, key, ELIMIT,
+             "The server is overloaded: its queue has held every call longer than it serves "
+             "for a while, and would hold the request ~" +
+                 std::to_string(
+                     duration_cast<milliseconds>(state.admission.predicted_wait()).count()) +
+                 "ms (" + std::to_string(state.admission.queued()) + " calls queued, bound " +
+                 std::to_string(
+                     duration_cast<milliseconds>(state.admission.standing_bound()).count()) +
+                 "ms)",
+             &state.counters.rejected_limit);
+      return {};
+    }
     case Admission::Verdict::kOverLimit:
       Reject(connection, key, ELIMIT, protocol::MaxConcurrencyText(state.admission.limit()),
              &state.counters.rejected_limit);

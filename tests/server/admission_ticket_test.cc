@@ -66,7 +66,7 @@ TEST_F(AdmissionTicketTest, HoldsAPlaceInTheQueueUntilAThreadTakesItOrItIsDroppe
   EXPECT_EQ(2, admission_.queued());
   EXPECT_FALSE(Admit());  // max_queued_requests=2
   EXPECT_EQ(Admission::Verdict::kQueueFull, verdict_);
-  taken.TakenByThread(std::chrono::steady_clock::now());
+  taken.TakenByThread(std::chrono::steady_clock::now(), std::chrono::milliseconds(1));
   EXPECT_EQ(1, admission_.queued());
   dropped = AdmissionTicket();  // its connection closed before a thread took it
   EXPECT_EQ(0, admission_.queued());

@@ -54,7 +54,8 @@ TEST(QueueWaitEstimateTest, DequeuesOfAnIdleBacklogAreNotSamples) {
 TEST(AdmissionTest, ACallIsRefusedWhenItsQueueWaitWouldPassHalfItsDeadline) {
   Admission admission;
   admission.Configure(MaxConcurrency(), /*max_queued_requests=*/1024, /*min_auto_limit=*/1);
-  Clock::time_point now{std::chrono::seconds(100)};
+  // Admission reads the clock to see whether a standing-queue verdict is still fresh.
+  Clock::time_point now = Clock::now();
   Admission::Verdict verdict;
   auto admit = [&](milliseconds timeout) {
     return AdmissionTicket::Admit(admission, timeout, &verdict);
@@ -68,7 +69,7 @@ TEST(AdmissionTest, ACallIsRefusedWhenItsQueueWaitWouldPassHalfItsDeadline) {
   }
   std::vector<AdmissionTicket> running;
   for (int i = 0; i < 20; ++i, now += milliseconds(10)) {
-    backlog.front().TakenByThread(now);
+    backlog.front().TakenByThread(now, milliseconds(600));
     running.push_back(std::move(backlog.front()));
     backlog.pop_front();
     backlog.push_back(admit(milliseconds::zero()));  // one more arrives: the backlog stays at 60
@@ -80,8 +81,11 @@ TEST(AdmissionTest, ACallIsRefusedWhenItsQueueWaitWouldPassHalfItsDeadline) {
               20);
   EXPECT_FALSE(admit(milliseconds(1000)));
   EXPECT_EQ(Admission::Verdict::kWaitPastDeadline, verdict);
-  EXPECT_TRUE(admit(milliseconds(1300)));
-  EXPECT_EQ(Admission::Verdict::kAdmitted, verdict);
+  // Within half its deadline, but every call taken for 100 ms had waited 600 ms: the backlog
+  // stands, and holds a call to twice a target of 4 drain intervals (80 ms), not to its deadline.
+  EXPECT_FALSE(admit(milliseconds(1300)));
+  EXPECT_EQ(Admission::Verdict::kStandingQueue, verdict);
+  EXPECT_EQ(80, std::chrono::duration_cast<milliseconds>(admission.standing_bound()).count());
   EXPECT_TRUE(admit(milliseconds::zero()));  // no deadline: not bounded
   EXPECT_EQ(Admission::Verdict::kAdmitted, verdict);
   EXPECT_EQ(81, admission.in_flight());  // the two tickets just made were settled as they went
