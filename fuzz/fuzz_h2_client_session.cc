@@ -9,6 +9,7 @@
 // Input: byte 0 chooses how the rest is chopped into reads, byte 1 which calls start and which
 // get canceled; the rest is what the server sends.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string_view>
 
@@ -24,7 +25,7 @@ h2::GrpcClientRequest Request(int i) {
   h2::GrpcClientRequest request;
   request.path = "/a.B/C";
   request.authority = "fuzz";
-  request.timeout_ms = i % 2 == 0 ? 100 : -1;
+  if (i % 2 == 0) request.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
   request.metadata = {{"x-i", std::to_string(i)}};
   request.message.Append(std::string(static_cast<size_t>(i) * 7, 'q'));
   return request;

@@ -22,8 +22,7 @@ namespace arenarpc::client {
 
 namespace {
 
-// The path, metadata and message of a unary call; each attempt gets its authority and the budget
-// left as grpc-timeout.
+// The path, metadata and message of a unary call; each attempt gets its authority and deadline.
 class GrpcRequest final : public ClientRequest {
  public:
   PackedRequest Pack(const AttemptFacts& attempt) override {
@@ -31,12 +30,7 @@ class GrpcRequest final : public ClientRequest {
     protocol::h2::GrpcClientRequest& request = *std::get_if<1>(&packed);
     request.path = path;
     request.authority = attempt.authority;
-    if (attempt.deadline != std::chrono::steady_clock::time_point::max()) {
-      request.timeout_ms = std::max<int64_t>(
-          1, std::chrono::duration_cast<std::chrono::milliseconds>(
-                 attempt.deadline - std::chrono::steady_clock::now())
-                 .count());
-    }
+    request.deadline = attempt.deadline;  // grpc-timeout is stamped when the stream opens
     request.gzip = gzip;
     request.metadata = metadata;
     request.message.AppendShared(message);  // retries resend the same bytes

@@ -103,7 +103,7 @@ int GrpcStreamCall::Open() {
   const int64_t timeout_ms =
       controller_->timeout_ms() > 0 ? controller_->timeout_ms() : options.timeout_ms;
   if (timeout_ms > 0) {
-    request.timeout_ms = timeout_ms;
+    request.deadline = start_ + std::chrono::milliseconds(timeout_ms);
     deadline_timer_ = std::make_unique<asio::steady_timer>(core_->loops().Next());
     deadline_timer_->expires_at(start_ + std::chrono::milliseconds(timeout_ms));
     deadline_timer_->async_wait([self = shared_from_this()](const asio::error_code& error) {

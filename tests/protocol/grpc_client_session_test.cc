@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "arenarpc/error_codes.h"
@@ -27,7 +28,9 @@ GrpcClientRequest Request(const std::string& message, Metadata metadata = {},
   GrpcClientRequest request;
   request.path = "/a.B/C";
   request.authority = "test";
-  request.timeout_ms = timeout_ms;
+  if (timeout_ms >= 0) {
+    request.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  }
   request.metadata = std::move(metadata);
   request.message.Append(message);
   return request;
@@ -66,6 +69,46 @@ std::vector<GrpcClientResponse> Responses(GrpcClientSession& client) {
   GrpcClientResponse response;
   while (client.PopResponse(&response)) all.push_back(std::move(response));
   return all;
+}
+
+// grpc-timeout is what is left of the deadline when the stream opens: a request that waited for a
+// stream slot tells the server the time it has left, not the time it had when it was packed, and
+// one whose deadline passed while it waited is not sent at all.
+TEST(GrpcClientSessionTest, ARequestThatWaitedForAStreamSlotSendsTheTimeLeft) {
+  GrpcClientSession::Limits limits;
+  limits.max_concurrent_streams = 1;
+  GrpcClientSession client(limits);
+  OurServer server({});
+  client.Start(1, Request("first", {}, 10000));
+  client.Start(2, Request("waits", {}, 400));     // 400 ms when packed
+  client.Start(3, Request("expires", {}, 100));  // passes while it waits
+  Pump(client, server);
+  GrpcRequest request;
+  ASSERT_TRUE(server.session.PopRequest(&request));
+  EXPECT_EQ("first", request.message.ToString());
+  EXPECT_FALSE(server.session.PopRequest(&request));  // one stream slot
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  net::BufferChain reply;
+  reply.Append("done");
+  server.session.Respond(request.stream_id, std::move(reply), false, {});
+  Pump(client, server);
+  ASSERT_TRUE(server.session.PopRequest(&request));
+  EXPECT_EQ("waits", request.message.ToString());
+  EXPECT_GT(request.timeout_ms, 0);
+  EXPECT_LE(request.timeout_ms, 200);  // 400 ms less the 200 it waited (was 400 when packed)
+  net::BufferChain second;
+  second.Append("done");
+  server.session.Respond(request.stream_id, std::move(second), false, {});
+  Pump(client, server);
+  EXPECT_FALSE(server.session.PopRequest(&request));  // "expires" never left
+  EXPECT_EQ(1u, client.counters().expired_unsent);
+  EXPECT_EQ(0u, client.unsent_request_bytes());
+  EXPECT_EQ(0u, client.open_streams());
+  // Its call fails by its own deadline timer; the session answers only the two it sent.
+  std::vector<GrpcClientResponse> responses = Responses(client);
+  ASSERT_EQ(2u, responses.size());
+  EXPECT_EQ(1, responses[0].tag);
+  EXPECT_EQ(2, responses[1].tag);
 }
 
 TEST(GrpcClientSessionTest, CallsStatusesMetadataAndTheStreamCap) {

@@ -267,6 +267,20 @@ void GrpcClientSession::StartWaiting() {
 void GrpcClientSession::Submit(Waiting&& waiting) {
   const int64_t tag = waiting.tag;
   GrpcClientRequest& request = waiting.request;
+  // grpc-timeout: what is left of the deadline now, not when the call packed its request (it may
+  // have waited for a stream slot). Past it, the request is dropped unsent; its call fails by its
+  // own deadline timer (ERPCTIMEDOUT) as a call the server never saw.
+  std::string timeout;
+  if (request.deadline != std::chrono::steady_clock::time_point::max()) {
+    const auto left = request.deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) {
+      unsent_bytes_ -= waiting.unsent_bytes();
+      ++counters_.expired_unsent;
+      return;
+    }
+    const int64_t ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+    timeout = std::to_string(std::clamp<int64_t>(ms, 1, 99999999)) + "m";
+  }
   auto stream = std::make_unique<Stream>();
   stream->tag = tag;
   stream->streaming = request.streaming;
@@ -287,10 +301,6 @@ void GrpcClientSession::Submit(Waiting&& waiting) {
                            kAccepted = "identity,gzip", kEncoding = "grpc-encoding",
                            kGzip = "gzip", kTimeout = "grpc-timeout", kAgent = "user-agent",
                            kArenarpc = "arenarpc";
-  const std::string timeout =
-      request.timeout_ms >= 0
-          ? std::to_string(std::clamp<int64_t>(request.timeout_ms, 1, 99999999)) + "m"
-          : std::string();
   std::vector<nghttp2_nv> nv = {Nv(kMethod, kPost),        Nv(kScheme, kHttp),
                                 Nv(kPath, request.path),   Nv(kAuthority, request.authority),
                                 Nv(kTe, kTrailers),        Nv(kContentType, kGrpc),
@@ -327,9 +337,7 @@ void GrpcClientSession::Cancel(int64_t tag) {
     auto waiting = std::find_if(waiting_.begin(), waiting_.end(),
                                 [tag](const Waiting& entry) { return entry.tag == tag; });
     if (waiting != waiting_.end()) {
-      unsent_bytes_ -= waiting->request.streaming
-                           ? waiting->sent.size()
-                           : kMessagePrefixSize + waiting->request.message.size();
+      unsent_bytes_ -= waiting->unsent_bytes();
       waiting_.erase(waiting);
     }
     std::erase_if(ready_, [tag](const GrpcClientResponse& r) { return r.tag == tag; });
@@ -414,9 +422,7 @@ void GrpcClientSession::Finish(Stream& stream, uint32_t h2_error) {
 
 void GrpcClientSession::FailWaiting(std::string_view why) {
   for (Waiting& waiting : waiting_) {
-    unsent_bytes_ -= waiting.request.streaming
-                         ? waiting.sent.size()
-                         : kMessagePrefixSize + waiting.request.message.size();
+    unsent_bytes_ -= waiting.unsent_bytes();
     GrpcClientResponse response;
     response.tag = waiting.tag;
     response.unprocessed = true;

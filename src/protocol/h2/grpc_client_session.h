@@ -29,6 +29,7 @@
 // popped-unreleased ones included.
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -51,7 +52,9 @@ using Metadata = std::vector<std::pair<std::string, std::string>>;
 struct GrpcClientRequest {
   std::string path;          // "/pkg.Service/Method"
   std::string authority;     // ":authority", e.g. "127.0.0.1:8000"
-  int64_t timeout_ms = -1;   // sent as grpc-timeout; -1 none
+  // The call's deadline: grpc-timeout is the time left when the stream opens (a request that
+  // waited for a stream slot past it is not sent). max(): none.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   bool gzip = false;         // `message` is gzip-compressed (grpc-encoding: gzip)
   Metadata metadata;         // custom headers (names are lower-cased on the wire)
   net::BufferChain message;  // the serialized request, without the 5-byte prefix
@@ -106,6 +109,8 @@ class GrpcClientSession {
     uint64_t header_limit_hits = 0;  // response header lists past max_header_list_bytes
     uint64_t message_limit_hits = 0; // response messages past max_message_bytes
     uint64_t window_growths = 0;     // BDP estimates that grew the windows
+    uint64_t expired_unsent = 0;     // requests whose deadline passed while they waited for a
+                                     // stream slot: not sent
   };
 
   explicit GrpcClientSession(const Limits& limits);
@@ -172,6 +177,10 @@ class GrpcClientSession {
     GrpcClientRequest request;
     net::BufferChain sent;     // streaming: prefixed messages Send() queued meanwhile
     bool send_closed = false;  // streaming: CloseSend() came meanwhile
+    // What it counts in unsent_request_bytes().
+    size_t unsent_bytes() const {
+      return request.streaming ? sent.size() : kMessagePrefixSize + request.message.size();
+    }
   };
 
   Stream* Find(int32_t stream_id);
