@@ -41,9 +41,11 @@ class CancelService final : public TestService {
     if (request->async()) {  // the reply waits for the cancellation (or the end: never here)
       cntl->NotifyOnCancel(NewCallback(this, &CancelService::ReplyOnCancel, cntl,
                                        done_guard.release()));
+      Started();
       return;
     }
     cntl->NotifyOnCancel(NewCallback(this, &CancelService::OnCancel, cntl));
+    Started();
     if (request->fail_code() != 0) {
       cntl->SetFailed(request->fail_code(), "no %s for #%d", request->message().c_str(), 7);
       return;
@@ -67,6 +69,13 @@ class CancelService final : public TestService {
     });
   }
 
+  // Waits until `n` handlers in total registered their cancel callback. (A call counts in flight
+  // once admitted, before its handler runs: a client that closes then cancels a call that has not
+  // started, whose handler never runs.)
+  bool WaitForStarted(int n) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, std::chrono::seconds(5), [&] { return started_ >= n; });
+  }
   // Waits until the cancel callbacks ran `n` times in total.
   bool WaitForNotified(int n) {
     std::unique_lock lock(mutex_);
@@ -90,6 +99,11 @@ class CancelService final : public TestService {
   }
 
  private:
+  void Started() {
+    std::lock_guard lock(mutex_);
+    ++started_;
+    cv_.notify_all();
+  }
   void ReplyOnCancel(Controller* cntl, google::protobuf::Closure* done) {
     OnCancel(cntl);
     done->Run();  // ends the call from inside its own cancel callback
@@ -105,7 +119,7 @@ class CancelService final : public TestService {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<std::thread> threads_;
-  int notified_ = 0;
+  int notified_ = 0, started_ = 0;
   bool canceled_in_callback_ = false, seen_canceled_ = false, late_callback_ran_at_once_ = false;
 };
 
@@ -169,7 +183,7 @@ TEST_F(BrpcApiTest, ClientDisconnectCancelsTheCall) {
   TestRequest request = Request("hang", 5000);
   client.Send(RequestFor(&request));
   // Wait until the handler is in, then go away.
-  ASSERT_TRUE(WaitForInFlight(1));
+  ASSERT_TRUE(service_.WaitForStarted(1));
   const auto closed_at = std::chrono::steady_clock::now();
   client.Close();
   ASSERT_TRUE(service_.WaitForNotified(1));
@@ -187,7 +201,7 @@ TEST_F(BrpcApiTest, CancelCallbackMayEndTheCall) {
   TestRequest request = Request("reply-on-cancel");
   request.set_async(true);
   client.Send(RequestFor(&request));
-  ASSERT_TRUE(WaitForInFlight(1));
+  ASSERT_TRUE(service_.WaitForStarted(1));
   EXPECT_EQ(0, service_.notified());
   client.Close();
   ASSERT_TRUE(service_.WaitForNotified(1));
