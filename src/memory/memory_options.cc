@@ -5,6 +5,7 @@
 
 #include "arenarpc/memory/message_memory.h"
 #include "arenarpc/memory/page_allocator.h"
+#include "memory/deprecated_memory_options.h"
 
 namespace arenarpc::memory {
 namespace {
@@ -32,7 +33,9 @@ void ValidateReuseSettings(const ReuseSettings& s) {
   if (s.sample_every == 0) throw std::invalid_argument("reuse sample_every must be >= 1");
 }
 
-void ValidateAutoSettings(const AutoSettings& s) {
+void ValidateAutoSettings(const AutoSettings& given) {
+  AutoSettings s = given;
+  ApplyDeprecatedSpellings(&s);
   if (s.candidates.empty()) throw std::invalid_argument("auto candidates must not be empty");
   for (size_t i = 0; i < s.candidates.size(); ++i) {
     const std::string& name = s.candidates[i];
@@ -50,7 +53,10 @@ void ValidateAutoSettings(const AutoSettings& s) {
   if (s.trial_block == 0) throw std::invalid_argument("auto trial_block must be >= 1");
   if (s.sample_every == 0) throw std::invalid_argument("auto sample_every must be >= 1");
   if (s.recheck_calls == 0) throw std::invalid_argument("auto recheck_calls must be >= 1");
-  if (s.recheck_interval_ms == 0) throw std::invalid_argument("auto recheck_interval_ms must be >= 1");
+  if (s.recheck_interval.count() < 1) {
+    throw std::invalid_argument("auto recheck_interval=" +
+                                std::to_string(s.recheck_interval.count()) + "ms must be >= 1 ms");
+  }
   if (!(s.shape_change > 1)) throw std::invalid_argument("auto shape_change must be > 1");
   if (!(s.rate_change == 0 || s.rate_change > 1)) {
     throw std::invalid_argument("auto rate_change must be > 1 (or 0: off)");

@@ -102,7 +102,14 @@ const std::vector<AutoField>& AutoFields() {
       Field<&S::trial_block>("trial_block"),
       Field<&S::sample_every>("sample_every"),
       Field<&S::recheck_calls>("recheck_calls"),
-      Field<&S::recheck_interval_ms>("recheck_interval_ms"),
+      // A string has no unit: the flag spells it, in whole milliseconds.
+      AutoField{"recheck_interval_ms",
+                [](const S& s) { return std::to_string(s.recheck_interval.count()); },
+                [](S* s, std::string_view text) {
+                  const std::optional<int64_t> ms = ParseNumber<int64_t>(text);
+                  if (ms) s->recheck_interval = std::chrono::milliseconds(*ms);
+                  return ms.has_value();
+                }},
       Field<&S::shape_change>("shape_change"),
       Field<&S::rate_change>("rate_change"),
       Field<&S::switch_margin>("switch_margin"),
@@ -146,11 +153,12 @@ void AddFixed(const ServerOptions& o, std::vector<ServerSetting>* out) {
   line("max_request_memory", number(o.max_request_memory));
   line("max_inflight_message_memory", number(o.max_inflight_message_memory));
   line("idle_timeout_sec", number(o.idle_timeout_sec));
-  line("read_timeout_ms", number(o.read_timeout_ms));
-  line("first_byte_timeout_ms", number(o.first_byte_timeout_ms));
-  line("write_timeout_ms", number(o.write_timeout_ms));
-  line("stream_idle_timeout_ms", number(o.stream_idle_timeout_ms));
-  line("stop_deadline_ms", number(o.stop_deadline_ms));
+  // A string has no unit: durations are listed as flags spell them, in whole milliseconds.
+  line("read_timeout_ms", number(o.read_timeout.count()));
+  line("first_byte_timeout_ms", number(o.first_byte_timeout.count()));
+  line("write_timeout_ms", number(o.write_timeout.count()));
+  line("stream_idle_timeout_ms", number(o.stream_idle_timeout.count()));
+  line("stop_deadline_ms", number(o.stop_deadline.count()));
   line("max_fibers", number(o.max_fibers));
   line("max_fibers_per_connection", number(o.max_fibers_per_connection));
   line("max_streaming_fibers", number(o.max_streaming_fibers));

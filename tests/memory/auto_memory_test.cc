@@ -218,7 +218,7 @@ TEST(AutoChooser, ACallRateChangeStartsATrialOnlyWhenItLasts) {
   AutoSettings s = QuickAutoSettings();
   s.sample_every = 1;
   s.recheck_calls = 1'000'000;
-  s.recheck_interval_ms = 3'600'000;
+  s.recheck_interval = std::chrono::hours(1);
   AutoChooser chooser({"a", "b"}, s);
   double now_ms = 1000;
   for (int i = 0; i < 2000 && (chooser.Report().trials < 2 || chooser.Report().in_trial); ++i) {
@@ -247,7 +247,7 @@ TEST(AutoChooser, ACallRateChangeStartsATrialOnlyWhenItLasts) {
 TEST(AutoChooser, ARecheckAfterTime) {
   AutoSettings s = QuickAutoSettings();
   s.sample_every = 1;
-  s.recheck_interval_ms = 60000;
+  s.recheck_interval = std::chrono::minutes(1);
   AutoChooser chooser({"a", "b"}, s);
   Feed(chooser, {1000, 2000}, 2 * 10, 100, 1000);
   ASSERT_FALSE(chooser.Report().in_trial);

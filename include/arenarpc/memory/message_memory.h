@@ -15,6 +15,7 @@
 // Whatever the handler writes, the response serializes as a heap message with that content would
 // (unless ReuseSettings::keep_response_submessages is turned on: docs/memory.md).
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -24,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "arenarpc/deprecated_option.h"
 #include "arenarpc/memory/memory_mode.h"
 #include "arenarpc/memory/page_allocator.h"
 #include "arenarpc/memory/serialized_message.h"
@@ -105,8 +107,9 @@ struct ReuseSettings {
 // (parse, handler, serialize, release; a call is measured only if it ran on one thread without
 // suspending), and serves the method with the cheapest candidate (mean CPU per call, each call
 // scaled to the trial's call size by a cost model fitted over it; docs/memory.md). It runs a new
-// trial after recheck_calls calls or recheck_interval_ms, and when the method's request size moves
+// trial after recheck_calls calls or recheck_interval, and when the method's request size moves
 // by shape_change times. Every candidate is exact, so a switch never changes what goes on the wire.
+ARENARPC_DEPRECATED_FIELDS_BEGIN
 struct AutoSettings {
   // The first one serves a method until its first trial ends, and whenever no call can be
   // measured (handlers that finish their calls on another thread).
@@ -126,7 +129,7 @@ struct AutoSettings {
   uint32_t trial_block = 144;
   uint32_t sample_every = 64;  // between trials: the chosen candidate is measured once in N calls
   uint64_t recheck_calls = 200000;
-  uint32_t recheck_interval_ms = 300000;
+  std::chrono::milliseconds recheck_interval{std::chrono::minutes(5)};  // >= 1 ms
   double shape_change = 2.0;    // > 1
   // A trial also starts when the method's call rate (calls per second over windows of at least a
   // second and 16 sampled calls) moves by this factor from the first window after the last trial,
@@ -137,7 +140,12 @@ struct AutoSettings {
   // of the two messages) pass this many times the leanest measured candidate's is not chosen,
   // however cheap (e.g. 1.5 keeps a method off a strategy that holds half as much again). 0 = off.
   double max_held_ratio = 0;
+
+  // Deprecated spelling, for one release (arenarpc/deprecated_option.h): wins when set (> 0).
+  [[deprecated("use recheck_interval")]] uint32_t recheck_interval_ms =
+      kUnsetOption<uint32_t>;
 };
+ARENARPC_DEPRECATED_FIELDS_END
 
 // What "auto" decided for one method (MethodMemory::Choice()).
 struct MemoryChoice {
