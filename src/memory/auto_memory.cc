@@ -214,8 +214,8 @@ std::shared_ptr<MessageMemory> MakeAutoMemory(
 
 std::shared_ptr<MessageMemory> MakeAutoMemory(const MemoryOptions& options) {
   std::vector<std::shared_ptr<MessageMemory>> candidates;
-  for (const std::string& name : options.automatic.candidates) {
-    candidates.push_back(MakeMessageMemory(name, options));
+  for (const NamedEnum<MemoryMode>& candidate : options.automatic.candidates) {
+    candidates.push_back(MakeMessageMemory(candidate.value(), options));
   }
   return MakeAutoMemory(std::move(candidates), options.automatic);
 }

@@ -38,14 +38,15 @@ void ValidateAutoSettings(const AutoSettings& given) {
   ApplyDeprecatedSpellings(&s);
   if (s.candidates.empty()) throw std::invalid_argument("auto candidates must not be empty");
   for (size_t i = 0; i < s.candidates.size(); ++i) {
-    const std::string& name = s.candidates[i];
-    if (name != "heap" && name != "arena" && name != "paged" && name != "reuse") {
-      throw std::invalid_argument("auto candidate '" + name +
+    const NamedEnum<MemoryMode>& candidate = s.candidates[i];
+    if (!candidate.valid() || candidate == MemoryMode::kAuto) {
+      throw std::invalid_argument("auto candidate '" + std::string(candidate.name()) +
                                   "' is not a strategy (valid: heap, arena, paged, reuse)");
     }
     for (size_t j = 0; j < i; ++j) {
-      if (s.candidates[j] == name) {
-        throw std::invalid_argument("auto candidate '" + name + "' is listed twice");
+      if (s.candidates[j] == candidate.value()) {
+        throw std::invalid_argument("auto candidate '" + std::string(candidate.name()) +
+                                    "' is listed twice");
       }
     }
   }

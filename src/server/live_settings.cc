@@ -85,9 +85,16 @@ AutoField Field(std::string_view name) {
 const std::vector<AutoField>& AutoFields() {
   using S = memory::AutoSettings;
   static const std::vector<AutoField> fields = {
-      AutoField{"candidates", [](const S& s) { return Join(s.candidates); },
-                [](S* s, std::string_view text) {
+      AutoField{"candidates",
+                [](const S& s) {
                   std::vector<std::string> names;
+                  for (const auto& candidate : s.candidates) {
+                    names.emplace_back(candidate.name());
+                  }
+                  return Join(names);
+                },
+                [](S* s, std::string_view text) {
+                  std::vector<NamedEnum<memory::MemoryMode>> names;
                   size_t start = 0;
                   while (start <= text.size()) {
                     const size_t comma = std::min(text.find(',', start), text.size());

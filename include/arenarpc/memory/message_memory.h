@@ -112,8 +112,10 @@ struct ReuseSettings {
 ARENARPC_DEPRECATED_FIELDS_BEGIN
 struct AutoSettings {
   // The first one serves a method until its first trial ends, and whenever no call can be
-  // measured (handlers that finish their calls on another thread).
-  std::vector<std::string> candidates = {"paged", "reuse", "arena", "heap"};
+  // measured (handlers that finish their calls on another thread). Built-in modes, or their
+  // names ("paged", ...); not kAuto, none twice.
+  std::vector<NamedEnum<MemoryMode>> candidates = {MemoryMode::kPaged, MemoryMode::kReuse,
+                                                   MemoryMode::kArena, MemoryMode::kHeap};
   // First calls of each candidate's turn, not counted: from its 8th call on, a candidate's call
   // cost what the same call costs it alone within 3 % (bench/micro/trial_turn_bench).
   uint32_t warmup_calls = 16;
