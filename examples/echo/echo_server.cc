@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <stdexcept>
 #include <string>
 
 #include "arenarpc/memory/message_memory.h"
@@ -299,10 +298,9 @@ int main(int argc, char** argv) {
   options.memory.automatic.max_held_ratio = FLAGS_auto_max_held_ratio;
   options.memory.arena.start_block_size = FLAGS_arena_start_block_size;
   options.memory.arena.max_block_size = FLAGS_arena_max_block_size;
-  try {
-    arenarpc::memory::ValidateMemoryOptions(options.memory);  // cross-field rules live there
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "echo_server: invalid memory options: %s\n", e.what());
+  // Cross-field rules live there.
+  if (std::string error; arenarpc::memory::ValidateMemoryOptions(options.memory, &error) != 0) {
+    std::fprintf(stderr, "echo_server: invalid memory options: %s\n", error.c_str());
     return 2;
   }
 

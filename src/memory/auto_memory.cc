@@ -215,7 +215,7 @@ std::shared_ptr<MessageMemory> MakeAutoMemory(
 std::shared_ptr<MessageMemory> MakeAutoMemory(const MemoryOptions& options) {
   std::vector<std::shared_ptr<MessageMemory>> candidates;
   for (const NamedEnum<MemoryMode>& candidate : options.automatic.candidates) {
-    candidates.push_back(MakeMessageMemory(candidate.value(), options));
+    candidates.push_back(MakeMessageMemory(candidate.value(), options, nullptr));  // validated
   }
   return MakeAutoMemory(std::move(candidates), options.automatic);
 }

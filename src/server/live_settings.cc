@@ -298,10 +298,12 @@ std::shared_ptr<memory::MessageMemory> LiveSettings::StrategyFor(const std::stri
   auto& strategy = strategies_[mode];
   if (!strategy) {
     try {
-      strategy = memory::MakeMessageMemory(mode, memory_);
-    } catch (const std::exception& e) {
-      strategies_.erase(mode);
+      strategy = memory::MakeMessageMemory(mode, memory_, error);
+    } catch (const std::exception& e) {  // a strategy's own resources (std::bad_alloc)
       *error = e.what();
+    }
+    if (!strategy) {
+      strategies_.erase(mode);
       return nullptr;
     }
   }
@@ -376,12 +378,11 @@ SetVerdict LiveSettings::SetAutoSetting(ServerConfig& config, std::string_view f
   }
   std::shared_ptr<memory::MessageMemory> fresh;
   try {
-    memory::ValidateAutoSettings(next.automatic);
-    fresh = memory::MakeMessageMemory("auto", next);
-  } catch (const std::exception& e) {
+    fresh = memory::MakeMessageMemory(memory::MemoryMode::kAuto, next, error);
+  } catch (const std::exception& e) {  // a strategy's own resources (std::bad_alloc)
     *error = e.what();
-    return SetVerdict::kInvalid;
   }
+  if (!fresh) return SetVerdict::kInvalid;
   // The methods "auto" (made from the settings) serves move to one made with the new settings.
   const auto old_it = strategies_.find("auto");
   const std::shared_ptr<memory::MessageMemory> old =

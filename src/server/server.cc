@@ -219,10 +219,8 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
     return Fail("stop_deadline=" + std::to_string(options.stop_deadline.count()) +
                 "ms is invalid (expected 0 .. 2147483647 ms)");
   }
-  try {
-    memory::ValidateMemoryOptions(options.memory);
-  } catch (const std::exception& e) {
-    return Fail(std::string("memory options are invalid: ") + e.what());
+  if (std::string error; memory::ValidateMemoryOptions(options.memory, &error) != 0) {
+    return Fail("memory options are invalid: " + error);
   }
   auto check_method = [&](std::string_view option, const std::string& method) {
     if (state->config.registry.FindMethod(method) != nullptr) return 0;
@@ -252,11 +250,15 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
                           const std::string& where) -> std::shared_ptr<memory::MessageMemory> {
     auto& strategy = state->config.strategies[mode];
     if (!strategy) {
+      std::string error;
       try {
-        strategy = memory::MakeMessageMemory(mode, options.memory);
-      } catch (const std::exception& e) {
+        strategy = memory::MakeMessageMemory(mode, options.memory, &error);
+      } catch (const std::exception& e) {  // a strategy's own resources (std::bad_alloc)
+        error = e.what();
+      }
+      if (!strategy) {
         state->config.strategies.erase(mode);
-        Fail(where + "=" + Quoted(mode) + " is invalid: " + e.what());
+        Fail(where + "=" + Quoted(mode) + " is invalid: " + error);
         return nullptr;
       }
     }

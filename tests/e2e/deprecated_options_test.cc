@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -106,12 +105,16 @@ TEST(DeprecatedServerOptions, SetTheyAreValidatedUnderTheNewName) {
 TEST(DeprecatedMemoryOptions, RecheckIntervalMsWinsWhenSet) {
   memory::AutoSettings settings;
   settings.recheck_interval = milliseconds(0);  // invalid
-  EXPECT_THROW(memory::ValidateAutoSettings(settings), std::invalid_argument);
+  std::string error;
+  EXPECT_EQ(-1, memory::ValidateAutoSettings(settings, &error));
+  EXPECT_NE(std::string::npos, error.find("recheck_interval=0ms")) << error;
   settings.recheck_interval_ms = 5;  // set: replaces it
-  EXPECT_NO_THROW(memory::ValidateAutoSettings(settings));
+  error.clear();
+  EXPECT_EQ(0, memory::ValidateAutoSettings(settings, &error)) << error;
   memory::MemoryOptions options;
   options.automatic = settings;
-  EXPECT_NE(nullptr, memory::MakeMessageMemory(memory::MemoryMode::kAuto, options));
+  EXPECT_NE(nullptr, memory::MakeMessageMemory(memory::MemoryMode::kAuto, options, &error))
+      << error;
 }
 
 TEST(DeprecatedChannelOptions, SetTheyWinOverTheDurations) {

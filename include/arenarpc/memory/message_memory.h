@@ -44,7 +44,8 @@ struct ArenaSettings {
 };
 // Process-wide defaults, read when a strategy is created without explicit settings.
 ArenaSettings DefaultArenaSettings();
-void SetDefaultArenaSettings(const ArenaSettings& settings);  // validates; throws invalid_argument
+// 0, or -1 with *error naming the setting (the defaults stay as they were).
+int SetDefaultArenaSettings(const ArenaSettings& settings, std::string* error);
 
 // Bounds of the reuse ("full reuse") strategy.
 struct ReuseSettings {
@@ -330,18 +331,40 @@ class MessageMemory {
   virtual void Trim() noexcept {}
 };
 
-// Creates a built-in strategy. Throws std::invalid_argument naming the setting for invalid
-// options.
-std::shared_ptr<MessageMemory> MakeMessageMemory(MemoryMode mode,
-                                                 const MemoryOptions& options = {});
-// The same by name ("heap", "arena", "paged", "reuse", "auto"); also throws for an unknown name,
-// listing the valid ones.
+// Set-up functions (docs/api-conventions.md, "Errors"): invalid options make them return nullptr
+// or -1 with a message naming the setting in *error (when `error` is not nullptr); they never
+// throw std::invalid_argument (std::bad_alloc when memory runs out).
+//
+// Creates a built-in strategy.
+std::shared_ptr<MessageMemory> MakeMessageMemory(MemoryMode mode, const MemoryOptions& options,
+                                                 std::string* error);
+// The same by name ("heap", "arena", "paged", "reuse", "auto"); an unknown name is an error that
+// lists the valid ones.
 std::shared_ptr<MessageMemory> MakeMessageMemory(std::string_view name,
-                                                 const MemoryOptions& options = {});
-// Validates options without building anything; throws std::invalid_argument naming the setting.
-void ValidateMemoryOptions(const MemoryOptions& options);
-void ValidateArenaSettings(const ArenaSettings& settings);  // start > 0, max >= start
-void ValidateReuseSettings(const ReuseSettings& settings);  // every bound >= 1
-void ValidateAutoSettings(const AutoSettings& settings);    // known candidates, bounds >= 1
+                                                 const MemoryOptions& options, std::string* error);
+// A built-in strategy with default options: cannot fail (nullptr only for a value cast into
+// MemoryMode that is none of its enumerators).
+std::shared_ptr<MessageMemory> MakeMessageMemory(MemoryMode mode);
+// Validates options without building anything: 0, or -1.
+int ValidateMemoryOptions(const MemoryOptions& options, std::string* error);
+int ValidateArenaSettings(const ArenaSettings& settings, std::string* error);  // 0 < start <= max
+int ValidateReuseSettings(const ReuseSettings& settings, std::string* error);  // bounds >= 1
+int ValidateAutoSettings(const AutoSettings& settings, std::string* error);  // candidates, bounds
+
+// The throwing spellings (std::invalid_argument naming the setting), deprecated for one release.
+[[deprecated("use MakeMessageMemory(mode, options, &error)")]] std::shared_ptr<MessageMemory>
+MakeMessageMemory(MemoryMode mode, const MemoryOptions& options);
+[[deprecated("use MakeMessageMemory(name, options, &error)")]] std::shared_ptr<MessageMemory>
+MakeMessageMemory(std::string_view name, const MemoryOptions& options = {});
+[[deprecated("use ValidateMemoryOptions(options, &error)")]] void ValidateMemoryOptions(
+    const MemoryOptions& options);
+[[deprecated("use SetDefaultArenaSettings(settings, &error)")]] void SetDefaultArenaSettings(
+    const ArenaSettings& settings);
+[[deprecated("use ValidateArenaSettings(settings, &error)")]] void ValidateArenaSettings(
+    const ArenaSettings& settings);
+[[deprecated("use ValidateReuseSettings(settings, &error)")]] void ValidateReuseSettings(
+    const ReuseSettings& settings);
+[[deprecated("use ValidateAutoSettings(settings, &error)")]] void ValidateAutoSettings(
+    const AutoSettings& settings);
 
 }  // namespace arenarpc::memory
