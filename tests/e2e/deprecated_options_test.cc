@@ -1,15 +1,18 @@
 // The deprecated spellings of renamed duration options (arenarpc/deprecated_option.h) for their
 // one release: unset they change nothing; set, they win over the duration that replaced them and
-// are validated as it is (Server::Start, Channel::Init, the "auto" strategy).
+// are validated as it is (Server::Start, Channel::Init, PartitionChannel::Init, the "auto"
+// strategy).
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "arenarpc/channel.h"
 #include "arenarpc/memory/message_memory.h"
+#include "arenarpc/partition_channel.h"
 #include "arenarpc/server.h"
 #include "test_service.h"
 
@@ -150,6 +153,28 @@ TEST(DeprecatedChannelOptions, SetTheyAreValidatedUnderTheNewName) {
     EXPECT_NE(std::string::npos, channel.last_error().find(c.expected))
         << "expected '" << c.expected << "' in: " << channel.last_error();
   }
+}
+
+// Through a PartitionChannel (whose Init reads the naming options before its partitions' Init).
+TEST(DeprecatedChannelOptions, PartitionChannelAppliesThemToo) {
+  class SlashParser : public PartitionParser {
+   public:
+    bool ParseFromTag(const std::string& tag, Partition* out) override {
+      return std::sscanf(tag.c_str(), "%d/%d", &out->index, &out->num_partition_kinds) == 2;
+    }
+  };
+  PartitionChannelOptions options;
+  options.naming_refresh_interval = milliseconds(0);  // invalid
+  options.naming_refresh_interval_ms = 100;           // set: replaces it
+  PartitionChannel channel;
+  EXPECT_EQ(0, channel.Init(1, new SlashParser, "list://127.0.0.1:1 1 0/1", "rr", &options))
+      << channel.last_error();
+  EXPECT_EQ(1, channel.partition_count());
+  options.naming_refresh_interval_ms = -3;
+  PartitionChannel invalid;
+  EXPECT_EQ(-1, invalid.Init(1, new SlashParser, "list://127.0.0.1:1 1 0/1", "rr", &options));
+  EXPECT_NE(std::string::npos, invalid.last_error().find("naming_refresh_interval=-3ms"))
+      << invalid.last_error();
 }
 
 }  // namespace
