@@ -150,9 +150,9 @@ int Main() {
       if (name == "reuse+keep") {
         memory::MemoryOptions options;
         options.reuse.keep_response_submessages = true;
-        run.memory = memory::MakeMessageMemory("reuse", options);
+        run.memory = memory::MakeMessageMemory("reuse", options, nullptr);
       } else {
-        run.memory = memory::MakeMessageMemory(name);
+        run.memory = memory::MakeMessageMemory(name, {}, nullptr);
       }
       run.method = run.memory->Bind(example::EchoRequest::default_instance(),
                                     example::EchoResponse::default_instance());

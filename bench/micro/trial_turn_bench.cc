@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   std::vector<std::shared_ptr<arenarpc::memory::MessageMemory>> strategies;
   std::vector<std::unique_ptr<MethodMemory>> methods;
   for (const std::string& name : names) {
-    strategies.push_back(arenarpc::memory::MakeMessageMemory(name));
+    strategies.push_back(arenarpc::memory::MakeMessageMemory(name, {}, nullptr));
     methods.push_back(strategies.back()->Bind(arenarpc::example::EchoRequest::default_instance(),
                                               arenarpc::example::EchoResponse::default_instance()));
   }

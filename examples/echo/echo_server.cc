@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
-#include <stdexcept>
 #include <string>
 
 #include "arenarpc/memory/message_memory.h"
@@ -52,6 +52,11 @@ bool CheckPositive(const char* flag, uint64_t v) {
 bool CheckAtLeastOne(const char* flag, int32_t v) {
   return v >= 1 || Fail(flag, "must be >= 1, got " + std::to_string(v));
 }
+// A duration option's default as its --x_ms flag spells it.
+int32_t FlagMs(std::chrono::milliseconds duration) {
+  return static_cast<int32_t>(duration.count());
+}
+
 bool CheckTimeout(const char* flag, int32_t v) {
   return v == -1 || v > 0 || Fail(flag, "must be -1 (never) or > 0, got " + std::to_string(v));
 }
@@ -162,16 +167,16 @@ DEFINE_uint64(max_body_size, arenarpc::ServerOptions{}.max_body_size,
 DEFINE_validator(max_body_size, &CheckPositive);
 DEFINE_int32(idle_timeout_sec, -1, "Close connections idle this long; -1 = never");
 DEFINE_validator(idle_timeout_sec, &CheckTimeout);
-DEFINE_int32(read_timeout_ms, arenarpc::ServerOptions{}.read_timeout_ms,
+DEFINE_int32(read_timeout_ms, FlagMs(arenarpc::ServerOptions{}.read_timeout),
              "Close a connection whose frame does not complete within this long; -1 = never");
 DEFINE_validator(read_timeout_ms, &CheckTimeout);
-DEFINE_int32(first_byte_timeout_ms, arenarpc::ServerOptions{}.first_byte_timeout_ms,
+DEFINE_int32(first_byte_timeout_ms, FlagMs(arenarpc::ServerOptions{}.first_byte_timeout),
              "Close a connection that sends nothing this long after it was accepted; -1 = never");
 DEFINE_validator(first_byte_timeout_ms, &CheckTimeout);
-DEFINE_int32(write_timeout_ms, arenarpc::ServerOptions{}.write_timeout_ms,
+DEFINE_int32(write_timeout_ms, FlagMs(arenarpc::ServerOptions{}.write_timeout),
              "Close a connection whose replies find no room in its socket this long; -1 = never");
 DEFINE_validator(write_timeout_ms, &CheckTimeout);
-DEFINE_int32(stop_deadline_ms, arenarpc::ServerOptions{}.stop_deadline_ms,
+DEFINE_int32(stop_deadline_ms, FlagMs(arenarpc::ServerOptions{}.stop_deadline),
              "On SIGINT/SIGTERM: how long calls in flight and unsent replies get");
 DEFINE_validator(stop_deadline_ms, &CheckNonNegative);
 DEFINE_int32(max_fibers, arenarpc::ServerOptions{}.max_fibers,
@@ -182,7 +187,7 @@ DEFINE_uint64(fiber_stack_size, arenarpc::ServerOptions{}.fiber_stack_size,
 DEFINE_string(registry_url, "",
               "Register in a registry while running, e.g. etcd://127.0.0.1:2379/services/echo "
               "(docs/cluster.md); empty = not registered");
-DEFINE_int32(registry_lease_ttl_ms, arenarpc::ServerOptions{}.registry_lease_ttl_ms,
+DEFINE_int32(registry_lease_ttl_ms, FlagMs(arenarpc::ServerOptions{}.registry_lease_ttl),
              "Registration lease: a crashed server disappears this long after it died");
 DEFINE_string(advertised_address, "", "ip:port to register (default: the listening address)");
 
@@ -261,14 +266,14 @@ int main(int argc, char** argv) {
   }
   options.max_body_size = FLAGS_max_body_size;
   options.idle_timeout_sec = FLAGS_idle_timeout_sec;
-  options.read_timeout_ms = FLAGS_read_timeout_ms;
-  options.first_byte_timeout_ms = FLAGS_first_byte_timeout_ms;
-  options.write_timeout_ms = FLAGS_write_timeout_ms;
-  options.stop_deadline_ms = FLAGS_stop_deadline_ms;
+  options.read_timeout = std::chrono::milliseconds(FLAGS_read_timeout_ms);
+  options.first_byte_timeout = std::chrono::milliseconds(FLAGS_first_byte_timeout_ms);
+  options.write_timeout = std::chrono::milliseconds(FLAGS_write_timeout_ms);
+  options.stop_deadline = std::chrono::milliseconds(FLAGS_stop_deadline_ms);
   options.max_fibers = FLAGS_max_fibers;
   options.fiber_stack_size = FLAGS_fiber_stack_size;
   options.registry_url = FLAGS_registry_url;
-  options.registry_lease_ttl_ms = FLAGS_registry_lease_ttl_ms;
+  options.registry_lease_ttl = std::chrono::milliseconds(FLAGS_registry_lease_ttl_ms);
   options.advertised_address = FLAGS_advertised_address;
   options.memory.page_size = FLAGS_page_size;
   options.memory.page_cache_capacity = FLAGS_page_cache_capacity;
@@ -293,10 +298,9 @@ int main(int argc, char** argv) {
   options.memory.automatic.max_held_ratio = FLAGS_auto_max_held_ratio;
   options.memory.arena.start_block_size = FLAGS_arena_start_block_size;
   options.memory.arena.max_block_size = FLAGS_arena_max_block_size;
-  try {
-    arenarpc::memory::ValidateMemoryOptions(options.memory);  // cross-field rules live there
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "echo_server: invalid memory options: %s\n", e.what());
+  // Cross-field rules live there.
+  if (std::string error; arenarpc::memory::ValidateMemoryOptions(options.memory, &error) != 0) {
+    std::fprintf(stderr, "echo_server: invalid memory options: %s\n", error.c_str());
     return 2;
   }
 

@@ -119,20 +119,22 @@ int main(int argc, char** argv) {
   if (!arenarpc::grpc_memory::ServiceMemory::IsValidMode(FLAGS_mode, &mode_error)) {
     return Fail("--mode: " + mode_error);
   }
-  std::unique_ptr<arenarpc::grpc_memory::ServiceMemory> memory;
   arenarpc::example::GrpcEchoServiceImpl service;
-  try {  // configuration errors (options, bindings) are std::invalid_argument with a message
-    memory = std::make_unique<arenarpc::grpc_memory::ServiceMemory>(FLAGS_mode, OptionsFromFlags());
+  // Configuration errors (options, bindings) come back as -1 / nullptr with a message.
+  std::string error;
+  std::unique_ptr<arenarpc::grpc_memory::ServiceMemory> memory =
+      arenarpc::grpc_memory::ServiceMemory::Create(FLAGS_mode, OptionsFromFlags(), &error);
+  if (memory != nullptr) {
     if (FLAGS_request_parse == "merge") {
       memory->Serve(service, "arenarpc.example.GrpcEchoService.Echo",
-                    &arenarpc::example::GrpcEchoServiceImpl::Echo);
+                    &arenarpc::example::GrpcEchoServiceImpl::Echo, &error);
     } else {
       service.SetMessageAllocatorFor_Echo(
-          memory->allocator<arenarpc::example::EchoRequest, arenarpc::example::EchoResponse>());
+          memory->allocator<arenarpc::example::EchoRequest, arenarpc::example::EchoResponse>(
+              &error));
     }
-  } catch (const std::invalid_argument& e) {
-    return Fail(std::string("--mode=") + FLAGS_mode + ": " + e.what());
   }
+  if (!error.empty()) return Fail(std::string("--mode=") + FLAGS_mode + ": " + error);
 
   ShutdownSignal shutdown_signal;  // before gRPC's threads exist, so they inherit the mask
   int port = 0;

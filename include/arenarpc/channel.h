@@ -32,6 +32,7 @@
 
 #include <google/protobuf/service.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -43,6 +44,7 @@
 #include "arenarpc/authenticator.h"
 #include "arenarpc/cluster/retry_policy.h"
 #include "arenarpc/controller.h"
+#include "arenarpc/deprecated_option.h"
 #include "arenarpc/interceptor.h"
 #include "arenarpc/named_enum.h"
 #include "arenarpc/tls_version.h"
@@ -103,6 +105,10 @@ struct EnumNames<ChannelProtocol> {
       {"h2:grpc", ChannelProtocol::kGrpc}};
 };
 
+ARENARPC_DEPRECATED_FIELDS_BEGIN
+
+// Durations are std::chrono durations, but for brpc's own fields (timeout_ms, connect_timeout_ms,
+// backup_request_ms: int64_t milliseconds).
 struct ChannelOptions {
   // Deadline of the whole call including retries; -1 = none. A Controller may override it.
   int64_t timeout_ms = 500;
@@ -158,9 +164,9 @@ struct ChannelOptions {
   size_t max_unwritten_bytes = 64u << 20;
   // A reply frame that started arriving must be complete within this long, and queued requests
   // must see the kernel accept some of their bytes within this long; else the connection is
-  // closed as stuck (its calls fail, unsent ones retry) and replaced. -1 = never.
-  int64_t read_timeout_ms = 10000;
-  int64_t write_timeout_ms = 10000;
+  // closed as stuck (its calls fail, unsent ones retry) and replaced. Negative = never.
+  std::chrono::milliseconds read_timeout{10000};
+  std::chrono::milliseconds write_timeout{10000};
   // A connection on which this many calls in a row timed out with no reply read in between is
   // closed as stuck and replaced (calls that time out together count once). 0 = never.
   int max_consecutive_timeouts = 3;
@@ -173,19 +179,21 @@ struct ChannelOptions {
   int64_t backup_request_ms = -1;
   // A server whose connect failed, whose connection broke or was closed as stuck is probed this
   // often until the probe succeeds; meanwhile calls avoid it. Once back, it gets new connections.
-  int64_t health_check_interval_ms = 3000;
+  // 1 ms .. 1 h.
+  std::chrono::milliseconds health_check_interval{3000};
   // brpc's health_check_path: empty = a probe succeeds when a TCP connect does; "/health" (any
   // path) = the probe also sends `GET <path> HTTP/1.1` and needs a 200 reply within
-  // health_check_timeout_ms, so a server that accepts but does not answer stays out.
+  // health_check_timeout, so a server that accepts but does not answer stays out.
   std::string health_check_path;
-  int64_t health_check_timeout_ms = 500;
+  std::chrono::milliseconds health_check_timeout{500};  // 1 ms .. 1 h
   // dns:// re-resolves this often; file:// checks its file this often (at most every 500 ms).
-  int64_t naming_refresh_interval_ms = 5000;
+  // 1 ms .. 1 h.
+  std::chrono::milliseconds naming_refresh_interval{5000};
   // Which failed attempts are retried; nullptr = DefaultDoRetry. Not owned.
   const RetryPolicy* retry_policy = nullptr;
   // brpc's enable_circuit_breaker: a server at least half of whose last 20 attempts failed
   // (error replies, timeouts, broken connections) leaves rotation and is probed like a server
-  // whose connection broke (back after health_check_interval_ms if it accepts connections).
+  // whose connection broke (back after health_check_interval if it accepts connections).
   bool enable_circuit_breaker = false;
 
   // --- TLS: every connection (and health probe) of the channel runs TLS when tls.enable.
@@ -196,7 +204,20 @@ struct ChannelOptions {
   // Run in this order before each call is sent (BeforeSend), and in reverse once it completed
   // (AfterReceive); docs/interceptors.md.
   std::vector<std::shared_ptr<const ClientInterceptor>> interceptors;
+
+  // --- deprecated spellings, for one release (arenarpc/deprecated_option.h): each one set wins
+  // over the duration that replaced it (integer milliseconds).
+  [[deprecated("use read_timeout")]] int64_t read_timeout_ms = kUnsetOption<int64_t>;
+  [[deprecated("use write_timeout")]] int64_t write_timeout_ms = kUnsetOption<int64_t>;
+  [[deprecated("use health_check_interval")]] int64_t health_check_interval_ms =
+      kUnsetOption<int64_t>;
+  [[deprecated("use health_check_timeout")]] int64_t health_check_timeout_ms =
+      kUnsetOption<int64_t>;
+  [[deprecated("use naming_refresh_interval")]] int64_t naming_refresh_interval_ms =
+      kUnsetOption<int64_t>;
 };
+
+ARENARPC_DEPRECATED_FIELDS_END
 
 // One server of a channel, as Channel::servers() reports it.
 struct ServerInfo {
@@ -220,7 +241,7 @@ struct ChannelStats {
   uint64_t servers_isolated = 0;   // servers taken out of rotation after a connection failure
   uint64_t servers_revived = 0;    // ... and put back after a successful probe
   uint64_t circuit_breaker_trips = 0;  // servers isolated by the circuit breaker
-  uint64_t stuck_connections = 0;  // connections closed as stuck (read/write_timeout_ms,
+  uint64_t stuck_connections = 0;  // connections closed as stuck (read/write_timeout,
                                    // max_consecutive_timeouts)
 };
 

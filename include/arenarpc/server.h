@@ -18,6 +18,7 @@
 // work after the reply was sent (two-phase completion); they return to their strategy when the
 // last handle is dropped.
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +28,7 @@
 #include "arenarpc/authenticator.h"
 #include "arenarpc/capture_options.h"
 #include "arenarpc/controller.h"
+#include "arenarpc/deprecated_option.h"
 #include "arenarpc/interceptor.h"
 #include "arenarpc/live_settings.h"
 #include "arenarpc/max_concurrency.h"
@@ -46,6 +48,8 @@ namespace arenarpc {
 
 enum ServiceOwnership { SERVER_OWNS_SERVICE, SERVER_DOESNT_OWN_SERVICE };
 
+ARENARPC_DEPRECATED_FIELDS_BEGIN
+
 // TLS on the server's port(s), next to clear text (docs/tls.md). The server tells a TLS
 // ClientHello from baidu_std and HTTP by its first bytes and serves both protocols inside TLS.
 struct ServerTlsOptions {
@@ -62,8 +66,12 @@ struct ServerTlsOptions {
   std::string ciphersuites;  // TLS 1.3 suites, e.g. "TLS_AES_128_GCM_SHA256"; empty = default
   // > 0: a new handshake checks the files' modification times at most this often and reloads
   // them when they changed (Server::ReloadTlsCertificates() does it at once). Connections already
-  // open keep the certificate they started with.
-  int reload_check_interval_ms = 0;
+  // open keep the certificate they started with. 0 = only ReloadTlsCertificates() reloads.
+  std::chrono::milliseconds reload_check_interval{0};
+
+  // Deprecated spelling, for one release (arenarpc/deprecated_option.h): wins when set.
+  [[deprecated("use reload_check_interval")]] int reload_check_interval_ms =
+      kUnsetOption<int>;
 };
 
 // Which built-in pages the main port serves (ServerOptions::main_port_pages).
@@ -143,22 +151,23 @@ struct ServerOptions {
   // learned per method); a call that would pass it gets ELIMIT at once. 0 = no bound.
   size_t max_inflight_message_memory = 1u << 30;
 
-  // --- timeouts
+  // --- timeouts: std::chrono durations (a negative one = never), but brpc's idle_timeout_sec
   int idle_timeout_sec = -1;           // close connections idle this long; -1 = never
   // A frame must arrive completely within this long of its first byte, or the connection is
-  // closed (slow senders). -1 = never.
-  int read_timeout_ms = 30000;
-  // A connection that sends no byte this long after it was accepted is closed. -1 = never.
-  int first_byte_timeout_ms = 10000;
+  // closed (slow senders).
+  std::chrono::milliseconds read_timeout{30000};
+  // A connection that sends no byte this long after it was accepted is closed.
+  std::chrono::milliseconds first_byte_timeout{10000};
   // A connection whose unsent replies find no room in its socket this long (the client does not
-  // read) is closed. -1 = never.
-  int write_timeout_ms = 30000;
+  // read) is closed.
+  std::chrono::milliseconds write_timeout{30000};
   // A gRPC streaming handler waiting in Read() for a client message this long gets false and
   // its call fails DEADLINE_EXCEEDED (the client's stream idle): its fiber and its
   // max_streaming_calls_per_connection slot are free again. 5 minutes, as Envoy's
-  // stream_idle_timeout. -1 = never.
-  int stream_idle_timeout_ms = 300000;
-  int stop_deadline_ms = 5000;         // Stop(): how long calls in flight and unsent replies get
+  // stream_idle_timeout.
+  std::chrono::milliseconds stream_idle_timeout{std::chrono::minutes(5)};
+  // Stop(): how long calls in flight and unsent replies get. >= 0.
+  std::chrono::milliseconds stop_deadline{5000};
 
   // --- fibers (docs/server.md, "Execution"): every handler runs on a fiber
   // Fibers alive at once (handlers running or waiting, and fibers they started); a call that
@@ -199,14 +208,15 @@ struct ServerOptions {
   // Request headers such pages may send beyond the built-in list (Content-Type, Authorization,
   // grpc-web's and Connect's own headers, traceparent); e.g. your metadata's names.
   std::vector<std::string> cors_allowed_headers;
-  // How long a browser may keep a preflight's answer (Access-Control-Max-Age), seconds.
-  int cors_max_age_sec = 7200;
+  // How long a browser may keep a preflight's answer (Access-Control-Max-Age; whole seconds).
+  std::chrono::seconds cors_max_age{7200};
   // --- registration in a registry (docs/cluster.md); needs the arenarpc::etcd component
   // "etcd://host:port[,host:port]/prefix": Start() puts "<prefix>/<advertised_address>" on a lease
   // and keeps it alive; Stop() deletes it first. Empty = not registered.
   std::string registry_url;
-  int registry_lease_ttl_ms = 10000;   // a crashed server's key expires this long after it died
-                                       // (etcd leases count whole seconds: rounded up)
+  // A crashed server's key expires this long after it died (etcd leases count whole seconds:
+  // rounded up).
+  std::chrono::milliseconds registry_lease_ttl{10000};
   // "ip:port" clients should use; empty = the listening address, with 0.0.0.0 / :: replaced by
   // the first IPv4 address of an interface that is up and not loopback (else 127.0.0.1).
   std::string advertised_address;
@@ -239,7 +249,19 @@ struct ServerOptions {
   // unary) into rotating dump files that arenarpc_press --replay plays. Off unless
   // capture.directory is set, here or by the ARENARPC_CAPTURE environment variable at Start().
   CaptureOptions capture;
+
+  // --- deprecated spellings, for one release (arenarpc/deprecated_option.h): each one set wins
+  // over the duration that replaced it (integer milliseconds, seconds for cors_max_age_sec).
+  [[deprecated("use read_timeout")]] int read_timeout_ms = kUnsetOption<int>;
+  [[deprecated("use first_byte_timeout")]] int first_byte_timeout_ms = kUnsetOption<int>;
+  [[deprecated("use write_timeout")]] int write_timeout_ms = kUnsetOption<int>;
+  [[deprecated("use stream_idle_timeout")]] int stream_idle_timeout_ms = kUnsetOption<int>;
+  [[deprecated("use stop_deadline")]] int stop_deadline_ms = kUnsetOption<int>;
+  [[deprecated("use cors_max_age")]] int cors_max_age_sec = kUnsetOption<int>;
+  [[deprecated("use registry_lease_ttl")]] int registry_lease_ttl_ms = kUnsetOption<int>;
 };
+
+ARENARPC_DEPRECATED_FIELDS_END
 
 class Server {
  public:
@@ -266,7 +288,7 @@ class Server {
   int internal_listen_port() const;        // the internal_port listening, else -1
 
   // Stops accepting, answers new requests with ELOGOFF (2003), lets calls in flight finish and
-  // writes every reply produced, then closes every connection; all within stop_deadline_ms (what
+  // writes every reply produced, then closes every connection; all within stop_deadline (what
   // is still unfinished then is dropped). Not from a handler. Idempotent.
   int Stop();
   int Stop(int /*closewait_ms*/) { return Stop(); }  // brpc's shape; brpc ignores it too

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <memory>
+#include <utility>
 
 #include "arenarpc/controller.h"
 #include "arenarpc/error_codes.h"
 #include "call/interceptor_chain.h"
+#include "client/deprecated_channel_options.h"
 #include "client/option_checks.h"
 #include "client/channel_core.h"
 #include "client/client_call.h"
@@ -77,22 +79,16 @@ std::string ValidateOptions(const ChannelOptions& o) {
   if (o.backup_request_ms <= 0 && o.backup_request_ms != -1) {
     return "backup_request_ms=" + std::to_string(o.backup_request_ms) + " must be > 0 or -1 (off)";
   }
-  if (o.health_check_interval_ms < 1 || o.health_check_interval_ms > 3600000) {
-    return "health_check_interval_ms=" + std::to_string(o.health_check_interval_ms) +
-           " must be in [1, 3600000]";
-  }
-  if (o.naming_refresh_interval_ms < 1 || o.naming_refresh_interval_ms > 3600000) {
-    return "naming_refresh_interval_ms=" + std::to_string(o.naming_refresh_interval_ms) +
-           " must be in [1, 3600000]";
+  for (const auto& [name, value] :
+       {std::pair<const char*, std::chrono::milliseconds>{"health_check_interval",
+                                                          o.health_check_interval},
+        {"health_check_timeout", o.health_check_timeout},
+        {"naming_refresh_interval", o.naming_refresh_interval}}) {
+    if (auto e = client::CheckInterval(name, value); !e.empty()) return e;
   }
   if (o.max_unwritten_bytes == 0) return "max_unwritten_bytes=0 must be >= 1";
-  if (auto e = client::CheckTimeoutMs("read_timeout_ms", o.read_timeout_ms, "never"); !e.empty()) {
-    return e;
-  }
-  if (auto e = client::CheckTimeoutMs("write_timeout_ms", o.write_timeout_ms, "never");
-      !e.empty()) {
-    return e;
-  }
+  if (auto e = client::CheckStuckTimeout("read_timeout", o.read_timeout); !e.empty()) return e;
+  if (auto e = client::CheckStuckTimeout("write_timeout", o.write_timeout); !e.empty()) return e;
   if (o.max_consecutive_timeouts < 0) {
     return "max_consecutive_timeouts=" + std::to_string(o.max_consecutive_timeouts) +
            " must be >= 0 (0 = never)";
@@ -103,10 +99,6 @@ std::string ValidateOptions(const ChannelOptions& o) {
        o.health_check_path.find_first_of(" \r\n") != std::string::npos)) {
     return "health_check_path=\"" + o.health_check_path +
            "\" must start with '/' and contain no blank or line break";
-  }
-  if (o.health_check_timeout_ms < 1 || o.health_check_timeout_ms > 3600000) {
-    return "health_check_timeout_ms=" + std::to_string(o.health_check_timeout_ms) +
-           " must be in [1, 3600000]";
   }
   return {};
 }
@@ -162,6 +154,7 @@ bool Channel::CheckInit(const ChannelOptions* options, ChannelOptions* effective
     return false;
   }
   *effective = options != nullptr ? *options : ChannelOptions{};
+  client::ApplyDeprecatedSpellings(effective);
   if (std::string error = ValidateOptions(*effective); !error.empty()) {
     last_error_ = "invalid ChannelOptions: " + error;
     return false;
@@ -209,7 +202,7 @@ int Channel::InitCluster(std::string_view naming_url, std::string_view load_bala
     return -1;
   }
   cluster::NamingOptions naming_options;
-  naming_options.refresh_interval = std::chrono::milliseconds(effective.naming_refresh_interval_ms);
+  naming_options.refresh_interval = effective.naming_refresh_interval;
   std::unique_ptr<cluster::NamingService> naming =
       cluster::MakeNamingService(naming_url, naming_options, &error);
   if (!naming) {

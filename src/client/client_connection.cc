@@ -162,12 +162,14 @@ void ClientConnection::ArmWatchdog(bool fast) {
   const ChannelOptions& options = core_->options();
   // A quarter of the shortest timeout (at most 1 s); 1 ms while requests wait for the window.
   int64_t period_ms = 1000;
-  for (int64_t timeout_ms : {options.read_timeout_ms, options.write_timeout_ms}) {
-    if (timeout_ms > 0) period_ms = std::min(period_ms, std::max<int64_t>(timeout_ms / 4, 1));
+  for (std::chrono::milliseconds timeout : {options.read_timeout, options.write_timeout}) {
+    if (timeout.count() > 0) {
+      period_ms = std::min(period_ms, std::max<int64_t>(timeout.count() / 4, 1));
+    }
   }
   if (fast) {
     period_ms = 1;
-  } else if (options.read_timeout_ms <= 0 && options.write_timeout_ms <= 0) {
+  } else if (options.read_timeout.count() <= 0 && options.write_timeout.count() <= 0) {
     return;  // nothing to watch
   }
   const auto at = Clock::now() + std::chrono::milliseconds(period_ms);
@@ -188,10 +190,10 @@ void ClientConnection::OnWatchdog() {
   const ChannelOptions& options = core_->options();
   const Clock::time_point now = Clock::now();
   const Clock::time_point partial_since = session_->partial_reply_since();
-  if (options.read_timeout_ms > 0 && partial_since != Clock::time_point{} &&
-      now - partial_since > std::chrono::milliseconds(options.read_timeout_ms)) {
-    CloseStuck("a reply frame stayed incomplete for more than read_timeout_ms=" +
-               std::to_string(options.read_timeout_ms));
+  if (options.read_timeout.count() > 0 && partial_since != Clock::time_point{} &&
+      now - partial_since > options.read_timeout) {
+    CloseStuck("a reply frame stayed incomplete for more than read_timeout=" +
+               std::to_string(options.read_timeout.count()) + "ms");
     return;
   }
   const uint64_t written = connection_->bytes_written();
@@ -202,10 +204,10 @@ void ClientConnection::OnWatchdog() {
     write_progress_at_ = {};
   } else if (write_progress_at_ == Clock::time_point{} || written != last_written_) {
     write_progress_at_ = now;
-  } else if (options.write_timeout_ms > 0 &&
-             now - write_progress_at_ > std::chrono::milliseconds(options.write_timeout_ms)) {
-    CloseStuck("the server accepted no byte of its requests for more than write_timeout_ms=" +
-               std::to_string(options.write_timeout_ms));
+  } else if (options.write_timeout.count() > 0 &&
+             now - write_progress_at_ > options.write_timeout) {
+    CloseStuck("the server accepted no byte of its requests for more than write_timeout=" +
+               std::to_string(options.write_timeout.count()) + "ms");
     return;
   }
   last_written_ = written;

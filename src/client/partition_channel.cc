@@ -2,6 +2,7 @@
 
 #include "arenarpc/controller.h"
 #include "arenarpc/error_codes.h"
+#include "client/deprecated_channel_options.h"
 #include "client/fanout_support.h"
 #include "cluster/naming_service.h"
 #include "cluster/partition_naming.h"
@@ -19,7 +20,8 @@ int PartitionChannel::Init(int num_partition_kinds, PartitionParser* partition_p
                            const char* naming_service_url, const char* load_balancer_name,
                            const PartitionChannelOptions* options) {
   parser_.reset(partition_parser);
-  const PartitionChannelOptions effective = options != nullptr ? *options : PartitionChannelOptions{};
+  PartitionChannelOptions effective = options != nullptr ? *options : PartitionChannelOptions{};
+  client::ApplyDeprecatedSpellings(&effective);
   // The mapper and merger are the channel's from here on, whatever happens below.
   std::unique_ptr<CallMapper> mapper(effective.call_mapper);
   std::unique_ptr<ResponseMerger> merger(effective.response_merger);
@@ -33,8 +35,7 @@ int PartitionChannel::Init(int num_partition_kinds, PartitionParser* partition_p
   }
   std::string error;
   cluster::NamingOptions naming_options;
-  naming_options.refresh_interval =
-      std::chrono::milliseconds(effective.naming_refresh_interval_ms);
+  naming_options.refresh_interval = effective.naming_refresh_interval;
   std::unique_ptr<cluster::NamingService> source =
       cluster::MakeNamingService(naming_service_url, naming_options, &error);
   if (!source) {

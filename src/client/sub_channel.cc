@@ -66,7 +66,7 @@ void SubChannel::Isolate() {
 
 void SubChannel::ScheduleProbe(const std::shared_ptr<Probe>& probe) {
   if (closed()) return;
-  probe->timer.expires_after(std::chrono::milliseconds(core_->options().health_check_interval_ms));
+  probe->timer.expires_after(core_->options().health_check_interval);
   probe->timer.async_wait([weak = weak_from_this(), probe](const asio::error_code& error) {
     auto self = weak.lock();
     if (!error && self) self->RunProbe(probe);
@@ -109,7 +109,7 @@ void SubChannel::RunProbe(const std::shared_ptr<Probe>& probe) {
 
 void SubChannel::ProbeHttp(const std::shared_ptr<Probe>& probe) {
   const ChannelOptions& options = core_->options();
-  probe->timer.expires_after(std::chrono::milliseconds(options.health_check_timeout_ms));
+  probe->timer.expires_after(options.health_check_timeout);
   probe->timer.async_wait([probe](const asio::error_code& error) {
     if (error) return;
     asio::error_code ignored;
@@ -166,7 +166,7 @@ void SubChannel::ProbeTls(const std::shared_ptr<Probe>& probe) {
   }
   probe->request_sent = false;
   probe->reply.clear();
-  probe->timer.expires_after(std::chrono::milliseconds(options.health_check_timeout_ms));
+  probe->timer.expires_after(options.health_check_timeout);
   probe->timer.async_wait([probe](const asio::error_code& error) {
     if (error) return;
     asio::error_code ignored;

@@ -1,8 +1,8 @@
 #pragma once
 // SubChannel: one server of a channel — its address, its connections (a ConnectionManager) and,
 // in a cluster channel, its health: a server whose connect fails, whose connection breaks or is
-// closed as stuck leaves the rotation and is probed every health_check_interval_ms — a TCP
-// connect, plus `GET health_check_path` answered with 200 within health_check_timeout_ms when
+// closed as stuck leaves the rotation and is probed every health_check_interval — a TCP
+// connect, plus `GET health_check_path` answered with 200 within health_check_timeout when
 // that option is set — until a probe passes; then its old connections are closed so that calls
 // get fresh ones. A single-server channel has exactly one, never taken out of rotation.
 

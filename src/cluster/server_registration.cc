@@ -73,10 +73,11 @@ std::unique_ptr<ServerRegistration> MakeServerRegistration(std::string_view url,
   return factory(url.substr(separator + 3), info, error);
 }
 
-std::string ValidateRegistrationOptions(int lease_ttl_ms, int weight, std::string_view tag) {
-  if (lease_ttl_ms < 1000 || lease_ttl_ms > 86400 * 1000) {
-    return "registry_lease_ttl_ms=" + std::to_string(lease_ttl_ms) +
-           " is invalid (expected 1000..86400000)";
+std::string ValidateRegistrationOptions(std::chrono::milliseconds lease_ttl, int weight,
+                                       std::string_view tag) {
+  if (lease_ttl < std::chrono::seconds(1) || lease_ttl > std::chrono::hours(24)) {
+    return "registry_lease_ttl=" + std::to_string(lease_ttl.count()) +
+           " ms is invalid (expected 1 s .. 24 h)";
   }
   if (weight < 1 || weight > kMaxServerWeight) {
     return "registry_weight=" + std::to_string(weight) + " is invalid (expected 1.." +

@@ -3,6 +3,7 @@
 // publishes the address and keeps it alive; Stop removes it. The scheme of the URL picks the
 // implementation; the etcd component registers "etcd".
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,9 +39,12 @@ std::unique_ptr<ServerRegistration> MakeServerRegistration(std::string_view url,
                                                            std::string* error);
 
 // ServerOptions' registry_* values: empty if valid, else a message naming the option.
-std::string ValidateRegistrationOptions(int lease_ttl_ms, int weight, std::string_view tag);
-// The registry's lease in whole seconds (etcd's unit), rounded up.
-constexpr int LeaseTtlSeconds(int lease_ttl_ms) { return (lease_ttl_ms + 999) / 1000; }
+std::string ValidateRegistrationOptions(std::chrono::milliseconds lease_ttl, int weight,
+                                       std::string_view tag);
+// The registry's lease in whole seconds (etcd's unit), rounded up; lease_ttl is validated.
+constexpr int LeaseTtlSeconds(std::chrono::milliseconds lease_ttl) {
+  return static_cast<int>(std::chrono::ceil<std::chrono::seconds>(lease_ttl).count());
+}
 
 // "ip:port" to advertise for a server listening on `listening`: itself, or for an unspecified
 // address (0.0.0.0, ::) the first IPv4 address of an interface that is up and not loopback,

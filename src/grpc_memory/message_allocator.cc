@@ -31,12 +31,23 @@ HolderStats MethodAllocatorCore::holder_stats() const noexcept {
 }
 
 std::shared_ptr<memory::MessageMemory> MakeStrategy(std::string_view mode,
-                                                    const memory::MemoryOptions& options) {
+                                                    const memory::MemoryOptions& options,
+                                                    std::string* error) {
   if (IsDefaultMode(mode)) {
-    throw std::invalid_argument(
-        "arenarpc::grpc_memory: mode 'default' is gRPC's own allocation and has no strategy");
+    if (error != nullptr) {
+      *error = "arenarpc::grpc_memory: mode 'default' is gRPC's own allocation and has no strategy";
+    }
+    return nullptr;
   }
-  return memory::MakeMessageMemory(mode, options);
+  return memory::MakeMessageMemory(mode, options, error);
+}
+
+std::shared_ptr<memory::MessageMemory> MakeStrategy(std::string_view mode,
+                                                    const memory::MemoryOptions& options) {
+  std::string error;
+  std::shared_ptr<memory::MessageMemory> strategy = MakeStrategy(mode, options, &error);
+  if (strategy == nullptr) throw std::invalid_argument(error);
+  return strategy;
 }
 
 }  // namespace arenarpc::grpc_memory

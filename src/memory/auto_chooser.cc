@@ -145,8 +145,8 @@ AutoChooser::Step AutoChooser::CheckRecheck(int64_t now_ms) {
     StartTrial("confirmation once warm");
   } else if (calls_since_ >= settings_.recheck_calls) {
     StartTrial("periodic recheck (" + std::to_string(settings_.recheck_calls) + " calls)");
-  } else if (now_ms - decided_ms_ >= int64_t{settings_.recheck_interval_ms}) {
-    StartTrial("periodic recheck (" + std::to_string(settings_.recheck_interval_ms) + " ms)");
+  } else if (now_ms - decided_ms_ >= settings_.recheck_interval.count()) {
+    StartTrial("periodic recheck (" + std::to_string(settings_.recheck_interval.count()) + " ms)");
   } else {
     return Step::kNone;
   }

@@ -49,7 +49,7 @@ class AutoChooser {
   AutoChooser(std::vector<std::string> names, const AutoSettings& settings);
 
   Pick Next() noexcept;
-  // A measured call finished; `now_ms` is the wall clock (for recheck_interval_ms and the report).
+  // A measured call finished; `now_ms` is the wall clock (for recheck_interval and the report).
   Step Record(uint32_t candidate, const Measurement& m, int64_t now_ms);
   // A call picked for measurement could not be measured (it suspended or changed threads). Counts
   // toward the end of a trial, so that a trial ends even if no call can be measured.

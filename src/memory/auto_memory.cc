@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "memory/auto_chooser.h"
+#include "memory/deprecated_memory_options.h"
 #include "memory/free_memory_release.h"
 #include "memory/memory_stats_sum.h"
 #include "memory/strategies.h"
@@ -33,10 +34,18 @@ int64_t NowMs() noexcept {
       .count();
 }
 
+// The settings with their deprecated spelling applied (memory/deprecated_memory_options.h).
+AutoSettings Resolved(AutoSettings settings) {
+  ApplyDeprecatedSpellings(&settings);
+  return settings;
+}
+
 class AutoMemory final : public MessageMemory, public std::enable_shared_from_this<AutoMemory> {
  public:
   AutoMemory(std::vector<std::shared_ptr<MessageMemory>> candidates, const AutoSettings& settings)
-      : candidates_(std::move(candidates)), settings_(settings), users_(candidates_.size()) {}
+      : candidates_(std::move(candidates)),
+        settings_(Resolved(settings)),
+        users_(candidates_.size()) {}
 
   class Method final : public MethodMemory {
    public:
@@ -205,8 +214,8 @@ std::shared_ptr<MessageMemory> MakeAutoMemory(
 
 std::shared_ptr<MessageMemory> MakeAutoMemory(const MemoryOptions& options) {
   std::vector<std::shared_ptr<MessageMemory>> candidates;
-  for (const std::string& name : options.automatic.candidates) {
-    candidates.push_back(MakeMessageMemory(name, options));
+  for (const NamedEnum<MemoryMode>& candidate : options.automatic.candidates) {
+    candidates.push_back(MakeMessageMemory(candidate.value(), options, nullptr));  // validated
   }
   return MakeAutoMemory(std::move(candidates), options.automatic);
 }

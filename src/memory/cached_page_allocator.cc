@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "memory/option_errors.h"
 #include "memory/system_pages.h"
 
 namespace arenarpc::memory {
@@ -134,7 +135,7 @@ ThreadPageCache* FindCache(const std::shared_ptr<CachedPageAllocator::Core>& cor
 }  // namespace
 
 CachedPageAllocator::CachedPageAllocator(const PagePoolOptions& options) {
-  ValidatePagePoolOptions(options);
+  ThrowIfInvalid(PagePoolOptionsError(options));
   core_ = std::make_shared<Core>(options);
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "arenarpc/memory/cached_page_allocator.h"
+#include "memory/option_errors.h"
 #include "memory/system_pages.h"
 
 namespace arenarpc::memory {
@@ -48,24 +49,28 @@ class SystemPageAllocator final : public PageAllocator {
 
 }  // namespace
 
-void ValidatePageSize(size_t page_size) {
+std::string PageSizeError(size_t page_size) {
   if (page_size < kMinPageSize || page_size > kMaxPageSize || (page_size & (page_size - 1)) != 0) {
-    throw std::invalid_argument("page_size " + std::to_string(page_size) +
-                                " is invalid: it must be a power of two in [256, 1048576] bytes");
+    return "page_size " + std::to_string(page_size) +
+           " is invalid: it must be a power of two in [256, 1048576] bytes";
   }
+  return {};
 }
 
-void ValidatePagePoolOptions(const PagePoolOptions& options) {
-  ValidatePageSize(options.page_size);
+std::string PagePoolOptionsError(const PagePoolOptions& options) {
+  if (std::string error = PageSizeError(options.page_size); !error.empty()) return error;
   if (options.capacity_pages == 0) {
-    throw std::invalid_argument(
-        "capacity_pages must be >= 1 (use MakeSystemPageAllocator for a pool without cache)");
+    return "capacity_pages must be >= 1 (use MakeSystemPageAllocator for a pool without cache)";
   }
   if (options.thread_cache_pages > options.capacity_pages) {
-    throw std::invalid_argument(
-        "thread_cache_pages (" + std::to_string(options.thread_cache_pages) +
-        ") must not exceed capacity_pages (" + std::to_string(options.capacity_pages) + ")");
+    return "thread_cache_pages (" + std::to_string(options.thread_cache_pages) +
+           ") must not exceed capacity_pages (" + std::to_string(options.capacity_pages) + ")";
   }
+  return {};
+}
+
+int ValidatePagePoolOptions(const PagePoolOptions& options, std::string* error) {
+  return ReportError(PagePoolOptionsError(options), error);
 }
 
 void* AllocateSystemPage(size_t page_size) {
@@ -76,13 +81,27 @@ void FreeSystemPage(void* page, size_t page_size) noexcept {
   ::operator delete (page, page_size, std::align_val_t{kSystemPageAlignment});
 }
 
-std::unique_ptr<PageAllocator> MakeSystemPageAllocator(size_t page_size) {
-  ValidatePageSize(page_size);
+std::unique_ptr<PageAllocator> MakeSystemPageAllocator(size_t page_size, std::string* error) {
+  if (ReportError(PageSizeError(page_size), error) != 0) return nullptr;
   return std::make_unique<SystemPageAllocator>(page_size);
 }
 
-std::unique_ptr<PageAllocator> MakeCachedPageAllocator(const PagePoolOptions& options) {
+std::unique_ptr<PageAllocator> MakeCachedPageAllocator(const PagePoolOptions& options,
+                                                       std::string* error) {
+  if (ValidatePagePoolOptions(options, error) != 0) return nullptr;
   return std::make_unique<CachedPageAllocator>(options);
+}
+
+// The deprecated throwing spellings.
+void ValidatePagePoolOptions(const PagePoolOptions& options) {
+  ThrowIfInvalid(PagePoolOptionsError(options));
+}
+std::unique_ptr<PageAllocator> MakeSystemPageAllocator(size_t page_size) {
+  ThrowIfInvalid(PageSizeError(page_size));
+  return std::make_unique<SystemPageAllocator>(page_size);
+}
+std::unique_ptr<PageAllocator> MakeCachedPageAllocator(const PagePoolOptions& options) {
+  return std::make_unique<CachedPageAllocator>(options);  // throws as the constructor does
 }
 
 }  // namespace arenarpc::memory

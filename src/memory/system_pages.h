@@ -10,7 +10,5 @@ inline constexpr size_t kSystemPageAlignment = 64;
 
 void* AllocateSystemPage(size_t page_size);  // throws std::bad_alloc
 void FreeSystemPage(void* page, size_t page_size) noexcept;
-// Throws std::invalid_argument unless page_size is a power of two in [256 B, 1 MiB].
-void ValidatePageSize(size_t page_size);
 
 }  // namespace arenarpc::memory

@@ -17,7 +17,7 @@ memory::PageAllocator& DefaultIoPages() {
     options.page_size = 8192;       // one page holds a typical request or reply frame
     options.capacity_pages = 8192;  // at most 64 MiB of idle I/O pages stay cached
     options.thread_cache_pages = 64;
-    return memory::MakeCachedPageAllocator(options).release();
+    return memory::MakeCachedPageAllocator(options, nullptr).release();
   }();
   return *pages;
 }

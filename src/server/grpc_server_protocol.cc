@@ -614,10 +614,10 @@ int GrpcServerProtocol::StreamRead(int64_t key, net::BufferChain* message, int* 
   if (it == calls_.end() || !it->second.stream) return ECANCELED;
   const std::shared_ptr<StreamWaits> waits = it->second.stream;
   net::Connection& connection = *waits->connection;
-  // stream_idle_timeout_ms: the client sent nothing for that long while the handler waited.
-  const int idle_ms = state_.config.options.stream_idle_timeout_ms;
+  // stream_idle_timeout: the client sent nothing for that long while the handler waited.
+  const std::chrono::milliseconds idle = state_.config.options.stream_idle_timeout;
   const Clock::time_point idle_until =
-      idle_ms > 0 ? Clock::now() + std::chrono::milliseconds(idle_ms) : Clock::time_point::max();
+      idle.count() > 0 ? Clock::now() + idle : Clock::time_point::max();
   for (;;) {
     it = calls_.find(key);
     if (it == calls_.end() || it->second.canceled || connection.closed()) return ECANCELED;

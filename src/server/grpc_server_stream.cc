@@ -80,10 +80,10 @@ class ServerStream final : public GrpcServerStream {
                                            " is compressed without grpc-encoding");
     } else if (rc == ETIMEDOUT) {
       const std::string idle_ms =
-          std::to_string(protocol_.state().config.options.stream_idle_timeout_ms);
+          std::to_string(protocol_.state().config.options.stream_idle_timeout.count());
       controller().SetFailed(ERPCTIMEDOUT, "no request message for " + idle_ms +
-                                               " ms (server's stream_idle_timeout_ms=" + idle_ms +
-                                               ")");
+                                               " ms (server's stream_idle_timeout=" + idle_ms +
+                                               "ms)");
     }
     if (rc != 0) return false;
     GrpcStreamMessages fresh = NewMessages();

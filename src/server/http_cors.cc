@@ -33,7 +33,7 @@ void AddCorsPreflightHeaders(const ServerOptions& options, std::string_view allo
   headers->emplace_back("Access-Control-Allow-Origin", allow_origin);
   headers->emplace_back("Access-Control-Allow-Methods", "POST, GET, OPTIONS");
   headers->emplace_back("Access-Control-Allow-Headers", std::move(allowed));
-  headers->emplace_back("Access-Control-Max-Age", std::to_string(options.cors_max_age_sec));
+  headers->emplace_back("Access-Control-Max-Age", std::to_string(options.cors_max_age.count()));
   headers->emplace_back("Vary", "Origin");
 }
 

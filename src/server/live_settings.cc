@@ -85,9 +85,16 @@ AutoField Field(std::string_view name) {
 const std::vector<AutoField>& AutoFields() {
   using S = memory::AutoSettings;
   static const std::vector<AutoField> fields = {
-      AutoField{"candidates", [](const S& s) { return Join(s.candidates); },
-                [](S* s, std::string_view text) {
+      AutoField{"candidates",
+                [](const S& s) {
                   std::vector<std::string> names;
+                  for (const auto& candidate : s.candidates) {
+                    names.emplace_back(candidate.name());
+                  }
+                  return Join(names);
+                },
+                [](S* s, std::string_view text) {
+                  std::vector<NamedEnum<memory::MemoryMode>> names;
                   size_t start = 0;
                   while (start <= text.size()) {
                     const size_t comma = std::min(text.find(',', start), text.size());
@@ -102,7 +109,14 @@ const std::vector<AutoField>& AutoFields() {
       Field<&S::trial_block>("trial_block"),
       Field<&S::sample_every>("sample_every"),
       Field<&S::recheck_calls>("recheck_calls"),
-      Field<&S::recheck_interval_ms>("recheck_interval_ms"),
+      // A string has no unit: the flag spells it, in whole milliseconds.
+      AutoField{"recheck_interval_ms",
+                [](const S& s) { return std::to_string(s.recheck_interval.count()); },
+                [](S* s, std::string_view text) {
+                  const std::optional<int64_t> ms = ParseNumber<int64_t>(text);
+                  if (ms) s->recheck_interval = std::chrono::milliseconds(*ms);
+                  return ms.has_value();
+                }},
       Field<&S::shape_change>("shape_change"),
       Field<&S::rate_change>("rate_change"),
       Field<&S::switch_margin>("switch_margin"),
@@ -146,11 +160,12 @@ void AddFixed(const ServerOptions& o, std::vector<ServerSetting>* out) {
   line("max_request_memory", number(o.max_request_memory));
   line("max_inflight_message_memory", number(o.max_inflight_message_memory));
   line("idle_timeout_sec", number(o.idle_timeout_sec));
-  line("read_timeout_ms", number(o.read_timeout_ms));
-  line("first_byte_timeout_ms", number(o.first_byte_timeout_ms));
-  line("write_timeout_ms", number(o.write_timeout_ms));
-  line("stream_idle_timeout_ms", number(o.stream_idle_timeout_ms));
-  line("stop_deadline_ms", number(o.stop_deadline_ms));
+  // A string has no unit: durations are listed as flags spell them, in whole milliseconds.
+  line("read_timeout_ms", number(o.read_timeout.count()));
+  line("first_byte_timeout_ms", number(o.first_byte_timeout.count()));
+  line("write_timeout_ms", number(o.write_timeout.count()));
+  line("stream_idle_timeout_ms", number(o.stream_idle_timeout.count()));
+  line("stop_deadline_ms", number(o.stop_deadline.count()));
   line("max_fibers", number(o.max_fibers));
   line("max_fibers_per_connection", number(o.max_fibers_per_connection));
   line("max_streaming_fibers", number(o.max_streaming_fibers));
@@ -283,10 +298,12 @@ std::shared_ptr<memory::MessageMemory> LiveSettings::StrategyFor(const std::stri
   auto& strategy = strategies_[mode];
   if (!strategy) {
     try {
-      strategy = memory::MakeMessageMemory(mode, memory_);
-    } catch (const std::exception& e) {
-      strategies_.erase(mode);
+      strategy = memory::MakeMessageMemory(mode, memory_, error);
+    } catch (const std::exception& e) {  // a strategy's own resources (std::bad_alloc)
       *error = e.what();
+    }
+    if (!strategy) {
+      strategies_.erase(mode);
       return nullptr;
     }
   }
@@ -361,12 +378,11 @@ SetVerdict LiveSettings::SetAutoSetting(ServerConfig& config, std::string_view f
   }
   std::shared_ptr<memory::MessageMemory> fresh;
   try {
-    memory::ValidateAutoSettings(next.automatic);
-    fresh = memory::MakeMessageMemory("auto", next);
-  } catch (const std::exception& e) {
+    fresh = memory::MakeMessageMemory(memory::MemoryMode::kAuto, next, error);
+  } catch (const std::exception& e) {  // a strategy's own resources (std::bad_alloc)
     *error = e.what();
-    return SetVerdict::kInvalid;
   }
+  if (!fresh) return SetVerdict::kInvalid;
   // The methods "auto" (made from the settings) serves move to one made with the new settings.
   const auto old_it = strategies_.find("auto");
   const std::shared_ptr<memory::MessageMemory> old =

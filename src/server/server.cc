@@ -8,9 +8,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cstdlib>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -20,6 +20,7 @@
 #include "builtin/builtin_services.h"
 #include "capture/capture_settings.h"
 #include "server/grpc_builtin_services.h"
+#include "server/deprecated_server_options.h"
 #include "server/memory_mode_override.h"
 #include "cluster/server_registration.h"
 #include "net/endpoint.h"
@@ -84,6 +85,12 @@ std::string Quoted(std::string_view text) { return "'" + std::string(text) + "'"
 
 constexpr size_t kMinFiberStackSize = 16u << 10;
 
+// The runtime's clocks count int milliseconds; a negative timeout means never.
+constexpr std::chrono::milliseconds kMaxTimeout{std::numeric_limits<int>::max()};
+int TimeoutMs(std::chrono::milliseconds timeout) {
+  return timeout.count() < 0 ? -1 : static_cast<int>(timeout.count());
+}
+
 }  // namespace
 
 int Server::Impl::ValidateOptions(const ServerOptions& options) {
@@ -108,7 +115,7 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
   }
   if (!options.registry_url.empty()) {
     if (std::string error = cluster::ValidateRegistrationOptions(
-            options.registry_lease_ttl_ms, options.registry_weight, options.registry_tag);
+            options.registry_lease_ttl, options.registry_weight, options.registry_tag);
         !error.empty()) {
       return Fail(error);
     }
@@ -147,17 +154,14 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
                   std::to_string(low) + ".." + std::to_string(high) + ")");
     }
   }
-  if (options.read_timeout_ms == 0 || options.read_timeout_ms < -1) {
-    return Fail("read_timeout_ms=" + std::to_string(options.read_timeout_ms) +
-                " is invalid (expected -1 = never, or > 0)");
-  }
-  for (const auto& [name, value] : {std::pair<const char*, int>{"first_byte_timeout_ms",
-                                                                 options.first_byte_timeout_ms},
-                                    {"write_timeout_ms", options.write_timeout_ms},
-                                    {"stream_idle_timeout_ms", options.stream_idle_timeout_ms}}) {
-    if (value == 0 || value < -1) {
-      return Fail(std::string(name) + "=" + std::to_string(value) +
-                  " is invalid (expected -1 = never, or > 0)");
+  for (const auto& [name, value] :
+       {std::pair<const char*, std::chrono::milliseconds>{"read_timeout", options.read_timeout},
+        {"first_byte_timeout", options.first_byte_timeout},
+        {"write_timeout", options.write_timeout},
+        {"stream_idle_timeout", options.stream_idle_timeout}}) {
+    if (value.count() == 0 || value > kMaxTimeout) {
+      return Fail(std::string(name) + "=" + std::to_string(value.count()) +
+                  "ms is invalid (expected 1 ms .. 2147483647 ms, or negative = never)");
     }
   }
   if (options.idle_timeout_sec == 0 || options.idle_timeout_sec < -1) {
@@ -211,14 +215,12 @@ int Server::Impl::ValidateOptions(const ServerOptions& options) {
     return Fail("fiber_stack_size=" + std::to_string(options.fiber_stack_size) +
                 " is invalid (expected >= " + std::to_string(kMinFiberStackSize) + ")");
   }
-  if (options.stop_deadline_ms < 0) {
-    return Fail("stop_deadline_ms=" + std::to_string(options.stop_deadline_ms) +
-                " is invalid (expected >= 0)");
+  if (options.stop_deadline.count() < 0 || options.stop_deadline > kMaxTimeout) {
+    return Fail("stop_deadline=" + std::to_string(options.stop_deadline.count()) +
+                "ms is invalid (expected 0 .. 2147483647 ms)");
   }
-  try {
-    memory::ValidateMemoryOptions(options.memory);
-  } catch (const std::exception& e) {
-    return Fail(std::string("memory options are invalid: ") + e.what());
+  if (std::string error; memory::ValidateMemoryOptions(options.memory, &error) != 0) {
+    return Fail("memory options are invalid: " + error);
   }
   auto check_method = [&](std::string_view option, const std::string& method) {
     if (state->config.registry.FindMethod(method) != nullptr) return 0;
@@ -248,11 +250,15 @@ int Server::Impl::BindMethods(const ServerOptions& options) {
                           const std::string& where) -> std::shared_ptr<memory::MessageMemory> {
     auto& strategy = state->config.strategies[mode];
     if (!strategy) {
+      std::string error;
       try {
-        strategy = memory::MakeMessageMemory(mode, options.memory);
-      } catch (const std::exception& e) {
+        strategy = memory::MakeMessageMemory(mode, options.memory, &error);
+      } catch (const std::exception& e) {  // a strategy's own resources (std::bad_alloc)
+        error = e.what();
+      }
+      if (!strategy) {
         state->config.strategies.erase(mode);
-        Fail(where + "=" + Quoted(mode) + " is invalid: " + e.what());
+        Fail(where + "=" + Quoted(mode) + " is invalid: " + error);
         return nullptr;
       }
     }
@@ -304,9 +310,9 @@ void Server::Impl::OnAccept(asio::ip::tcp::socket socket, bool internal_port) {
   ServerState& s = *state;
   net::Connection::Options connection_options;
   connection_options.idle_timeout_sec = s.config.options.idle_timeout_sec;
-  connection_options.read_timeout_ms = s.config.options.read_timeout_ms;
-  connection_options.first_byte_timeout_ms = s.config.options.first_byte_timeout_ms;
-  connection_options.write_timeout_ms = s.config.options.write_timeout_ms;
+  connection_options.read_timeout_ms = TimeoutMs(s.config.options.read_timeout);
+  connection_options.first_byte_timeout_ms = TimeoutMs(s.config.options.first_byte_timeout);
+  connection_options.write_timeout_ms = TimeoutMs(s.config.options.write_timeout);
   connection_options.max_unwritten_bytes = s.config.options.max_unwritten_bytes;
   connection_options.read_pauses = &s.counters.read_pauses;
   auto served =
@@ -355,16 +361,15 @@ int Server::Start(std::string_view address, const ServerOptions& given_options) 
   }
   ServerState& state = *impl.state;
   if (state.config.registry.methods().empty()) return impl.Fail("Start: no service was added");
+  ServerOptions options = given_options;
+  server::ApplyDeprecatedSpellings(&options);
   // ARENARPC_MEMORY_MODE replaces every memory choice of the options (docs/memory.md).
-  std::optional<ServerOptions> overridden;
   if (const char* mode = std::getenv(server::kMemoryModeEnvironmentVariable);
       mode != nullptr && *mode != '\0') {
-    if (std::string error = server::OverrideMemoryMode(mode, &overridden.emplace(given_options));
-        !error.empty()) {
+    if (std::string error = server::OverrideMemoryMode(mode, &options); !error.empty()) {
       return impl.Fail("Start: " + error);
     }
   }
-  const ServerOptions& options = overridden ? *overridden : given_options;
   if (impl.ValidateOptions(options) != 0) return -1;
   // ServerOptions::capture, else the ARENARPC_CAPTURE environment variable (docs/capture.md).
   CaptureOptions capture_options = options.capture;
@@ -421,7 +426,7 @@ int Server::Start(std::string_view address, const ServerOptions& given_options) 
                        : options.advertised_address;
     info.weight = options.registry_weight;
     info.tag = options.registry_tag;
-    info.lease_ttl_s = cluster::LeaseTtlSeconds(options.registry_lease_ttl_ms);
+    info.lease_ttl_s = cluster::LeaseTtlSeconds(options.registry_lease_ttl);
     std::string error;
     impl.registration = cluster::MakeServerRegistration(options.registry_url, info, &error);
     if (!impl.registration || !impl.registration->Start(&error)) {
@@ -501,8 +506,7 @@ int Server::Stop() {
   }
 
   // Calls in flight may finish until the deadline; new requests already get ELOGOFF.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(state.config.options.stop_deadline_ms);
+  const auto deadline = std::chrono::steady_clock::now() + state.config.options.stop_deadline;
   state.admission.WaitIdle(deadline);
   const std::vector<std::shared_ptr<net::Connection>> open = state.connections.StartClosing();
   // Every reply produced so far is written before its connection closes, until the deadline.

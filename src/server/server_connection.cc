@@ -309,8 +309,9 @@ void ServerConnection::OnClosed(net::Connection& connection) {
     case net::CloseReason::kReadTimeout:
       state_->counters.connections_closed_read_timeout.fetch_add(1, std::memory_order_relaxed);
       state_->counters.timeout_log.Log("closing connection from " + connection.remote_side() +
-                                       ": a frame did not complete within read_timeout_ms=" +
-                                       std::to_string(state_->config.options.read_timeout_ms));
+                                       ": a frame did not complete within read_timeout=" +
+                                       std::to_string(state_->config.options.read_timeout.count()) +
+                                       "ms");
       break;
     case net::CloseReason::kFirstByteTimeout:
       state_->counters.connections_closed_first_byte_timeout.fetch_add(1,
@@ -321,8 +322,8 @@ void ServerConnection::OnClosed(net::Connection& connection) {
       state_->counters.timeout_log.Log(
           "closing connection from " + connection.remote_side() +
           ": its replies found no room in the socket (or, HTTP/2, in the client's flow-control "
-          "window) for write_timeout_ms=" +
-          std::to_string(state_->config.options.write_timeout_ms));
+          "window) for write_timeout=" +
+          std::to_string(state_->config.options.write_timeout.count()) + "ms");
       break;
     default:
       break;

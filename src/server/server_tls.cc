@@ -1,5 +1,7 @@
 #include "server/server_tls.h"
 
+#include <limits>
+
 #include "net/tls_session.h"
 #include "protocol/wire_protocol.h"
 #include "server/server_state.h"
@@ -26,15 +28,16 @@ std::shared_ptr<net::TlsContext> MakeServerTlsContext(const ServerTlsOptions& op
     if (!options.client_ca_file.empty()) *error = "tls.client_ca_file needs tls.cert_file and tls.key_file";
     return nullptr;
   }
-  if (options.reload_check_interval_ms < 0) {
-    *error = "tls.reload_check_interval_ms=" + std::to_string(options.reload_check_interval_ms) +
-             " is invalid (expected >= 0; 0 = only ReloadTlsCertificates())";
+  if (options.reload_check_interval.count() < 0 ||
+      options.reload_check_interval.count() > std::numeric_limits<int>::max()) {
+    *error = "tls.reload_check_interval=" + std::to_string(options.reload_check_interval.count()) +
+             " ms is invalid (expected 0 .. 2147483647 ms; 0 = only ReloadTlsCertificates())";
     return nullptr;
   }
   net::TlsConfig config = net::CommonTlsConfig(options, /*server=*/true);
   config.ca_file = options.client_ca_file;
   config.alpn = AlpnProtocols();
-  config.reload_check_interval_ms = options.reload_check_interval_ms;
+  config.reload_check_interval_ms = static_cast<int>(options.reload_check_interval.count());
   std::string build_error;
   auto context = net::TlsContext::Create(config, &build_error);
   if (!context) *error = "tls: " + build_error;

@@ -36,7 +36,7 @@ class PagesTest : public e2e::ServerTest {
   void SetUp() override {
     ServerOptions options;
     options.max_concurrency = 77;
-    options.read_timeout_ms = 4321;
+    options.read_timeout = std::chrono::milliseconds(4321);
     StartServer(options);
     AddObservabilityPages(&registry_, internal::ServerAccess::View(*server_),
                           internal::ServerAccess::Settings(*server_));

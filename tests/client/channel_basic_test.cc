@@ -414,7 +414,7 @@ TEST(Channel, ResponseIsParsedIntoTheCallersArena) {
 
   // The same with a paged arena from the memory engine.
   std::shared_ptr<memory::PageAllocator> pages =
-      memory::MakeCachedPageAllocator(memory::PagePoolOptions{});
+      memory::MakeCachedPageAllocator(memory::PagePoolOptions{}, nullptr);
   memory::PagedArenaFactory factory(pages);
   {
     memory::PagedArena paged(factory);

@@ -65,7 +65,8 @@ TEST(ChannelBounds, UnsentBytesPerConnectionAreBoundedWithEovercrowded) {
   Channel channel, good_channel;
   ChannelOptions options = TestOptions();
   options.max_unwritten_bytes = 1u << 20;
-  options.write_timeout_ms = -1;  // keep the stalled connection: this test is about the queue
+  // Keep the stalled connection: this test is about the queue.
+  options.write_timeout = std::chrono::milliseconds(-1);
   options.max_consecutive_timeouts = 0;
   ASSERT_EQ(channel.Init(stalled.address(), &options), 0);
   ChannelOptions good_options = TestOptions();
@@ -105,7 +106,7 @@ TEST(ChannelBounds, RequestsOfTimedOutOrCancelledCallsAreNotSent) {
                     FakeServer::Options{[&reading](int) { return reading.load(); }});
   Channel channel;
   ChannelOptions options = TestOptions();
-  options.write_timeout_ms = -1;
+  options.write_timeout = std::chrono::milliseconds(-1);
   options.max_consecutive_timeouts = 0;
   ASSERT_EQ(channel.Init(server.address(), &options), 0);
 
@@ -191,7 +192,7 @@ TEST(ChannelBounds, AReplyStalledMidFrameClosesTheConnectionAfterReadTimeout) {
   Channel channel;
   ChannelOptions options = TestOptions();
   options.timeout_ms = 5000;
-  options.read_timeout_ms = 200;
+  options.read_timeout = std::chrono::milliseconds(200);
   ASSERT_EQ(channel.Init(server.address(), &options), 0);
   EchoRequest request = Request("x");
   Controller cntl;
@@ -200,7 +201,7 @@ TEST(ChannelBounds, AReplyStalledMidFrameClosesTheConnectionAfterReadTimeout) {
   EXPECT_EQ(cntl.ErrorCode(), EFAILEDSOCKET) << cntl.ErrorText();
   EXPECT_NE(cntl.ErrorText().find("closed as stuck"), std::string::npos) << cntl.ErrorText();
   EXPECT_GE(cntl.latency_us(), 200'000);
-  EXPECT_LT(cntl.latency_us(), 2'000'000);  // read_timeout_ms + the watchdog's period, not 5 s
+  EXPECT_LT(cntl.latency_us(), 2'000'000);  // read_timeout + the watchdog's period, not 5 s
   Controller next;
   EchoService_Stub(&channel).Echo(&next, &request, &response, nullptr);
   EXPECT_FALSE(next.Failed()) << next.ErrorText();
@@ -213,7 +214,7 @@ TEST(ChannelBounds, ARequestTheServerNeverReadsIsRetriedOnANewConnectionAfterWri
   Channel channel;
   ChannelOptions options = TestOptions();
   options.timeout_ms = 10000;
-  options.write_timeout_ms = 1000;
+  options.write_timeout = std::chrono::milliseconds(1000);
   ASSERT_EQ(channel.Init(server.address(), &options), 0);
   Controller cntl;
   cntl.request_attachment().Append(std::string(KernelBufferBound() + (4u << 20), 'w'));
@@ -274,7 +275,7 @@ TEST(ChannelBounds, NewOptionsAreValidated) {
   EXPECT_EQ(channel.Init("127.0.0.1:1", &options), -1);
   EXPECT_NE(channel.last_error().find("max_unwritten_bytes"), std::string::npos);
   options = {};
-  options.read_timeout_ms = 0;
+  options.read_timeout = std::chrono::milliseconds(0);
   EXPECT_EQ(channel.Init("127.0.0.1:1", &options), -1);
   options = {};
   options.health_check_path = "health";

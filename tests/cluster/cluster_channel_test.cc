@@ -64,9 +64,9 @@ TEST_F(ClusterChannel, InitRejectsBadUrlsBalancersAndOptions) {
   EXPECT_EQ(channel.Init("list://127.0.0.1:1", "rr", &options), -1);
   EXPECT_NE(channel.last_error().find("backup_request_ms"), std::string::npos);
   options = ClusterOptions();
-  options.health_check_interval_ms = 0;
+  options.health_check_interval = std::chrono::milliseconds(0);
   EXPECT_EQ(channel.Init("list://127.0.0.1:1", "rr", &options), -1);
-  EXPECT_NE(channel.last_error().find("health_check_interval_ms"), std::string::npos);
+  EXPECT_NE(channel.last_error().find("health_check_interval"), std::string::npos);
   // The channel is still usable after failed Inits.
   options = ClusterOptions();
   EXPECT_EQ(channel.Init("list://127.0.0.1:1", "rr", &options), 0) << channel.last_error();
@@ -239,7 +239,7 @@ TEST_F(ClusterChannel, AStuckServerStaysOutOfRotationWithAnHttpHealthCheck) {
     options.timeout_ms = 100;
     options.max_consecutive_timeouts = 2;
     options.health_check_path = health_check_path;
-    options.health_check_timeout_ms = 100;
+    options.health_check_timeout = std::chrono::milliseconds(100);
     EXPECT_EQ(channel.Init(url.c_str(), "rr", &options), 0) << channel.last_error();
     int timeouts = 0;
     for (int i = 0; i < 6; ++i) timeouts += CallEcho(channel, "s").error_code == ERPCTIMEDOUT;
@@ -426,7 +426,7 @@ TEST_F(ClusterChannel, CircuitBreakerIsolatesAServerThatFailsItsCalls) {
     Channel channel;
     ChannelOptions options = ClusterOptions();
     options.enable_circuit_breaker = breaker;
-    options.health_check_interval_ms = 60000;  // isolated for the rest of the test
+    options.health_check_interval = std::chrono::minutes(1);  // isolated for the rest of the test
     EXPECT_EQ(channel.Init(ListUrl().c_str(), "rr", &options), 0) << channel.last_error();
     int failed = 0;
     for (int i = 0; i < 200; ++i) failed += CallEcho(channel, "cb").error_code != 0;

@@ -113,8 +113,8 @@ inline ChannelOptions ClusterOptions() {
   ChannelOptions options;
   options.timeout_ms = 2000;
   options.connect_timeout_ms = 200;
-  options.health_check_interval_ms = 50;
-  options.naming_refresh_interval_ms = 100;
+  options.health_check_interval = std::chrono::milliseconds(50);
+  options.naming_refresh_interval = std::chrono::milliseconds(100);
   return options;
 }
 

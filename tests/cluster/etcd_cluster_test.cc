@@ -229,7 +229,7 @@ class EtcdCluster : public ::testing::Test {
     ServerOptions options;
     options.num_threads = 2;
     options.registry_url = Url(query);
-    options.registry_lease_ttl_ms = ttl_s * 1000;
+    options.registry_lease_ttl = std::chrono::milliseconds(ttl_s * 1000);
     EXPECT_TRUE(server->Start(0, options));
     return server;
   }
@@ -286,9 +286,9 @@ TEST_F(EtcdCluster, BadUrlsAndUnreachableEtcdFailWithAMessage) {
   server_options.registry_url = dead;
   EXPECT_FALSE(server.Start(0, server_options, /*expect_success=*/false));
   EXPECT_NE(server.last_error().find("registry_url"), std::string::npos) << server.last_error();
-  server_options.registry_lease_ttl_ms = 999;
+  server_options.registry_lease_ttl = std::chrono::milliseconds(999);
   EXPECT_FALSE(server.Start(0, server_options, /*expect_success=*/false));
-  EXPECT_NE(server.last_error().find("registry_lease_ttl_ms=999"), std::string::npos)
+  EXPECT_NE(server.last_error().find("registry_lease_ttl=999 ms"), std::string::npos)
       << server.last_error();
 }
 

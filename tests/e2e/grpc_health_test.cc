@@ -12,7 +12,7 @@ class GrpcHealthTest : public GrpcBuiltinTest {};
 
 TEST_P(GrpcHealthTest, WatchSeesEachChangeThenNotServingOnStop) {
   ServerOptions options;
-  options.stop_deadline_ms = 10000;
+  options.stop_deadline = std::chrono::milliseconds(10000);
   StartStampServer(options);
   const std::string service = "arenarpc.e2e.reflected.StampService";
   BackgroundCommand watch(PythonClient(port_, "watch " + service));

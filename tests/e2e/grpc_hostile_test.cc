@@ -338,7 +338,7 @@ class GrpcHostileTest : public ServerTest {
   }
   // A server stream (`block`: its request headers) to a client that grants a 2 GiB window and
   // never reads: the connection holds at most max_unwritten_bytes (+ the message that crossed it
-  // + the last frames taken), write_timeout_ms closes it, the handler ends.
+  // + the last frames taken), write_timeout closes it, the handler ends.
   void PressNeverReadServerStream(const std::string& block);
   ServerOptions options_;
   int attackers_ = 1;            // connections attacking at once
@@ -785,11 +785,11 @@ TEST_P(GrpcHostileTest, EmptyMessagesNotReadAreChargedTheirOverhead) {
 
 // Server streaming to a client that grants a 2 GiB window and never reads: frames leave the
 // session only while the connection holds less than max_unwritten_bytes, the writer waits at
-// that bound, and write_timeout_ms closes the connection (it held 2.37 GB before).
+// that bound, and write_timeout closes the connection (it held 2.37 GB before).
 TEST_P(GrpcHostileTest, HugeWindowNeverReadIsBoundedByUnwrittenBytes) {
   GrpcStreamService streams(StreamService::descriptor());
   ASSERT_EQ(0, streams.AddMethod("ServerStream", EndlessServerStream));
-  options_.write_timeout_ms = 1000;
+  options_.write_timeout = std::chrono::milliseconds(1000);
   attack_replies_ = 64u << 10;  // the message that crosses the bound
   StartWithStreams(streams);
   const uint64_t rss_before = RssBytes();
@@ -808,12 +808,12 @@ TEST_P(GrpcHostileTest, HugeWindowNeverReadIsBoundedByUnwrittenBytes) {
 // unary body past max_body_size, grpc-web-text past its base64 bound, a Connect streaming
 // envelope whose length lies, each answered with its error on one connection; and a Connect
 // server stream to a client that grants a 2 GiB window and never reads, bounded by
-// max_unwritten_bytes and closed by write_timeout_ms — while the good client keeps 0 errors and
+// max_unwritten_bytes and closed by write_timeout — while the good client keeps 0 errors and
 // the process stays within the stated bound.
 TEST_P(GrpcHostileTest, BrowserProtocolsHostileInputOverHttp2) {
   GrpcStreamService streams(StreamService::descriptor());
   ASSERT_EQ(0, streams.AddMethod("ServerStream", EndlessServerStream));
-  options_.write_timeout_ms = 1000;
+  options_.write_timeout = std::chrono::milliseconds(1000);
   attack_replies_ = 64u << 10;
   StartWithStreams(streams);
   constexpr std::string_view kEcho = "/arenarpc.e2e.TestService/Echo";
@@ -863,9 +863,9 @@ TEST_P(GrpcHostileTest, BrowserProtocolsHostileInputOverHttp2) {
 }
 
 // Replies held behind windows that never open (8 connections, window 0, 4 MiB replies): the
-// flow-control stall runs the write_timeout_ms clock, and each connection is closed.
+// flow-control stall runs the write_timeout clock, and each connection is closed.
 TEST_P(GrpcHostileTest, RepliesHeldBehindAClosedWindowTimeOut) {
-  options_.write_timeout_ms = 500;
+  options_.write_timeout = std::chrono::milliseconds(500);
   options_.max_unwritten_bytes = 16u << 20;
   attackers_ = 8;
   attack_replies_ = 4u << 20;
@@ -890,7 +890,7 @@ TEST_P(GrpcHostileTest, RepliesHeldBehindAClosedWindowTimeOut) {
   std::printf("[ measured ] %d stalled connections closed after %lld ms\n", kConnections,
               static_cast<long long>(
                   std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
-  EXPECT_GE(took, std::chrono::milliseconds(options_.write_timeout_ms));
+  EXPECT_GE(took, std::chrono::milliseconds(options_.write_timeout));
   EXPECT_EQ(uint64_t{kConnections},
             StatSoon(&ServerStats::connections_closed_write_timeout, kConnections));
   EXPECT_TRUE(WaitFor([&] { return server_->GetServerStats().unwritten_held_bytes == 0; },
@@ -1097,14 +1097,14 @@ TEST_P(GrpcHostileTest, StreamingCallsPastTheConnectionsShareAreRefused) {
   StopWithStreams();
 }
 
-// stream_idle_timeout_ms: client-streaming calls whose clients send nothing are ended
+// stream_idle_timeout: client-streaming calls whose clients send nothing are ended
 // DEADLINE_EXCEEDED naming the option once a handler waited that long in Read(), and their
 // fibers and per-connection slots are free again; a streaming call whose client sends a message
 // more often than that goes on and ends OK; the good client keeps 0 errors meanwhile.
 TEST_P(GrpcHostileTest, IdleStreamingCallsAreEndedAfterTheStreamIdleTimeout) {
   GrpcStreamService streams(StreamService::descriptor());
   ASSERT_EQ(0, streams.AddMethod("ClientStream", ReadUntilTheClientEnds));
-  options_.stream_idle_timeout_ms = 300;
+  options_.stream_idle_timeout = std::chrono::milliseconds(300);
   constexpr int kConnections = 4, kCalls = 20;
   attackers_ = kConnections + 1;
   attack_fibers_ = kConnections * kCalls + 2;
@@ -1134,7 +1134,7 @@ TEST_P(GrpcHostileTest, IdleStreamingCallsAreEndedAfterTheStreamIdleTimeout) {
   EXPECT_TRUE(ReadAllUntil(idle, all_ended, std::chrono::seconds(10)));
   if (took == took.zero()) took = std::chrono::steady_clock::now() - started;
   EXPECT_EQ(kConnections * kCalls,
-            CountStatus(idle, kCalls, "4", "stream_idle_timeout_ms=300"));
+            CountStatus(idle, kCalls, "4", "stream_idle_timeout=300ms"));
   EXPECT_TRUE(ReadAllUntil(
       busy, [&] { return !busy[0]->field(1, "grpc-status").empty(); }, std::chrono::seconds(5)));
   EXPECT_EQ("0", busy[0]->field(1, "grpc-status")) << busy[0]->field(1, "grpc-message");

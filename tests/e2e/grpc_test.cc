@@ -204,7 +204,7 @@ TEST_P(GrpcStreamTest, PythonGrpcioStreams) {
   options.memory_mode = GetParam();
   options.num_threads = 2;
   options.max_body_size = kMaxBody;
-  options.stop_deadline_ms = 500;
+  options.stop_deadline = std::chrono::milliseconds(500);
   options.max_request_memory = 64u << 10;
   // client_stream_flood checks that flow control holds the client back while the handler reads
   // nothing: a 64 KiB window (the default, 4 MiB, would take the whole flood of 4 MiB at once).
@@ -270,7 +270,7 @@ TEST_P(GrpcStreamTest, PythonGrpcioStreams) {
   // Push ran four times (cancel, deadline, the reader that stopped, Stop()), canceled each time.
   EXPECT_EQ(4, push.ended.load()) << output;
   EXPECT_EQ(4, push.canceled.load()) << output;
-  // The stream open at Stop() went on after the GOAWAY (10 ms a message, stop_deadline_ms 0.5 s).
+  // The stream open at Stop() went on after the GOAWAY (10 ms a message, stop_deadline 0.5 s).
   EXPECT_GT(push.written_while_stopping.load(), 10) << output;
   // The stalled reader: the writer met the bound, after the client's windows and the stream's
   // max_buffered_bytes took what they could (grpcio's windows grow to a few MiB: BDP probing).

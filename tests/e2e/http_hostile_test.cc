@@ -26,7 +26,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, HttpHostileTest, ::testing::Values("heap", "reus
 TEST_P(HttpHostileTest, BadHttpClosesOnlyItsConnectionAndIsCounted) {
   ServerOptions options;
   options.max_body_size = 64 << 10;
-  options.read_timeout_ms = 300;
+  options.read_timeout = std::chrono::milliseconds(300);
   // Small enough that the stated bound is tight.
   options.max_queued_request_bytes = 1u << 20;
   options.max_unwritten_bytes = 1u << 20;
@@ -76,7 +76,7 @@ TEST_P(HttpHostileTest, BadHttpClosesOnlyItsConnectionAndIsCounted) {
         << h.what;
   }
 
-  // Slowloris: headers that never end are cut by read_timeout_ms.
+  // Slowloris: headers that never end are cut by read_timeout.
   {
     HttpClient client(port_);
     ASSERT_TRUE(client.Send("GET /health HTTP/1.1\r\nX-Slow: "));

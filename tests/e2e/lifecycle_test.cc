@@ -25,7 +25,7 @@ ARENARPC_ALL_MODES(LifecycleTest);
 
 TEST_P(LifecycleTest, StopFinishesCallsInFlightAndRefusesNewOnes) {
   ServerOptions options;
-  options.stop_deadline_ms = 5000;
+  options.stop_deadline = std::chrono::milliseconds(5000);
   StartServer(options);
   RawClient client(port_);
   TestRequest slow = Request("slow", 1500);  // outlasts the loop below on a loaded machine
@@ -71,7 +71,7 @@ TEST_P(LifecycleTest, StopFinishesCallsInFlightAndRefusesNewOnes) {
 
 TEST_P(LifecycleTest, StopDeadlineCutsSlowCallsShortSafely) {
   ServerOptions options;
-  options.stop_deadline_ms = 50;
+  options.stop_deadline = std::chrono::milliseconds(50);
   StartServer(options);
   RawClient client(port_);
   TestRequest slow = Request("very slow", 1000);
@@ -185,7 +185,8 @@ TEST(ServerOptionsTest, InvalidOptionsFailStartWithAReason) {
       {[](ServerOptions& o) { o.max_body_size = 0; }, "max_body_size=0"},
       {[](ServerOptions& o) { o.max_concurrency = -1; }, "max_concurrency=-1"},
       {[](ServerOptions& o) { o.idle_timeout_sec = 0; }, "idle_timeout_sec=0"},
-      {[](ServerOptions& o) { o.stop_deadline_ms = -5; }, "stop_deadline_ms=-5"},
+      {[](ServerOptions& o) { o.stop_deadline = std::chrono::milliseconds(-5); },
+       "stop_deadline=-5ms"},
       {[](ServerOptions& o) { o.max_fibers_per_connection = 4097; },
        "max_fibers_per_connection=4097 is invalid (expected 0..max_fibers=4096)"},
       {[](ServerOptions& o) { o.max_streaming_fibers = -1; }, "max_streaming_fibers=-1"},

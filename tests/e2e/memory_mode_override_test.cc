@@ -34,9 +34,10 @@ ServerOptions OptionsChoosingEverything() {
   ServerOptions options;
   options.num_threads = 1;
   options.memory_mode = "heap";
-  options.memory_strategy = memory::MakeMessageMemory("arena", options.memory);
+  options.memory_strategy = memory::MakeMessageMemory("arena", options.memory, nullptr);
   options.method_memory_mode[kEcho] = "paged";
-  options.method_memory_strategy[kEcho2] = memory::MakeMessageMemory("auto", options.memory);
+  options.method_memory_strategy[kEcho2] =
+      memory::MakeMessageMemory(memory::MemoryMode::kAuto, options.memory, nullptr);
   return options;
 }
 

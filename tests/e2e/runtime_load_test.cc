@@ -70,7 +70,7 @@ TEST_P(RuntimeLoadTest, NeverReadingClientIsHeldToMaxUnwrittenBytes) {
 
 TEST_P(RuntimeLoadTest, SlowSendersAreClosedAfterTheReadTimeout) {
   ServerOptions options;
-  options.read_timeout_ms = 300;
+  options.read_timeout = std::chrono::milliseconds(300);
   StartServer(options);
   auto good = StartGoodClient();
 
@@ -205,7 +205,7 @@ TEST_P(RuntimeLoadTest, BytesArrivingAfterAShortReadAreRead) {
 
 TEST_P(RuntimeLoadTest, StopWritesAReplyThatIsStillBeingSent) {
   ServerOptions options;
-  options.stop_deadline_ms = 30000;
+  options.stop_deadline = std::chrono::milliseconds(30000);
   StartServer(options);
   constexpr int kReplyBytes = 32 << 20;
   RawClient client(port_);

@@ -241,11 +241,11 @@ TEST_P(ServerBoundsTest, AWriteFailureWhileDeliveringDoesNotDeadlock) {
 }
 
 // The read timeout runs per frame: a client streaming large frames back to back, each well
-// within read_timeout_ms but the stream far longer, and never an empty buffer in between, is
+// within read_timeout but the stream far longer, and never an empty buffer in between, is
 // served, not closed.
 TEST_P(ServerBoundsTest, StreamingLargeFramesOutlastsTheReadTimeout) {
   ServerOptions options;
-  options.read_timeout_ms = 1000;
+  options.read_timeout = std::chrono::milliseconds(1000);
   StartServer(options);
   TestRequest request;
   request.set_message(std::string(200u << 10, 'm'));
@@ -266,7 +266,7 @@ TEST_P(ServerBoundsTest, StreamingLargeFramesOutlastsTheReadTimeout) {
     if (n > 0 && offset % piece == 0) std::this_thread::sleep_for(milliseconds(150));
     if (n == 0) std::this_thread::sleep_for(milliseconds(1));
   }
-  EXPECT_GT(Clock::now() - start, milliseconds(2 * options.read_timeout_ms));
+  EXPECT_GT(Clock::now() - start, milliseconds(2 * options.read_timeout));
   for (int i = 0; i < 300 && server_->GetMethodStats("arenarpc.e2e.TestService.Echo").calls <
                                  static_cast<uint64_t>(kFrames);
        ++i) {
@@ -279,10 +279,10 @@ TEST_P(ServerBoundsTest, StreamingLargeFramesOutlastsTheReadTimeout) {
 }
 
 // A client that sends requests with large replies and never reads them is closed once its
-// replies found no room in its socket for write_timeout_ms.
+// replies found no room in its socket for write_timeout.
 TEST_P(ServerBoundsTest, NeverReadingClientIsClosedByTheWriteTimeout) {
   ServerOptions options;
-  options.write_timeout_ms = 300;
+  options.write_timeout = std::chrono::milliseconds(300);
   StartServer(options);
   auto good = StartGoodClient();
   TestRequest request;
@@ -316,7 +316,7 @@ TEST_P(ServerBoundsTest, NeverReadingClientIsClosedByTheWriteTimeout) {
 
 TEST_P(ServerBoundsTest, SilentConnectionIsClosedByTheFirstByteTimeout) {
   ServerOptions options;
-  options.first_byte_timeout_ms = 200;
+  options.first_byte_timeout = std::chrono::milliseconds(200);
   StartServer(options);
   auto good = StartGoodClient();  // sends at once: not affected
   RawSocket silent(port_);
@@ -336,9 +336,9 @@ TEST_P(ServerBoundsTest, SilentConnectionIsClosedByTheFirstByteTimeout) {
 TEST(ServerDefaultsTest, DefaultsBoundConnectionsAndSilentOrNonReadingClients) {
   const ServerOptions defaults;
   EXPECT_GT(defaults.max_connections, 0);
-  EXPECT_GT(defaults.first_byte_timeout_ms, 0);
-  EXPECT_GT(defaults.write_timeout_ms, 0);
-  EXPECT_GT(defaults.read_timeout_ms, 0);
+  EXPECT_GT(defaults.first_byte_timeout.count(), 0);
+  EXPECT_GT(defaults.write_timeout.count(), 0);
+  EXPECT_GT(defaults.read_timeout.count(), 0);
 }
 
 // A service whose handler stops its own server.
@@ -365,7 +365,7 @@ TEST(ServerLifecycleBoundsTest, StopFromAWorkerThreadHandlerFailsAtOnce) {
   ServerOptions options;
   options.num_threads = 1;
   options.worker_threads = 1;
-  options.stop_deadline_ms = 3000;
+  options.stop_deadline = std::chrono::milliseconds(3000);
   ASSERT_EQ(0, server.Start("127.0.0.1:0", options)) << server.last_error();
   Channel channel;
   ChannelOptions channel_options;

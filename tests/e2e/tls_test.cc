@@ -140,7 +140,7 @@ TEST_P(TlsTest, ClusterChannelsAndHealthProbesRunTls) {
   StartServer(TlsServerOptions());
   ChannelOptions options = TlsChannelOptions();
   options.health_check_path = "/health";
-  options.health_check_interval_ms = 50;
+  options.health_check_interval = std::chrono::milliseconds(50);
   options.tls.sni_host = "localhost";
   Channel channel;
   const std::string list = "list://127.0.0.1:" + std::to_string(port_);
@@ -299,7 +299,7 @@ TEST_P(TlsTest, VersionsAndCiphersAreConfigurable) {
 
 TEST_P(TlsTest, CertificateReloadUnderLoadFailsNoCall) {
   ServerOptions options = TlsServerOptions();
-  options.tls.reload_check_interval_ms = 50;
+  options.tls.reload_check_interval = std::chrono::milliseconds(50);
   StartServer(options);
   EXPECT_NE(std::string::npos, SClient("").find("CN = localhost\n"));
   // Clients keep calling, each call on a new connection (a new handshake) or on a kept one.
@@ -360,7 +360,7 @@ TEST_P(TlsTest, CertificateReloadUnderLoadFailsNoCall) {
 
 TEST_P(TlsTest, HostileHandshakesLeaveAGoodClientAlone) {
   ServerOptions options = TlsServerOptions();
-  options.read_timeout_ms = 300;  // also the handshake's bound
+  options.read_timeout = std::chrono::milliseconds(300);  // also the handshake's bound
   StartServer(options);
   auto good = std::make_unique<GoodClient>(Connect(TlsChannelOptions()));
   // Garbage after a real ClientHello: the server closes.

@@ -289,7 +289,7 @@ TEST_P(WebRpcTest, CorsPreflightAndReplies) {
   ServerOptions options;
   options.cors_allowed_origins = {"http://app.test:8080"};
   options.cors_allowed_headers = {"x-user"};
-  options.cors_max_age_sec = 600;
+  options.cors_max_age = std::chrono::seconds(600);
   StartServer(options);
   const std::string preflight_head =
       "OPTIONS /arenarpc.e2e.TestService/Echo HTTP/1.1\r\nHost: x\r\n"
@@ -684,12 +684,12 @@ TEST_P(WebStreamTest, Http2ConnectGrpcWebTextAndCors) {
 
 // A client that asks for a long stream of 64 KiB messages and never reads: the handler's writes
 // wait once the connection holds max_unwritten_bytes (the bound: that, plus one message, plus the
-// kernel's socket buffers), write_timeout_ms closes the connection, the handler ends; a good client
+// kernel's socket buffers), write_timeout closes the connection, the handler ends; a good client
 // on another connection keeps 0 errors.
 TEST_P(WebStreamTest, StreamingClientThatNeverReadsIsBounded) {
   ServerOptions options;
   options.max_unwritten_bytes = 8u << 20;
-  options.write_timeout_ms = 1000;
+  options.write_timeout = std::chrono::milliseconds(1000);
   StartStreamServer(options);
   StartMeasuredGoodClient();
   std::vector<std::unique_ptr<HttpClient>> readers;
@@ -715,7 +715,7 @@ TEST_P(WebStreamTest, StreamingClientThatNeverReadsIsBounded) {
 // An open grpc-web server stream is on /connections (kind "web") until its client goes.
 TEST_P(WebStreamTest, OpenStreamsAreOnThePages) {
   ServerOptions options;
-  options.write_timeout_ms = 30000;
+  options.write_timeout = std::chrono::milliseconds(30000);
   StartStreamServer(options);
   auto reader = std::make_unique<HttpClient>(port_);
   ASSERT_TRUE(reader->Send(HttpClient::Request(

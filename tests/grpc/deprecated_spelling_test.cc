@@ -11,7 +11,7 @@
 TEST(GrpcMemoryDeprecatedSpelling, NamesTheSameAdapter) {
   static_assert(
       std::is_same_v<arenarpc::grpc::ServiceMemory, arenarpc::grpc_memory::ServiceMemory>);
-  auto strategy = arenarpc::grpc::MakeStrategy("reuse", {});
+  auto strategy = arenarpc::grpc::MakeStrategy("reuse", {}, nullptr);
   ASSERT_NE(nullptr, strategy);
   EXPECT_EQ("reuse", strategy->name());
 }

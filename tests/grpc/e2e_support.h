@@ -30,12 +30,16 @@ inline std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
 // Puts `memory` behind `service`'s Echo through the given request path.
 template <class Service>
 void ServeEcho(ServiceMemory& memory, Service& service, const std::string& path) {
+  std::string error;
   if (path == "merge") {
     example::LinkGrpcEchoProto();
-    memory.Serve(service, "arenarpc.example.GrpcEchoService.Echo", &Service::Echo);
+    ASSERT_EQ(0, memory.Serve(service, "arenarpc.example.GrpcEchoService.Echo", &Service::Echo,
+                              &error))
+        << error;
   } else {
     service.SetMessageAllocatorFor_Echo(
-        memory.allocator<example::EchoRequest, example::EchoResponse>());
+        memory.allocator<example::EchoRequest, example::EchoResponse>(&error));
+    ASSERT_EQ(error, "");
   }
 }
 

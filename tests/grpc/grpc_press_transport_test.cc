@@ -22,8 +22,10 @@ namespace {
 class GrpcTransportTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    memory_.Serve(service_, "arenarpc.example.GrpcEchoService.Echo",
-                  &example::GrpcEchoServiceImpl::Echo);
+    std::string error;
+    ASSERT_EQ(0, memory_.Serve(service_, "arenarpc.example.GrpcEchoService.Echo",
+                               &example::GrpcEchoServiceImpl::Echo, &error))
+        << error;
     int port = 0;
     ::grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", ::grpc::InsecureServerCredentials(), &port);

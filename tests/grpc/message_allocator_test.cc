@@ -22,8 +22,9 @@ using example::EchoResponse;
 class AllocatorPerStrategy : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(AllocatorPerStrategy, HoldersAreEmptyFilledAndReleasedOnce) {
-  auto alloc = allocator<EchoRequest, EchoResponse>(GetParam());
-  ASSERT_NE(alloc, nullptr);
+  std::string error;
+  auto alloc = allocator<EchoRequest, EchoResponse>(GetParam(), {}, &error);
+  ASSERT_NE(alloc, nullptr) << error;
   EXPECT_EQ(alloc->memory().name(), GetParam());
   example::PayloadGenerator generator(3);
   for (int i = 0; i < 20; ++i) {
@@ -57,8 +58,9 @@ TEST_P(AllocatorPerStrategy, HoldersAreEmptyFilledAndReleasedOnce) {
 // gRPC may call Release() on another thread than AllocateMessages(); many threads at once.
 TEST_P(AllocatorPerStrategy, ReleaseFromOtherThreads) {
   ServiceMemory memory(GetParam());
-  auto* alloc = memory.allocator<EchoRequest, EchoResponse>();
-  ASSERT_NE(alloc, nullptr);
+  std::string error;
+  auto* alloc = memory.allocator<EchoRequest, EchoResponse>(&error);
+  ASSERT_NE(alloc, nullptr) << error;
   constexpr int kThreads = 4;
   constexpr int kPerThread = 200;
   std::vector<std::thread> threads;
@@ -93,35 +95,73 @@ INSTANTIATE_TEST_SUITE_P(Strategies, AllocatorPerStrategy,
                          ::testing::Values("heap", "arena", "paged", "reuse"));
 
 TEST(MessageAllocator, DefaultModeHasNoAllocator) {
-  EXPECT_EQ((allocator<EchoRequest, EchoResponse>("default")), nullptr);
+  std::string error;
+  EXPECT_EQ((allocator<EchoRequest, EchoResponse>("default", {}, &error)), nullptr);
+  EXPECT_EQ(error, "");  // not an error: gRPC's own allocation
   ServiceMemory memory("default");
   EXPECT_TRUE(memory.is_default());
-  EXPECT_EQ((memory.allocator<EchoRequest, EchoResponse>()), nullptr);
+  EXPECT_EQ((memory.allocator<EchoRequest, EchoResponse>(&error)), nullptr);
+  EXPECT_EQ(error, "");
   EXPECT_EQ(memory.memory_stats().acquired, 0u);
   EXPECT_EQ(memory.holder_stats().allocated, 0u);
 }
 
-TEST(MessageAllocator, UnknownModeAndBadOptionsThrowClearly) {
-  try {
-    ServiceMemory memory("pool");
-    FAIL() << "unknown mode accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("pool"), std::string::npos) << e.what();
-  }
+TEST(MessageAllocator, UnknownModeAndBadOptionsAreReportedClearly) {
+  std::string error;
+  std::unique_ptr<ServiceMemory> memory;
+  EXPECT_NO_THROW(memory = ServiceMemory::Create("pool", {}, &error));
+  EXPECT_EQ(memory, nullptr);
+  EXPECT_NE(error.find("unknown memory mode 'pool'"), std::string::npos) << error;
   memory::MemoryOptions bad;
   bad.page_size = 1000;  // not a power of two
-  EXPECT_THROW(ServiceMemory("paged", bad), std::invalid_argument);
+  error.clear();
+  EXPECT_NO_THROW(memory = ServiceMemory::Create("paged", bad, &error));
+  EXPECT_EQ(memory, nullptr);
+  EXPECT_NE(error.find("page_size 1000"), std::string::npos) << error;
   // Flags are validated in "default" mode too, so a typo fails fast whatever the mode.
-  EXPECT_THROW(ServiceMemory("default", bad), std::invalid_argument);
-  EXPECT_THROW(MakeStrategy("default", {}), std::invalid_argument);
+  error.clear();
+  EXPECT_EQ(ServiceMemory::Create("default", bad, &error), nullptr);
+  EXPECT_NE(error.find("page_size 1000"), std::string::npos) << error;
+  error.clear();
+  EXPECT_EQ(MakeStrategy("default", {}, &error), nullptr);
+  EXPECT_NE(error.find("mode 'default' is gRPC's own allocation"), std::string::npos) << error;
+  error.clear();
+  EXPECT_EQ((allocator<EchoRequest, EchoResponse>("paged", bad, &error)), nullptr);
+  EXPECT_NE(error.find("page_size 1000"), std::string::npos) << error;
+  error.clear();
+  memory = ServiceMemory::Create("heap", {}, &error);
+  ASSERT_NE(memory, nullptr) << error;
+  EXPECT_EQ((memory->allocator<EchoRequest, EchoResponse>("pool", &error)), nullptr);
+  EXPECT_NE(error.find("unknown memory mode 'pool'"), std::string::npos) << error;
+  // Constructors have no return value: they throw what Create() reports.
+  EXPECT_THROW(ServiceMemory("pool"), std::invalid_argument);
+  EXPECT_THROW(ServiceMemory("paged", bad), std::invalid_argument);
   EXPECT_THROW((MessageAllocator<EchoRequest, EchoResponse>(nullptr)), std::invalid_argument);
 }
 
+// The throwing spellings, deprecated for one release.
+TEST(MessageAllocator, DeprecatedThrowingSpellingsStillThrow) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  EXPECT_THROW(MakeStrategy("default", {}), std::invalid_argument);
+  EXPECT_THROW((allocator<EchoRequest, EchoResponse>("pool")), std::invalid_argument);
+  EXPECT_EQ((allocator<EchoRequest, EchoResponse>("default")), nullptr);
+  ServiceMemory memory("heap");
+  EXPECT_THROW((memory.allocator<EchoRequest, EchoResponse>("pool")), std::invalid_argument);
+  example::GrpcEchoServiceImpl service;
+  EXPECT_THROW(memory.Serve(service, "no.Such.Method", &example::GrpcEchoServiceImpl::Echo),
+               std::invalid_argument);
+  EXPECT_NO_THROW(memory.Serve(service, "arenarpc.example.GrpcEchoService.Echo",
+                               &example::GrpcEchoServiceImpl::Echo, "reuse"));
+#pragma GCC diagnostic pop
+}
+
 TEST(ServiceMemory, SharesOneStrategyBetweenAllocators) {
-  ServiceMemory memory(memory::MakeMessageMemory("reuse"));
+  ServiceMemory memory(memory::MakeMessageMemory(memory::MemoryMode::kReuse));
   EXPECT_EQ(memory.mode(), "reuse");
-  auto* a = memory.allocator<EchoRequest, EchoResponse>();
-  auto* b = memory.allocator<EchoRequest, EchoResponse>();
+  auto* a = memory.allocator<EchoRequest, EchoResponse>(nullptr);
+  auto* b = memory.allocator<EchoRequest, EchoResponse>(nullptr);
+  ASSERT_NE(a, nullptr);
   ASSERT_NE(a, b);
   a->AllocateMessages()->Release();
   b->AllocateMessages()->Release();
@@ -130,15 +170,14 @@ TEST(ServiceMemory, SharesOneStrategyBetweenAllocators) {
   EXPECT_EQ(memory.holder_stats().released, 2u);
 }
 
-// The message of the std::invalid_argument that `serve` throws ("" if it does not throw).
+// The error a set-up call reports ("" if it succeeds): -1 and the text, nothing thrown.
 template <class F>
-std::string ErrorOf(F serve) {
-  try {
-    serve();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
+std::string ErrorOf(F set_up) {
+  std::string error;
+  int rc = 0;
+  EXPECT_NO_THROW(rc = set_up(&error));
+  EXPECT_EQ(rc, error.empty() ? 0 : -1) << error;
+  return error;
 }
 
 constexpr const char* kEcho = "arenarpc.example.GrpcEchoService.Echo";
@@ -153,7 +192,7 @@ TEST(ServiceMemory, ServeRejectsAMethodOfOtherTypes) {
     }
   };
   Wrong wrong;
-  EXPECT_EQ(ErrorOf([&] { memory.Serve(wrong, kEcho, &Wrong::Swapped); }),
+  EXPECT_EQ(ErrorOf([&](std::string* e) { return memory.Serve(wrong, kEcho, &Wrong::Swapped, e); }),
             "arenarpc::grpc_memory::ServiceMemory::Serve: rpc 'arenarpc.example.GrpcEchoService.Echo' "
             "takes arenarpc.example.EchoRequest and returns arenarpc.example.EchoResponse, but "
             "the handler takes arenarpc.example.EchoResponse and returns "
@@ -165,7 +204,9 @@ TEST(ServiceMemory, ServeRejectsAnUnknownName) {
   example::GrpcEchoServiceImpl service;
   for (const char* name : {"Echo", "arenarpc.example.GrpcEchoService.Search",
                            "arenarpc.example.GrpcEchoService/Echo", ""}) {
-    EXPECT_EQ(ErrorOf([&] { memory.Serve(service, name, &example::GrpcEchoServiceImpl::Echo); }),
+    EXPECT_EQ(ErrorOf([&](std::string* e) {
+                return memory.Serve(service, name, &example::GrpcEchoServiceImpl::Echo, e);
+              }),
               std::string("arenarpc::grpc_memory::ServiceMemory::Serve: no rpc '") + name +
                   "' in the linked .proto files (name it as package.Service.Method; the "
                   "generated .pb.cc of the file declaring the service must be linked in)");
@@ -176,12 +217,15 @@ TEST(ServiceMemory, ServeRejectsAnUnknownName) {
 TEST(ServiceMemory, ServeBindsByNameWithPerMethodModes) {
   ServiceMemory memory("heap");
   example::GrpcEchoServiceImpl service;
-  EXPECT_NO_THROW(memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo, "reuse"));
-  EXPECT_NO_THROW(memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo));  // re-serve
-  EXPECT_NO_THROW(memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo, "default"));
+  std::string error;
+  EXPECT_EQ(0, memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo, "reuse", &error));
+  EXPECT_EQ(0, memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo, &error));
+  EXPECT_EQ(0,
+            memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo, "default", &error));
+  EXPECT_EQ(error, "");
   EXPECT_EQ(memory.mode(), "heap");
-  auto* a = memory.allocator<EchoRequest, EchoResponse>("reuse");
-  ASSERT_NE(a, nullptr);
+  auto* a = memory.allocator<EchoRequest, EchoResponse>("reuse", &error);
+  ASSERT_NE(a, nullptr) << error;
   EXPECT_EQ(a->memory().name(), "reuse");
   a->AllocateMessages()->Release();
   EXPECT_EQ(memory.memory_stats("reuse").acquired, 1u);
@@ -194,13 +238,13 @@ TEST(ServiceMemory, BadModesAreReportedNotFatal) {
   EXPECT_TRUE(ServiceMemory::IsValidMode("default", &error));
   EXPECT_FALSE(ServiceMemory::IsValidMode("resue", &error));
   EXPECT_EQ(error, "unknown memory mode 'resue' (valid: default, heap, arena, paged, reuse, auto)");
-  EXPECT_EQ(ErrorOf([] { ServiceMemory memory("resue"); }),
+  EXPECT_EQ(ErrorOf([](std::string* e) { return ServiceMemory::Create("resue", {}, e) ? 0 : -1; }),
             "arenarpc::grpc_memory: unknown memory mode 'resue' (valid: default, heap, arena, paged, "
             "reuse, auto)");
   ServiceMemory memory("default");
   example::GrpcEchoServiceImpl service;
-  EXPECT_EQ(ErrorOf([&] {
-              memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo, "arenas");
+  EXPECT_EQ(ErrorOf([&](std::string* e) {
+              return memory.Serve(service, kEcho, &example::GrpcEchoServiceImpl::Echo, "arenas", e);
             }),
             "arenarpc::grpc_memory: unknown memory mode 'arenas' (valid: default, heap, arena, paged, "
             "reuse, auto)");

@@ -53,7 +53,7 @@ TEST(RequestPayload, ParsesPlainBuffersWhateverTheSlicingInEveryStrategy) {
   const std::string bytes = DrawRequestBytes(4, 7, &expected);
   ASSERT_GT(bytes.size(), 1000u);
   for (const char* mode : {"heap", "arena", "paged", "reuse"}) {
-    auto strategy = MakeStrategy(mode, {});
+    auto strategy = MakeStrategy(mode, {}, nullptr);
     for (size_t slice : {size_t{1}, size_t{7}, size_t{256}, size_t{4096}, bytes.size()}) {
       EchoRequest got;
       const ::grpc::Status status = ParseInto(*strategy, MakeBuffer(bytes, slice), &got);
@@ -64,7 +64,7 @@ TEST(RequestPayload, ParsesPlainBuffersWhateverTheSlicingInEveryStrategy) {
 }
 
 TEST(RequestPayload, ErrorsAreInternalLikeGrpcs) {
-  auto strategy = MakeStrategy("reuse", {});
+  auto strategy = MakeStrategy("reuse", {}, nullptr);
   EchoRequest got;
   auto method = strategy->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   memory::MessagePair pair = method->Acquire();
@@ -84,7 +84,7 @@ TEST(RequestPayload, ErrorsAreInternalLikeGrpcs) {
 // The point of merge-parse: a reuse-strategy request keeps its tree across calls (gRPC's own
 // ParseFromZeroCopyStream would delete `payload` in Clear() and rebuild it every call).
 TEST(RequestPayload, ReuseRequestKeepsItsSubMessageTree) {
-  auto strategy = MakeStrategy("reuse", {});
+  auto strategy = MakeStrategy("reuse", {}, nullptr);
   auto method = strategy->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   EchoRequest first;
   const std::string bytes = DrawRequestBytes(3, 5, &first);

@@ -70,9 +70,9 @@ class AutoServerTest : public ::testing::Test {
 
 TEST_F(AutoServerTest, ConvergesToTheCheapestCandidateOnLiveCalls) {
   std::vector<std::shared_ptr<MessageMemory>> candidates = {
-      std::make_shared<SlowMemory>("slow_heap", MakeMessageMemory("heap"), kBurnNs),
-      MakeMessageMemory("paged"),
-      std::make_shared<SlowMemory>("slow_reuse", MakeMessageMemory("reuse"), kBurnNs)};
+      std::make_shared<SlowMemory>("slow_heap", MakeMessageMemory(MemoryMode::kHeap), kBurnNs),
+      MakeMessageMemory(MemoryMode::kPaged),
+      std::make_shared<SlowMemory>("slow_reuse", MakeMessageMemory(MemoryMode::kReuse), kBurnNs)};
   ServerOptions options;
   options.memory_strategy = MakeAutoMemory(std::move(candidates), QuickAutoSettings());
   Start(options);

@@ -76,7 +76,9 @@ TEST(AutoChooser, MaxHeldRatioPutsMemoryBeforeCpu) {
   EXPECT_EQ(run(1.2).chosen, "lean");
   MemoryOptions bad;
   bad.automatic.max_held_ratio = 0.5;
-  EXPECT_THROW(ValidateMemoryOptions(bad), std::invalid_argument);
+  std::string error;
+  EXPECT_EQ(-1, ValidateMemoryOptions(bad, &error));
+  EXPECT_NE(error.find("max_held_ratio must be 0 (off) or >= 1"), std::string::npos) << error;
 }
 
 TEST(AutoChooser, CandidatesTakeTurnsInBlocks) {
@@ -218,7 +220,7 @@ TEST(AutoChooser, ACallRateChangeStartsATrialOnlyWhenItLasts) {
   AutoSettings s = QuickAutoSettings();
   s.sample_every = 1;
   s.recheck_calls = 1'000'000;
-  s.recheck_interval_ms = 3'600'000;
+  s.recheck_interval = std::chrono::hours(1);
   AutoChooser chooser({"a", "b"}, s);
   double now_ms = 1000;
   for (int i = 0; i < 2000 && (chooser.Report().trials < 2 || chooser.Report().in_trial); ++i) {
@@ -247,7 +249,7 @@ TEST(AutoChooser, ACallRateChangeStartsATrialOnlyWhenItLasts) {
 TEST(AutoChooser, ARecheckAfterTime) {
   AutoSettings s = QuickAutoSettings();
   s.sample_every = 1;
-  s.recheck_interval_ms = 60000;
+  s.recheck_interval = std::chrono::minutes(1);
   AutoChooser chooser({"a", "b"}, s);
   Feed(chooser, {1000, 2000}, 2 * 10, 100, 1000);
   ASSERT_FALSE(chooser.Report().in_trial);
@@ -289,9 +291,9 @@ std::string RequestWire() {
 
 TEST(AutoMemory, ServesWithTheCandidateThatCostsLeastCpu) {
   std::vector<std::shared_ptr<MessageMemory>> candidates = {
-      std::make_shared<SlowMemory>("slow", MakeMessageMemory("heap"), 200'000),
-      std::make_shared<SlowMemory>("fast", MakeMessageMemory("heap"), 0),
-      std::make_shared<SlowMemory>("slower", MakeMessageMemory("heap"), 400'000)};
+      std::make_shared<SlowMemory>("slow", MakeMessageMemory(MemoryMode::kHeap), 200'000),
+      std::make_shared<SlowMemory>("fast", MakeMessageMemory(MemoryMode::kHeap), 0),
+      std::make_shared<SlowMemory>("slower", MakeMessageMemory(MemoryMode::kHeap), 400'000)};
   auto automatic = MakeAutoMemory(std::move(candidates), QuickAutoSettings());
   EXPECT_EQ(automatic->name(), "auto");
   auto method = automatic->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
@@ -312,9 +314,9 @@ TEST(AutoMemory, EveryCandidateRepliesWithTheSameBytes) {
   options.automatic.trial_block = 1;
   options.automatic.sample_every = 1;
   options.automatic.recheck_calls = 2;
-  auto automatic = MakeMessageMemory("auto", options);
+  auto automatic = MakeMessageMemory("auto", options, nullptr);
   auto method = automatic->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
-  auto heap = MakeMessageMemory("heap");
+  auto heap = MakeMessageMemory(MemoryMode::kHeap);
   auto heap_method = heap->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   example::PayloadGenerator generator(1, 7);
   for (int i = 0; i < 200; ++i) {
@@ -345,7 +347,7 @@ TEST(AutoMemory, APairIsPlainWhenItsCandidateIsMeasuredOrNot) {
     options.automatic.candidates = {candidate};
     options.automatic.warmup_calls = 0;
     options.automatic.sample_every = 2;  // measured and unmeasured pairs alternate at random
-    auto automatic = MakeMessageMemory("auto", options);
+    auto automatic = MakeMessageMemory("auto", options, nullptr);
     auto method =
         automatic->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
     for (int i = 0; i < 64; ++i) {
@@ -356,7 +358,7 @@ TEST(AutoMemory, APairIsPlainWhenItsCandidateIsMeasuredOrNot) {
 }
 
 TEST(AutoMemory, CallsReleasedOnAnotherThreadAreNotCharged) {
-  auto automatic = MakeMessageMemory("auto", MemoryOptions{});
+  auto automatic = MakeMessageMemory("auto", MemoryOptions{}, nullptr);
   auto method = automatic->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   const std::string wire = RequestWire();
   for (int i = 0; i < 5000 && method->Choice()->in_trial; ++i) {
@@ -370,19 +372,37 @@ TEST(AutoMemory, CallsReleasedOnAnotherThreadAreNotCharged) {
 }
 
 TEST(AutoMemory, RejectsBadSettings) {
+  auto expect_invalid = [](const MemoryOptions& options, const std::string& expected) {
+    std::string error;
+    std::shared_ptr<MessageMemory> memory;
+    EXPECT_NO_THROW(memory = MakeMessageMemory(MemoryMode::kAuto, options, &error));
+    EXPECT_EQ(memory, nullptr) << expected;
+    EXPECT_NE(error.find(expected), std::string::npos) << error;
+    error.clear();
+    EXPECT_EQ(-1, ValidateAutoSettings(options.automatic, &error));
+    EXPECT_NE(error.find(expected), std::string::npos) << error;
+  };
   MemoryOptions options;
   options.automatic.candidates = {"reuse", "auto"};
-  EXPECT_THROW(MakeMessageMemory("auto", options), std::invalid_argument);
-  options.automatic.candidates = {"reuse", "reuse"};
-  EXPECT_THROW(MakeMessageMemory("auto", options), std::invalid_argument);
+  expect_invalid(options, "auto candidate 'auto' is not a strategy");
+  options.automatic.candidates = {MemoryMode::kReuse, "pool"};
+  expect_invalid(options, "auto candidate 'pool' is not a strategy");
+  options.automatic.candidates = {"reuse", MemoryMode::kReuse};
+  expect_invalid(options, "auto candidate 'reuse' is listed twice");
   options.automatic.candidates = {};
-  EXPECT_THROW(MakeMessageMemory("auto", options), std::invalid_argument);
+  expect_invalid(options, "auto candidates must not be empty");
   options.automatic.candidates = {"heap"};
+  options.automatic.recheck_interval = std::chrono::milliseconds(0);
+  expect_invalid(options, "auto recheck_interval=0ms must be >= 1 ms");
+  options.automatic.recheck_interval = std::chrono::seconds(1);
   options.automatic.shape_change = 1;
-  EXPECT_THROW(MakeMessageMemory("auto", options), std::invalid_argument);
+  expect_invalid(options, "auto shape_change must be > 1");
   options.automatic.shape_change = 2;
   options.automatic.rate_change = 1;
-  EXPECT_THROW(MakeMessageMemory("auto", options), std::invalid_argument);
+  expect_invalid(options, "auto rate_change must be > 1");
+  options.automatic.rate_change = 0;
+  std::string error;
+  EXPECT_NE(MakeMessageMemory(MemoryMode::kAuto, options, &error), nullptr) << error;
 }
 
 TEST(PresenceAdvisor, ListsProto3SubMessagesWithoutOptionalByShare) {

@@ -100,8 +100,9 @@ AutoSettings OneTurnTrials() {
 // Calls the seed workload until the first trial is decided; the first `burst` of every
 // `burst_every` calls carry an empty payload (0: none). Returns the decision.
 MemoryChoice SettleOnce(int burst_every, int burst) {
-  EchoServer server(MakeAutoMemory({MakeMessageMemory("heap"), MakeMessageMemory("reuse")},
-                                   OneTurnTrials()));
+  EchoServer server(MakeAutoMemory(
+      {MakeMessageMemory(MemoryMode::kHeap), MakeMessageMemory(MemoryMode::kReuse)},
+      OneTurnTrials()));
   const std::vector<EchoRequest> seed = SeedRequests(10, 16);
   EchoRequest tiny;
   tiny.mutable_payload();
@@ -147,8 +148,8 @@ TEST(AutoMixedLoad, SwitchUnderLoadLosesNoCallAndKeepsRepliesByteIdentical) {
   constexpr uint64_t kBurnNs = 3'000'000;
   auto burn_paged = std::make_shared<std::atomic<uint64_t>>(0);
   auto burn_reuse = std::make_shared<std::atomic<uint64_t>>(kBurnNs);
-  const std::shared_ptr<MessageMemory> paged = MakeMessageMemory("paged");
-  const std::shared_ptr<MessageMemory> reuse = MakeMessageMemory("reuse");
+  const std::shared_ptr<MessageMemory> paged = MakeMessageMemory(MemoryMode::kPaged);
+  const std::shared_ptr<MessageMemory> reuse = MakeMessageMemory(MemoryMode::kReuse);
   AutoSettings settings = QuickAutoSettings();
   settings.recheck_calls = 64;  // a trial every ~64 calls: the switch comes soon after the flip
   EchoServer server(MakeAutoMemory({std::make_shared<SlowMemory>("paged", paged, burn_paged),

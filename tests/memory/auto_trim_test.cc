@@ -39,13 +39,14 @@ class AutoTrimTest : public ::testing::Test {
   void SetUp() override {
     MemoryOptions options;
     options.reuse.min_call_bytes = 0;  // pool every call, however small
-    paged_ = MakeMessageMemory("paged", options);
-    reuse_ = MakeMessageMemory("reuse", options);
+    paged_ = MakeMessageMemory("paged", options, nullptr);
+    reuse_ = MakeMessageMemory("reuse", options, nullptr);
     // heap is the cheapest by far: the trials must settle on it.
     automatic_ =
         MakeAutoMemory({std::make_shared<SlowMemory>("paged", paged_, 300'000),
                         std::make_shared<SlowMemory>("reuse", reuse_, 300'000),
-                        std::make_shared<SlowMemory>("heap", MakeMessageMemory("heap"), 0)},
+                        std::make_shared<SlowMemory>("heap",
+                                                     MakeMessageMemory(MemoryMode::kHeap), 0)},
                        QuickAutoSettings());
   }
 

@@ -63,7 +63,7 @@ TEST_P(StrategyConcurrency, AcquireHereReleaseThere) {
   options.page_cache_capacity = 256;
   options.thread_cache_pages = 16;
   options.reuse.max_pooled_objects = 6;
-  auto memory = MakeMessageMemory(GetParam(), options);
+  auto memory = MakeMessageMemory(GetParam(), options, nullptr);
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
 
   // Blocks of 16 calls of ~10-byte requests, then of ~1 KB ones: reuse's running mean of call

@@ -55,7 +55,7 @@ TEST(MessageMemory, EveryStrategySerializesIdenticallyAndParsesBackEqual) {
   std::vector<std::string> reference;
   for (const char* name : kStrategies) {
     SCOPED_TRACE(name);
-    auto memory = MakeMessageMemory(name);
+    auto memory = MakeMessageMemory(name, {}, nullptr);
     EXPECT_EQ(memory->name(), name);
     auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
     std::vector<std::string> outputs;
@@ -88,7 +88,7 @@ TEST(MessageMemory, EveryStrategySerializesIdenticallyAndParsesBackEqual) {
 // (2 bytes). By default reuse keeps no such sub-message attached while the handler runs, so the
 // reply is heap's; has_payload() is false before the handler writes, as on a fresh message.
 TEST(ReuseStrategy, EmptySubMessagesTheHandlerTouchesAreSentAsHeapSendsThem) {
-  auto memory = MakeMessageMemory("reuse", PooledReuseOptions());
+  auto memory = MakeMessageMemory("reuse", PooledReuseOptions(), nullptr);
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   EchoRequest with_payload;
   example::PayloadGenerator(3, 9).Fill(&with_payload);
@@ -111,7 +111,7 @@ TEST(ReuseStrategy, EmptySubMessagesTheHandlerTouchesAreSentAsHeapSendsThem) {
 TEST(ReuseStrategy, KeepingResponseSubMessagesLosesTheirPresenceWhenLeftEmpty) {
   MemoryOptions options = PooledReuseOptions();
   options.reuse.keep_response_submessages = true;
-  auto memory = MakeMessageMemory("reuse", options);
+  auto memory = MakeMessageMemory("reuse", options, nullptr);
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   EchoRequest with_payload;
   example::PayloadGenerator(3, 9).Fill(&with_payload);
@@ -131,7 +131,7 @@ TEST(ReuseStrategy, KeepingResponseSubMessagesLosesTheirPresenceWhenLeftEmpty) {
 TEST(MessageMemory, ArenaStrategiesPutMessagesOnTheArena) {
   for (const char* name : kStrategies) {
     SCOPED_TRACE(name);
-    auto memory = MakeMessageMemory(name);
+    auto memory = MakeMessageMemory(name, {}, nullptr);
     auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
     MessagePair pair = method->Acquire();
     const bool arena_based = std::string(name) == "arena" || std::string(name) == "paged";
@@ -163,7 +163,7 @@ TEST(MessageMemory, HeldBytesIsTheStrategysOwnAccount) {
     const bool arena_response = std::string(name) == "reuse-arena-response";
     MemoryOptions options = PooledReuseOptions();
     options.automatic.candidates = {"reuse"};
-    auto memory = MakeMessageMemory(arena_response ? "reuse" : name, options);
+    auto memory = MakeMessageMemory(arena_response ? "reuse" : name, options, nullptr);
     // OptionalEchoResponse keeps its whole tree (pooled response); EchoResponse's payload has no
     // `optional`, so reuse makes it on an arena.
     auto method = arena_response ? memory->Bind(example::OptionalEchoRequest::default_instance(),
@@ -195,7 +195,7 @@ TEST(MessageMemory, HeldBytesIsTheStrategysOwnAccount) {
 TEST(MessageMemory, FreshResponsesArePlainPooledOnesAreNot) {
   for (const char* name : kStrategies) {
     SCOPED_TRACE(name);
-    auto memory = MakeMessageMemory(name);
+    auto memory = MakeMessageMemory(name, {}, nullptr);
     auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
     MessagePair pair = method->Acquire();
     EXPECT_EQ(pair.response_plain(), std::string(name) != "reuse");  // JSON printed directly
@@ -205,7 +205,7 @@ TEST(MessageMemory, FreshResponsesArePlainPooledOnesAreNot) {
 }
 
 TEST(MessageMemory, PagedReturnsEveryPageOnRelease) {
-  auto memory = MakeMessageMemory("paged");
+  auto memory = MakeMessageMemory(MemoryMode::kPaged);
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   EchoRequest source;
   example::PayloadGenerator(8, 5).Fill(&source);
@@ -229,15 +229,30 @@ TEST(MessageMemory, PagedReturnsEveryPageOnRelease) {
 }
 
 TEST(MessageMemory, UnknownStrategyNameIsAClearError) {
-  try {
-    MakeMessageMemory("arean");
-    FAIL() << "accepted an unknown name";
-  } catch (const std::invalid_argument& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("arean"), std::string::npos) << what;
-    EXPECT_NE(what.find("heap, arena, paged, reuse"), std::string::npos) << what;
-  }
-  EXPECT_EQ(MakeMessageMemory("paged_arena")->name(), "paged");
+  std::string error;
+  std::shared_ptr<MessageMemory> memory;
+  EXPECT_NO_THROW(memory = MakeMessageMemory("arean", {}, &error));
+  EXPECT_EQ(memory, nullptr);
+  EXPECT_NE(error.find("arean"), std::string::npos) << error;
+  EXPECT_NE(error.find("heap, arena, paged, reuse"), std::string::npos) << error;
+  EXPECT_EQ(MakeMessageMemory(static_cast<MemoryMode>(42)), nullptr);  // not an enumerator
+  error.clear();
+  EXPECT_EQ(MakeMessageMemory("paged_arena", {}, &error)->name(), "paged");
+  EXPECT_EQ(error, "");
+}
+
+// The throwing spellings, deprecated for one release, still throw what the error text says.
+TEST(MessageMemory, DeprecatedThrowingSpellingsStillThrow) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  EXPECT_THROW(MakeMessageMemory("arean"), std::invalid_argument);
+  MemoryOptions bad;
+  bad.page_size = 5000;
+  EXPECT_THROW(MakeMessageMemory(MemoryMode::kPaged, bad), std::invalid_argument);
+  EXPECT_THROW(ValidateMemoryOptions(bad), std::invalid_argument);
+  EXPECT_THROW(SetDefaultArenaSettings(ArenaSettings{1024, 512}), std::invalid_argument);
+  EXPECT_EQ(MakeMessageMemory("heap")->name(), "heap");
+#pragma GCC diagnostic pop
 }
 
 TEST(MemoryMode, TheEnumAndItsNamesBuildTheSameStrategies) {
@@ -264,13 +279,15 @@ TEST(MessageMemory, InvalidOptionsAreRejected) {
     MemoryOptions o;
     mutate(o);
     for (const char* name : kStrategies) {
-      try {
-        MakeMessageMemory(name, o);
-        ADD_FAILURE() << name << " accepted invalid options (" << needle << ")";
-      } catch (const std::invalid_argument& e) {
-        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-      }
+      std::string error;
+      std::shared_ptr<MessageMemory> memory;
+      EXPECT_NO_THROW(memory = MakeMessageMemory(name, o, &error));
+      EXPECT_EQ(memory, nullptr) << name << " accepted invalid options (" << needle << ")";
+      EXPECT_NE(error.find(needle), std::string::npos) << error;
     }
+    std::string error;
+    EXPECT_EQ(-1, ValidateMemoryOptions(o, &error));
+    EXPECT_NE(error.find(needle), std::string::npos) << error;
   };
   expect_invalid([](MemoryOptions& o) { o.page_size = 5000; }, "page_size");
   expect_invalid([](MemoryOptions& o) { o.page_cache_capacity = 0; }, "capacity_pages");
@@ -287,18 +304,22 @@ TEST(ArenaSettings, ProcessDefaultsAreBrpcsAndOverridable) {
   const ArenaSettings original = DefaultArenaSettings();
   EXPECT_EQ(original.start_block_size, 256u);
   EXPECT_EQ(original.max_block_size, 8192u);
-  EXPECT_THROW(SetDefaultArenaSettings({1024, 512}), std::invalid_argument);
+  std::string error;
+  EXPECT_EQ(-1, SetDefaultArenaSettings({1024, 512}, &error));
+  EXPECT_NE(error.find("max_block_size (512) must be >= start_block_size (1024)"),
+            std::string::npos)
+      << error;
   EXPECT_EQ(DefaultArenaSettings().max_block_size, 8192u);
-  SetDefaultArenaSettings({1024, 65536});
+  EXPECT_EQ(0, SetDefaultArenaSettings({1024, 65536}, &error));
   EXPECT_EQ(MemoryOptions{}.arena.start_block_size, 1024u);
   {
     // The arena strategy honours the settings: a tiny message fits its first 1 KiB block.
-    auto memory = MakeMessageMemory("arena");
+    auto memory = MakeMessageMemory(MemoryMode::kArena);
     auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
     MessagePair pair = method->Acquire();
     EXPECT_EQ(pair.arena()->SpaceAllocated(), 1024u);
   }
-  SetDefaultArenaSettings(original);
+  EXPECT_EQ(0, SetDefaultArenaSettings(original, nullptr));
   EXPECT_EQ(DefaultArenaSettings().start_block_size, 256u);
 }
 

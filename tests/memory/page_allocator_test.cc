@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "arenarpc/memory/cached_page_allocator.h"
@@ -12,23 +13,46 @@ namespace {
 
 TEST(PagePoolOptions, RejectsInvalidSettingsWithClearError) {
   for (size_t bad : {size_t{0}, size_t{100}, size_t{3000}, size_t{128}, size_t{2} << 20}) {
-    try {
-      ValidatePagePoolOptions({bad, 16, 4});
-      FAIL() << "page_size " << bad << " accepted";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("page_size"), std::string::npos) << e.what();
-    }
+    std::string error;
+    EXPECT_EQ(-1, ValidatePagePoolOptions({bad, 16, 4}, &error)) << "page_size " << bad;
+    EXPECT_NE(error.find("page_size " + std::to_string(bad)), std::string::npos) << error;
   }
-  EXPECT_THROW(ValidatePagePoolOptions({4096, 0, 0}), std::invalid_argument);
-  EXPECT_THROW(ValidatePagePoolOptions({4096, 8, 9}), std::invalid_argument);
-  EXPECT_THROW(MakeSystemPageAllocator(1000), std::invalid_argument);
+  std::string error;
+  EXPECT_EQ(-1, ValidatePagePoolOptions({4096, 0, 0}, &error));
+  EXPECT_NE(error.find("capacity_pages must be >= 1"), std::string::npos) << error;
+  EXPECT_EQ(-1, ValidatePagePoolOptions({4096, 8, 9}, &error));
+  EXPECT_NE(error.find("thread_cache_pages (9)"), std::string::npos) << error;
+  error.clear();
+  std::unique_ptr<PageAllocator> pages;
+  EXPECT_NO_THROW(pages = MakeSystemPageAllocator(1000, &error));
+  EXPECT_EQ(pages, nullptr);
+  EXPECT_NE(error.find("page_size 1000"), std::string::npos) << error;
+  error.clear();
+  EXPECT_NO_THROW(pages = MakeCachedPageAllocator({4096, 0, 0}, &error));
+  EXPECT_EQ(pages, nullptr);
+  EXPECT_NE(error.find("capacity_pages"), std::string::npos) << error;
+  // A constructor has no return value: it throws what the factory reports.
   EXPECT_THROW(CachedPageAllocator({4096, 0, 0}), std::invalid_argument);
+  error.clear();
+  EXPECT_EQ(0, ValidatePagePoolOptions({256, 1, 0}, &error));
+  EXPECT_EQ(0, ValidatePagePoolOptions({1 << 20, 8, 8}, &error));
+  EXPECT_EQ(error, "");
+  EXPECT_NE(MakeCachedPageAllocator({4096, 4, 2}, &error), nullptr);
+}
+
+// The throwing spellings, deprecated for one release.
+TEST(PagePoolOptions, DeprecatedThrowingSpellingsStillThrow) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  EXPECT_THROW(ValidatePagePoolOptions({4096, 0, 0}), std::invalid_argument);
+  EXPECT_THROW(MakeSystemPageAllocator(1000), std::invalid_argument);
+  EXPECT_THROW(MakeCachedPageAllocator({4096, 8, 9}), std::invalid_argument);
   EXPECT_NO_THROW(ValidatePagePoolOptions({256, 1, 0}));
-  EXPECT_NO_THROW(ValidatePagePoolOptions({1 << 20, 8, 8}));
+#pragma GCC diagnostic pop
 }
 
 TEST(SystemPageAllocator, CountsAndAlignment) {
-  auto pages = MakeSystemPageAllocator(8192);
+  auto pages = MakeSystemPageAllocator(8192, nullptr);
   EXPECT_EQ(pages->page_size(), 8192u);
   void* a = pages->Allocate();
   void* b = pages->Allocate();
@@ -86,7 +110,7 @@ TEST(CachedPageAllocator, NullDeallocateIsNoop) {
   CachedPageAllocator pages({4096, 4, 2});
   pages.Deallocate(nullptr);
   EXPECT_EQ(pages.stats().pages_cached, 0u);
-  auto sys = MakeSystemPageAllocator(4096);
+  auto sys = MakeSystemPageAllocator(4096, nullptr);
   sys->Deallocate(nullptr);
   EXPECT_EQ(sys->stats().pages_outstanding, 0u);
 }

@@ -31,7 +31,7 @@ void ExpectParsedLikeHeap(MethodMemory& method, const Root& sent) {
 }
 
 TEST(ReusePresence, RequestsReadPresenceFromTheirBytes) {
-  auto memory = MakeMessageMemory("reuse", PooledReuseOptions());
+  auto memory = MakeMessageMemory("reuse", PooledReuseOptions(), nullptr);
   auto method = memory->Bind(Root::default_instance(), Root::default_instance());
   Root full;  // leaves mid, mid.leaf and leaf kept in the pooled object
   full.mutable_mid()->mutable_leaf()->set_n(1);
@@ -52,7 +52,7 @@ TEST(ReusePresence, RequestsReadPresenceFromTheirBytes) {
 }
 
 TEST(ReusePresence, SubMessagesTheHandlerCreatesStayPresentWhenEmpty) {
-  auto memory = MakeMessageMemory("reuse", PooledReuseOptions());
+  auto memory = MakeMessageMemory("reuse", PooledReuseOptions(), nullptr);
   auto method = memory->Bind(Root::default_instance(), Root::default_instance());
   const std::string no_request;
   // 0: content in mid (kept by the pooled response); 1: a new, empty leaf (never kept before):
@@ -80,7 +80,7 @@ TEST(ReusePresence, SubMessagesTheHandlerCreatesStayPresentWhenEmpty) {
 TEST(ReusePresence, OptionalSubMessagesOfResponsesAreKeptExactly) {
   MemoryOptions options = PooledReuseOptions();
   options.reuse.max_pooled_objects = 1;  // the same response object every call
-  auto memory = MakeMessageMemory("reuse", options);
+  auto memory = MakeMessageMemory("reuse", options, nullptr);
   // Another request type: request and response objects do not share (and swap through) one pool.
   auto method = memory->Bind(Mid::default_instance(), Root::default_instance());
   const std::string no_request;

@@ -86,7 +86,7 @@ TEST(ResponseMirror, EchoResponsesStayAtTheSizeOfTheLargestCall) {
     options.reuse.max_object_bytes = 1u << 30;  // no trimming: measure what the tree keeps
     // Requests on the heap: their estimate is then the kept tree alone, like the responses'.
     options.reuse.request_arenas = false;
-    auto memory = MakeMessageMemory("reuse", options);
+    auto memory = MakeMessageMemory("reuse", options, nullptr);
     auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
     for (int round = 0; round < 3; ++round) {
       for (const std::string& wire : ring) {
@@ -142,7 +142,7 @@ TEST(ReuseStrategy, ElementsKeepTheirPlaceInTraversalOrderAcrossShapes) {
   options.reuse.max_pooled_objects = 1;  // the same request and response objects every call
   options.reuse.keep_response_submessages = true;  // ... and the same response payload tree
   options.reuse.max_object_bytes = 1u << 30;
-  auto memory = MakeMessageMemory("reuse", options);
+  auto memory = MakeMessageMemory("reuse", options, nullptr);
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   Layout last_request, last_response;
   size_t compared = 0, differently_shaped = 0;
@@ -178,7 +178,7 @@ TEST(ReuseStrategy, BlockAndPerElementMovesServeTheSameCalls) {
   const auto ring = Ring(10, 8, 23);
   auto serve_ring = [&](bool blocks) {
     cleared_tail::UseBlocksForTesting(blocks);
-    auto memory = MakeMessageMemory("reuse", PooledResponses());
+    auto memory = MakeMessageMemory("reuse", PooledResponses(), nullptr);
     auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
     for (int round = 0; round < 3; ++round) {
       for (const std::string& wire : ring) {
@@ -242,7 +242,7 @@ TEST(ResponseMirror, AFittedResponseIsGatheredAtReleaseAndUnusedSparesGo) {
 }
 
 TEST(ResponseMirror, StopsForResponsesThatDoNotFollowTheirRequests) {
-  auto memory = MakeMessageMemory("reuse", PooledResponses());
+  auto memory = MakeMessageMemory("reuse", PooledResponses(), nullptr);
   auto method = memory->Bind(Root::default_instance(), Root::default_instance());
   Root small;
   small.add_mids()->add_leaves()->add_value("one");
@@ -272,7 +272,7 @@ TEST(ResponseMirror, LeavesAResponseThatAlreadyHasContentAlone) {
 }
 
 TEST(ResponseMirror, ContentIsAlwaysTheHandlersWhateverTheForecast) {
-  auto memory = MakeMessageMemory("reuse", PooledResponses());
+  auto memory = MakeMessageMemory("reuse", PooledResponses(), nullptr);
   auto method = memory->Bind(Root::default_instance(), Root::default_instance());
   for (int call = 0; call < 30; ++call) {
     Root request;

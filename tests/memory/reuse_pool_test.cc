@@ -52,7 +52,7 @@ std::vector<std::function<void(Root&)>> RootFills() {
 }
 
 TEST(ReuseStrategy, SerializationIsByteIdenticalToHeapAcrossReuses) {
-  auto memory = MakeMessageMemory("reuse", PooledReuseOptions());
+  auto memory = MakeMessageMemory("reuse", PooledReuseOptions(), nullptr);
   auto method = memory->Bind(Root::default_instance(), Root::default_instance());
   std::set<const Message*> objects;
   for (int round = 0; round < 3; ++round) {
@@ -85,7 +85,7 @@ TEST(ReuseStrategy, SerializationIsByteIdenticalToHeapAcrossReuses) {
 }
 
 TEST(ReuseStrategy, EchoCallKeepsTheWholeTree) {
-  auto memory = MakeMessageMemory("reuse", PooledReuseOptions());
+  auto memory = MakeMessageMemory("reuse", PooledReuseOptions(), nullptr);
   auto method = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   EchoRequest source;
   example::PayloadGenerator(6, 3).Fill(&source);

@@ -282,7 +282,7 @@ TEST(ReusePool, OverCapObjectIsTrimmedNotRebuiltWhenItsContentFits) {
 TEST(ReuseStrategy, ParseRequestRoundTripsInEveryStrategy) {
   const auto ring = EchoRing(4, 8, 21);
   for (const char* name : {"heap", "arena", "paged", "reuse"}) {
-    auto memory = MakeMessageMemory(name);
+    auto memory = MakeMessageMemory(name, {}, nullptr);
     auto method = memory->Bind(EchoRequest::default_instance(), EchoRequest::default_instance());
     for (int round = 0; round < 2; ++round) {
       for (const std::string& wire : ring) {

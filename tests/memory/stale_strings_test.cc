@@ -154,7 +154,7 @@ TEST_P(StaleStrings, AResponseFitScrubsThemFirst) {
 TEST_P(StaleStrings, ATypeInBothRolesHasAPoolForEach) {
   MemoryOptions options = PooledReuseOptions();
   options.reuse.arena_responses = false;  // pooled responses, as this test is about
-  auto memory = MakeMessageMemory("reuse", options);
+  auto memory = MakeMessageMemory("reuse", options, nullptr);
   auto forward = memory->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   auto backward = memory->Bind(EchoResponse::default_instance(), EchoRequest::default_instance());
   const std::vector<EchoRequest> requests = Requests(2, 60);

@@ -78,10 +78,12 @@ std::vector<std::string> Replies(const std::string& mode, const std::string& pat
                                  const std::vector<WireRequest>& requests) {
   arenarpc::grpc_memory::ServiceMemory memory(mode);
   WireGrpcImpl service;
+  std::string error;
   if (path == "serve") {
-    memory.Serve(service, kCall, &WireGrpcImpl::Call);
+    EXPECT_EQ(0, memory.Serve(service, kCall, &WireGrpcImpl::Call, &error)) << error;
   } else {
-    service.SetMessageAllocatorFor_Call(memory.allocator<WireRequest, WireReply>());
+    service.SetMessageAllocatorFor_Call(memory.allocator<WireRequest, WireReply>(&error));
+    EXPECT_EQ(error, "");
   }
   std::vector<std::string> replies;
   {
@@ -134,7 +136,8 @@ TEST(GrpcWireIdentity, PerMethodModeOnOneServiceMemory) {
   const std::vector<std::string> expected = Replies("default", "serve", requests);
   arenarpc::grpc_memory::ServiceMemory memory("heap");
   WireGrpcImpl service;
-  memory.Serve(service, kCall, &WireGrpcImpl::Call, "reuse");
+  std::string error;
+  ASSERT_EQ(0, memory.Serve(service, kCall, &WireGrpcImpl::Call, "reuse", &error)) << error;
   {
     RunningServer running(service);
     std::vector<std::string> got;

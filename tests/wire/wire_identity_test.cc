@@ -159,7 +159,7 @@ TEST(WireIdentity, EveryStrategyRepliesWithHeapsBytes) {
        {size_t{0}, memory::ReuseSettings{}.min_call_bytes, size_t{1} << 30}) {
     memory::MemoryOptions memory_options;
     memory_options.reuse.min_call_bytes = min_call_bytes;
-    auto reuse = memory::MakeMessageMemory("reuse", memory_options);
+    auto reuse = memory::MakeMessageMemory("reuse", memory_options, nullptr);
     ServerOptions options;
     options.memory_strategy = reuse;
     const std::string what = "reuse, min_call_bytes " + std::to_string(min_call_bytes);
@@ -189,7 +189,7 @@ TEST(WireIdentity, AutoRepliesWithHeapsBytesWhileItSwitches) {
   memory_options.automatic.sample_every = 1;
   memory_options.automatic.recheck_calls = 5;
   memory_options.automatic.switch_margin = 0;
-  auto automatic = memory::MakeMessageMemory("auto", memory_options);
+  auto automatic = memory::MakeMessageMemory("auto", memory_options, nullptr);
   ServerOptions options;
   options.memory_strategy = automatic;
   ExpectSameBytes(expected, Replies(options, requests), "auto, switching");
@@ -222,14 +222,14 @@ TEST(WireIdentity, StrategyObjectsServeLikeTheirNames) {
   const std::vector<WireRequest> requests = RequestSequence(kCalls / 3);
   ServerOptions heap;
   const std::vector<ReplyFrame> expected = Replies(heap, requests);
-  auto reuse = memory::MakeMessageMemory("reuse");
+  auto reuse = memory::MakeMessageMemory(memory::MemoryMode::kReuse);
   ServerOptions server_wide;
   server_wide.memory_strategy = reuse;
   ExpectSameBytes(expected, Replies(server_wide, requests), "memory_strategy");
   EXPECT_EQ(reuse->stats().acquired, requests.size());
   EXPECT_EQ(reuse->stats().released, requests.size());
 
-  auto paged = memory::MakeMessageMemory("paged");
+  auto paged = memory::MakeMessageMemory(memory::MemoryMode::kPaged);
   ServerOptions per_method;
   per_method.memory_mode = "reuse";
   per_method.method_memory_strategy["arenarpc.wire.WireService.Call"] = paged;
@@ -320,14 +320,16 @@ TEST(WireIdentity, BadStrategyOptionsAreNamed) {
             std::string::npos)
       << start_error(null_strategy);
   ServerOptions unknown;
-  unknown.method_memory_strategy["arenarpc.wire.WireService.Nope"] = memory::MakeMessageMemory("heap");
+  unknown.method_memory_strategy["arenarpc.wire.WireService.Nope"] =
+      memory::MakeMessageMemory(memory::MemoryMode::kHeap);
   EXPECT_NE(start_error(unknown).find("method_memory_strategy: no method "
                                       "'arenarpc.wire.WireService.Nope'"),
             std::string::npos)
       << start_error(unknown);
   ServerOptions both;
   both.method_memory_mode["arenarpc.wire.WireService.Call"] = "heap";
-  both.method_memory_strategy["arenarpc.wire.WireService.Call"] = memory::MakeMessageMemory("heap");
+  both.method_memory_strategy["arenarpc.wire.WireService.Call"] =
+      memory::MakeMessageMemory(memory::MemoryMode::kHeap);
   EXPECT_NE(start_error(both).find("are both set"), std::string::npos) << start_error(both);
 }
 

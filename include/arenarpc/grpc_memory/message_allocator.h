@@ -1,7 +1,10 @@
 #pragma once
 // grpc::MessageAllocator on top of arenarpc's message memory strategies.
 //
-//   auto alloc = arenarpc::grpc_memory::allocator<EchoRequest, EchoResponse>("reuse", options);
+//   std::string error;
+//   auto alloc = arenarpc::grpc_memory::allocator<EchoRequest, EchoResponse>("reuse", options,
+//                                                                             &error);
+//   if (!alloc) { ... error says why ... }
 //   service.SetMessageAllocatorFor_Echo(alloc.get());   // alloc must outlive the server
 //
 // Each call's request and response come from one MessagePair of the strategy (heap | arena |
@@ -18,6 +21,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -155,19 +160,40 @@ class MessageAllocator final : public ::grpc::MessageAllocator<Request, Response
 // True for "default" (gRPC's own allocation); otherwise the name must be a strategy.
 inline bool IsDefaultMode(std::string_view mode) noexcept { return mode == "default"; }
 
-// Builds a strategy by name: "heap", "arena", "paged", "reuse" or "auto"; throws std::invalid_argument
-// for anything else (including "default", which has no allocator: pass nullptr to gRPC).
+// Set-up functions (docs/api-conventions.md, "Errors"): an unknown mode or invalid options make
+// them return nullptr with the reason in *error (when `error` is not nullptr); they never throw
+// std::invalid_argument.
+//
+// Builds a strategy by name: "heap", "arena", "paged", "reuse" or "auto"; anything else is an
+// error (including "default", which has no allocator: pass nullptr to gRPC).
 std::shared_ptr<memory::MessageMemory> MakeStrategy(std::string_view mode,
-                                                    const memory::MemoryOptions& options);
+                                                    const memory::MemoryOptions& options,
+                                                    std::string* error);
 
 // One-line form: an allocator with its own strategy. The caller owns it and keeps it alive for
-// the server's lifetime. Returns nullptr for "default" (SetMessageAllocatorFor_X(nullptr) keeps
-// gRPC's own allocation). Throws std::invalid_argument for an unknown mode or bad options.
+// the server's lifetime. nullptr with *error left empty for "default"
+// (SetMessageAllocatorFor_X(nullptr) keeps gRPC's own allocation); nullptr with *error set for
+// an unknown mode or bad options.
 template <class Request, class Response>
 std::unique_ptr<MessageAllocator<Request, Response>> allocator(
-    std::string_view mode, const memory::MemoryOptions& options = {}) {
+    std::string_view mode, const memory::MemoryOptions& options, std::string* error) {
   if (IsDefaultMode(mode)) return nullptr;
-  return std::make_unique<MessageAllocator<Request, Response>>(MakeStrategy(mode, options));
+  std::shared_ptr<memory::MessageMemory> strategy = MakeStrategy(mode, options, error);
+  if (strategy == nullptr) return nullptr;
+  return std::make_unique<MessageAllocator<Request, Response>>(std::move(strategy));
+}
+
+// The throwing spellings (std::invalid_argument), deprecated for one release.
+[[deprecated("use MakeStrategy(mode, options, &error)")]] std::shared_ptr<memory::MessageMemory>
+MakeStrategy(std::string_view mode, const memory::MemoryOptions& options);
+template <class Request, class Response>
+[[deprecated("use allocator<Request, Response>(mode, options, &error)")]]
+std::unique_ptr<MessageAllocator<Request, Response>> allocator(
+    std::string_view mode, const memory::MemoryOptions& options = {}) {
+  std::string error;
+  auto made = allocator<Request, Response>(mode, options, &error);
+  if (!error.empty()) throw std::invalid_argument(error);
+  return made;
 }
 
 }  // namespace arenarpc::grpc_memory

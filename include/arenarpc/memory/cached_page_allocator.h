@@ -15,8 +15,9 @@ namespace arenarpc::memory {
 
 class CachedPageAllocator final : public PageAllocator {
  public:
-  explicit CachedPageAllocator(
-      const PagePoolOptions& options);  // validates; throws invalid_argument
+  // Validates the options; a constructor has no return value, so it throws std::invalid_argument
+  // naming the bad setting. MakeCachedPageAllocator(options, &error) returns nullptr instead.
+  explicit CachedPageAllocator(const PagePoolOptions& options);
   ~CachedPageAllocator() override;
   CachedPageAllocator(const CachedPageAllocator&) = delete;
   CachedPageAllocator& operator=(const CachedPageAllocator&) = delete;

@@ -15,6 +15,7 @@
 // Whatever the handler writes, the response serializes as a heap message with that content would
 // (unless ReuseSettings::keep_response_submessages is turned on: docs/memory.md).
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -24,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "arenarpc/deprecated_option.h"
 #include "arenarpc/memory/memory_mode.h"
 #include "arenarpc/memory/page_allocator.h"
 #include "arenarpc/memory/serialized_message.h"
@@ -42,7 +44,8 @@ struct ArenaSettings {
 };
 // Process-wide defaults, read when a strategy is created without explicit settings.
 ArenaSettings DefaultArenaSettings();
-void SetDefaultArenaSettings(const ArenaSettings& settings);  // validates; throws invalid_argument
+// 0, or -1 with *error naming the setting (the defaults stay as they were).
+int SetDefaultArenaSettings(const ArenaSettings& settings, std::string* error);
 
 // Bounds of the reuse ("full reuse") strategy.
 struct ReuseSettings {
@@ -105,12 +108,15 @@ struct ReuseSettings {
 // (parse, handler, serialize, release; a call is measured only if it ran on one thread without
 // suspending), and serves the method with the cheapest candidate (mean CPU per call, each call
 // scaled to the trial's call size by a cost model fitted over it; docs/memory.md). It runs a new
-// trial after recheck_calls calls or recheck_interval_ms, and when the method's request size moves
+// trial after recheck_calls calls or recheck_interval, and when the method's request size moves
 // by shape_change times. Every candidate is exact, so a switch never changes what goes on the wire.
+ARENARPC_DEPRECATED_FIELDS_BEGIN
 struct AutoSettings {
   // The first one serves a method until its first trial ends, and whenever no call can be
-  // measured (handlers that finish their calls on another thread).
-  std::vector<std::string> candidates = {"paged", "reuse", "arena", "heap"};
+  // measured (handlers that finish their calls on another thread). Built-in modes, or their
+  // names ("paged", ...); not kAuto, none twice.
+  std::vector<NamedEnum<MemoryMode>> candidates = {MemoryMode::kPaged, MemoryMode::kReuse,
+                                                   MemoryMode::kArena, MemoryMode::kHeap};
   // First calls of each candidate's turn, not counted: from its 8th call on, a candidate's call
   // cost what the same call costs it alone within 3 % (bench/micro/trial_turn_bench).
   uint32_t warmup_calls = 16;
@@ -126,7 +132,7 @@ struct AutoSettings {
   uint32_t trial_block = 144;
   uint32_t sample_every = 64;  // between trials: the chosen candidate is measured once in N calls
   uint64_t recheck_calls = 200000;
-  uint32_t recheck_interval_ms = 300000;
+  std::chrono::milliseconds recheck_interval{std::chrono::minutes(5)};  // >= 1 ms
   double shape_change = 2.0;    // > 1
   // A trial also starts when the method's call rate (calls per second over windows of at least a
   // second and 16 sampled calls) moves by this factor from the first window after the last trial,
@@ -137,7 +143,12 @@ struct AutoSettings {
   // of the two messages) pass this many times the leanest measured candidate's is not chosen,
   // however cheap (e.g. 1.5 keeps a method off a strategy that holds half as much again). 0 = off.
   double max_held_ratio = 0;
+
+  // Deprecated spelling, for one release (arenarpc/deprecated_option.h): wins when set (> 0).
+  [[deprecated("use recheck_interval")]] uint32_t recheck_interval_ms =
+      kUnsetOption<uint32_t>;
 };
+ARENARPC_DEPRECATED_FIELDS_END
 
 // What "auto" decided for one method (MethodMemory::Choice()).
 struct MemoryChoice {
@@ -320,18 +331,40 @@ class MessageMemory {
   virtual void Trim() noexcept {}
 };
 
-// Creates a built-in strategy. Throws std::invalid_argument naming the setting for invalid
-// options.
-std::shared_ptr<MessageMemory> MakeMessageMemory(MemoryMode mode,
-                                                 const MemoryOptions& options = {});
-// The same by name ("heap", "arena", "paged", "reuse", "auto"); also throws for an unknown name,
-// listing the valid ones.
+// Set-up functions (docs/api-conventions.md, "Errors"): invalid options make them return nullptr
+// or -1 with a message naming the setting in *error (when `error` is not nullptr); they never
+// throw std::invalid_argument (std::bad_alloc when memory runs out).
+//
+// Creates a built-in strategy.
+std::shared_ptr<MessageMemory> MakeMessageMemory(MemoryMode mode, const MemoryOptions& options,
+                                                 std::string* error);
+// The same by name ("heap", "arena", "paged", "reuse", "auto"); an unknown name is an error that
+// lists the valid ones.
 std::shared_ptr<MessageMemory> MakeMessageMemory(std::string_view name,
-                                                 const MemoryOptions& options = {});
-// Validates options without building anything; throws std::invalid_argument naming the setting.
-void ValidateMemoryOptions(const MemoryOptions& options);
-void ValidateArenaSettings(const ArenaSettings& settings);  // start > 0, max >= start
-void ValidateReuseSettings(const ReuseSettings& settings);  // every bound >= 1
-void ValidateAutoSettings(const AutoSettings& settings);    // known candidates, bounds >= 1
+                                                 const MemoryOptions& options, std::string* error);
+// A built-in strategy with default options: cannot fail (nullptr only for a value cast into
+// MemoryMode that is none of its enumerators).
+std::shared_ptr<MessageMemory> MakeMessageMemory(MemoryMode mode);
+// Validates options without building anything: 0, or -1.
+int ValidateMemoryOptions(const MemoryOptions& options, std::string* error);
+int ValidateArenaSettings(const ArenaSettings& settings, std::string* error);  // 0 < start <= max
+int ValidateReuseSettings(const ReuseSettings& settings, std::string* error);  // bounds >= 1
+int ValidateAutoSettings(const AutoSettings& settings, std::string* error);  // candidates, bounds
+
+// The throwing spellings (std::invalid_argument naming the setting), deprecated for one release.
+[[deprecated("use MakeMessageMemory(mode, options, &error)")]] std::shared_ptr<MessageMemory>
+MakeMessageMemory(MemoryMode mode, const MemoryOptions& options);
+[[deprecated("use MakeMessageMemory(name, options, &error)")]] std::shared_ptr<MessageMemory>
+MakeMessageMemory(std::string_view name, const MemoryOptions& options = {});
+[[deprecated("use ValidateMemoryOptions(options, &error)")]] void ValidateMemoryOptions(
+    const MemoryOptions& options);
+[[deprecated("use SetDefaultArenaSettings(settings, &error)")]] void SetDefaultArenaSettings(
+    const ArenaSettings& settings);
+[[deprecated("use ValidateArenaSettings(settings, &error)")]] void ValidateArenaSettings(
+    const ArenaSettings& settings);
+[[deprecated("use ValidateReuseSettings(settings, &error)")]] void ValidateReuseSettings(
+    const ReuseSettings& settings);
+[[deprecated("use ValidateAutoSettings(settings, &error)")]] void ValidateAutoSettings(
+    const AutoSettings& settings);
 
 }  // namespace arenarpc::memory

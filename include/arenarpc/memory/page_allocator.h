@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace arenarpc::memory {
 
@@ -37,12 +38,22 @@ class PageAllocator {
   virtual PageAllocatorStats stats() const noexcept = 0;
 };
 
-// Throws std::invalid_argument with a message naming the bad setting.
-void ValidatePagePoolOptions(const PagePoolOptions& options);
-
-// Pages straight from the system allocator; no caching.
-std::unique_ptr<PageAllocator> MakeSystemPageAllocator(size_t page_size);
+// Set-up functions (docs/api-conventions.md, "Errors"): invalid settings make them return -1 or
+// nullptr with a message naming the setting in *error (when `error` is not nullptr); they never
+// throw std::invalid_argument.
+int ValidatePagePoolOptions(const PagePoolOptions& options, std::string* error);
+// Pages straight from the system allocator; no caching. nullptr for an invalid page_size.
+std::unique_ptr<PageAllocator> MakeSystemPageAllocator(size_t page_size, std::string* error);
 // A bounded cache of free pages in front of a system page allocator (see cached_page_allocator.h).
-std::unique_ptr<PageAllocator> MakeCachedPageAllocator(const PagePoolOptions& options);
+std::unique_ptr<PageAllocator> MakeCachedPageAllocator(const PagePoolOptions& options,
+                                                       std::string* error);
+
+// The throwing spellings (std::invalid_argument), deprecated for one release.
+[[deprecated("use ValidatePagePoolOptions(options, &error)")]] void ValidatePagePoolOptions(
+    const PagePoolOptions& options);
+[[deprecated("use MakeSystemPageAllocator(page_size, &error)")]] std::unique_ptr<PageAllocator>
+MakeSystemPageAllocator(size_t page_size);
+[[deprecated("use MakeCachedPageAllocator(options, &error)")]] std::unique_ptr<PageAllocator>
+MakeCachedPageAllocator(const PagePoolOptions& options);
 
 }  // namespace arenarpc::memory

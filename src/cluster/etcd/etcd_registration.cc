@@ -1,5 +1,5 @@
 // A Server's entry in etcd: key "<prefix><ip:port>", value "ip:port weight[ tag]", attached to a
-// lease of registry_lease_ttl_ms. A background thread refreshes the lease every TTL/3; if the lease
+// lease of registry_lease_ttl. A background thread refreshes the lease every TTL/3; if the lease
 // is gone (etcd lost it, or this process was paused past the TTL) it grants a new one and puts
 // the key again. Stop() deletes the key and revokes the lease; a crashed server's key goes when
 // its lease expires.

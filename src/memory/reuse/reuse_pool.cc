@@ -9,6 +9,7 @@
 #include <functional>
 #include <thread>
 
+#include "memory/option_errors.h"
 #include "memory/reuse/cleared_tail.h"
 
 namespace arenarpc::memory {
@@ -50,7 +51,7 @@ ReusePool::Entry::~Entry() {
 ReusePool::ReusePool(const google::protobuf::Message& prototype, const ReuseSettings& settings,
                      bool on_arena, FilledBy filled_by)
     : prototype_(prototype),
-      settings_((ValidateReuseSettings(settings), settings)),
+      settings_((ThrowIfInvalid(ReuseSettingsError(settings)), settings)),
       plan_(*prototype.GetDescriptor()),
       shape_plan_(*prototype.GetDescriptor()),
       filled_by_(filled_by),

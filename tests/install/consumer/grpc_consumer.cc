@@ -34,8 +34,10 @@ int Fail(const std::string& what) {
 
 int main() {
   Hello service;
-  auto allocator = arenarpc::grpc_memory::allocator<consumer::HelloRequest, consumer::HelloReply>("paged");
-  if (!allocator) return Fail("no allocator");
+  std::string error;
+  auto allocator = arenarpc::grpc_memory::allocator<consumer::HelloRequest, consumer::HelloReply>(
+      "paged", {}, &error);
+  if (!allocator) return Fail("no allocator: " + error);
   service.SetMessageAllocatorFor_Say(allocator.get());
 
   int port = 0;

@@ -9,12 +9,12 @@
 #include "arenarpc/memory/message_memory.h"
 
 int main() {
-  auto memory = arenarpc::memory::MakeMessageMemory("arena");
+  auto memory = arenarpc::memory::MakeMessageMemory(arenarpc::memory::MemoryMode::kArena);
   google::protobuf::Struct prototype;
   auto method = memory->Bind(prototype, prototype);
   auto pair = method->Acquire();
   if (!pair || pair.arena() == nullptr) return 1;
-  auto reuse = arenarpc::grpc_memory::MakeStrategy("reuse", {});
+  auto reuse = arenarpc::grpc_memory::MakeStrategy("reuse", {}, nullptr);
   if (!reuse || reuse->name() != "reuse") return 1;
   std::printf("pkgconfig_consumer: %s and %s strategies ok\n", std::string(memory->name()).c_str(),
               std::string(reuse->name()).c_str());
