@@ -197,7 +197,11 @@ class ServerConnectionTest : public ::testing::Test {
   }
   ~ServerConnectionTest() override {
     handler_.Release();
-    if (connection_) connection_->Close();
+    if (!connection_) return;
+    connection_->Close();
+    // A drainer on a worker thread may still hold the connection: it must let go before the
+    // loopback pair's io_context, which owns the connection's timers, goes.
+    WaitUntil([&] { return connection_.use_count() == 1; });
   }
 
   void Send(const std::string& lines) { asio::write(sockets_.client, asio::buffer(lines)); }
