@@ -39,7 +39,7 @@ std::unique_ptr<ServerProtocol> BaiduStdServerProtocol::Create(ServerState& stat
 ServerProtocol::Step BaiduStdServerProtocol::Next(net::Connection& connection,
                                                   net::BufferChain& input,
                                                   std::chrono::steady_clock::time_point /*read_at*/,
-                                                  CallHead* head) {
+                                                  Decoded* decoded) {
   switch (protocol::PeekFrameKind(input)) {
     case protocol::FrameKind::kNeedMore:
       return Step::kNeedMore;
@@ -48,52 +48,52 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(net::Connection& connection,
     default:
       break;  // "PRPC", or bytes the frame decoder rejects
   }
+  // The meta stays with the decoder, which clears it for the next frame and so reuses its parts
+  // (its strings' buffers) — unless it was large: a connection keeps no more than that.
+  if (frame_.meta_size > kMaxKeptMetaBytes) {
+    frame_.meta = protocol::RpcMeta();
+    frame_.meta_size = 0;
+  }
   const protocol::DecodeStatus status = decoder_.Next(input, &frame_);
   if (status == protocol::DecodeStatus::kNeedMore) return Step::kNeedMore;
   if (status == protocol::DecodeStatus::kError) return Step::kMalformed;
 
+  // The call's head points into frame_.meta (kept until the next frame); all else moves out.
   const protocol::RpcMeta& meta = frame_.meta;
   const protocol::RpcRequestMeta& request_meta = meta.request();  // absent: empty names
-  head->service_name = request_meta.service_name();
-  head->method_name = request_meta.method_name();
-  head->key = meta.correlation_id();
-  head->credential = meta.authentication_data();
-  if (request_meta.has_timeout_ms()) head->timeout_ms = request_meta.timeout_ms();
-  if (decoder_.attachment_error()) {
-    invalid_text_ = protocol::AttachmentTooLargeText(
-        "request", meta.attachment_size(), frame_.payload.size() + frame_.attachment.size());
-    head->invalid_code = EREQUEST;
-    head->invalid_text = invalid_text_;
-  }
-  return Step::kCall;
-}
-
-void BaiduStdServerProtocol::Admitted(net::Connection& connection, ServerCall& call,
-                                      RequestPayload* payload) {
-  CaptureBaiduStd(capture_, frame_.meta, frame_.payload, frame_.attachment);
-  const protocol::RpcRequestMeta& request_meta = frame_.meta.request();
-  Controller& controller = call.controller();
-  controller.set_log_id(request_meta.log_id());
-  if (request_meta.has_request_id()) controller.set_request_id(request_meta.request_id());
-  if (request_meta.trace_id() != 0) {
-    controller.set_trace(request_meta.trace_id(), request_meta.span_id(),
-                         request_meta.parent_span_id());
-  }
-  controller.set_request_compress_type(static_cast<CompressType>(frame_.meta.compress_type()));
-  for (const auto& [key, value] : frame_.meta.user_fields()) {
-    controller.request_user_fields().emplace(key, value);
-  }
+  DecodedCall& call = decoded->call;
+  CallHead& head = call.head;
+  head.service_name = request_meta.service_name();
+  head.method_name = request_meta.method_name();
+  head.key = meta.correlation_id();
+  head.credential = meta.authentication_data();
+  if (request_meta.has_timeout_ms()) head.timeout_ms = request_meta.timeout_ms();
   const size_t request_size = frame_.payload.size() + frame_.attachment.size();
-  controller.request_attachment() = std::move(frame_.attachment);
-  if (frame_.meta.has_stream_settings()) {
-    stream::OfferStream(controller, frame_.meta.stream_settings(), StreamHostOf(connection),
-                        call.method().full_name);
+  if (decoder_.attachment_error()) {
+    invalid_text_ = protocol::AttachmentTooLargeText("request", meta.attachment_size(),
+                                                     request_size);
+    head.invalid_code = EREQUEST;
+    head.invalid_text = invalid_text_;
   }
-  // The meta stays with the decoder, which clears it for the next frame and so reuses its parts
-  // (its strings' buffers) — unless it was large: a connection keeps no more than that.
-  *payload = RequestPayload{protocol::PayloadEncoding::Of(frame_.meta), std::move(frame_.payload),
-                            request_size};
-  if (frame_.meta_size > kMaxKeptMetaBytes) frame_.meta = protocol::RpcMeta();
+  call.capture = CaptureBaiduStd(capture_, meta, frame_.payload, frame_.attachment);
+  CallFields& fields = call.fields;
+  fields.log_id = request_meta.log_id();
+  if (request_meta.has_request_id()) fields.request_id = request_meta.request_id();
+  if (request_meta.trace_id() != 0) {
+    fields.trace.trace_id = static_cast<uint64_t>(request_meta.trace_id());
+    fields.trace.span_id = static_cast<uint64_t>(request_meta.span_id());
+    fields.trace.parent_span_id = static_cast<uint64_t>(request_meta.parent_span_id());
+  }
+  fields.request_compress_type = meta.compress_type();
+  for (const auto& [key, value] : meta.user_fields()) fields.user_fields.emplace_back(key, value);
+  fields.attachment = std::move(frame_.attachment);
+  if (meta.has_stream_settings()) {
+    fields.stream_offer =
+        std::make_unique<StreamOffer>(StreamOffer{meta.stream_settings(), StreamHostOf(connection)});
+  }
+  call.payload = RequestPayload{protocol::PayloadEncoding::Of(meta), std::move(frame_.payload),
+                                request_size};
+  return Step::kCall;
 }
 
 bool BaiduStdServerProtocol::PackReply(ServerCall& call, const google::protobuf::Message& response,

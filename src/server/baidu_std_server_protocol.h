@@ -23,9 +23,7 @@ class BaiduStdServerProtocol final : public ServerProtocol {
 
   std::string_view name() const noexcept override { return "baidu_std"; }
   Step Next(net::Connection& connection, net::BufferChain& input,
-            std::chrono::steady_clock::time_point read_at, CallHead* head) override;
-  void Admitted(net::Connection& connection, ServerCall& call, RequestPayload* payload) override;
-  void Rejected() override { frame_ = protocol::Frame(); }
+            std::chrono::steady_clock::time_point read_at, Decoded* decoded) override;
   const std::string& error() const noexcept override {
     return stream_error_ ? stream_decoder_.error() : decoder_.error();
   }
@@ -43,8 +41,9 @@ class BaiduStdServerProtocol final : public ServerProtocol {
   void ConnectAcceptedStream(int64_t key);
 
   protocol::FrameDecoder decoder_;  // Next() only
-  protocol::Frame frame_;           // the call Next() decoded, until Admitted() takes it
-  std::string invalid_text_;        // its CallHead::invalid_text
+  // The frame Next() decoded last: its meta (the call's CallHead points into it) until the next.
+  protocol::Frame frame_;
+  std::string invalid_text_;  // its CallHead::invalid_text
   protocol::StreamFrameDecoder stream_decoder_;  // Next() only
   bool stream_error_ = false;
   fiber::Scheduler* const fibers_;

@@ -32,9 +32,12 @@ void SetNames(const MethodEntry& method, capture::RpcDumpMeta* meta) {
 
 }  // namespace
 
-void CaptureBaiduStdRecord(capture::RequestCapture& capture, const protocol::RpcMeta& rpc_meta,
-                           const net::BufferChain& payload, const net::BufferChain& attachment) {
-  capture::RpcDumpMeta meta;
+std::unique_ptr<CaptureRecord> CaptureBaiduStdRecord(const capture::RequestCapture& capture,
+                                                     const protocol::RpcMeta& rpc_meta,
+                                                     const net::BufferChain& payload,
+                                                     const net::BufferChain& attachment) {
+  auto record = std::make_unique<CaptureRecord>();
+  capture::RpcDumpMeta& meta = record->meta;
   meta.set_service_name(rpc_meta.request().service_name());
   meta.set_method_name(rpc_meta.request().method_name());
   if (rpc_meta.compress_type() != 0) meta.set_compress_type(rpc_meta.compress_type());
@@ -44,26 +47,28 @@ void CaptureBaiduStdRecord(capture::RequestCapture& capture, const protocol::Rpc
     meta.set_authentication_data(rpc_meta.authentication_data());
   }
   meta.set_protocol(capture::CAPTURED_BAIDU_STD);
-  std::string request;
+  std::string& request = record->request;
   request.reserve(payload.size() + attachment.size());
   AppendChain(payload, &request);
   AppendChain(attachment, &request);
-  capture.Submit(std::move(meta), std::move(request));
+  return record;
 }
 
-void CaptureHttpRecord(capture::RequestCapture& capture, const protocol::HttpRequest& http,
-                       const MethodEntry& method) {
+std::unique_ptr<CaptureRecord> CaptureHttpRecord(const capture::RequestCapture& capture,
+                                                 const protocol::HttpRequest& http) {
   // The request as brpc records it (protocol_type http, the raw request in `request`), written
   // back as HTTP/1.1 keep-alive with the de-chunked body and its Content-Length: what a replay
   // sends as it is.
-  capture::RpcDumpMeta meta;
-  SetNames(method, &meta);
+  auto record = std::make_unique<CaptureRecord>();
+  record->names_from_method = true;
+  capture::RpcDumpMeta& meta = record->meta;
   meta.set_protocol_type(kBrpcProtocolHttp);
   meta.set_attachment_size(static_cast<int64_t>(http.body.size()));
   meta.set_protocol(capture::CAPTURED_HTTP);
   meta.set_http_method(http.method);
   meta.set_path(http.target);
-  std::string request = http.method + " " + http.target + " HTTP/1.1\r\n";
+  std::string& request = record->request;
+  request = http.method + " " + http.target + " HTTP/1.1\r\n";
   for (const auto& [name, value] : http.headers) {
     if (name == "content-length" || name == "transfer-encoding" || name == "connection" ||
         name == "keep-alive") {
@@ -77,13 +82,15 @@ void CaptureHttpRecord(capture::RequestCapture& capture, const protocol::HttpReq
   }
   request.append("content-length: ").append(std::to_string(http.body.size())).append("\r\n\r\n");
   request.append(http.body);
-  capture.Submit(std::move(meta), std::move(request));
+  return record;
 }
 
-void CaptureGrpcRecord(capture::RequestCapture& capture, const protocol::h2::GrpcRequest& grpc,
-                       int compress_type, const MethodEntry& method) {
-  capture::RpcDumpMeta meta;
-  SetNames(method, &meta);
+std::unique_ptr<CaptureRecord> CaptureGrpcRecord(const capture::RequestCapture& capture,
+                                                 const protocol::h2::GrpcRequest& grpc,
+                                                 int compress_type) {
+  auto record = std::make_unique<CaptureRecord>();
+  record->names_from_method = true;
+  capture::RpcDumpMeta& meta = record->meta;
   if (compress_type != 0) meta.set_compress_type(compress_type);
   meta.set_protocol(capture::CAPTURED_GRPC);
   meta.set_path(grpc.path);
@@ -98,10 +105,16 @@ void CaptureGrpcRecord(capture::RequestCapture& capture, const protocol::h2::Grp
     header->set_name(name);
     header->set_value(value);
   }
-  std::string request;
+  std::string& request = record->request;
   request.reserve(grpc.message.size());
   AppendChain(grpc.message, &request);
-  capture.Submit(std::move(meta), std::move(request));
+  return record;
+}
+
+void SubmitCapture(capture::RequestCapture& capture, CaptureRecord&& record,
+                   const MethodEntry& method) {
+  if (record.names_from_method) SetNames(method, &record.meta);
+  capture.Submit(std::move(record.meta), std::move(record.request));
 }
 
 }  // namespace arenarpc::server

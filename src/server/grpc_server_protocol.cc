@@ -143,8 +143,10 @@ void GrpcServerProtocol::MarkCanceled(std::vector<std::shared_ptr<CancelState>>*
 
 ServerProtocol::Step GrpcServerProtocol::Next(net::Connection& connection, net::BufferChain& input,
                                               std::chrono::steady_clock::time_point read_at,
-                                              CallHead* head) {
-  protocol::h2::GrpcRequest& request = request_;  // empty: whoever took the last one cleared it
+                                              Decoded* decoded) {
+  // The last request stays until the session moves the next one in: its call's CallHead points
+  // into it.
+  protocol::h2::GrpcRequest& request = request_;
   bool have = false, failed = false;
   std::vector<std::shared_ptr<CancelState>> fire;
   {
@@ -172,14 +174,14 @@ ServerProtocol::Step GrpcServerProtocol::Next(net::Connection& connection, net::
     input_this_turn_ = 0;  // the next OnInput is a new turn
     return more ? Step::kYield : Step::kNeedMore;
   }
-  const Step step = Dispatch(connection, read_at, head);
+  const Step step = Dispatch(connection, read_at, &decoded->call);
   if (step != Step::kCall) request_ = protocol::h2::GrpcRequest();  // answered: nothing to keep
   return step;
 }
 
 ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
                                                   std::chrono::steady_clock::time_point read_at,
-                                                  CallHead* head) {
+                                                  DecodedCall* call) {
   protocol::h2::GrpcRequest& request = request_;
   const int64_t key = request.stream_id;
   if (request.kind == WireKind::kPreflight) {
@@ -229,6 +231,15 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
       return Step::kAnswered;
     }
   }
+  // Connect's JSON streams convert their messages with the method's prototypes.
+  std::shared_ptr<MethodBinding> binding;
+  if (request.streaming && request.json) {
+    int code = 0;
+    std::string text;
+    if (MethodEntry* entry = state_.config.registry.Resolve(service, method, &code, &text)) {
+      binding = entry->Binding();
+    }
+  }
   {
     std::lock_guard lock(mutex_);
     Call& entry = calls_[key];
@@ -239,55 +250,43 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
       entry.stream->connection = &connection;
       entry.stream->compress_type = compress_type;
       entry.stream->json = request.json;
+      entry.stream->binding = std::move(binding);
       if (request.timeout_ms >= 0) {
         entry.stream->deadline = read_at + std::chrono::milliseconds(request.timeout_ms);
       }
     }
   }
-  head->service_name = service;
-  head->method_name = method;
-  head->key = key;
+  CallHead& head = call->head;
+  head.service_name = service;  // into request_.path, kept until the next Next()
+  head.method_name = method;
+  head.key = key;
   if (request.timeout_ms >= 0) {
-    head->timeout_ms = static_cast<int32_t>(
+    head.timeout_ms = static_cast<int32_t>(
         std::min<int64_t>(request.timeout_ms, std::numeric_limits<int32_t>::max()));
   }
   // ServerOptions::auth: the `authorization` metadata, per request (as HTTP's header).
-  head->per_request_auth = true;
+  head.per_request_auth = true;
   // The built-in health Watch, like Check and the /health page, needs no credential.
-  head->without_auth = builtin_health_ && request.path == kHealthWatchPath;
+  head.without_auth = builtin_health_ && request.path == kHealthWatchPath;
   for (const auto& [name, value] : request.metadata) {
     if (name != protocol::h2::kAuthorizationMetadata) continue;
-    if (head->credential.data() != nullptr) head->credential_repeated = true;
-    head->credential = value;
+    if (head.credential.data() != nullptr) head.credential_repeated = true;
+    head.credential = value;
   }
-  request_compress_type_ = request.compressed ? compress_type : 0;
-  return Step::kCall;
-}
-
-void GrpcServerProtocol::Admitted(net::Connection& /*connection*/, ServerCall& call,
-                                  RequestPayload* payload) {
-  protocol::h2::GrpcRequest& request = request_;
-  CaptureGrpc(state_.capture.get(), request, request_compress_type_, call.method());
-  Controller& controller = call.controller();
-  controller.set_request_compress_type(static_cast<CompressType>(request_compress_type_));
+  const int request_compress_type = request.compressed ? compress_type : 0;
+  call->capture = CaptureGrpc(state_.capture.get(), request, request_compress_type);
+  CallFields& fields = call->fields;
+  fields.request_compress_type = request_compress_type;
   internal::TraceHeaderReader trace;
   for (const auto& [name, value] : request.metadata) trace.Offer(name, value);
-  if (TraceContext context = trace.Take(); context.valid()) controller.set_trace(std::move(context));
-  for (auto& [name, value] : request.metadata) {
-    controller.request_user_fields().emplace(std::move(name), std::move(value));
-  }
-  if (request.streaming && request.json) {  // its messages convert with the method's prototypes
-    std::lock_guard lock(mutex_);
-    auto it = calls_.find(request.stream_id);
-    if (it != calls_.end() && it->second.stream) {
-      it->second.stream->binding = call.method().Binding();
-    }
-  }
+  fields.trace = trace.Take();
+  // The vector moves, its strings stay where they are: the credential's view stays good.
+  fields.user_fields = std::move(request.metadata);
   const size_t request_size = request.message.size();
-  *payload = RequestPayload{protocol::PayloadEncoding::Compressed(request_compress_type_),
-                            std::move(request.message), request_size};
-  payload->json = request.json;
-  request = protocol::h2::GrpcRequest();
+  call->payload = RequestPayload{protocol::PayloadEncoding::Compressed(request_compress_type),
+                                 std::move(request.message), request_size};
+  call->payload.json = request.json;
+  return Step::kCall;
 }
 
 void GrpcServerProtocol::AnswerHealth(net::Connection& connection,

@@ -36,7 +36,7 @@ struct StreamWaits {
   std::vector<std::pair<std::string, std::string>> trailers;
   // Set by RegisterStream(): the bytes buffered each way are kept current in them.
   std::shared_ptr<stream::StreamCounters> counters;
-  // Connect with JSON messages: converted with the method's prototypes (set at admission).
+  // Connect with JSON messages: converted with the method's prototypes (set as it is decoded).
   bool json = false;
   std::shared_ptr<MethodBinding> binding;
 };
@@ -51,9 +51,7 @@ class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTrans
 
   std::string_view name() const noexcept override { return "h2:grpc"; }
   Step Next(net::Connection& connection, net::BufferChain& input,
-            std::chrono::steady_clock::time_point read_at, CallHead* head) override;
-  void Admitted(net::Connection& connection, ServerCall& call, RequestPayload* payload) override;
-  void Rejected() override { request_ = protocol::h2::GrpcRequest(); }
+            std::chrono::steady_clock::time_point read_at, Decoded* decoded) override;
   const std::string& error() const noexcept override { return error_; }
   bool InRequest() const noexcept override {
     return in_request_.load(std::memory_order_acquire);
@@ -107,9 +105,9 @@ class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTrans
     std::shared_ptr<StreamWaits> stream;  // streaming calls only
   };
 
-  // request_: a call for admission (*head), or answered here (health, bad path or encoding).
+  // request_: a call for admission (*call), or answered here (health, bad path or encoding).
   Step Dispatch(net::Connection& connection, std::chrono::steady_clock::time_point read_at,
-                CallHead* head);
+                DecodedCall* call);
   void AnswerHealth(net::Connection& connection, const protocol::h2::GrpcRequest& request);
   // An OPTIONS request: a CORS preflight's answer (ServerOptions::cors_*), or 403.
   void AnswerPreflight(net::Connection& connection, const protocol::h2::GrpcRequest& request);
@@ -147,9 +145,9 @@ class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTrans
   size_t input_this_turn_ = 0;     // Next() only
   uint64_t data_bytes_seen_ = 0;   // mutex_: session_.data_bytes_sent() at the last look
   std::string error_;  // Next() only
-  // The request Next() decoded for admission, and its compress type (reading thread only).
+  // The request Next() decoded last (reading thread only): its call's CallHead points into it
+  // until the next Next().
   protocol::h2::GrpcRequest request_;
-  int request_compress_type_ = 0;
 
   std::atomic<size_t> held_bytes_{0};
   std::atomic<bool> in_request_{false};

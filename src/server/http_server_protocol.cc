@@ -197,12 +197,14 @@ std::unique_ptr<ServerProtocol> HttpServerProtocol::Create(ServerState& state,
 
 ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::BufferChain& input,
                                               std::chrono::steady_clock::time_point read_at,
-                                              CallHead* head) {
+                                              Decoded* decoded) {
   if (stopped_) {  // after "Connection: close" or bad input nothing more is read
     input.clear();
     return Step::kNeedMore;
   }
-  protocol::HttpRequest& request = request_;  // empty: whoever took the last one cleared it
+  // The last request stays until the decoder moves the next one in: its call's CallHead points
+  // into it.
+  protocol::HttpRequest& request = request_;
   switch (decoder_.Next(input, &request)) {
     case protocol::HttpRequestDecoder::Status::kNeedMore:
       return Step::kNeedMore;
@@ -292,13 +294,18 @@ ServerProtocol::Step HttpServerProtocol::Next(net::Connection& connection, net::
     request_ = protocol::HttpRequest();
     return Step::kAnswered;
   }
-  const Step step = Route(connection, sequence, head);
-  if (step == Step::kAnswered) request_ = protocol::HttpRequest();  // nothing to keep
+  const Step step = Route(connection, sequence, &settings, decoded);
+  if (step == Step::kCall) {
+    DecodeCall(settings, &decoded->call);
+  } else if (step == Step::kAnswered) {
+    request_ = protocol::HttpRequest();  // nothing to keep
+  }
   return step;
 }
 
 ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int64_t sequence,
-                                               CallHead* head) {
+                                               Exchange* settings, Decoded* decoded) {
+  CallHead* head = &decoded->call.head;
   const protocol::HttpRequest& request = request_;
   std::string_view service, method;
   if (SplitMethodPath(request.path, &service, &method)) {
@@ -320,10 +327,9 @@ ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int6
           Respond(connection, sequence, std::move(head), ConnectGetRefusal(entry->full_name));
           return Step::kAnswered;
         }
-        Exchange settings = ExchangeOf(sequence);
-        OpenConnectGet(&settings);
-        Register(sequence, settings);
-        return CallMethod(sequence, service, method, entry, head);
+        OpenConnectGet(settings);
+        Register(sequence, *settings);
+        return CallMethod(connection, sequence, service, method, entry, head);
       }
       if (request.method != "POST") {
         protocol::HttpResponseHead head = Head(405);
@@ -331,14 +337,14 @@ ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int6
         Respond(connection, sequence, std::move(head), "call " + request.path + " with POST\n");
         return Step::kAnswered;
       }
-      return CallMethod(sequence, service, method, entry, head);
+      return CallMethod(connection, sequence, service, method, entry, head);
     }
   }
-  return ServeBuiltin(connection, sequence, head);
+  return ServeBuiltin(connection, sequence, &decoded->task);
 }
 
 ServerProtocol::Step HttpServerProtocol::ServeBuiltin(net::Connection& connection, int64_t sequence,
-                                                      CallHead* head) {
+                                                      DecodedTask* task) {
   const protocol::HttpRequest& request = request_;
   const ServerOptions& options = state_.config.options;
   const builtin::BuiltinHandler* handler =
@@ -355,6 +361,7 @@ ServerProtocol::Step HttpServerProtocol::ServeBuiltin(net::Connection& connectio
     return Step::kAnswered;
   }
   // With an authenticator, pages other than /health need a valid Authorization header too.
+  std::string principal;  // who ServerOptions::auth said sent it
   if (options.auth != nullptr && request.path != "/health") {
     const std::string* authorization = request.Header("authorization");
     AuthContext context;
@@ -366,9 +373,7 @@ ServerProtocol::Step HttpServerProtocol::ServeBuiltin(net::Connection& connectio
       Respond(connection, sequence, std::move(head), std::string(protocol::kAuthFailedText) + "\n");
       return Step::kAnswered;
     }
-    page_principal_ = context.user();
-  } else {
-    page_principal_.clear();
+    principal = context.user();
   }
   if (options.internal_port >= 0 && !internal_port_ &&
       options.main_port_pages == MainPortPages::kAll) {
@@ -377,18 +382,12 @@ ServerProtocol::Step HttpServerProtocol::ServeBuiltin(net::Connection& connectio
                 std::to_string(options.internal_port) + "\n");
     return Step::kAnswered;
   }
-  page_ = handler;
-  page_sequence_ = sequence;
-  head->key = sequence;
+  task->key = sequence;
+  task->request_size = request_.body.size();
+  task->task = std::make_unique<HttpPageTask>(state_.shared_from_this(),
+                                              connection.shared_from_this(), this, handler,
+                                              std::move(request_), std::move(principal), sequence);
   return Step::kTask;
-}
-
-std::unique_ptr<AdmittedTask> HttpServerProtocol::TakeTask(net::Connection& connection,
-                                                           size_t* request_size) {
-  *request_size = request_.body.size();
-  return std::make_unique<HttpPageTask>(state_.shared_from_this(), connection.shared_from_this(),
-                                        this, page_, std::move(request_),
-                                        std::move(page_principal_), page_sequence_);
 }
 
 void HttpServerProtocol::SendPage(net::Connection& connection, int64_t sequence,
@@ -408,7 +407,8 @@ void HttpServerProtocol::SendPage(net::Connection& connection, int64_t sequence,
   Deliver(connection, sequence, std::move(bytes), /*final=*/true);
 }
 
-ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::string_view service,
+ServerProtocol::Step HttpServerProtocol::CallMethod(net::Connection& connection, int64_t sequence,
+                                                    std::string_view service,
                                                     std::string_view method,
                                                     const MethodEntry* entry, CallHead* head) {
   const protocol::HttpRequest& request = request_;
@@ -427,7 +427,7 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
     head->invalid_text = invalid_text_;
   }
   if (web_ != WebRpc::kNone) {
-    WebCallHead(sequence, entry, head);
+    WebCallHead(connection, sequence, entry, head);
     return Step::kCall;
   }
   if (const std::string* value = request.Header("x-bd-timeout-ms")) {
@@ -445,29 +445,30 @@ ServerProtocol::Step HttpServerProtocol::CallMethod(int64_t sequence, std::strin
   return Step::kCall;
 }
 
-void HttpServerProtocol::Admitted(net::Connection& connection, ServerCall& call,
-                                  RequestPayload* payload) {
-  CaptureHttp(state_.capture.get(), request_, call.method());
-  Controller& controller = call.controller();
+void HttpServerProtocol::DecodeCall(const Exchange& settings, DecodedCall* call) {
+  call->capture = CaptureHttp(state_.capture.get(), request_);
+  CallFields& fields = call->fields;
   if (const std::string* log_id = request_.Header("x-bd-log-id")) {
     uint64_t id = 0;
     std::from_chars(log_id->data(), log_id->data() + log_id->size(), id);
-    controller.set_log_id(id);
+    fields.log_id = static_cast<int64_t>(id);
   }
   internal::TraceHeaderReader trace;
   for (const auto& [name, value] : request_.headers) trace.Offer(name, value);
-  if (TraceContext context = trace.Take(); context.valid()) controller.set_trace(std::move(context));
-  const Exchange exchange = ExchangeOf(call.correlation_id());
-  payload->body = RequestBody::kHttpBody;
-  payload->encoding.compress_type = exchange.request_compress;
-  payload->json = exchange.json;
+  fields.trace = trace.Take();
+  RequestPayload& payload = call->payload;
+  payload.body = RequestBody::kHttpBody;
+  payload.encoding.compress_type = settings.request_compress;
+  payload.json = settings.json;
   if (web_ != WebRpc::kNone) {
-    AdmitWebCall(connection, call, payload);
-    return;
+    DecodeWebCall(call);
+  } else {
+    payload.request_size = request_.body.size();
+    payload.bytes.Append(request_.body);
   }
-  payload->request_size = request_.body.size();
-  payload->bytes.Append(request_.body);
-  request_ = protocol::HttpRequest();
+  // The head points into the request's path and headers, kept until the next request; its body
+  // is copied out and can go now.
+  std::string().swap(request_.body);
 }
 
 bool HttpServerProtocol::Saturated() const noexcept {

@@ -37,11 +37,7 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
 
   std::string_view name() const noexcept override { return "HTTP"; }
   Step Next(net::Connection& connection, net::BufferChain& input,
-            std::chrono::steady_clock::time_point read_at, CallHead* head) override;
-  void Admitted(net::Connection& connection, ServerCall& call, RequestPayload* payload) override;
-  std::unique_ptr<AdmittedTask> TakeTask(net::Connection& connection,
-                                         size_t* request_size) override;
-  void Rejected() override { request_ = protocol::HttpRequest(); }
+            std::chrono::steady_clock::time_point read_at, Decoded* decoded) override;
   const std::string& error() const noexcept override { return decoder_.error(); }
   bool InRequest() const noexcept override { return decoder_.in_request(); }
   // Requests whose replies are not written yet reached max_queued_requests_per_connection, or
@@ -119,14 +115,19 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
     bool stream = false;  // a server-streaming call: its WebStream is in web_streams_
   };
 
-  // request_, answered as `sequence`: a method call, a page or an answer.
-  Step Route(net::Connection& connection, int64_t sequence, CallHead* head);
-  Step ServeBuiltin(net::Connection& connection, int64_t sequence, CallHead* head);
-  Step CallMethod(int64_t sequence, std::string_view service, std::string_view method,
-                  const MethodEntry* entry, CallHead* head);
+  // request_, answered as `sequence` (its reply's `settings`): a method call, a page or an
+  // answer.
+  Step Route(net::Connection& connection, int64_t sequence, Exchange* settings,
+             Decoded* decoded);
+  Step ServeBuiltin(net::Connection& connection, int64_t sequence, DecodedTask* task);
+  Step CallMethod(net::Connection& connection, int64_t sequence, std::string_view service,
+                  std::string_view method, const MethodEntry* entry, CallHead* head);
+  // The rest of the call request_ is (its Controller's fields, its payload), once Route() said
+  // kCall.
+  void DecodeCall(const Exchange& settings, DecodedCall* call);
   // Kept out of the brpc HTTP path's functions (their code and inlining stay as they were):
-  // a web call's admission (metadata, a stream's request), its reply, a stream's end.
-  void AdmitWebCall(net::Connection& connection, ServerCall& call, RequestPayload* payload);
+  // a web call's decoding (metadata, its message), its reply, a stream's end.
+  void DecodeWebCall(DecodedCall* call);
   void PackWebReply(Controller& controller, const Exchange& exchange, const std::string& body,
                     net::BufferChain* out);
   bool PackStreamEnd(ServerCall& call, const Exchange& exchange, net::BufferChain* out);
@@ -134,9 +135,12 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   // codec and compression in *exchange; web_invalid_ when the query is not a good one.
   void OpenConnectGet(Exchange* exchange);
   // A grpc-web or Connect call's part of *head: its deadline, why it is invalid, its stream.
-  void WebCallHead(int64_t sequence, const MethodEntry* entry, CallHead* head);
-  // The call `sequence` of a streaming method: a WebStream, or why it cannot be one.
-  void OpenStream(int64_t sequence, const MethodEntry& entry, CallHead* head);
+  void WebCallHead(net::Connection& connection, int64_t sequence, const MethodEntry* entry,
+                   CallHead* head);
+  // The call `sequence` of a streaming method: a WebStream holding its request's message, or why
+  // it cannot be one.
+  void OpenStream(net::Connection& connection, int64_t sequence, const MethodEntry& entry,
+                  CallHead* head);
   // A streaming call's last bytes: the final frame (and the chunked body's end once its head went
   // out; else a whole response). mutex_ not held.
   void EncodeStreamEnd(const Exchange& exchange, WebStream& stream, int grpc_status,
@@ -184,13 +188,10 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   protocol::HttpRequestDecoder decoder_;  // Next() only
   int64_t next_sequence_ = 0;             // Next() only
   bool stopped_ = false;                  // Next() only: no more requests on this connection
-  // The request Next() decoded for admission (Next(), Admitted(), TakeTask() and Rejected() run
-  // on the reading thread, one after the other).
+  // The request Next() decoded last (the reading thread's): its call's CallHead points into it
+  // until the next Next().
   protocol::HttpRequest request_;
-  const builtin::BuiltinHandler* page_ = nullptr;  // request_'s page (kTask)
-  int64_t page_sequence_ = 0;                      // ... and the sequence of its reply
-  std::string page_principal_;                     // ... and who ServerOptions::auth said sent it
-  std::string invalid_text_;                       // its CallHead::invalid_text
+  std::string invalid_text_;    // its CallHead::invalid_text
   WebRpc web_ = WebRpc::kNone;  // ... its protocol
   std::string web_invalid_;     // ... why its grpc-web body is not one message (empty: it is)
   size_t body_offset_ = 0;      // ... where its message starts in the body (grpc-web's envelope)

@@ -142,7 +142,8 @@ void HttpServerProtocol::AnswerPreflight(net::Connection& connection, int64_t se
   Respond(connection, sequence, std::move(head), {});
 }
 
-void HttpServerProtocol::WebCallHead(int64_t sequence, const MethodEntry* entry, CallHead* head) {
+void HttpServerProtocol::WebCallHead(net::Connection& connection, int64_t sequence,
+                                     const MethodEntry* entry, CallHead* head) {
   const protocol::HttpRequest& request = request_;
   if (!web_invalid_.empty()) {
     head->invalid_code = EREQUEST;
@@ -173,7 +174,7 @@ void HttpServerProtocol::WebCallHead(int64_t sequence, const MethodEntry* entry,
   stream_call_ = false;
   if (entry == nullptr) return;
   if (entry->grpc_stream) {
-    OpenStream(sequence, *entry, head);
+    OpenStream(connection, sequence, *entry, head);
   } else if (web_ == WebRpc::kConnectStream && head->invalid_code == 0) {
     invalid_text_ = "application/connect+proto|json calls streaming rpcs; " +
                     entry->full_name + " is unary (application/proto or application/json)";
@@ -182,7 +183,8 @@ void HttpServerProtocol::WebCallHead(int64_t sequence, const MethodEntry* entry,
   }
 }
 
-void HttpServerProtocol::OpenStream(int64_t sequence, const MethodEntry& entry, CallHead* head) {
+void HttpServerProtocol::OpenStream(net::Connection& connection, int64_t sequence,
+                                    const MethodEntry& entry, CallHead* head) {
   const char* refused = nullptr;
   if (entry.descriptor->client_streaming()) {
     refused = " streams requests: over HTTP/1.1 only server-streaming rpcs are served";
@@ -201,6 +203,10 @@ void HttpServerProtocol::OpenStream(int64_t sequence, const MethodEntry& entry, 
   }
   auto stream = std::make_shared<WebStream>();
   if (head->timeout_ms > 0) stream->deadline = read_at_ + std::chrono::milliseconds(head->timeout_ms);
+  // The handler reads the request's message from here (StreamRead); the call's request is empty.
+  stream->connection = &connection;
+  stream->binding = entry.Binding();
+  stream->request.assign(std::string_view(request_.body).substr(body_offset_));
   std::lock_guard lock(mutex_);
   auto it = exchanges_.find(sequence);
   if (it == exchanges_.end()) return;
@@ -211,28 +217,15 @@ void HttpServerProtocol::OpenStream(int64_t sequence, const MethodEntry& entry, 
   stream_call_ = true;
 }
 
-void HttpServerProtocol::AdmitWebCall(net::Connection& connection, ServerCall& call,
-                                      RequestPayload* payload) {
-  Controller& controller = call.controller();
-  for (auto& [name, value] : request_.headers) {  // grpc-web's and Connect's metadata
+void HttpServerProtocol::DecodeWebCall(DecodedCall* call) {
+  for (const auto& [name, value] : request_.headers) {  // grpc-web's and Connect's metadata
     if (protocol::IsWebTransportHeader(name)) continue;
-    controller.request_user_fields().emplace(name, value);
+    call->fields.user_fields.emplace_back(name, value);
   }
   const std::string_view message = std::string_view(request_.body).substr(body_offset_);
-  if (stream_call_) {  // the handler reads the message (StreamRead); the call's request is empty
-    if (const std::shared_ptr<WebStream> stream = StreamOf(call.correlation_id())) {
-      std::lock_guard lock(mutex_);
-      stream->connection = &connection;
-      stream->binding = call.method().Binding();
-      stream->request.assign(message);
-    }
-    payload->request_size = message.size();
-    request_ = protocol::HttpRequest();
-    return;
-  }
-  payload->request_size = message.size();
-  payload->bytes.Append(message);
-  request_ = protocol::HttpRequest();
+  call->payload.request_size = message.size();
+  // A stream's handler reads the message from its WebStream (OpenStream).
+  if (!stream_call_) call->payload.bytes.Append(message);
 }
 
 bool HttpServerProtocol::PackStreamEnd(ServerCall& call, const Exchange& exchange,

@@ -25,9 +25,9 @@ enum class RequestBody {
   kHttpBody,    // HTTP: inflated as Content-Encoding says (encoding.compress_type)
 };
 
-// The request frame's parts that parsing needs (spec §5.1 step 10), set by the protocol as the
-// call is admitted: opening them needs nothing more of it. The attachment has already moved to
-// the controller.
+// The request frame's parts that parsing needs (spec §5.1 step 10), set by the protocol as it
+// decodes the call (DecodedCall): opening them needs nothing more of it. The attachment moves to
+// the controller (CallFields) as the call is admitted.
 struct RequestPayload {
   protocol::PayloadEncoding encoding;
   net::BufferChain bytes;       // as on the wire, maybe compressed

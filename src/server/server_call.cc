@@ -18,7 +18,9 @@
 #include "call/trace_propagation.h"
 #include "protocol/compression.h"
 #include "protocol/payload_bytes.h"
+#include "server/decoded_call.h"
 #include "server/request_opener.h"
+#include "stream/stream.h"
 #include "util/sampling.h"
 
 namespace arenarpc::server {
@@ -118,6 +120,21 @@ void ServerCall::NotifyOnCancel(google::protobuf::Closure* callback) {
   }
   if (IsCanceled()) cancel->Fire();  // already canceled: the callback runs now, on this thread
   cancel->Notify(callback);
+}
+
+void ServerCall::TakeRequest(CallFields&& fields) {
+  controller_.set_log_id(fields.log_id);
+  if (!fields.request_id.empty()) controller_.set_request_id(std::move(fields.request_id));
+  if (fields.trace.valid()) controller_.set_trace(std::move(fields.trace));
+  controller_.set_request_compress_type(static_cast<CompressType>(fields.request_compress_type));
+  for (auto& [name, value] : fields.user_fields) {
+    controller_.request_user_fields().emplace(std::move(name), std::move(value));
+  }
+  if (!fields.attachment.empty()) controller_.request_attachment() = std::move(fields.attachment);
+  if (fields.stream_offer) {
+    stream::OfferStream(controller_, fields.stream_offer->settings,
+                        std::move(fields.stream_offer->host), method_->full_name);
+  }
 }
 
 std::shared_ptr<void> ServerCall::RetainHook(const Controller& controller) {

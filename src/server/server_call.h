@@ -27,6 +27,8 @@
 
 namespace arenarpc::server {
 
+struct CallFields;  // decoded_call.h
+
 // Also the controller's CancelSource: canceled once the connection closed or the deadline the
 // client sent passed; NotifyOnCancel() callbacks run then, or when Run() finishes.
 class ServerCall final : public google::protobuf::Closure, private internal::CancelSource {
@@ -55,6 +57,9 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // The call's own AuthContext (HTTP verifies per request); the controller points at it.
   void set_auth_context(std::unique_ptr<AuthContext> context) { auth_context_ = std::move(context); }
 
+  // The request's part of the Controller (ids, trace, compression, user fields, attachment,
+  // stream offer), handed over by admission from what the protocol decoded.
+  void TakeRequest(CallFields&& fields);
   // Admitted into the connection's backlog: holds a place in the server's queue until Start().
   void WaitsForThread() { ticket_.Queued(); }
 

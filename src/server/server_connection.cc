@@ -10,6 +10,7 @@
 #include "protocol/meta_builder.h"
 #include "protocol/wire_protocol.h"
 #include "net/tls_session.h"
+#include "server/capture_seam.h"
 #include "server/server_call.h"
 #include "server/server_tls.h"
 
@@ -158,8 +159,7 @@ net::Connection::InputResult ServerConnection::OnInput(
       result.input_waits = true;
       break;
     }
-    CallHead head;
-    const ServerProtocol::Step step = protocol_->Next(connection, input, read_at, &head);
+    const ServerProtocol::Step step = protocol_->Next(connection, input, read_at, &decoded_);
     if (step == ServerProtocol::Step::kNeedMore) break;
     if (step == ServerProtocol::Step::kYield) {
       result.input_waits = true;
@@ -186,7 +186,7 @@ net::Connection::InputResult ServerConnection::OnInput(
       break;
     }
     if ((step == ServerProtocol::Step::kCall || step == ServerProtocol::Step::kTask) &&
-        AdmitDecoded(connection, step, head, read_at, &admitted)) {
+        AdmitDecoded(connection, step, read_at, &admitted)) {
       admitted_bytes += admitted.back().payload.request_size;
       full = admitted_bytes > state_->config.options.max_queued_request_bytes;
     }
@@ -492,31 +492,28 @@ AdmissionTicket ServerConnection::AdmitTask(net::Connection& connection, int64_t
 }
 
 bool ServerConnection::AdmitDecoded(net::Connection& connection, ServerProtocol::Step step,
-                                    const CallHead& head,
                                     net::Connection::Clock::time_point read_at,
                                     std::vector<PendingCall>* admitted) {
   if (step == ServerProtocol::Step::kTask) {
-    AdmissionTicket ticket = AdmitTask(connection, head.key);
-    if (!ticket) {
-      protocol_->Rejected();
-      return false;
-    }
-    size_t request_size = 0;
-    std::unique_ptr<AdmittedTask> task = protocol_->TakeTask(connection, &request_size);
+    DecodedTask task = std::move(decoded_.task);  // dropped here when rejected
+    AdmissionTicket ticket = AdmitTask(connection, task.key);
+    if (!ticket) return false;
     ticket.Queued();
-    task->Hold(std::move(ticket));
-    admitted->emplace_back(std::move(task), request_size);
+    task.task->Hold(std::move(ticket));
+    admitted->emplace_back(std::move(task.task), task.request_size);
     return true;
   }
-  std::unique_ptr<ServerCall> call = Admit(connection, head, read_at);
+  DecodedCall& decoded = decoded_.call;
+  std::unique_ptr<ServerCall> call = Admit(connection, decoded.head, read_at);
   if (!call) {
-    protocol_->Rejected();
+    decoded = DecodedCall();  // dropped: what it held is released now
     return false;
   }
-  RequestPayload payload;
-  protocol_->Admitted(connection, *call, &payload);
+  if (decoded.capture) SubmitCapture(*state_->capture, std::move(*decoded.capture), call->method());
+  call->TakeRequest(std::move(decoded.fields));
   call->WaitsForThread();
-  admitted->emplace_back(std::move(call), std::move(payload));
+  admitted->emplace_back(std::move(call), std::move(decoded.payload));
+  decoded.ResetHandedOn();
   return true;
 }
 

@@ -60,9 +60,10 @@ class ServerConnection final : public net::Connection::Delegate,
 
  private:
   class Drainer;
-  // Admits what the protocol's Next() decoded (kCall, kTask) onto `admitted`, ready for the
-  // backlog. false: rejected and answered.
-  bool AdmitDecoded(net::Connection& connection, ServerProtocol::Step step, const CallHead& head,
+  // Admits what the protocol's Next() decoded into decoded_ (kCall, kTask): hands it on, moved
+  // into a PendingCall on `admitted` ready for the backlog. false: rejected and answered, and
+  // dropped (all it held released). Either way decoded_ is ready for the next Next().
+  bool AdmitDecoded(net::Connection& connection, ServerProtocol::Step step,
                     net::Connection::Clock::time_point read_at, std::vector<PendingCall>* admitted);
   // Admission of one call (stopping -> ELOGOFF, max_queued_requests / max_concurrency -> ELIMIT,
   // invalid_code, names -> ENOSERVICE/ENOMETHOD, unsent output -> EOVERCROWDED); rejections are
@@ -108,6 +109,9 @@ class ServerConnection final : public net::Connection::Delegate,
   // OnInput's calls admitted from one read, kept for its capacity (OnInput runs for one
   // connection at a time, as its input buffer is read; at most max_queued_requests_per_connection).
   std::vector<PendingCall> admitted_;
+  // What the protocol's Next() decodes, for AdmitDecoded() (the reading thread's, as admitted_);
+  // holds nothing between two requests.
+  Decoded decoded_;
   // protocol_'s entry once protocol_ is set (read by other threads).
   std::atomic<const ServerProtocolEntry*> entry_{nullptr};
 

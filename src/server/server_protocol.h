@@ -16,35 +16,12 @@
 
 #include "arenarpc/buffer_chain.h"
 #include "net/connection.h"
+#include "server/decoded_call.h"
 #include "server/reply_sink.h"
 
 namespace arenarpc::server {
 
-class AdmittedTask;
-class ServerCall;
-struct RequestPayload;
 struct ServerState;
-
-// What admission needs to know of one decoded request (ServerProtocol::Next()). Its views point
-// into what the protocol keeps of the request until its next Next().
-struct CallHead {
-  std::string_view service_name, method_name;  // resolved as spec §5.2
-  int64_t key = 0;       // identifies the reply: correlation_id (baidu_std), sequence (HTTP)
-  int invalid_code = 0;  // != 0: the request is invalid; answered so once admitted
-  std::string_view invalid_text;
-  // ServerOptions::auth: the credential (authentication_data, Authorization). per_request:
-  // verified on every call (HTTP, gRPC); else once, on the connection's first call (baidu_std).
-  std::string_view credential;
-  bool per_request_auth = false;
-  // Served without a credential even with ServerOptions::auth (the built-in health Watch).
-  bool without_auth = false;
-  // More than one credential (two Authorization headers or metadata): refused whatever they say,
-  // so that no proxy in front can have checked another one than the server.
-  bool credential_repeated = false;
-  // The client's deadline, counted from the read that completed the request (baidu_std
-  // timeout_ms, gRPC grpc-timeout, HTTP x-bd-timeout-ms). Negative: none.
-  int32_t timeout_ms = -1;
-};
 
 // What a protocol tells the connection that owns it (ServerConnection).
 class ProtocolOwner {
@@ -62,8 +39,8 @@ class ServerProtocol : public ReplySink {
  public:
   enum class Step {
     kNeedMore,           // no complete request in the input
-    kCall,               // a method call, described by *head, waits for admission
-    kTask,               // other work (an HTTP page) for the reply head->key waits for admission
+    kCall,               // a method call (Decoded::call) waits for admission
+    kTask,               // other work (Decoded::task: an HTTP page) waits for admission
     kAnswered,           // a request was answered or rejected without admission
     kMalformed,          // bad input: count it and close the connection now (error() says why)
     kMalformedAnswered,  // bad input, answered: count it; the protocol closes after the answer
@@ -72,20 +49,12 @@ class ServerProtocol : public ReplySink {
     kYield,
   };
 
-  // Decodes the next request off `input`. A protocol decodes and packs; the connection admits:
-  // after kCall it calls Admitted() if the call was admitted (a rejection is answered through
-  // SendError()), after kTask TakeTask() if the task was.
+  // Decodes the next request off `input`. A protocol decodes and packs; the connection admits.
+  // After kCall decoded->call holds all of the call, after kTask decoded->task the work: the
+  // connection hands it on once admitted (its parts move into the ServerCall or the backlog) or
+  // drops it, answered through SendError(), when rejected — the protocol hears of neither.
   virtual Step Next(net::Connection& connection, net::BufferChain& input,
-                    std::chrono::steady_clock::time_point read_at, CallHead* head) = 0;
-  // The call Next() decoded was admitted as `call`: fills its Controller from the request (ids,
-  // deadline, compression, metadata, attachment, stream offer) and moves the request's bytes
-  // into *payload, with what opening them needs (request_opener.h).
-  virtual void Admitted(net::Connection& connection, ServerCall& call, RequestPayload* payload) = 0;
-  // The call or task Next() decoded was rejected (and answered): what it holds is released.
-  virtual void Rejected() = 0;
-  // The task Next() decoded was admitted: the work, and the bytes of its request. Only protocols
-  // that answer kTask override it.
-  virtual std::unique_ptr<AdmittedTask> TakeTask(net::Connection& connection, size_t* request_size);
+                    std::chrono::steady_clock::time_point read_at, Decoded* decoded) = 0;
   virtual const std::string& error() const noexcept = 0;  // after kMalformed*
   // Bytes of a request that has not completed were taken off the input (Next()'s thread).
   virtual bool InRequest() const noexcept { return false; }
