@@ -323,7 +323,10 @@ void Stream::OnFrame(protocol::StreamFrame&& frame) {
   if (state_ == State::kClosed || !has_remote_) return;
   const size_t size = partial_.size() + frame.data.size();
   bool overrun = options_.handler != nullptr && inbox_bytes_ + size > options_.max_unconsumed_bytes;
-  if (!overrun && options_.handler != nullptr && !host_->Charge(frame.data.size())) overrun = true;
+  // The frame's bytes, and the queued message's overhead once the frame completes one.
+  const size_t charge =
+      frame.data.size() + (meta.has_continuation() ? 0 : kQueuedMessageOverhead);
+  if (!overrun && options_.handler != nullptr && !host_->Charge(charge)) overrun = true;
   if (overrun) {
     const int64_t remote_id = remote_.stream_id();
     std::shared_ptr<StreamHost> host = host_;
@@ -411,7 +414,7 @@ void Stream::RunTurns() {
         consumed = consumed_;
         feedback = state_ != State::kClosed && remote_.need_feedback();
       }
-      if (host) host->Release(bytes);
+      if (host) host->Release(bytes + batch.size() * kQueuedMessageOverhead);
       if (feedback) SendFeedback(consumed);
     } else if (idle) {
       if (handler != nullptr) handler->on_idle_timeout(id_);

@@ -105,7 +105,11 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // reader
   net::BufferChain partial_;  // DATA with has_continuation, not complete yet
   std::deque<net::BufferChain> inbox_;
-  size_t inbox_bytes_ = 0;
+  size_t inbox_bytes_ = 0;  // payload (the peer's window counts it; FEEDBACK reports it)
+  // What a queued message costs beyond its payload, charged to the connection's
+  // max_stream_unconsumed_bytes (not to the window): a peer sending empty messages, which no
+  // window counts, is so bounded too.
+  static constexpr size_t kQueuedMessageOverhead = sizeof(net::BufferChain) + 16;
   uint64_t consumed_ = 0;
   bool turn_scheduled_ = false;
   bool idle_event_ = false;

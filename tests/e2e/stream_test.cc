@@ -696,6 +696,42 @@ TEST_P(StreamHostileTest, HostilePeersAreBoundedWhileAGoodClientKeepsWorking) {
   std::this_thread::sleep_for(200ms);
 }
 
+// Empty DATA frames to a stream whose reader holds its batches: no window counts an empty
+// message, but each queued one is charged its overhead against the connection's
+// max_stream_unconsumed_bytes (4 MiB here), so the flood is reset after ~32,000 messages instead
+// of queueing all 300,000 (~40 MB held before).
+TEST_P(StreamHostileTest, EmptyMessagesNotConsumedAreChargedTheirOverhead) {
+  StartAttacked(ServerOptions{});
+  RawClient flooder(port_);
+  const int64_t server_stream = OpenRawStream(flooder, "hold", 7, /*need_feedback=*/false);
+  ASSERT_GT(server_stream, 0);
+  const std::string empty = DataFrameBytes(server_stream, 7, "");
+  std::string flood;
+  flood.reserve(empty.size() * 10000);
+  for (int i = 0; i < 10000; ++i) flood += empty;
+  bool reset = false;
+  std::string bytes;
+  for (int round = 0; round < 30 && !reset; ++round) {
+    flooder.SendBytes(flood);
+    while (!reset && flooder.ReadFrameBytes(&bytes, 10ms)) {
+      protocol::StreamFrame f;
+      ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
+      reset = f.meta.frame_type() == protocol::FRAME_TYPE_RST && f.meta.stream_id() == 7;
+    }
+  }
+  while (!reset && flooder.ReadFrameBytes(&bytes, 5s)) {
+    protocol::StreamFrame f;
+    ASSERT_TRUE(DecodeStreamFrame(bytes, &f));
+    reset = f.meta.frame_type() == protocol::FRAME_TYPE_RST && f.meta.stream_id() == 7;
+  }
+  EXPECT_TRUE(reset) << "300,000 empty messages queued without a bound";
+  service_.server_side.hold = false;
+  EXPECT_TRUE(service_.server_side.WaitForClosed());
+  EXPECT_EQ(EOVERCROWDED, service_.server_side.failed_code.load());
+  // What reached the handler fits the connection's bound at 128 bytes a message.
+  EXPECT_LE(service_.server_side.received().size(), size_t{(4u << 20) / 128});
+}
+
 // brpc's contract: a failed StreamAccept never calls the handler it was given (code ported from
 // brpc deletes it on failure; calling it crashed such servers).
 TEST_P(StreamHostileTest, RefusedStreamAcceptNeverCallsItsHandler) {
