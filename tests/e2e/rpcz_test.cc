@@ -16,6 +16,7 @@
 
 #include "arenarpc/channel.h"
 #include "arenarpc/controller.h"
+#include "arenarpc/parallel_channel.h"
 #include "arenarpc/rpcz.h"
 #include "arenarpc/server.h"
 #include "arenarpc/trace_context.h"
@@ -154,6 +155,15 @@ class RpczTest : public ::testing::TestWithParam<std::string> {
 
 constexpr const char* kEcho = "arenarpc.e2e.TestService.Echo";
 constexpr const char* kEcho2 = "arenarpc.e2e.TestService.Echo2";
+
+// The 32 hex digits /rpcz?trace= takes.
+std::string TraceHex(const TraceContext& trace) {
+  char hex[33];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx",
+                static_cast<unsigned long long>(trace.trace_id_high),
+                static_cast<unsigned long long>(trace.trace_id));
+  return hex;
+}
 
 void ExpectOrdered(const Span& span, std::initializer_list<SpanPhase> order) {
   std::chrono::nanoseconds previous{0};
@@ -382,13 +392,7 @@ TEST_P(RpczTest, DownstreamCallsJoinTheHandlersTraceFromFibersAndThreads) {
       EXPECT_EQ(handler->trace.span_id, inner_client->trace.parent_span_id) << how;
 
       // The page's tree: depths 0, 1, 2, 3 from the test's client span down.
-      const Struct page = PageJson("/rpcz?format=json&trace=" + [&] {
-        char hex[33];
-        std::snprintf(hex, sizeof hex, "%016llx%016llx",
-                      static_cast<unsigned long long>(trace.trace_id_high),
-                      static_cast<unsigned long long>(trace.trace_id));
-        return std::string(hex);
-      }());
+      const Struct page = PageJson("/rpcz?format=json&trace=" + TraceHex(trace));
       const auto& fields = page.fields();
       ASSERT_TRUE(fields.count("depths"));
       const auto& depths = fields.at("depths").list_value().values();
@@ -398,8 +402,60 @@ TEST_P(RpczTest, DownstreamCallsJoinTheHandlersTraceFromFibersAndThreads) {
       for (int i = 0; i < 4; ++i) EXPECT_EQ(i, depths[i].number_value()) << how;
       EXPECT_EQ("client", listed[0].struct_value().fields().at("kind").string_value());
       EXPECT_EQ(kEcho2, listed[3].struct_value().fields().at("method").string_value());
+
+      // The HTML tree has its timeline: a bar per span.
+      HttpClient browser(port_);
+      ASSERT_TRUE(browser.Send(
+          HttpClient::Request("GET", "/rpcz?format=html&trace=" + TraceHex(trace))));
+      std::optional<HttpResponse> html = browser.Read();
+      ASSERT_TRUE(html.has_value());
+      EXPECT_EQ(200, html->status) << html->body;
+      EXPECT_NE(std::string::npos, html->body.find("<th>timeline</th>")) << html->body;
+      size_t bars = 0;
+      for (size_t at = 0; (at = html->body.find("<div style=\"margin-left:", at)) !=
+                          std::string::npos;
+           ++at) {
+        ++bars;
+      }
+      EXPECT_EQ(4u, bars) << how;
     }
   }
+}
+
+// A ParallelChannel's sub-calls made from a handler's trace are client spans of that trace, one
+// per sub-channel.
+TEST_P(RpczTest, ParallelChannelSubCallsAreSpansOfTheCallersTrace) {
+  std::unique_ptr<Channel> a = MakeChannel("baidu_std");
+  std::unique_ptr<Channel> b = MakeChannel("grpc");
+  ParallelChannel parallel;
+  ParallelChannelOptions options;
+  ASSERT_EQ(0, parallel.Init(&options));
+  ASSERT_EQ(0, parallel.AddChannel(a.get(), DOESNT_OWN_CHANNEL, nullptr, nullptr));
+  ASSERT_EQ(0, parallel.AddChannel(b.get(), DOESNT_OWN_CHANNEL, nullptr, nullptr));
+  SpanStore::Default().Clear();
+  const TraceContext trace = TraceContext::NewRoot();
+  {
+    ScopedTrace scope(trace);  // as inside a handler
+    Controller cntl;
+    TestRequest request;
+    request.set_message("parallel");
+    TestResponse response;
+    TestService_Stub(&parallel).Echo2(&cntl, &request, &response, nullptr);
+    ASSERT_FALSE(cntl.Failed()) << cntl.ErrorText();
+  }
+  Spans(SpanKind::kServer, kEcho2, 2);
+  std::vector<std::string> protocols;
+  for (const SpanPtr& span : SpanStore::Default().FindTrace(trace.trace_id_high, trace.trace_id)) {
+    EXPECT_EQ(trace.trace_id, span->trace.trace_id);
+    if (span->kind == SpanKind::kClient) {
+      EXPECT_EQ(kEcho2, span->method);
+      EXPECT_EQ(trace.span_id, span->trace.parent_span_id);
+      protocols.push_back(span->protocol);
+    }
+  }
+  std::sort(protocols.begin(), protocols.end());
+  EXPECT_EQ(2u, protocols.size());
+  if (protocols.size() == 2) EXPECT_NE(protocols[0], protocols[1]);
 }
 
 TEST_P(RpczTest, PageFiltersAndJson) {
