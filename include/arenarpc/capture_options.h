@@ -13,7 +13,9 @@ struct CaptureOptions {
   // Where the dump files go (created if missing; files of an earlier run are left alone).
   // Empty = no capture.
   std::string directory;
-  // Requests sampled per second, all protocols together; the rest are not looked at. >= 1.
+  // Requests sampled per second, all protocols together; the rest are not looked at. 0..100000;
+  // 0 = paused. Live: /flags/capture.samples_per_second?setvalue=N changes it while the server
+  // runs (capture must be on, i.e. `directory` set, at Start()).
   int samples_per_second = 100;
   // A file is closed and a new one opened once it holds this many bytes (a record is never
   // split: a file may pass it by one record). >= 4096.

@@ -16,8 +16,10 @@ bool ParseNumber(std::string_view text, uint64_t* value) {
 
 std::string ValidateCaptureOptions(const CaptureOptions& o) {
   if (o.directory.empty()) return "";
-  if (o.samples_per_second < 1) {
-    return "capture.samples_per_second must be >= 1, got " + std::to_string(o.samples_per_second);
+  if (o.samples_per_second < 0 || o.samples_per_second > kMaxCaptureSamplesPerSecond) {
+    return "capture.samples_per_second must be 0.." +
+           std::to_string(kMaxCaptureSamplesPerSecond) + " (0 = paused), got " +
+           std::to_string(o.samples_per_second);
   }
   if (o.max_file_bytes < 4096) {
     return "capture.max_file_bytes must be >= 4096, got " + std::to_string(o.max_file_bytes);

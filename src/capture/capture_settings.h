@@ -12,6 +12,8 @@
 namespace arenarpc::capture {
 
 inline constexpr const char* kCaptureEnvironmentVariable = "ARENARPC_CAPTURE";
+// The most samples_per_second takes (at Start() and as the live setting).
+inline constexpr int kMaxCaptureSamplesPerSecond = 100000;
 
 // "" if the options are usable (or capture is off), else which option is wrong and why.
 std::string ValidateCaptureOptions(const CaptureOptions& options);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
@@ -16,8 +17,8 @@ namespace arenarpc::capture {
 namespace {
 
 // Bytes a record of this meta and request is charged in the queue.
-size_t ChargeOf(const RpcDumpMeta& meta, const std::string& request) {
-  return kRecordHeaderBytes + meta.ByteSizeLong() + request.size();
+size_t ChargeOf(const RpcDumpMeta& meta, size_t request_bytes) {
+  return kRecordHeaderBytes + meta.ByteSizeLong() + request_bytes;
 }
 
 bool WriteAll(int fd, std::string_view bytes) {
@@ -49,7 +50,17 @@ CaptureWriter::~CaptureWriter() {
 }
 
 bool CaptureWriter::Submit(RpcDumpMeta meta, std::string request) {
-  const size_t bytes = ChargeOf(meta, request);
+  const size_t bytes = ChargeOf(meta, request.size());
+  return Queue(Pending{std::move(meta), std::move(request), {}, bytes});
+}
+
+bool CaptureWriter::Submit(RpcDumpMeta meta, net::BufferChain request) {
+  const size_t bytes = ChargeOf(meta, std::max(request.size(), request.held_bytes()));
+  return Queue(Pending{std::move(meta), {}, std::move(request), bytes});
+}
+
+bool CaptureWriter::Queue(Pending pending) {
+  const size_t bytes = pending.bytes;
   std::lock_guard lock(mutex_);
   ++counters_.sampled;
   if (stop_ || bytes > kRecordHeaderBytes + kMaxRecordBodyBytes ||
@@ -59,7 +70,7 @@ bool CaptureWriter::Submit(RpcDumpMeta meta, std::string request) {
     return false;
   }
   queued_bytes_ += bytes;
-  queue_.push_back(Pending{std::move(meta), std::move(request), bytes});
+  queue_.push_back(std::move(pending));
   if (queue_.size() == 1) wake_.notify_one();
   return true;
 }
@@ -171,9 +182,19 @@ void CaptureWriter::WriteBatch(std::deque<Pending>& batch) {
   uint64_t written = 0, lost = 0, dropped = 0;
   for (Pending& pending : batch) {
     bytes.clear();
-    if (!AppendRecord(pending.meta, pending.request, &bytes)) {
+    const size_t request_size =
+        pending.shared.empty() ? pending.request.size() : pending.shared.size();
+    if (!AppendRecordHead(pending.meta, request_size, &bytes)) {
       ++dropped;
       continue;
+    }
+    if (pending.shared.empty()) {
+      bytes.append(pending.request);
+    } else {
+      for (size_t i = 0; i < pending.shared.span_count(); ++i) {
+        const std::span<const char> span = pending.shared.span(i);
+        bytes.append(span.data(), span.size());
+      }
     }
     const int fd = CurrentFile();
     if (fd < 0 || !WriteAll(fd, bytes)) {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "arenarpc/buffer_chain.h"
 #include "arenarpc/capture_options.h"
 #include "arenarpc/logging.h"
 #include "capture/rpc_dump.pb.h"
@@ -45,6 +46,9 @@ class CaptureWriter {
 
   // Queues a record, or drops it: false. Any thread; never blocks on I/O.
   bool Submit(RpcDumpMeta meta, std::string request);
+  // The same with the request's bytes shared, not copied (a large request: the I/O thread makes
+  // no allocation of its size). Charged what the chain pins (held_bytes()), at least its size.
+  bool Submit(RpcDumpMeta meta, net::BufferChain request);
   CaptureCounters counters() const;
   // Files this writer has open or kept, oldest first.
   std::vector<std::string> files() const;
@@ -58,8 +62,10 @@ class CaptureWriter {
   struct Pending {
     RpcDumpMeta meta;
     std::string request;
-    size_t bytes = 0;  // charged against max_queued_bytes
+    net::BufferChain shared;  // instead of `request`, when submitted shared
+    size_t bytes = 0;         // charged against max_queued_bytes
   };
+  bool Queue(Pending pending);
   void Loop();
   // On the writer thread: the file the next record goes into; -1 if none could be opened.
   int CurrentFile();

@@ -17,8 +17,14 @@ uint32_t GetBigEndian32(const char* in) {
 }
 
 bool AppendRecord(const RpcDumpMeta& meta, std::string_view request, std::string* out) {
+  if (!AppendRecordHead(meta, request.size(), out)) return false;
+  out->append(request);
+  return true;
+}
+
+bool AppendRecordHead(const RpcDumpMeta& meta, size_t request_size, std::string* out) {
   const size_t meta_size = meta.ByteSizeLong();
-  const size_t body_size = meta_size + request.size();
+  const size_t body_size = meta_size + request_size;
   if (body_size > kMaxRecordBodyBytes) return false;
   const size_t start = out->size();
   out->resize(start + kRecordHeaderBytes + meta_size);
@@ -27,7 +33,6 @@ bool AppendRecord(const RpcDumpMeta& meta, std::string_view request, std::string
   PutBigEndian32(static_cast<uint32_t>(body_size), header + 4);
   PutBigEndian32(static_cast<uint32_t>(meta_size), header + 8);
   meta.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(header + kRecordHeaderBytes));
-  out->append(request);
   return true;
 }
 

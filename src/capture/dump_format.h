@@ -29,6 +29,9 @@ struct DumpRecord {
 // Appends the record of `meta` and `request` to *out. false (nothing appended) when the record
 // would not fit the format's 32-bit sizes or kMaxRecordBodyBytes.
 bool AppendRecord(const RpcDumpMeta& meta, std::string_view request, std::string* out);
+// The record's header and meta alone, for a request of `request_size` bytes the caller appends
+// next. false (nothing appended) as AppendRecord.
+bool AppendRecordHead(const RpcDumpMeta& meta, size_t request_size, std::string* out);
 
 // The header's two sizes, big-endian, after the magic.
 void PutBigEndian32(uint32_t value, char* out);

@@ -20,9 +20,14 @@ class RequestCapture {
         writer_(options) {}
 
   bool Sample() noexcept { return budget_.Take(std::chrono::steady_clock::now()); }
+  // The live setting capture.samples_per_second: any thread; 0 pauses sampling.
+  int samples_per_second() const noexcept { return budget_.per_second(); }
+  void set_samples_per_second(int per_second) noexcept { budget_.set_per_second(per_second); }
   bool include_credentials() const noexcept { return include_credentials_; }
   // Stamps the record with the wall clock and queues it (or drops it, counted).
-  void Submit(RpcDumpMeta meta, std::string request) {
+  // `Request`: std::string, or net::BufferChain for bytes shared rather than copied.
+  template <typename Request>
+  void Submit(RpcDumpMeta meta, Request request) {
     meta.set_captured_at_us(std::chrono::duration_cast<std::chrono::microseconds>(
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count());

@@ -70,6 +70,7 @@ struct CallFields {
 struct CaptureRecord {
   capture::RpcDumpMeta meta;
   std::string request;
+  net::BufferChain shared_request;  // instead of `request`: a large one's blocks, not copied
   bool names_from_method = false;  // the service and method names are the admitted method's
 };
 

@@ -10,6 +10,8 @@
 
 #include "arenarpc/logging.h"
 #include "arenarpc/rpcz.h"
+#include "capture/capture_settings.h"
+#include "capture/request_capture.h"
 #include "server/method_entry.h"
 #include "server/admission.h"
 #include "server/server_config.h"
@@ -182,6 +184,9 @@ void AddFixed(const ServerOptions& o, std::vector<ServerSetting>* out) {
   line("auth", o.auth != nullptr ? "set" : "none");
   line("tls", o.tls.cert_file.empty() ? "off" : "on");
   line("interceptors", number(o.interceptors.size()));
+  line("capture.directory", o.capture.directory.empty() ? "off" : o.capture.directory);
+  line("capture.max_file_bytes", number(o.capture.max_file_bytes));
+  line("capture.max_files", number(o.capture.max_files));
 }
 
 }  // namespace
@@ -220,6 +225,8 @@ bool LiveSettings::Current(const ServerConfig& config, std::string_view name,
     *value = LogLevelName(MinLogLevel());
   } else if (name == "rpcz_spans_per_second") {
     *value = std::to_string(RpczSpansPerSecond());
+  } else if (name == "capture.samples_per_second") {
+    *value = capture_ != nullptr ? std::to_string(capture_->samples_per_second()) : "off";
   } else if (name == "memory_mode") {
     *value = memory_mode_;
   } else if (name.starts_with(kAutoPrefix)) {
@@ -253,6 +260,9 @@ std::vector<ServerSetting> LiveSettings::List(const ServerConfig& config) const 
   live("log_level", "DEBUG, INFO, WARNING or ERROR (the process's arenarpc logging)");
   live("rpcz_spans_per_second",
        "calls sampled into /rpcz per second, process-wide (0 = rpcz off; at most 100000)");
+  live("capture.samples_per_second",
+       "requests captured into the dump files per second (0 = paused; at most 100000); "
+       "\"off\" when the server started without capture.directory");
   live("memory_mode",
        "heap, arena, paged, reuse, auto or a registered strategy: every method without a "
        "method_memory_mode of its own switches; calls in flight finish on their strategy");
@@ -275,9 +285,15 @@ std::vector<SettingChange> LiveSettings::Changes() const {
   return {history_.begin(), history_.end()};
 }
 
+void LiveSettings::SetCapture(capture::RequestCapture* capture) {
+  std::lock_guard lock(mutex_);
+  capture_ = capture;
+}
+
 ServerOptions LiveSettings::Effective(const ServerOptions& started) const {
   ServerOptions options = started;
   std::lock_guard lock(mutex_);
+  if (capture_ != nullptr) options.capture.samples_per_second = capture_->samples_per_second();
   options.max_concurrency = max_concurrency_;
   options.max_queued_requests = max_queued_requests_;
   options.memory.automatic = memory_.automatic;
@@ -461,6 +477,19 @@ SetVerdict LiveSettings::Set(ServerConfig& config, Admission& admission, std::st
       return SetVerdict::kInvalid;
     }
     SetRpczSpansPerSecond(*parsed);
+  } else if (name == "capture.samples_per_second") {
+    if (capture_ == nullptr) {
+      *error = "capture is off: start the server with ServerOptions::capture.directory or "
+               "ARENARPC_CAPTURE=DIR (samples_per_second=0 starts it paused)";
+      return SetVerdict::kNotLive;
+    }
+    const std::optional<int> parsed = ParseNumber<int>(value);
+    if (!parsed || *parsed < 0 || *parsed > capture::kMaxCaptureSamplesPerSecond) {
+      *error = "capture.samples_per_second=" + std::string(value) + " is invalid (expected 0.." +
+               std::to_string(capture::kMaxCaptureSamplesPerSecond) + "; 0 = paused)";
+      return SetVerdict::kInvalid;
+    }
+    capture_->set_samples_per_second(*parsed);
   } else if (name == "memory_mode") {
     verdict = SetMemoryMode(config, value, error);
   } else if (name.starts_with(kAutoPrefix)) {

@@ -18,6 +18,10 @@
 #include "arenarpc/server.h"
 #include "stats/server_settings.h"
 
+namespace arenarpc::capture {
+class RequestCapture;
+}  // namespace arenarpc::capture
+
 namespace arenarpc::server {
 
 struct ServerConfig;
@@ -28,6 +32,8 @@ class LiveSettings {
  public:
   // At Start(), once the methods are bound and admission configured, before any request.
   void Init(const ServerConfig& config);
+  // At Start(), with the server's capture (null when capture is off), before any request.
+  void SetCapture(capture::RequestCapture* capture);
 
   // Every setting: the live ones at their current values, then those fixed at Start().
   std::vector<ServerSetting> List(const ServerConfig& config) const;
@@ -65,6 +71,7 @@ class LiveSettings {
   // when its settings change).
   std::map<std::string, std::shared_ptr<memory::MessageMemory>> strategies_;
   std::deque<SettingChange> history_;
+  capture::RequestCapture* capture_ = nullptr;  // the server's; lives as long as the server
 };
 
 }  // namespace arenarpc::server

@@ -439,6 +439,7 @@ int Server::Start(std::string_view address, const ServerOptions& given_options) 
   if (!capture_options.directory.empty()) {
     state.capture = std::make_unique<capture::RequestCapture>(capture_options);
   }
+  state.live.SetCapture(state.capture.get());
   state.runtime = std::move(runtime);
   state.runtime->StartAccepting();
   impl.phase = Impl::Phase::kRunning;

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "child_process.h"
+#include "echo_server_child.h"
 #include "http_get.h"
 #include "run_shell.h"
 
@@ -27,54 +27,13 @@ using namespace std::chrono_literals;
 constexpr const char* kProfiler = "/usr/lib/x86_64-linux-gnu/libprofiler.so.0";
 constexpr const char* kTcmalloc = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4";
 
-// echo_server on a free port, started through env(1) with `environment` ("NAME=value").
-class EchoServer {
- public:
-  explicit EchoServer(std::vector<std::string> environment)
-      : log_(::testing::TempDir() + "hotspots_echo_server_" + std::to_string(getpid()) + "_" +
-             std::to_string(++count_) + ".log"),
-        process_(Argv(std::move(environment)), log_) {
-    static const std::regex kListening(R"(listening on 127\.0\.0\.1:(\d+))");
-    for (const auto until = std::chrono::steady_clock::now() + 20s;
-         port_ == 0 && std::chrono::steady_clock::now() < until && process_.running();) {
-      std::ifstream in(log_);
-      std::stringstream text;
-      text << in.rdbuf();
-      std::smatch m;
-      const std::string log = text.str();
-      if (std::regex_search(log, m, kListening)) port_ = std::stoi(m[1]);
-      if (port_ == 0) std::this_thread::sleep_for(20ms);
-    }
-  }
-  int port() const { return port_; }
-  std::string log() const {
-    std::ifstream in(log_);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-
- private:
-  static std::vector<std::string> Argv(std::vector<std::string> environment) {
-    std::vector<std::string> argv = {"/usr/bin/env"};
-    for (std::string& variable : environment) argv.push_back(std::move(variable));
-    argv.insert(argv.end(), {ECHO_SERVER_BIN, "--address=127.0.0.1:0", "--threads=1",
-                             "--mode=heap"});
-    return argv;
-  }
-  static inline int count_ = 0;
-  std::string log_;
-  ChildProcess process_;
-  int port_ = 0;
-};
-
 std::string Press(int port, const std::string& load) {
   return std::string(PRESS_BIN) + " --server=127.0.0.1:" + std::to_string(port) +
          " --payload_scale=2 --ring=16 --warmup_s=0 --json --live=false " + load;
 }
 
 TEST(HotspotsTest, CpuProfileOfABusyServerNamesItsHandlerWhileTheServerGoesOnServing) {
-  EchoServer server({std::string("LD_PRELOAD=") + kProfiler});
+  EchoServer server({std::string("LD_PRELOAD=") + kProfiler}, "hotspots");
   ASSERT_GT(server.port(), 0) << server.log();
   // A closed loop for 6 s; the profile covers 3 s of it.
   auto press = std::async(std::launch::async, [&] {
@@ -121,7 +80,8 @@ TEST(HotspotsTest, CpuProfileOfABusyServerNamesItsHandlerWhileTheServerGoesOnSer
 }
 
 TEST(HotspotsTest, HeapAndGrowthProfilesUnderTcmalloc) {
-  EchoServer server({std::string("LD_PRELOAD=") + kTcmalloc, "TCMALLOC_SAMPLE_PARAMETER=65536"});
+  EchoServer server({std::string("LD_PRELOAD=") + kTcmalloc, "TCMALLOC_SAMPLE_PARAMETER=65536"},
+                    "hotspots");
   ASSERT_GT(server.port(), 0) << server.log();
   const press::ShellOutput load = press::RunShell(Press(server.port(), "--concurrency=2 --duration_s=1"));
   ASSERT_EQ(0, load.exit_code) << load.out;
@@ -145,7 +105,7 @@ TEST(HotspotsTest, HeapAndGrowthProfilesUnderTcmalloc) {
 }
 
 TEST(HotspotsTest, WithoutTheProfilersEachPageSaysHowToEnableIt) {
-  EchoServer server({});
+  EchoServer server({}, "hotspots");
   ASSERT_GT(server.port(), 0) << server.log();
   int status = 0;
   std::optional<std::string> cpu = HttpGet(server.port(), "/hotspots/cpu?seconds=1", &status);
@@ -159,7 +119,7 @@ TEST(HotspotsTest, WithoutTheProfilersEachPageSaysHowToEnableIt) {
 }
 
 TEST(HotspotsTest, SecondsOutOfRangeAreRefusedBeforeProfiling) {
-  EchoServer server({std::string("LD_PRELOAD=") + kProfiler});
+  EchoServer server({std::string("LD_PRELOAD=") + kProfiler}, "hotspots");
   ASSERT_GT(server.port(), 0) << server.log();
   for (const char* bad : {"0", "121", "-1", "3s", ""}) {
     int status = 0;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "capture/capture_settings.h"
 #include "capture/capture_writer.h"
@@ -111,6 +112,41 @@ TEST(CaptureWriter, ByteBoundDropsALargeRecord) {
   ASSERT_TRUE(writer.Flush(std::chrono::seconds(30)));
   EXPECT_EQ(writer.counters().dropped, 1u);
   EXPECT_EQ(writer.counters().written, 1u);
+  std::filesystem::remove_all(options.directory);
+}
+
+// A request submitted as shared blocks is written as the same bytes as a copied one, and is
+// charged what its blocks pin: a few bytes in a page of their own count the page.
+TEST(CaptureWriter, SharedRequestsWriteTheirBytesAndAreChargedWhatTheyPin) {
+  CaptureOptions options;
+  options.directory = FreshDirectory("shared");
+  options.max_queued_bytes = 64u << 10;
+  CaptureWriter writer(options);
+  writer.HoldWrites(true);
+  net::BufferChain large;
+  const std::string bytes(40000, 'L');
+  large.Append(bytes.substr(0, 30000));
+  large.Append(bytes.substr(30000));
+  ASSERT_TRUE(writer.Submit(Meta(1), std::move(large)));
+  ASSERT_TRUE(writer.Submit(Meta(2), std::string("copied")));
+  net::BufferChain small;
+  small.Append("tiny");
+  const size_t pinned = small.held_bytes();
+  ASSERT_GT(pinned, 4u);
+  ASSERT_TRUE(writer.Submit(Meta(3), std::move(small)));
+  EXPECT_GE(writer.counters().queued_bytes, 40000u + 6 + pinned);
+  writer.HoldWrites(false);
+  ASSERT_TRUE(writer.Flush(std::chrono::seconds(30)));
+  EXPECT_EQ(writer.counters().written, 3u);
+  ASSERT_EQ(writer.files().size(), 1u);
+  std::string file, error;
+  ASSERT_TRUE(ReadDumpFile(writer.files()[0], &file, &error)) << error;
+  DumpReader reader(file);
+  DumpRecord record;
+  std::vector<std::string> requests;
+  while (reader.Next(&record)) requests.push_back(record.request);
+  EXPECT_TRUE(reader.damages().empty());
+  EXPECT_EQ(requests, (std::vector<std::string>{bytes, "copied", "tiny"}));
   std::filesystem::remove_all(options.directory);
 }
 

@@ -1,11 +1,15 @@
 // Capture in a running server: one call per protocol comes back out of the dump files with the
 // bytes the client sent; a stalled writer under ten times the budget's load drops and counts
-// records while every call still succeeds.
+// records while every call still succeeds; rotation holds its file count and size under ten
+// times the budget's load; the budget is a live setting (/flags), 0 pausing capture.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "arenarpc/channel.h"
@@ -85,6 +89,12 @@ TEST_F(ServerCaptureTest, EachProtocolReadsBackWithTheBytesSent) {
   ASSERT_EQ(0, baidu_channel.Init(address_.c_str(), nullptr));
   Call(baidu_channel, baidu, "attached");
 
+  // A large request: queued as the blocks it arrived in, not copied on the I/O thread.
+  e2e::TestRequest large;
+  large.set_message("large over baidu_std");
+  large.add_items(std::string(100000, 'L'));
+  Call(baidu_channel, large, "and its attachment");
+
   e2e::HttpClient http(server_.listen_port());
   const std::string body = R"({"message":"over http","items":["x","y"]})";
   ASSERT_TRUE(http.Send("POST /arenarpc.e2e.TestService/Echo HTTP/1.1\r\nHost: t\r\n"
@@ -104,8 +114,12 @@ TEST_F(ServerCaptureTest, EachProtocolReadsBackWithTheBytesSent) {
   Call(grpc_channel, grpc, "");
 
   ASSERT_TRUE(Capture().writer().Flush(std::chrono::seconds(10)));
-  const std::vector<capture::DumpRecord> records = ReadAll(capture.directory);
-  ASSERT_EQ(records.size(), 3u);
+  std::vector<capture::DumpRecord> records = ReadAll(capture.directory);
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[1].request, large.SerializeAsString() + "and its attachment");
+  EXPECT_EQ(records[1].meta.attachment_size(), 18);
+  EXPECT_EQ(service_.received()[1], records[1].request);
+  records.erase(records.begin() + 1);
 
   const capture::DumpRecord& b = records[0];
   EXPECT_EQ(b.meta.protocol(), capture::CAPTURED_BAIDU_STD);
@@ -134,11 +148,11 @@ TEST_F(ServerCaptureTest, EachProtocolReadsBackWithTheBytesSent) {
   EXPECT_FALSE(g.meta.has_protocol_type());  // brpc has no gRPC type: its replay skips it
   EXPECT_EQ(g.meta.path(), "/arenarpc.e2e.TestService/Echo");
   EXPECT_EQ(g.request, grpc.SerializeAsString());
-  EXPECT_EQ(service_.received()[2], g.request);
+  EXPECT_EQ(service_.received()[3], g.request);
 
   const ServerStats stats = server_.GetServerStats();
-  EXPECT_EQ(stats.capture_sampled, 3u);
-  EXPECT_EQ(stats.capture_written, 3u);
+  EXPECT_EQ(stats.capture_sampled, 4u);
+  EXPECT_EQ(stats.capture_written, 4u);
   std::filesystem::remove_all(capture.directory);
 }
 
@@ -186,6 +200,122 @@ TEST_F(ServerCaptureTest, StalledWriterDropsAndCallsKeepSucceeding) {
   EXPECT_EQ(server_.GetServerStats().capture_written, 4u);
   EXPECT_EQ(ReadAll(capture.directory).size(), 4u);
   std::filesystem::remove_all(capture.directory);
+}
+
+TEST_F(ServerCaptureTest, RotationHoldsItsBoundsUnderTenTimesTheBudget) {
+  CaptureOptions capture;
+  capture.directory = FreshDirectory("rotation");
+  capture.samples_per_second = 20;
+  capture.max_file_bytes = 4096;
+  capture.max_files = 2;
+  Start(capture);
+  Channel channel;
+  ASSERT_EQ(0, channel.Init(address_.c_str(), nullptr));
+  e2e::TestRequest request;
+  request.set_message("rotate");
+  request.add_items(std::string(600, 'r'));  // a record of ~700 bytes: 6 to a file
+  // 200 calls a second for 2 s: ten times the budget.
+  const auto start = std::chrono::steady_clock::now();
+  int calls = 0;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(2)) {
+    Call(channel, request, "");
+    ++calls;
+    std::this_thread::sleep_until(start + calls * std::chrono::milliseconds(5));
+  }
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
+          .count();
+  ASSERT_TRUE(Capture().writer().Flush(std::chrono::seconds(10)));
+  const capture::CaptureCounters counters = Capture().writer().counters();
+  EXPECT_GT(calls, 300);
+  // Each second of the steady clock the run touched took at most 20.
+  EXPECT_GE(counters.sampled, 20u);
+  EXPECT_LE(counters.sampled, 20u * static_cast<uint64_t>(seconds + 1)) << calls << " calls";
+  EXPECT_EQ(counters.written, counters.sampled);
+  EXPECT_GT(counters.files_opened, 2u);  // it rotated...
+  EXPECT_EQ(counters.files_deleted, counters.files_opened - 2);  // ... and kept 2
+  size_t files = 0;
+  size_t kept = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(capture.directory)) {
+    ++files;
+    // A file is closed once it holds max_file_bytes: it passes it by less than one record.
+    EXPECT_LT(std::filesystem::file_size(entry.path()), capture.max_file_bytes + 1024u);
+    std::string bytes, error;
+    ASSERT_TRUE(capture::ReadDumpFile(entry.path().string(), &bytes, &error)) << error;
+    capture::DumpReader reader(bytes);
+    capture::DumpRecord record;
+    while (reader.Next(&record)) {
+      EXPECT_EQ(record.request, request.SerializeAsString());
+      ++kept;
+    }
+    EXPECT_TRUE(reader.damages().empty());
+  }
+  EXPECT_EQ(files, 2u);
+  EXPECT_GT(kept, 0u);
+  std::filesystem::remove_all(capture.directory);
+}
+
+// One GET on a connection of its own: (status, body).
+std::pair<int, std::string> Get(int port, const std::string& target) {
+  e2e::HttpClient http(port);
+  if (!http.Send("GET " + target + " HTTP/1.1\r\nHost: t\r\n\r\n")) return {0, "not sent"};
+  auto reply = http.Read();
+  if (!reply) return {0, "no reply"};
+  return {reply->status, reply->body};
+}
+
+TEST_F(ServerCaptureTest, TheBudgetIsALiveSettingAndZeroPausesCapture) {
+  CaptureOptions capture;
+  capture.directory = FreshDirectory("live");
+  capture.samples_per_second = 0;  // configured, paused
+  Start(capture);
+  const int port = server_.listen_port();
+  EXPECT_NE(Get(port, "/flags").second.find("capture.samples_per_second = 0\n"),
+            std::string::npos);
+  Channel channel;
+  ASSERT_EQ(0, channel.Init(address_.c_str(), nullptr));
+  e2e::TestRequest request;
+  request.set_message("live");
+  for (int i = 0; i < 20; ++i) Call(channel, request, "");
+  EXPECT_EQ(server_.GetServerStats().capture_sampled, 0u);
+
+  auto [status, body] = Get(port, "/flags/capture.samples_per_second?setvalue=1000");
+  ASSERT_EQ(status, 200) << body;
+  EXPECT_EQ(body, "capture.samples_per_second: 0 -> 1000\n");
+  for (int i = 0; i < 7; ++i) Call(channel, request, "");
+  EXPECT_EQ(server_.GetServerStats().capture_sampled, 7u);
+  ASSERT_EQ(0, server_.SetLiveSetting("capture.samples_per_second", "0"));
+  for (int i = 0; i < 7; ++i) Call(channel, request, "");
+  EXPECT_EQ(server_.GetServerStats().capture_sampled, 7u);
+  ASSERT_TRUE(Capture().writer().Flush(std::chrono::seconds(10)));
+  EXPECT_EQ(ReadAll(capture.directory).size(), 7u);
+  EXPECT_NE(Get(port, "/flags").second.find(
+                " capture.samples_per_second: 1000 -> 0 by Server::SetLiveSetting\n"),
+            std::string::npos);
+
+  for (const char* bad : {"-1", "100001", "lots", ""}) {
+    std::tie(status, body) =
+        Get(port, std::string("/flags/capture.samples_per_second?setvalue=") + bad);
+    EXPECT_EQ(status, 400) << bad << ": " << body;
+    EXPECT_NE(body.find("expected 0..100000"), std::string::npos) << body;
+  }
+  std::tie(status, body) = Get(port, "/flags/capture.max_files?setvalue=3");
+  EXPECT_EQ(status, 403) << body;
+  std::filesystem::remove_all(capture.directory);
+}
+
+TEST(ServerCaptureOptions, TheLiveBudgetNeedsCaptureOnAtStart) {
+  RecordingService service;
+  Server server;
+  ASSERT_EQ(0, server.AddService(&service, SERVER_DOESNT_OWN_SERVICE));
+  ASSERT_EQ(0, server.Start("127.0.0.1:0", ServerOptions{})) << server.last_error();
+  EXPECT_NE(Get(server.listen_port(), "/flags").second.find("capture.samples_per_second = off\n"),
+            std::string::npos);
+  const auto [status, body] = Get(server.listen_port(),
+                                  "/flags/capture.samples_per_second?setvalue=10");
+  EXPECT_EQ(status, 403) << body;
+  EXPECT_NE(body.find("capture is off"), std::string::npos) << body;
+  EXPECT_EQ(internal::ServerAccess::Capture(server), nullptr);
 }
 
 TEST(ServerCaptureOptions, BadOptionsAndEnvironmentFailStart) {

@@ -59,24 +59,34 @@ void Echo(const std::string& address, const char* protocol, const std::string& m
   ASSERT_FALSE(cntl.Failed()) << cntl.ErrorText();
 }
 
-TEST(PressReplay, ReplaysEachProtocolsBytesAndSkipsDamage) {
+// A fresh (empty) temporary directory of this process.
+std::filesystem::path FreshDir(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() /
-                   ("arenarpc_press_replay_" + std::to_string(::getpid()));
+                   ("arenarpc_press_replay_" + name + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// POSTs an HTTP+JSON Echo call and expects 200.
+void PostJsonEcho(int port, const std::string& body) {
+  e2e::HttpClient http(port);
+  ASSERT_TRUE(http.Send("POST /arenarpc.e2e.TestService/Echo HTTP/1.1\r\nHost: t\r\n"
+                        "Content-Type: application/json\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body));
+  auto reply = http.Read();
+  ASSERT_TRUE(reply.has_value());
+  ASSERT_EQ(reply->status, 200);
+}
+
+TEST(PressReplay, ReplaysEachProtocolsBytesAndSkipsDamage) {
+  const auto dir = FreshDir("");
   std::set<std::string> captured;
   {
     CaptureOptions capture;
     capture.directory = dir.string();
     Recorder source(capture);
     Echo(source.address(), "baidu_std", "by baidu_std", "with attachment");
-    e2e::HttpClient http(source.server().listen_port());
-    const std::string body = R"({"message":"by http","items":["a"]})";
-    ASSERT_TRUE(http.Send("POST /arenarpc.e2e.TestService/Echo HTTP/1.1\r\nHost: t\r\n"
-                          "Content-Type: application/json\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\n\r\n" + body));
-    auto reply = http.Read();
-    ASSERT_TRUE(reply.has_value());
-    ASSERT_EQ(reply->status, 200);
+    PostJsonEcho(source.server().listen_port(), R"({"message":"by http","items":["a"]})");
     Echo(source.address(), "grpc", "by grpc", "");
     ASSERT_TRUE(internal::ServerAccess::Capture(source.server())->writer().Flush(
         std::chrono::seconds(10)));
@@ -119,9 +129,7 @@ TEST(PressReplay, ReplaysEachProtocolsBytesAndSkipsDamage) {
 }
 
 TEST(PressReplay, ForcedProtocolAndBadInput) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("arenarpc_press_replay_forced_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  const auto dir = FreshDir("forced_");
   std::string captured;
   {
     CaptureOptions capture;
@@ -156,12 +164,72 @@ TEST(PressReplay, ForcedProtocolAndBadInput) {
   std::filesystem::remove_all(dir);
 }
 
+// An HTTP+JSON record forced onto baidu_std or gRPC: refused without the .proto, sent as its
+// binary message with --proto (the handler gets the bytes the HTTP call's handler got); a --proto
+// without the record's method is refused by name.
+TEST(PressReplay, HttpJsonRecordsForcedOntoBinaryProtocolsWithTheirProto) {
+  const auto dir = FreshDir("json_");
+  std::string captured;
+  {
+    CaptureOptions capture;
+    capture.directory = dir.string();
+    Recorder source(capture);
+    PostJsonEcho(source.server().listen_port(),
+                 R"({"message":"json to binary","items":["a","b"]})");
+    ASSERT_TRUE(internal::ServerAccess::Capture(source.server())->writer().Flush(
+        std::chrono::seconds(10)));
+    captured = source.service().received().at(0);
+  }
+  const std::string press = std::string(PRESS_BIN) + " --replay " + dir.string() +
+                            " --concurrency 1 --warmup_s 0 --duration_s 0.3 --server_vars=false";
+  {
+    Recorder target;
+    const ShellOutput refused =
+        RunShell(press + " --server " + target.address() + " --replay_protocol baidu_std");
+    EXPECT_EQ(refused.exit_code, 2) << refused.out;
+    EXPECT_NE(refused.out.find("offset 0: an HTTP+JSON request cannot be sent over baidu_std "
+                               "without its .proto (give it with --proto)"),
+              std::string::npos)
+        << refused.out;
+    EXPECT_TRUE(target.service().received().empty());
+  }
+  for (const char* protocol : {"baidu_std", "grpc"}) {
+    Recorder target;
+    const ShellOutput run = RunShell(press + " --server " + target.address() +
+                                     " --replay_protocol " + protocol + " --proto " E2E_PROTO
+                                     " --replay_check");
+    EXPECT_EQ(run.exit_code, 0) << run.out;
+    EXPECT_NE(run.out.find(std::string("[replay] records: 1 (") + protocol + " 1)"),
+              std::string::npos)
+        << run.out;
+    EXPECT_NE(run.out.find("[replay] differences total: 0"), std::string::npos) << run.out;
+    const auto replayed = target.service().received();
+    ASSERT_FALSE(replayed.empty()) << protocol;
+    for (const std::string& bytes : replayed) EXPECT_EQ(bytes, captured) << protocol;
+  }
+  // A .proto that does not declare the record's method.
+  const auto other = dir / "other.proto";
+  std::ofstream(other.string()) << "syntax = \"proto3\";\npackage x;\nmessage M {}\n"
+                                   "service S { rpc Call(M) returns (M); }\n";
+  Recorder target;
+  const ShellOutput wrong = RunShell(press + " --server " + target.address() +
+                                     " --replay_protocol grpc --proto " + other.string());
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.out;
+  EXPECT_NE(wrong.out.find("--proto declares no method arenarpc.e2e.TestService.Echo"),
+            std::string::npos)
+      << wrong.out;
+  const ShellOutput with_method = RunShell(press + " --server " + target.address() +
+                                           " --proto " E2E_PROTO
+                                           " --method arenarpc.e2e.TestService.Echo");
+  EXPECT_EQ(with_method.exit_code, 2) << with_method.out;
+  EXPECT_NE(with_method.out.find("not --method or --input"), std::string::npos) << with_method.out;
+  std::filesystem::remove_all(dir);
+}
+
 // --replay_replies_out keeps the first pass's replies; --replay_replies_in compares another run's
 // replies with them (bench/memlab), finds a changed reply, and refuses the replies of another dump.
 TEST(PressReplay, RepliesFileComparesAnotherRun) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("arenarpc_press_replay_replies_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  const auto dir = FreshDir("replies_");
   {
     CaptureOptions capture;
     capture.directory = (dir / "dump").string();

@@ -40,10 +40,9 @@ std::vector<std::string> SplitProtoPath(std::string_view proto_path) {
   return dirs;
 }
 
-std::unique_ptr<DynamicMethod> DynamicMethod::Load(const std::string& proto_file,
-                                                   const std::string& proto_path,
-                                                   const std::string& method,
-                                                   std::string* error) {
+std::unique_ptr<DynamicMethod> DynamicMethod::LoadFile(const std::string& proto_file,
+                                                       const std::string& proto_path,
+                                                       std::string* error) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (proto_file.empty()) {
@@ -82,13 +81,22 @@ std::unique_ptr<DynamicMethod> DynamicMethod::Load(const std::string& proto_file
   loaded->errors_ = std::move(collector);
   loaded->importer_ =
       std::make_unique<pb::compiler::Importer>(&loaded->source_tree_, loaded->errors_.get());
-  const pb::FileDescriptor* file = loaded->importer_->Import(virtual_name);
-  if (file == nullptr) {
+  loaded->file_ = loaded->importer_->Import(virtual_name);
+  if (loaded->file_ == nullptr) {
     *error = "--proto: cannot load '" + proto_file + "':" +
              (errors.text.empty() ? std::string(" unknown error") : errors.text);
     return nullptr;
   }
+  return loaded;
+}
 
+std::unique_ptr<DynamicMethod> DynamicMethod::Load(const std::string& proto_file,
+                                                   const std::string& proto_path,
+                                                   const std::string& method,
+                                                   std::string* error) {
+  std::unique_ptr<DynamicMethod> loaded = LoadFile(proto_file, proto_path, error);
+  if (!loaded) return nullptr;
+  const pb::FileDescriptor* file = loaded->file_;
   // "pkg.Service.Method" or "pkg.Service/Method".
   const size_t split = method.find_last_of("./");
   if (split == std::string::npos || split == 0 || split + 1 == method.size()) {
@@ -118,6 +126,11 @@ std::unique_ptr<DynamicMethod> DynamicMethod::Load(const std::string& proto_file
     return nullptr;
   }
   return loaded;
+}
+
+std::unique_ptr<google::protobuf::Message> DynamicMethod::NewMessage(
+    const google::protobuf::Descriptor& type) const {
+  return std::unique_ptr<google::protobuf::Message>(factory_.GetPrototype(&type)->New());
 }
 
 const google::protobuf::Message& DynamicMethod::input_prototype() const {

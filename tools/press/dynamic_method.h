@@ -20,6 +20,15 @@ class DynamicMethod {
   static std::unique_ptr<DynamicMethod> Load(const std::string& proto_file,
                                              const std::string& proto_path,
                                              const std::string& method, std::string* error);
+  // The .proto alone, for the messages of any of its methods (--replay --proto): method() is not
+  // set; pool() and NewMessage() are.
+  static std::unique_ptr<DynamicMethod> LoadFile(const std::string& proto_file,
+                                                 const std::string& proto_path,
+                                                 std::string* error);
+  const google::protobuf::DescriptorPool& pool() const { return *importer_->pool(); }
+  // An empty message of `type` (a descriptor of pool()).
+  std::unique_ptr<google::protobuf::Message> NewMessage(
+      const google::protobuf::Descriptor& type) const;
 
   const google::protobuf::MethodDescriptor& method() const { return *method_; }
   // Prototypes of the input/output types: New() makes an empty message of the type.
@@ -33,6 +42,7 @@ class DynamicMethod {
   std::unique_ptr<google::protobuf::compiler::MultiFileErrorCollector> errors_;
   std::unique_ptr<google::protobuf::compiler::Importer> importer_;
   mutable google::protobuf::DynamicMessageFactory factory_;  // GetPrototype is thread-safe
+  const google::protobuf::FileDescriptor* file_ = nullptr;
   const google::protobuf::MethodDescriptor* method_ = nullptr;
 };
 

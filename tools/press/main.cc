@@ -99,7 +99,9 @@ DEFINE_bool(verify, true, "Check that every response echoes its request's payloa
 DEFINE_uint64(seed, 0x5eed, "Payload generator seed");
 DEFINE_bool(json, false, "Print the final report as JSON on stdout (live lines stay on stderr)");
 DEFINE_bool(live, true, "Print a progress line on stderr each second");
-DEFINE_string(proto, "", "A user's method instead of the echo workload: the .proto declaring it");
+DEFINE_string(proto, "", "A user's method instead of the echo workload: the .proto declaring it "
+              "(with --replay: the services' .proto, to send HTTP+JSON records over "
+              "--replay_protocol baidu_std or grpc)");
 DEFINE_string(proto_path, "", "Import directories of --proto, ':'-separated (its own directory is "
               "searched last)");
 DEFINE_string(echo_service, "EchoService",
@@ -174,6 +176,7 @@ int main(int argc, char** argv) {
   options.seed = FLAGS_seed;
   options.live = FLAGS_live;
   options.proto = FLAGS_proto;
+  options.replay = !FLAGS_replay.empty();
   options.proto_path = FLAGS_proto_path;
   options.method = FLAGS_method;
   options.echo_service = FLAGS_echo_service;
@@ -185,6 +188,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   // --replay: the dump's records, each over its own protocol (or --replay_protocol).
+  std::unique_ptr<press::DynamicMethod> replay_schema;  // --replay --proto
   std::unique_ptr<press::ReplaySet> replay;
   press::ReplayDifferences replay_differences;
   if (!FLAGS_replay.empty()) {
@@ -207,8 +211,15 @@ int main(int argc, char** argv) {
     }
     replay = std::make_unique<press::ReplaySet>();
     std::string error;
-    if (!replay->Load(sources, FLAGS_replay_protocol.empty() ? nullptr : &forced, std::cerr,
-                      &error)) {
+    if (!options.proto.empty()) {
+      replay_schema = press::DynamicMethod::LoadFile(options.proto, options.proto_path, &error);
+      if (!replay_schema) {
+        std::fprintf(stderr, "arenarpc_press: %s\n", error.c_str());
+        return 2;
+      }
+    }
+    if (!replay->Load(sources, FLAGS_replay_protocol.empty() ? nullptr : &forced,
+                      replay_schema.get(), std::cerr, &error)) {
       std::fprintf(stderr, "arenarpc_press: %s\n", error.c_str());
       return 2;
     }

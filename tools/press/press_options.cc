@@ -69,12 +69,16 @@ std::string Validate(const PressOptions& o) {
       o.connection_type != "short") {
     return "--connection_type must be single, pooled or short, got '" + o.connection_type + "'";
   }
-  const bool any_user = !o.proto.empty() || !o.method.empty() || !o.input.empty();
+  if (o.replay && (!o.method.empty() || !o.input.empty())) {
+    return "--replay plays the dump's requests: it takes --proto (to send HTTP+JSON records over "
+           "--replay_protocol baidu_std or grpc), not --method or --input";
+  }
+  const bool any_user = !o.replay && (!o.proto.empty() || !o.method.empty() || !o.input.empty());
   if (any_user && (o.proto.empty() || o.method.empty() || o.input.empty())) {
     return std::string(o.method.empty() ? "--method" : o.proto.empty() ? "--proto" : "--input") +
            " is missing: a user's method needs all of --proto, --method and --input";
   }
-  if (!any_user && !o.proto_path.empty()) return "--proto_path needs --proto";
+  if (o.proto.empty() && !o.proto_path.empty()) return "--proto_path needs --proto";
   if (o.echo_service != "EchoService" && o.echo_service != "OptionalEchoService") {
     return "--echo_service must be EchoService or OptionalEchoService, got '" + o.echo_service +
            "'";

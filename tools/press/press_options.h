@@ -33,6 +33,7 @@ struct PressOptions {
   // A user's method instead of the echo workload (all three or none).
   std::string proto;                       // --proto: the .proto file declaring the method
   std::string proto_path;                  // --proto_path: import directories, ':'-separated
+  bool replay = false;                     // --replay given: --proto alone describes its records
   std::string method;                      // --method: pkg.Service.Method
   // The echo workload's service: "EchoService", or "OptionalEchoService" (the same bytes to the
   // schema whose payload is declared `optional`).

@@ -1,6 +1,9 @@
 #include "press/replay_set.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <filesystem>
+#include <memory>
 #include <set>
 
 #include "capture/dump_reader.h"
@@ -41,6 +44,27 @@ std::string_view HttpBody(std::string_view raw, bool* json) {
   return end == std::string_view::npos ? std::string_view() : raw.substr(end + 4);
 }
 
+enum class ConvertedJson { kOk, kNoSchema, kNoMethod, kBadJson };
+
+// An HTTP+JSON request body as its method's binary request message, through `schema`'s types.
+ConvertedJson JsonToBinary(const DynamicMethod* schema, const capture::RpcDumpMeta& meta,
+                           std::string_view body, std::string* binary) {
+  if (schema == nullptr) return ConvertedJson::kNoSchema;
+  const google::protobuf::ServiceDescriptor* service =
+      schema->pool().FindServiceByName(meta.service_name());
+  const google::protobuf::MethodDescriptor* method =
+      service != nullptr ? service->FindMethodByName(meta.method_name()) : nullptr;
+  if (method == nullptr) return ConvertedJson::kNoMethod;
+  std::unique_ptr<google::protobuf::Message> request = schema->NewMessage(*method->input_type());
+  if (!google::protobuf::util::JsonStringToMessage(
+           google::protobuf::StringPiece(body.data(), body.size()), request.get())
+           .ok()) {
+    return ConvertedJson::kBadJson;
+  }
+  *binary = request->SerializeAsString();
+  return ConvertedJson::kOk;
+}
+
 std::string Where(const LoadedRecord& loaded) {
   return loaded.file + ": record at offset " + std::to_string(loaded.record.offset);
 }
@@ -75,7 +99,7 @@ const google::protobuf::MethodDescriptor* ReplaySet::MethodFor(const std::string
 }
 
 bool ReplaySet::Load(const std::vector<std::string>& sources, const ReplayProtocol* force,
-                     std::ostream& report, std::string* error) {
+                     const DynamicMethod* schema, std::ostream& report, std::string* error) {
   std::vector<std::string> paths;
   for (const std::string& source : sources) {
     std::error_code ec;
@@ -166,9 +190,21 @@ bool ReplaySet::Load(const std::vector<std::string>& sources, const ReplayProtoc
       if (call.protocol == ReplayProtocol::kHttp) {
         call.raw_http = bytes;
       } else if (json) {
-        *error = Where(loaded) + ": an HTTP+JSON request cannot be sent over " +
-                 ReplayProtocolName(call.protocol) + " without its .proto";
-        return false;
+        const ConvertedJson converted = JsonToBinary(schema, meta, body, &message);
+        if (converted == ConvertedJson::kNoSchema) {
+          *error = Where(loaded) + ": an HTTP+JSON request cannot be sent over " +
+                   ReplayProtocolName(call.protocol) + " without its .proto (give it with --proto)";
+          return false;
+        }
+        if (converted == ConvertedJson::kNoMethod) {
+          *error = Where(loaded) + ": --proto declares no method " + call.method_name;
+          return false;
+        }
+        if (converted == ConvertedJson::kBadJson) {
+          report << "[replay] " << Where(loaded) << ": its JSON body is not a "
+                 << call.method_name << " request; skipped\n";
+          continue;
+        }
       } else {
         message = std::string(body);
       }

@@ -5,7 +5,8 @@
 //
 // Binary records (baidu_std, gRPC) are sent through arenarpc::Channel as OpaqueMessage (their
 // bytes re-emitted as they are) to a method built at run time from the record's names, so no
-// .proto is needed; HTTP records are written as the request the capture recorded.
+// .proto is needed; HTTP records are written as the request the capture recorded. An HTTP+JSON
+// record sent over baidu_std or gRPC needs its method's .proto (--proto) to become binary.
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "press/dynamic_method.h"
 #include "press/press_request.h"
 
 namespace arenarpc::press {
@@ -48,8 +50,10 @@ class ReplaySet {
   // skipped") and the rest is read. `force`: send every record over that protocol. false with
   // *error when nothing can be replayed (no file, no record, a record that cannot take the
   // forced protocol).
+  // `schema` (--proto; may be null): the services' .proto, with which an HTTP+JSON record is
+  // converted to its binary message when forced onto baidu_std or gRPC.
   bool Load(const std::vector<std::string>& sources, const ReplayProtocol* force,
-            std::ostream& report, std::string* error);
+            const DynamicMethod* schema, std::ostream& report, std::string* error);
 
   const std::vector<std::shared_ptr<const PressRequest>>& requests() const { return requests_; }
   // The calls, in record order (mutable for the --replay_check first pass).
