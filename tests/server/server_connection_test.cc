@@ -366,6 +366,9 @@ TEST_F(ServerConnectionTest, AnAdmittedTaskRunsOnceAndIsReleasedOnce) {
   Open(options);
   Send("Page 40 x\n");
   EXPECT_EQ("page 40", Answer());
+  // The page's answer can reach us before its ticket settles: with max_concurrency=1 the next
+  // call would then be refused.
+  ExpectAdmissionSettled();
   handler_.Hold();
   Send("Echo 41 held\n");
   handler_.WaitRunning(1);
