@@ -315,9 +315,15 @@ TEST_P(RpczTest, MessageBytesAreTheStrategysAccountOfTheCall) {
   EXPECT_EQ(GetParam(), span.memory_strategy);
   const std::string& source = span.message_bytes_source;
   const std::string& mode = GetParam();
-  if (mode == "heap") EXPECT_EQ("space_used", source);
-  if (mode == "arena" || mode == "paged") EXPECT_EQ("arena", source);
-  if (mode == "reuse") EXPECT_EQ("strategy", source);  // 2 KB requests: not reuse's small calls
+  if (mode == "heap") {
+    EXPECT_EQ("space_used", source);
+  }
+  if (mode == "arena" || mode == "paged") {
+    EXPECT_EQ("arena", source);
+  }
+  if (mode == "reuse") {
+    EXPECT_EQ("strategy", source);  // 2 KB requests: not reuse's small calls
+  }
   if (source == "space_used") {
     // The call's messages, built as the server's were: parsed from the request's bytes, and the
     // handler's response.
@@ -455,7 +461,9 @@ TEST_P(RpczTest, ParallelChannelSubCallsAreSpansOfTheCallersTrace) {
   }
   std::sort(protocols.begin(), protocols.end());
   EXPECT_EQ(2u, protocols.size());
-  if (protocols.size() == 2) EXPECT_NE(protocols[0], protocols[1]);
+  if (protocols.size() == 2) {
+    EXPECT_NE(protocols[0], protocols[1]);
+  }
 }
 
 TEST_P(RpczTest, PageFiltersAndJson) {

@@ -141,7 +141,9 @@ TEST(AutoMixedLoad, TinyCallsMixedInSettleOnTheSeedWorkloadsChoice) {
   }
   // Not asserted under ThreadSanitizer, whose instrumentation sets what each candidate's code
   // costs: a fresh-clone TSan run chose heap for the pure workload once (the mixed one reuse).
-  if (kCpuDecisionsAreTheCodes) EXPECT_TRUE(agreed) << seen;
+  if (kCpuDecisionsAreTheCodes) {
+    EXPECT_TRUE(agreed) << seen;
+  }
 }
 
 TEST(AutoMixedLoad, SwitchUnderLoadLosesNoCallAndKeepsRepliesByteIdentical) {
