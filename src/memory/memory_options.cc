@@ -1,6 +1,5 @@
 // Process-wide arena defaults and validation of MemoryOptions.
 #include <mutex>
-#include <stdexcept>
 #include <string>
 
 #include "arenarpc/memory/message_memory.h"
@@ -15,16 +14,6 @@ std::mutex g_defaults_mu;
 ArenaSettings g_defaults;  // brpc's 256 / 8192
 
 }  // namespace
-
-int ReportError(std::string text, std::string* error) {
-  if (text.empty()) return 0;
-  if (error != nullptr) *error = std::move(text);
-  return -1;
-}
-
-void ThrowIfInvalid(const std::string& text) {
-  if (!text.empty()) throw std::invalid_argument(text);
-}
 
 std::string ArenaSettingsError(const ArenaSettings& s) {
   if (s.start_block_size == 0) return "arena start_block_size must be > 0";
