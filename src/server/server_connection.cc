@@ -362,30 +362,22 @@ AdmissionTicket ServerConnection::AdmitFirst(net::Connection& connection, int64_
                  std::to_string(state.admission.max_queued_requests()),
              &state.counters.rejected_limit);
       return {};
-    case Admission::Verdict::kWaitPastDeadline: {
-      state.counters.rejected_queue_wait.fetch_add(1, std::memory_order_relaxed);
-      using std::chrono::duration_cast, std::chrono::milliseconds;
-      Reject(connection, key, ELIMIT,
-             "The server's queue would hold the request ~" +
-                 std::to_string(
-                     duration_cast<milliseconds>(state.admission.predicted_wait()).count()) +
-                 "ms (" + std::to_string(state.admission.queued()) +
-                 " calls queued), past half of its timeout_ms=" + std::to_string(timeout_ms),
-             &state.counters.rejected_limit);
-      return {};
-    }
+    case Admission::Verdict::kWaitPastDeadline:
     case Admission::Verdict::kStandingQueue: {
       state.counters.rejected_queue_wait.fetch_add(1, std::memory_order_relaxed);
-      using std::chrono::duration_cast, std::chrono::milliseconds;
+      const auto ms = [](std::chrono::nanoseconds duration) {
+        return std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(duration).count());
+      };
+      const std::string wait = "~" + ms(state.admission.predicted_wait()) + "ms (" +
+                               std::to_string(state.admission.queued()) + " calls queued";
       Reject(connection, key, ELIMIT,
-             "The server is overloaded: its queue has held every call longer than it serves "
-             "for a while, and would hold the request ~" +
-                 std::to_string(
-                     duration_cast<milliseconds>(state.admission.predicted_wait()).count()) +
-                 "ms (" + std::to_string(state.admission.queued()) + " calls queued, bound " +
-                 std::to_string(
-                     duration_cast<milliseconds>(state.admission.standing_bound()).count()) +
-                 "ms)",
+             verdict == Admission::Verdict::kWaitPastDeadline
+                 ? "The server's queue would hold the request " + wait +
+                       "), past half of its timeout_ms=" + std::to_string(timeout_ms)
+                 : "The server is overloaded: its queue has held every call longer than it "
+                   "serves for a while, and would hold the request " +
+                       wait + ", bound " + ms(state.admission.standing_bound()) + "ms)",
              &state.counters.rejected_limit);
       return {};
     }
