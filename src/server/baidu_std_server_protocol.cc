@@ -123,7 +123,7 @@ bool BaiduStdServerProtocol::PackReply(ServerCall& call, const google::protobuf:
         return true;
       }
       // As brpc: the accepting reply carries our settings and travels as the first DATA frame
-      // of the client's stream; the stream starts once it is written (SendReply).
+      // of the client's stream; the stream starts once it is written (Reply).
       accepted->FillSettings(meta.mutable_stream_settings());
       net::BufferChain rpc_frame;
       protocol::EncodeFrame(meta, std::move(payload), std::move(controller.response_attachment()),
@@ -152,10 +152,15 @@ bool BaiduStdServerProtocol::PackReply(ServerCall& call, const google::protobuf:
   return false;
 }
 
-void BaiduStdServerProtocol::SendReply(net::Connection& connection, int64_t key,
-                                       net::BufferChain&& reply) {
-  connection.Write(std::move(reply));
-  if (replies_with_streams_.load(std::memory_order_acquire) > 0) ConnectAcceptedStream(key);
+void BaiduStdServerProtocol::Reply(net::Connection& connection, ServerCall& call,
+                                   const google::protobuf::Message& response) {
+  net::BufferChain frame;
+  const bool ok = PackReply(call, response, &frame);
+  call.OnReplyPacked(ok, frame);
+  connection.Write(std::move(frame));
+  if (replies_with_streams_.load(std::memory_order_acquire) > 0) {
+    ConnectAcceptedStream(call.correlation_id());
+  }
 }
 
 void BaiduStdServerProtocol::ConnectAcceptedStream(int64_t key) {

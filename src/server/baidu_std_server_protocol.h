@@ -27,13 +27,15 @@ class BaiduStdServerProtocol final : public ServerProtocol {
   const std::string& error() const noexcept override {
     return stream_error_ ? stream_decoder_.error() : decoder_.error();
   }
-  bool PackReply(ServerCall& call, const google::protobuf::Message& response,
-                 net::BufferChain* out) override;
-  void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) override;
+  void Reply(net::Connection& connection, ServerCall& call,
+             const google::protobuf::Message& response) override;
   void SendError(net::Connection& connection, int64_t key, const CallError& error) override;
   void OnClosed() override;
 
  private:
+  // Reply()'s first half: false when the call failed (an error frame was packed instead).
+  bool PackReply(ServerCall& call, const google::protobuf::Message& response,
+                 net::BufferChain* out);
   // A "STRM" frame: to the connection's streams (docs/streaming.md).
   Step NextStreamFrame(net::Connection& connection, net::BufferChain& input);
   std::shared_ptr<stream::StreamHost> StreamHostOf(net::Connection& connection);

@@ -336,6 +336,14 @@ void GrpcServerProtocol::AnswerPreflight(net::Connection& connection,
   Flush(connection);
 }
 
+void GrpcServerProtocol::Reply(net::Connection& connection, ServerCall& call,
+                   const google::protobuf::Message& response) {
+  net::BufferChain reply;
+  const bool ok = PackReply(call, response, &reply);
+  call.OnReplyPacked(ok, reply);
+  SendReply(connection, call.correlation_id(), std::move(reply));
+}
+
 bool GrpcServerProtocol::PackReply(ServerCall& call, const google::protobuf::Message& response,
                                    net::BufferChain* out) {
   Controller& controller = call.controller();

@@ -59,9 +59,8 @@ class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTrans
   size_t HeldBytes() const noexcept override {
     return held_bytes_.load(std::memory_order_acquire);
   }
-  bool PackReply(ServerCall& call, const google::protobuf::Message& response,
-                 net::BufferChain* out) override;
-  void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) override;
+  void Reply(net::Connection& connection, ServerCall& call,
+             const google::protobuf::Message& response) override;
   void SendError(net::Connection& connection, int64_t key, const CallError& error) override;
   bool CallCanceled(int64_t key) override;
   void WatchCancel(int64_t key, const std::shared_ptr<CancelState>& state) override;
@@ -90,6 +89,10 @@ class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTrans
   stream::StreamRegistry::Entry RegisterStream(int64_t key, std::string_view method) override;
 
  private:
+  // Reply()'s two halves. PackReply: false when the call failed (an error was packed instead).
+  bool PackReply(ServerCall& call, const google::protobuf::Message& response,
+                 net::BufferChain* out);
+  void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply);
   // A call between its admission and its reply.
   struct Call {
     bool accepts_gzip = false;

@@ -2,7 +2,7 @@
 // grpc-web / Connect server-streaming call over HTTP/1.1). The call is admitted and run as a unary
 // one (ServerCall, with an empty request); GrpcStreamService runs the handler with a
 // GrpcServerStream over the protocol's stream (ServerStreamTransport), and the call's reply ends
-// the stream with its status (the protocol's PackReply / SendReply).
+// the stream with its status (the protocol's Reply).
 #include "arenarpc/grpc_stream.h"
 
 #include <google/protobuf/descriptor.h>

@@ -480,6 +480,14 @@ bool HttpServerProtocol::SaturatedLocked() const {
   return exchanges_.size() >= max_held_ || held_bytes_.load(std::memory_order_relaxed) >= max_held_bytes_;
 }
 
+void HttpServerProtocol::Reply(net::Connection& connection, ServerCall& call,
+                   const google::protobuf::Message& response) {
+  net::BufferChain reply;
+  const bool ok = PackReply(call, response, &reply);
+  call.OnReplyPacked(ok, reply);
+  SendReply(connection, call.correlation_id(), std::move(reply));
+}
+
 bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Message& response,
                                    net::BufferChain* out) {
   const Exchange exchange = ExchangeOf(call.correlation_id());

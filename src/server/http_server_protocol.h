@@ -50,9 +50,8 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   // A built-in page's reply for `sequence` (the answer to HEAD: its head only).
   void SendPage(net::Connection& connection, int64_t sequence, builtin::BuiltinReply&& reply,
                 bool head_only);
-  bool PackReply(ServerCall& call, const google::protobuf::Message& response,
-                 net::BufferChain* out) override;
-  void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) override;
+  void Reply(net::Connection& connection, ServerCall& call,
+             const google::protobuf::Message& response) override;
   void SendError(net::Connection& connection, int64_t key, const CallError& error) override;
   void OnOutputDrained(net::Connection& connection) override;
   void OnClosed() override;
@@ -75,6 +74,10 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   stream::StreamRegistry::Entry RegisterStream(int64_t key, std::string_view method) override;
 
  private:
+  // Reply()'s two halves. PackReply: false when the call failed (an error was packed instead).
+  bool PackReply(ServerCall& call, const google::protobuf::Message& response,
+                 net::BufferChain* out);
+  void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply);
   // The protocol a method call speaks (its Content-Type and headers).
   enum class WebRpc : uint8_t {
     kNone,         // brpc's HTTP+JSON / protobuf: errors in x-bd-error-* headers

@@ -1,5 +1,5 @@
 #pragma once
-// ReplySink: all a call needs of its protocol once it was decoded — pack its reply, send it or
+// ReplySink: all a call needs of its protocol once it was decoded — pack and send its reply, or
 // an error, and (HTTP/2) whether its client canceled it. The protocol of the call's connection
 // implements it; ServerCall holds nothing else of the protocol, so it can be driven by a fake
 // sink in a test. Calls are named by their key (ServerCall::correlation_id()).
@@ -39,12 +39,13 @@ class ReplySink {
   virtual ~ReplySink() = default;
   virtual std::string_view name() const noexcept = 0;  // "baidu_std", "http", "h2:grpc"
 
-  // Packs the reply of a finished call; its controller says whether the handler failed. false:
-  // the call failed (the handler's error, or the response could not be packed: ERESPONSE).
-  virtual bool PackReply(ServerCall& call, const google::protobuf::Message& response,
-                         net::BufferChain* out) = 0;
-  // Sends a packed reply / an error reply for the call `key`. Any thread.
-  virtual void SendReply(net::Connection& connection, int64_t key, net::BufferChain&& reply) = 0;
+  // Answers a finished call (any thread): packs its reply — its controller says whether the
+  // handler failed; a response that cannot be packed fails the call with ERESPONSE — hands the
+  // packed bytes to call.OnReplyPacked() exactly once, then sends them. The call is counted in
+  // between, so a client that has its reply also sees its call counted.
+  virtual void Reply(net::Connection& connection, ServerCall& call,
+                     const google::protobuf::Message& response) = 0;
+  // Answers the call `key` with an error instead of a reply (its handler did not run). Any thread.
   virtual void SendError(net::Connection& connection, int64_t key, const CallError& error) = 0;
 
   // A protocol that cancels one call without closing the connection (HTTP/2's RST_STREAM): the

@@ -361,42 +361,18 @@ void ServerCall::Run() {
   if (span != nullptr) span->Mark(SpanPhase::kHandlerEnded);
   const memory::MessagePair& pair = messages();
   const bool close = controller_.Failed() && controller_.ErrorCode() == ECLOSE;
-  net::BufferChain frame;
-  if (!close && !controller_.Failed()) pair.PrepareResponse();
-  const bool ok = !close && sink_->PackReply(*this, *pair.response(), &frame);
-  if (span != nullptr) {
-    span->Mark(SpanPhase::kSerialized);
-    span->span().response_bytes = frame.size();
-    span->span().response_compression =
-        protocol::CompressTypeName(static_cast<int>(controller_.response_compress_type()));
-  }
-  if (const google::protobuf::Arena* arena = pair.arena()) {
-    method_->arena_bytes.fetch_add(arena->SpaceAllocated(), std::memory_order_relaxed);
-    method_->arena_calls.fetch_add(1, std::memory_order_relaxed);
-  }
-  const uint64_t held = method_->request_memory->Observe(pair, request_wire_size_);
-  if (ok) method_->presence->Observe(*pair.response());
-  // Counted before the reply leaves, so a client that has its reply also sees its call counted.
-  const auto now = std::chrono::steady_clock::now();
-  if (held != 0 && (pair.arena() == nullptr || cpu_timer_.started())) {
-    method_->memory_series.RecordHeld(held, now);
-  }
-  state_->admission.OnCallEnd(now, started_, ok);
-  method_->CountEnded(
-      now, std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count(),
-      ok ? 0 : (controller_.Failed() ? controller_.ErrorCode() : ERESPONSE));
-  const uint64_t queued_before = span != nullptr ? connection_->bytes_queued() : 0;
-  // Stamped as the reply is handed over: the write may finish, and the client see its reply,
-  // before this thread runs again.
-  if (span != nullptr && !close) span->Mark(SpanPhase::kReplyQueued);
   if (close) {
+    CountEnded(false, 0);
     connection_->Close();  // the handler asked for it: no reply (spec §5.3)
   } else {
-    sink_->SendReply(*connection_, correlation_id_, std::move(frame));
+    if (!controller_.Failed()) pair.PrepareResponse();
+    sink_->Reply(*connection_, *this, *pair.response());
   }
   if (span != nullptr) {
-    if (!ok && !controller_.Failed()) span->SetError(ERESPONSE, "the response could not be packed");
-    FinishSpan(close ? nullptr : &pair, queued_before);
+    if (!reply_ok_ && !controller_.Failed()) {
+      span->SetError(ERESPONSE, "the response could not be packed");
+    }
+    FinishSpan(close ? nullptr : &pair, queued_before_);
   }
   // After the write was queued: Stop() closes connections once nothing is in flight.
   ticket_.Settle();
@@ -409,6 +385,41 @@ void ServerCall::Run() {
   if (const std::optional<uint64_t> ns = timer.Elapsed()) {
     method->memory_series.RecordCpu(*ns, std::chrono::steady_clock::now());
   }
+}
+
+void ServerCall::OnReplyPacked(bool ok, const net::BufferChain& reply) {
+  reply_ok_ = ok;
+  CountEnded(ok, reply.size());
+  internal::SpanRecord* span = this->span();
+  if (span == nullptr) return;
+  queued_before_ = connection_->bytes_queued();
+  // Stamped as the reply is handed over: the write may finish, and the client see its reply,
+  // before this thread runs again.
+  span->Mark(SpanPhase::kReplyQueued);
+}
+
+void ServerCall::CountEnded(bool ok, size_t reply_bytes) {
+  const memory::MessagePair& pair = messages();
+  if (internal::SpanRecord* span = this->span()) {
+    span->Mark(SpanPhase::kSerialized);
+    span->span().response_bytes = reply_bytes;
+    span->span().response_compression =
+        protocol::CompressTypeName(static_cast<int>(controller_.response_compress_type()));
+  }
+  if (const google::protobuf::Arena* arena = pair.arena()) {
+    method_->arena_bytes.fetch_add(arena->SpaceAllocated(), std::memory_order_relaxed);
+    method_->arena_calls.fetch_add(1, std::memory_order_relaxed);
+  }
+  const uint64_t held = method_->request_memory->Observe(pair, request_wire_size_);
+  if (ok) method_->presence->Observe(*pair.response());
+  const auto now = std::chrono::steady_clock::now();
+  if (held != 0 && (pair.arena() == nullptr || cpu_timer_.started())) {
+    method_->memory_series.RecordHeld(held, now);
+  }
+  state_->admission.OnCallEnd(now, started_, ok);
+  method_->CountEnded(
+      now, std::chrono::duration_cast<std::chrono::microseconds>(now - start_).count(),
+      ok ? 0 : (controller_.Failed() ? controller_.ErrorCode() : ERESPONSE));
 }
 
 }  // namespace arenarpc::server

@@ -74,6 +74,9 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
 
   // done->Run(): reply, stats, release. Deletes the call.
   void Run() override;
+  // From the sink's Reply(), once, between packing and sending: `ok` false when the call failed
+  // (the handler's error, or ERESPONSE). Counts the call and marks its span.
+  void OnReplyPacked(bool ok, const net::BufferChain& reply);
 
  private:
   // Answers the call with an error instead of a reply (its handler did not run).
@@ -85,6 +88,9 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   // The facts the span takes at the end (method, protocol, peer, memory), then its finish: once
   // the reply's last byte is written when the connection's writes can be followed, else now.
   void FinishSpan(const memory::MessagePair* pair, uint64_t queued_before);
+  // The call ended (`ok`: with a reply, `reply_bytes` of it): its method's stats and memory
+  // series, admission's view of the server's work.
+  void CountEnded(bool ok, size_t reply_bytes);
   struct RetainedMessages;
   static std::shared_ptr<void> RetainHook(const Controller& controller);
   // Acquires the pair, parses the request into it and runs the handler on a new fiber, on this
@@ -128,6 +134,8 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   uint64_t request_wire_size_ = 0;  // the opened request's bytes, for RequestMemoryGate::Observe
   util::ThreadCpuTimer cpu_timer_;  // started on sampled calls: their CPU goes to /memory
   bool too_large_ = false;
+  bool reply_ok_ = false;        // OnReplyPacked()'s `ok`
+  uint64_t queued_before_ = 0;   // the connection's queued bytes before the reply (rpcz)
   std::shared_ptr<MethodBinding> binding_;     // outlives pair_, which goes back to it
   memory::MessagePair pair_;                   // moved into retained_ by RetainMessages()
   std::shared_ptr<RetainedMessages> retained_;

@@ -37,24 +37,22 @@ struct SinkRecord {
   int code = 0;
   std::string text;  // the error's text, or the reply's bytes
   ErrorCause cause = ErrorCause::kError;
+  uint64_t calls_counted = 0;  // the method's calls counted as the reply went out
 };
 
 class FakeSink final : public ReplySink {
  public:
   std::string_view name() const noexcept override { return "fake"; }
-  bool PackReply(ServerCall& call, const google::protobuf::Message& response,
-                 net::BufferChain* out) override {
-    if (call.controller().Failed()) {
-      out->Append("failed:" + std::to_string(call.controller().ErrorCode()));
-      return false;
-    }
-    out->Append(response.SerializeAsString());
-    return true;
-  }
-  void SendReply(net::Connection& /*connection*/, int64_t key,
-                 net::BufferChain&& reply) override {
+  void Reply(net::Connection& /*connection*/, ServerCall& call,
+             const google::protobuf::Message& response) override {
+    net::BufferChain reply;
+    const bool ok = !call.controller().Failed();
+    reply.Append(ok ? response.SerializeAsString()
+                    : "failed:" + std::to_string(call.controller().ErrorCode()));
+    call.OnReplyPacked(ok, reply);
     std::lock_guard lock(mutex_);
-    records_.push_back({SinkRecord::Kind::kReply, key, 0, reply.ToString()});
+    records_.push_back({SinkRecord::Kind::kReply, call.correlation_id(), 0, reply.ToString(),
+                        ErrorCause::kError, call.method().calls.load()});
   }
   void SendError(net::Connection& /*connection*/, int64_t key, const CallError& error) override {
     std::lock_guard lock(mutex_);
@@ -172,6 +170,7 @@ TEST_F(ServerCallTest, AReplyIsPackedAndSentOnceAndSettlesItsAdmission) {
   EXPECT_EQ("hello", response.message(0));
   EXPECT_EQ(1, handler_.runs.load());
   EXPECT_EQ(1u, method_->calls.load());
+  EXPECT_EQ(1u, record.calls_counted);  // counted before the reply left: a client sees it counted
 }
 
 TEST_F(ServerCallTest, AFailedHandlerIsPackedAsItsErrorOnce) {

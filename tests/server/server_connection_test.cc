@@ -129,8 +129,15 @@ class LineProtocol final : public ServerProtocol {
   }
   const std::string& error() const noexcept override { return error_; }
 
-  bool PackReply(ServerCall& call, const google::protobuf::Message& response,
-                 net::BufferChain* out) override {
+  void Reply(net::Connection& connection, ServerCall& call,
+             const google::protobuf::Message& response) override {
+    net::BufferChain reply;
+    const bool ok = Pack(call, response, &reply);
+    call.OnReplyPacked(ok, reply);
+    connection.Write(std::move(reply));
+  }
+  static bool Pack(ServerCall& call, const google::protobuf::Message& response,
+                   net::BufferChain* out) {
     const auto& echo = static_cast<const example::EchoResponse&>(response);
     if (call.controller().Failed()) {
       out->Append("error " + std::to_string(call.correlation_id()) + " " +
@@ -145,10 +152,6 @@ class LineProtocol final : public ServerProtocol {
                 (kind != controller.request_user_fields().end() ? kind->second : "-") + " " +
                 controller.request_attachment().ToString() + "\n");
     return true;
-  }
-  void SendReply(net::Connection& connection, int64_t /*key*/,
-                 net::BufferChain&& reply) override {
-    connection.Write(std::move(reply));
   }
   void SendError(net::Connection& connection, int64_t key, const CallError& error) override {
     net::BufferChain bytes;
