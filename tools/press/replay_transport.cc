@@ -133,33 +133,47 @@ std::unique_ptr<Transport> MakeReplayTransport(const ReplaySet& set) {
   return std::make_unique<ReplayTransport>(set);
 }
 
-uint64_t RecordFirstReplies(Transport& transport, ReplaySet& set, int in_flight) {
-  std::mutex mu;
-  std::condition_variable done;
-  int pending = 0;
-  uint64_t failed = 0;
-  const auto& requests = set.requests();
-  for (size_t i = 0; i < requests.size(); ++i) {
-    ReplayCall& call = set.calls()[i];
-    {
-      std::unique_lock lock(mu);
-      done.wait(lock, [&] { return pending < std::max(1, in_flight); });
-      ++pending;
+uint64_t RecordFirstReplies(Transport& transport,
+                            std::span<const std::shared_ptr<const PressRequest>> requests,
+                            std::span<ReplayCall> calls, int in_flight) {
+  // One pass over `indices`, at most `in_flight` calls at a time; returns the records whose call
+  // failed for the load's sake (left without a reference).
+  auto pass = [&](const std::vector<size_t>& indices, int in_flight) {
+    std::mutex mu;
+    std::condition_variable done;
+    int pending = 0;
+    std::vector<size_t> load_failed;
+    for (const size_t i : indices) {
+      {
+        std::unique_lock lock(mu);
+        done.wait(lock, [&] { return pending < std::max(1, in_flight); });
+        ++pending;
+      }
+      transport.Send(*requests[i], [&, i](const CallResult& result) {
+        std::string reply = ReplyBytes(result);
+        std::lock_guard lock(mu);
+        ReplayCall& call = calls[i];
+        call.has_first_reply = !IsLoadFailure(result.error_code);
+        call.first_reply = call.has_first_reply ? std::move(reply) : std::string();
+        if (!call.has_first_reply) load_failed.push_back(i);
+        --pending;
+        done.notify_all();
+      });
     }
-    transport.Send(*requests[i], [&, call = &call](const CallResult& result) {
-      std::string reply = ReplyBytes(result);
-      std::lock_guard lock(mu);
-      call->first_reply = std::move(reply);
-      call->has_first_reply = true;
-      if (result.error_code != 0) ++failed;
-      --pending;
-      done.notify_all();
-    });
-  }
-  std::unique_lock lock(mu);
-  done.wait(lock, [&] { return pending == 0; });
-  return failed;
+    std::unique_lock lock(mu);
+    done.wait(lock, [&] { return pending == 0; });
+    std::sort(load_failed.begin(), load_failed.end());
+    return load_failed;
+  };
+  std::vector<size_t> all(std::min(requests.size(), calls.size()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  std::vector<size_t> left = pass(all, in_flight);
+  if (!left.empty()) left = pass(left, 1);  // alone: the burst that made them fail has passed
+  return left.size();
 }
 
+uint64_t RecordFirstReplies(Transport& transport, ReplaySet& set, int in_flight) {
+  return RecordFirstReplies(transport, set.requests(), set.calls(), in_flight);
+}
 
 }  // namespace arenarpc::press

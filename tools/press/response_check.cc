@@ -4,8 +4,10 @@
 #include <google/protobuf/unknown_field_set.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <cerrno>
 #include <memory>
 
+#include "arenarpc/error_codes.h"
 #include "echo/echo_payload.pb.h"
 #include "press/press_result.h"
 #include "press/replay_set.h"
@@ -58,6 +60,26 @@ int ResponseCheck::Check(const PressRequest& request, const CallResult& call,
     case Kind::kReplay: return CheckReplay(request, call, text);
   }
   return 0;
+}
+
+bool IsLoadFailure(int error_code) noexcept {
+  switch (error_code) {
+    case ERPCTIMEDOUT:
+    case EFAILEDSOCKET:
+    case EOVERCROWDED:
+    case EEOF:
+    case ELOGOFF:
+    case ELIMIT:
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case ETIMEDOUT:
+    case EHOSTDOWN:
+    case ENETUNREACH:
+    case ECANCELED:
+      return true;
+    default:
+      return false;
+  }
 }
 
 std::string ReplyBytes(const CallResult& result) {

@@ -36,6 +36,11 @@ class ReplayDifferences {
   std::map<std::string, uint64_t> by_method_;
 };
 
+// A failure of the load rather than an answer of the handler: the call was not run (refused by
+// an overloaded or stopping server, its connection lost) or its reply came too late. Such a reply
+// is neither a reference for --replay_check nor a difference from one.
+bool IsLoadFailure(int error_code) noexcept;
+
 // The bytes --replay_check compares: the response message's bytes, the HTTP body, or
 // "error <code>" for a failed call.
 std::string ReplyBytes(const CallResult& result);
