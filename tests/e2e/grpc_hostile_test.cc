@@ -694,7 +694,7 @@ TEST_P(GrpcHostileTest, ReflectionAskedWithoutReadingIsBoundedByTheStreamsBuffer
     const auto held = [&] { return server_->GetServerStats().unwritten_held_bytes; };
     ASSERT_TRUE(WaitFor([&] { return held() >= (512u << 10); }, std::chrono::seconds(10)))
         << held();
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it would grow by now
+    std::this_thread::sleep_for(kAttackTime / 2);  // it would grow by now (and >= 100 good calls)
     EXPECT_LE(held(), options_.max_unwritten_bytes + (64u << 10));  // + the message that crossed
     std::cout << "reflection responses held for the unread stream: " << held() << " bytes\n";
     EXPECT_EQ(1, server_->GetMethodStats(method).in_flight);       // waiting, not failed
