@@ -141,6 +141,7 @@ struct GrpcServerSession::Callbacks {
     auto stream = std::make_unique<Stream>();
     stream->id = frame->hd.stream_id;
     stream->request.stream_id = frame->hd.stream_id;
+    self.header_stream_ = stream.get();
     self.streams_[frame->hd.stream_id] = std::move(stream);
     ++self.incomplete_;
     // The client may assume more than 65,535 before our SETTINGS (never less: lowering the
@@ -159,7 +160,9 @@ struct GrpcServerSession::Callbacks {
                       void* user_data) {
     GrpcServerSession& self = Self(user_data);
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-    Stream* stream = self.Find(frame->hd.stream_id);
+    Stream* stream = self.header_stream_ != nullptr && self.header_stream_->id == frame->hd.stream_id
+                         ? self.header_stream_
+                         : self.Find(frame->hd.stream_id);
     if (stream == nullptr || stream->headers_too_large) return 0;
     stream->header_bytes += name_size + value_size + 32;
     if (stream->header_bytes > self.limits_.max_header_list_bytes) {
@@ -182,37 +185,66 @@ struct GrpcServerSession::Callbacks {
     const std::string_view name(reinterpret_cast<const char*>(name_bytes), name_size);
     const std::string_view value(reinterpret_cast<const char*>(value_bytes), value_size);
     GrpcRequest& request = stream->request;
-    if (name == ":path") {
-      request.path = value;
-    } else if (name == ":method") {
-      stream->method = value;
-    } else if (name == "content-type") {
-      stream->content_type = value;
-    } else if (name == "grpc-timeout") {
-      request.timeout_ms = ParseGrpcTimeoutMs(value);
-    } else if (name == "grpc-encoding") {
-      request.encoding = value == "identity" ? "" : value;
-    } else if (name == "grpc-accept-encoding") {
-      request.accepts_gzip = value.find("gzip") != std::string_view::npos;
-    } else if (name == "content-length") {
-      int64_t length = 0;
-      const char* const last = value.data() + value.size();
-      if (const auto [end, error] = std::from_chars(value.data(), last, length);
-          error == std::errc() && end == last) {
-        stream->content_length = length;
-      }
-    } else if (!IsReservedHeader(name)) {
-      if (name == "origin") stream->origin = request.origin = value;
-      if (name == "content-encoding") stream->content_encoding = value;
-      if (name == "connect-content-encoding") stream->connect_encoding = value;
-      if (name == "connect-timeout-ms") {
-        int64_t ms = -1;
-        const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), ms);
-        stream->connect_timeout_ms =
-            error == std::errc() && end == value.data() + value.size() && ms >= 0 ? ms : -1;
-      }
-      request.metadata.emplace_back(name, value);
+    // By the name's length first: most fields then cost one compare (or none) instead of a
+    // dozen. Pseudo-headers and the other reserved names (IsReservedHeader) are not metadata.
+    switch (name.size()) {
+      case 5:
+        if (name == ":path") request.path = value;
+        break;
+      case 7:
+        if (name == ":method") stream->method = value;
+        break;
+      case 12:
+        if (name == "content-type") {
+          stream->content_type = value;
+        } else if (name == "grpc-timeout") {
+          request.timeout_ms = ParseGrpcTimeoutMs(value);
+        }
+        break;
+      case 13:
+        if (name == "grpc-encoding") request.encoding = value == "identity" ? "" : value;
+        break;
+      case 14:
+        if (name == "content-length") {
+          int64_t length = 0;
+          const char* const last = value.data() + value.size();
+          if (const auto [end, error] = std::from_chars(value.data(), last, length);
+              error == std::errc() && end == last) {
+            stream->content_length = length;
+          }
+        }
+        break;
+      case 20:
+        if (name == "grpc-accept-encoding") {
+          request.accepts_gzip = value.find("gzip") != std::string_view::npos;
+        }
+        break;
+      default:
+        break;
     }
+    if (IsReservedHeader(name)) return 0;
+    switch (name.size()) {  // metadata that also tells the session something (Connect, CORS)
+      case 6:
+        if (name == "origin") stream->origin = request.origin = value;
+        break;
+      case 16:
+        if (name == "content-encoding") stream->content_encoding = value;
+        break;
+      case 18:
+        if (name == "connect-timeout-ms") {
+          int64_t ms = -1;
+          const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), ms);
+          stream->connect_timeout_ms =
+              error == std::errc() && end == value.data() + value.size() && ms >= 0 ? ms : -1;
+        }
+        break;
+      case 24:
+        if (name == "connect-content-encoding") stream->connect_encoding = value;
+        break;
+      default:
+        break;
+    }
+    request.metadata.emplace_back(name, value);
     return 0;
   }
 
@@ -313,6 +345,7 @@ struct GrpcServerSession::Callbacks {
     self.ReleaseConnection(stream);  // its bytes go with it
     self.request_bytes_ -= stream.body.size() + stream.inbox_bytes;
     self.held_bytes_ -= stream.out.held_bytes();
+    if (self.header_stream_ == &stream) self.header_stream_ = nullptr;
     self.streams_.erase(it);
     self.GrantWindows();
     return 0;

@@ -273,6 +273,9 @@ class GrpcServerSession {
   OriginHeaders origin_headers_;
   size_t held_bytes_ = 0;
   size_t incomplete_ = 0;
+  // The stream whose request header block nghttp2 is reading (OnBeginHeaders sets it): its
+  // fields find it without a map lookup each. Null once that stream closes.
+  Stream* header_stream_ = nullptr;
   size_t request_bytes_ = 0;  // DATA of unfinished streams and of requests not popped
   uint64_t data_bytes_sent_ = 0;
   // Flood accounting: the current one-second window (from the Receive() call's clock).
