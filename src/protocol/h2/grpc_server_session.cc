@@ -3,6 +3,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 
 #include "protocol/h2/grpc_wire.h"
@@ -410,13 +411,21 @@ struct GrpcServerSession::Callbacks {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;  // the trailers frame was the body's last bytes
     } else if (stream->out.empty() && (!stream->streaming || stream->finished)) {
       *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM | NGHTTP2_DATA_FLAG_EOF;
-      std::vector<nghttp2_nv> nv;
-      for (auto& [name, value] : stream->trailers) {
-        nv.push_back({reinterpret_cast<uint8_t*>(name.data()),
-                      reinterpret_cast<uint8_t*>(value.data()), name.size(), value.size(),
-                      NGHTTP2_NV_FLAG_NONE});
+      // nghttp2 copies the fields: the usual few need no allocation of ours.
+      std::array<nghttp2_nv, 8> few;
+      std::vector<nghttp2_nv> many;
+      nghttp2_nv* nv = few.data();
+      if (stream->trailers.size() > few.size()) {
+        many.resize(stream->trailers.size());
+        nv = many.data();
       }
-      if (nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size()) != 0) {
+      size_t count = 0;
+      for (auto& [name, value] : stream->trailers) {
+        nv[count++] = {reinterpret_cast<uint8_t*>(name.data()),
+                       reinterpret_cast<uint8_t*>(value.data()), name.size(), value.size(),
+                       NGHTTP2_NV_FLAG_NONE};
+      }
+      if (nghttp2_submit_trailer(session, stream_id, nv, count) != 0) {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
       }
     }
@@ -870,12 +879,17 @@ void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, b
     body.Append(std::string_view(prefix, sizeof(prefix)));
   }
   body.Append(std::move(message));
-  stream->trailers = {{"grpc-status", "0"}};
+  // Built in place: an initializer list would construct each field and then copy it.
+  stream->trailers.clear();
+  stream->trailers.emplace_back("grpc-status", "0");
   if (stream->kind != WireKind::kGrpc && stream->kind != WireKind::kConnect) {
     AppendTrailersFrame(stream->trailers, &body);
   }
   AppendOut(*stream, std::move(body));
-  Headers headers = {{":status", "200"}, {"content-type", std::string(ContentType(*stream))}};
+  Headers headers;
+  headers.reserve(3 + metadata.size());
+  headers.emplace_back(":status", "200");
+  headers.emplace_back("content-type", ContentType(*stream));
   if (compressed) {
     headers.emplace_back(stream->kind == WireKind::kConnect ? "content-encoding" : "grpc-encoding",
                          "gzip");
