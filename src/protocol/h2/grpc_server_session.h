@@ -163,8 +163,10 @@ class GrpcServerSession {
   StreamInput PopMessage(int32_t stream_id, net::BufferChain* message, bool* compressed);
   // Streaming calls with new input (a message, or the end) since the last call.
   std::vector<int32_t> TakeReadable();
+  bool HasReadable() const noexcept { return !readable_.empty(); }
   // Streaming calls whose queued response bytes went (partly) out since the last call.
   std::vector<int32_t> TakeDrained();
+  bool HasDrained() const noexcept { return !drained_.empty(); }
   // Response bytes one stream holds that its window did not take yet.
   size_t StreamHeldBytes(int32_t stream_id);
   // Request bytes of a streaming call received and not popped yet (messages and partial input).
