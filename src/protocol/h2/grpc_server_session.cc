@@ -536,14 +536,19 @@ bool GrpcServerSession::Receive(const net::BufferChain& input) {
 
 bool GrpcServerSession::PopRequest(GrpcRequest* request) {
   while (!ready_.empty()) {
-    GrpcRequest next = std::move(ready_.front());
-    ready_.pop_front();
+    // Moved once, straight into *request (which keeps the last request when none is popped).
+    GrpcRequest& next = ready_.front();
     request_bytes_ -= next.held;
     Stream* stream = Find(next.stream_id);
-    if (stream != nullptr && !next.streaming) ReleaseConnection(*stream);  // the call has them
-    GrantWindows();
-    if (stream == nullptr) continue;  // reset by the client meanwhile
+    if (stream == nullptr) {  // reset by the client meanwhile
+      ready_.pop_front();
+      GrantWindows();
+      continue;
+    }
+    if (!next.streaming) ReleaseConnection(*stream);  // the call has them
     *request = std::move(next);
+    ready_.pop_front();
+    GrantWindows();
     return true;
   }
   return false;
