@@ -59,6 +59,27 @@ bool KindOf(std::string_view content_type, WireKind* kind, bool* json) {
   return true;
 }
 
+// Header fields handed to nghttp2, which copies them: up to eight (a reply's usual few) need no
+// allocation of ours.
+class FieldArray {
+ public:
+  explicit FieldArray(size_t capacity) {
+    if (capacity > few_.size()) many_.resize(capacity);
+  }
+  void Add(std::string_view name, std::string_view value) {
+    data()[size_++] = nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                                 reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),
+                                 name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
+  }
+  nghttp2_nv* data() { return many_.empty() ? few_.data() : many_.data(); }
+  size_t size() const { return size_; }
+
+ private:
+  std::array<nghttp2_nv, 8> few_;
+  std::vector<nghttp2_nv> many_;
+  size_t size_ = 0;
+};
+
 // The reply's content-type for a request of `kind`.
 std::string_view ReplyType(WireKind kind, bool json) {
   switch (kind) {
@@ -411,21 +432,9 @@ struct GrpcServerSession::Callbacks {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;  // the trailers frame was the body's last bytes
     } else if (stream->out.empty() && (!stream->streaming || stream->finished)) {
       *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM | NGHTTP2_DATA_FLAG_EOF;
-      // nghttp2 copies the fields: the usual few need no allocation of ours.
-      std::array<nghttp2_nv, 8> few;
-      std::vector<nghttp2_nv> many;
-      nghttp2_nv* nv = few.data();
-      if (stream->trailers.size() > few.size()) {
-        many.resize(stream->trailers.size());
-        nv = many.data();
-      }
-      size_t count = 0;
-      for (auto& [name, value] : stream->trailers) {
-        nv[count++] = {reinterpret_cast<uint8_t*>(name.data()),
-                       reinterpret_cast<uint8_t*>(value.data()), name.size(), value.size(),
-                       NGHTTP2_NV_FLAG_NONE};
-      }
-      if (nghttp2_submit_trailer(session, stream_id, nv, count) != 0) {
+      FieldArray nv(stream->trailers.size());
+      for (const auto& [name, value] : stream->trailers) nv.Add(name, value);
+      if (nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size()) != 0) {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
       }
     }
@@ -852,21 +861,15 @@ void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) 
   // grpc-accept-encoding goes after :status and content-type, from constants: nghttp2 copies
   // the fields, so adding it costs no allocation of ours on every reply.
   static constexpr std::string_view kAcceptEncodingName = "grpc-accept-encoding";
-  auto field = [](std::string_view name, std::string_view value) {
-    return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-                      reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
-                      value.size(), NGHTTP2_NV_FLAG_NONE};
-  };
   if (origin_headers_ && !stream.origin.empty() && stream.kind != WireKind::kPreflight) {
     origin_headers_(stream.origin, &headers);
   }
-  std::vector<nghttp2_nv> nv;
-  nv.reserve(headers.size() + 1);
+  FieldArray nv(headers.size() + 1);
   for (size_t i = 0; i < headers.size(); ++i) {
-    if (i == 2) nv.push_back(field(kAcceptEncodingName, kAcceptedEncodings));
-    nv.push_back(field(headers[i].first, headers[i].second));
+    if (i == 2) nv.Add(kAcceptEncodingName, kAcceptedEncodings);
+    nv.Add(headers[i].first, headers[i].second);
   }
-  if (headers.size() <= 2) nv.push_back(field(kAcceptEncodingName, kAcceptedEncodings));
+  if (headers.size() <= 2) nv.Add(kAcceptEncodingName, kAcceptedEncodings);
   nghttp2_data_provider body{};
   body.read_callback = &Callbacks::ReadBody;
   nghttp2_submit_response(h2_.get(), stream.id, nv.data(), nv.size(),
