@@ -158,7 +158,7 @@ ServerProtocol::Step GrpcServerProtocol::Next(net::Connection& connection, net::
       input_this_turn_ += before - input.size();
       if (failed) input.clear();
       MarkCanceled(&fire);
-      WakeLocked(session_.TakeReadable());
+      if (session_.HasReadable()) WakeLocked(session_.TakeReadable());
     }
     TakeOutputLocked(connection);  // a GOAWAY for bad input counts as it is produced
     failed = failed || session_.counters().connection_errors != errors_before;
@@ -539,8 +539,8 @@ void GrpcServerProtocol::TakeOutputLocked(net::Connection& connection) {
   if (progressed || !stalled) connection.SetOutputStalled(false);
   if (stalled) connection.SetOutputStalled(true);
   if (!has_stream_methods_) return;
-  const std::vector<int32_t> drained = session_.TakeDrained();
   if (writers_wait_for_connection_ && HeldWithConnectionLocked(connection) < max_held_bytes_) {
+    session_.TakeDrained();  // every stream is woken here
     writers_wait_for_connection_ = false;  // every writer may have waited for the connection
     for (auto& [key, call] : calls_) {
       if (!call.stream) continue;
@@ -549,7 +549,8 @@ void GrpcServerProtocol::TakeOutputLocked(net::Connection& connection) {
     }
     return;
   }
-  WakeLocked(drained);
+  // Most turns drained no stream: then there is nothing to take or wake.
+  if (session_.HasDrained()) WakeLocked(session_.TakeDrained());
 }
 
 void GrpcServerProtocol::WakeLocked(const std::vector<int32_t>& stream_ids) {

@@ -3,6 +3,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 
 #include "protocol/h2/grpc_wire.h"
@@ -57,6 +58,27 @@ bool KindOf(std::string_view content_type, WireKind* kind, bool* json) {
   *kind = stream ? WireKind::kConnectStream : WireKind::kConnect;
   return true;
 }
+
+// Header fields handed to nghttp2, which copies them: up to eight (a reply's usual few) need no
+// allocation of ours.
+class FieldArray {
+ public:
+  explicit FieldArray(size_t capacity) {
+    if (capacity > few_.size()) many_.resize(capacity);
+  }
+  void Add(std::string_view name, std::string_view value) {
+    data()[size_++] = nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                                 reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),
+                                 name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
+  }
+  nghttp2_nv* data() { return many_.empty() ? few_.data() : many_.data(); }
+  size_t size() const { return size_; }
+
+ private:
+  std::array<nghttp2_nv, 8> few_;
+  std::vector<nghttp2_nv> many_;
+  size_t size_ = 0;
+};
 
 // The reply's content-type for a request of `kind`.
 std::string_view ReplyType(WireKind kind, bool json) {
@@ -141,6 +163,7 @@ struct GrpcServerSession::Callbacks {
     auto stream = std::make_unique<Stream>();
     stream->id = frame->hd.stream_id;
     stream->request.stream_id = frame->hd.stream_id;
+    self.header_stream_ = stream.get();
     self.streams_[frame->hd.stream_id] = std::move(stream);
     ++self.incomplete_;
     // The client may assume more than 65,535 before our SETTINGS (never less: lowering the
@@ -159,7 +182,9 @@ struct GrpcServerSession::Callbacks {
                       void* user_data) {
     GrpcServerSession& self = Self(user_data);
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-    Stream* stream = self.Find(frame->hd.stream_id);
+    Stream* stream = self.header_stream_ != nullptr && self.header_stream_->id == frame->hd.stream_id
+                         ? self.header_stream_
+                         : self.Find(frame->hd.stream_id);
     if (stream == nullptr || stream->headers_too_large) return 0;
     stream->header_bytes += name_size + value_size + 32;
     if (stream->header_bytes > self.limits_.max_header_list_bytes) {
@@ -182,37 +207,66 @@ struct GrpcServerSession::Callbacks {
     const std::string_view name(reinterpret_cast<const char*>(name_bytes), name_size);
     const std::string_view value(reinterpret_cast<const char*>(value_bytes), value_size);
     GrpcRequest& request = stream->request;
-    if (name == ":path") {
-      request.path = value;
-    } else if (name == ":method") {
-      stream->method = value;
-    } else if (name == "content-type") {
-      stream->content_type = value;
-    } else if (name == "grpc-timeout") {
-      request.timeout_ms = ParseGrpcTimeoutMs(value);
-    } else if (name == "grpc-encoding") {
-      request.encoding = value == "identity" ? "" : value;
-    } else if (name == "grpc-accept-encoding") {
-      request.accepts_gzip = value.find("gzip") != std::string_view::npos;
-    } else if (name == "content-length") {
-      int64_t length = 0;
-      const char* const last = value.data() + value.size();
-      if (const auto [end, error] = std::from_chars(value.data(), last, length);
-          error == std::errc() && end == last) {
-        stream->content_length = length;
-      }
-    } else if (!IsReservedHeader(name)) {
-      if (name == "origin") stream->origin = request.origin = value;
-      if (name == "content-encoding") stream->content_encoding = value;
-      if (name == "connect-content-encoding") stream->connect_encoding = value;
-      if (name == "connect-timeout-ms") {
-        int64_t ms = -1;
-        const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), ms);
-        stream->connect_timeout_ms =
-            error == std::errc() && end == value.data() + value.size() && ms >= 0 ? ms : -1;
-      }
-      request.metadata.emplace_back(name, value);
+    // By the name's length first: most fields then cost one compare (or none) instead of a
+    // dozen. Pseudo-headers and the other reserved names (IsReservedHeader) are not metadata.
+    switch (name.size()) {
+      case 5:
+        if (name == ":path") request.path = value;
+        break;
+      case 7:
+        if (name == ":method") stream->method = value;
+        break;
+      case 12:
+        if (name == "content-type") {
+          stream->content_type = value;
+        } else if (name == "grpc-timeout") {
+          request.timeout_ms = ParseGrpcTimeoutMs(value);
+        }
+        break;
+      case 13:
+        if (name == "grpc-encoding") request.encoding = value == "identity" ? "" : value;
+        break;
+      case 14:
+        if (name == "content-length") {
+          int64_t length = 0;
+          const char* const last = value.data() + value.size();
+          if (const auto [end, error] = std::from_chars(value.data(), last, length);
+              error == std::errc() && end == last) {
+            stream->content_length = length;
+          }
+        }
+        break;
+      case 20:
+        if (name == "grpc-accept-encoding") {
+          request.accepts_gzip = value.find("gzip") != std::string_view::npos;
+        }
+        break;
+      default:
+        break;
     }
+    if (IsReservedHeader(name)) return 0;
+    switch (name.size()) {  // metadata that also tells the session something (Connect, CORS)
+      case 6:
+        if (name == "origin") stream->origin = request.origin = value;
+        break;
+      case 16:
+        if (name == "content-encoding") stream->content_encoding = value;
+        break;
+      case 18:
+        if (name == "connect-timeout-ms") {
+          int64_t ms = -1;
+          const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), ms);
+          stream->connect_timeout_ms =
+              error == std::errc() && end == value.data() + value.size() && ms >= 0 ? ms : -1;
+        }
+        break;
+      case 24:
+        if (name == "connect-content-encoding") stream->connect_encoding = value;
+        break;
+      default:
+        break;
+    }
+    request.metadata.emplace_back(name, value);
     return 0;
   }
 
@@ -313,6 +367,7 @@ struct GrpcServerSession::Callbacks {
     self.ReleaseConnection(stream);  // its bytes go with it
     self.request_bytes_ -= stream.body.size() + stream.inbox_bytes;
     self.held_bytes_ -= stream.out.held_bytes();
+    if (self.header_stream_ == &stream) self.header_stream_ = nullptr;
     self.streams_.erase(it);
     self.GrantWindows();
     return 0;
@@ -377,12 +432,8 @@ struct GrpcServerSession::Callbacks {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;  // the trailers frame was the body's last bytes
     } else if (stream->out.empty() && (!stream->streaming || stream->finished)) {
       *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM | NGHTTP2_DATA_FLAG_EOF;
-      std::vector<nghttp2_nv> nv;
-      for (auto& [name, value] : stream->trailers) {
-        nv.push_back({reinterpret_cast<uint8_t*>(name.data()),
-                      reinterpret_cast<uint8_t*>(value.data()), name.size(), value.size(),
-                      NGHTTP2_NV_FLAG_NONE});
-      }
+      FieldArray nv(stream->trailers.size());
+      for (const auto& [name, value] : stream->trailers) nv.Add(name, value);
       if (nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size()) != 0) {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
       }
@@ -494,14 +545,19 @@ bool GrpcServerSession::Receive(const net::BufferChain& input) {
 
 bool GrpcServerSession::PopRequest(GrpcRequest* request) {
   while (!ready_.empty()) {
-    GrpcRequest next = std::move(ready_.front());
-    ready_.pop_front();
+    // Moved once, straight into *request (which keeps the last request when none is popped).
+    GrpcRequest& next = ready_.front();
     request_bytes_ -= next.held;
     Stream* stream = Find(next.stream_id);
-    if (stream != nullptr && !next.streaming) ReleaseConnection(*stream);  // the call has them
-    GrantWindows();
-    if (stream == nullptr) continue;  // reset by the client meanwhile
+    if (stream == nullptr) {  // reset by the client meanwhile
+      ready_.pop_front();
+      GrantWindows();
+      continue;
+    }
+    if (!next.streaming) ReleaseConnection(*stream);  // the call has them
     *request = std::move(next);
+    ready_.pop_front();
+    GrantWindows();
     return true;
   }
   return false;
@@ -805,21 +861,15 @@ void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) 
   // grpc-accept-encoding goes after :status and content-type, from constants: nghttp2 copies
   // the fields, so adding it costs no allocation of ours on every reply.
   static constexpr std::string_view kAcceptEncodingName = "grpc-accept-encoding";
-  auto field = [](std::string_view name, std::string_view value) {
-    return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-                      reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
-                      value.size(), NGHTTP2_NV_FLAG_NONE};
-  };
   if (origin_headers_ && !stream.origin.empty() && stream.kind != WireKind::kPreflight) {
     origin_headers_(stream.origin, &headers);
   }
-  std::vector<nghttp2_nv> nv;
-  nv.reserve(headers.size() + 1);
+  FieldArray nv(headers.size() + 1);
   for (size_t i = 0; i < headers.size(); ++i) {
-    if (i == 2) nv.push_back(field(kAcceptEncodingName, kAcceptedEncodings));
-    nv.push_back(field(headers[i].first, headers[i].second));
+    if (i == 2) nv.Add(kAcceptEncodingName, kAcceptedEncodings);
+    nv.Add(headers[i].first, headers[i].second);
   }
-  if (headers.size() <= 2) nv.push_back(field(kAcceptEncodingName, kAcceptedEncodings));
+  if (headers.size() <= 2) nv.Add(kAcceptEncodingName, kAcceptedEncodings);
   nghttp2_data_provider body{};
   body.read_callback = &Callbacks::ReadBody;
   nghttp2_submit_response(h2_.get(), stream.id, nv.data(), nv.size(),
@@ -837,12 +887,17 @@ void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, b
     body.Append(std::string_view(prefix, sizeof(prefix)));
   }
   body.Append(std::move(message));
-  stream->trailers = {{"grpc-status", "0"}};
+  // Built in place: an initializer list would construct each field and then copy it.
+  stream->trailers.clear();
+  stream->trailers.emplace_back("grpc-status", "0");
   if (stream->kind != WireKind::kGrpc && stream->kind != WireKind::kConnect) {
     AppendTrailersFrame(stream->trailers, &body);
   }
   AppendOut(*stream, std::move(body));
-  Headers headers = {{":status", "200"}, {"content-type", std::string(ContentType(*stream))}};
+  Headers headers;
+  headers.reserve(3 + metadata.size());
+  headers.emplace_back(":status", "200");
+  headers.emplace_back("content-type", ContentType(*stream));
   if (compressed) {
     headers.emplace_back(stream->kind == WireKind::kConnect ? "content-encoding" : "grpc-encoding",
                          "gzip");

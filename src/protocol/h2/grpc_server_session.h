@@ -163,8 +163,10 @@ class GrpcServerSession {
   StreamInput PopMessage(int32_t stream_id, net::BufferChain* message, bool* compressed);
   // Streaming calls with new input (a message, or the end) since the last call.
   std::vector<int32_t> TakeReadable();
+  bool HasReadable() const noexcept { return !readable_.empty(); }
   // Streaming calls whose queued response bytes went (partly) out since the last call.
   std::vector<int32_t> TakeDrained();
+  bool HasDrained() const noexcept { return !drained_.empty(); }
   // Response bytes one stream holds that its window did not take yet.
   size_t StreamHeldBytes(int32_t stream_id);
   // Request bytes of a streaming call received and not popped yet (messages and partial input).
@@ -273,6 +275,9 @@ class GrpcServerSession {
   OriginHeaders origin_headers_;
   size_t held_bytes_ = 0;
   size_t incomplete_ = 0;
+  // The stream whose request header block nghttp2 is reading (OnBeginHeaders sets it): its
+  // fields find it without a map lookup each. Null once that stream closes.
+  Stream* header_stream_ = nullptr;
   size_t request_bytes_ = 0;  // DATA of unfinished streams and of requests not popped
   uint64_t data_bytes_sent_ = 0;
   // Flood accounting: the current one-second window (from the Receive() call's clock).
