@@ -1,10 +1,12 @@
 #include "memory/reuse/kept_tree.h"
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/message.h>
 #include <google/protobuf/unknown_field_set.h>
 
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 namespace arenarpc::memory {
@@ -18,6 +20,12 @@ using google::protobuf::Reflection;
 // How to clear one message type's own fields, computed once per descriptor.
 struct KeptTreePlan::TypePlan {
   std::vector<const FieldDescriptor*> clear_fields;    // repeated, scalars, strings, maps
+  // Singular strings without presence (proto3): erased in place, keeping their buffer. ClearField
+  // would free one on the heap, and on an arena let it go to the arena until the arena dies.
+  std::vector<const FieldDescriptor*> in_place_strings;
+  // Singular strings with a has-bit (in clear_fields): ClearField lets one go on an arena (there
+  // is no reflection call that unsets the has-bit and keeps the string): counted (LetGo).
+  std::vector<const FieldDescriptor*> let_go_strings;
   std::vector<const FieldDescriptor*> message_fields;  // singular, not in a real oneof
   std::vector<const OneofDescriptor*> oneofs;
   std::vector<const FieldDescriptor*> all_fields;  // for the emptiness check
@@ -47,10 +55,16 @@ const TypePlan& PlanFor(const Descriptor& d) {
       // Settle must never detach it, whatever it holds. Only has-bit-less proto3 sub-messages,
       // whose presence is their pointer, are kept (and settled) here.
       const bool has_bit = f->has_optional_keyword() || f->is_required();
+      const bool singular_string =
+          !f->is_repeated() && f->cpp_type() == FieldDescriptor::CPPTYPE_STRING;
       if (!f->is_repeated() && f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && !has_bit) {
         plan->message_fields.push_back(f);
+      } else if (singular_string && !f->has_presence() &&
+                 f->options().ctype() == google::protobuf::FieldOptions::STRING) {
+        plan->in_place_strings.push_back(f);
       } else {
         plan->clear_fields.push_back(f);
+        if (singular_string) plan->let_go_strings.push_back(f);
       }
     }
     for (int i = 0; i < d.real_oneof_decl_count(); ++i) plan->oneofs.push_back(d.oneof_decl(i));
@@ -139,9 +153,24 @@ void ClearExtensions(Message& m, const Reflection& r) {
 }
 
 void ClearNode(Message& m, const Node& node, KeptTreePlan::Stash stash,
-               std::vector<const Message*>& kept) {
+               std::vector<const Message*>& kept, size_t& let_go) {
   const Reflection& r = *m.GetReflection();
   const TypePlan& t = *node.type;
+  std::string scratch;  // GetStringReference's, for string representations other than std::string
+  for (const FieldDescriptor* f : t.in_place_strings) {
+    // An empty (short) string moved in: libstdc++ copies it into the existing buffer.
+    if (!r.GetStringReference(m, f, &scratch).empty()) r.SetString(&m, f, std::string());
+  }
+  if (m.GetArena() != nullptr) {
+    // The string objects are in the arena's blocks (counted as the arena's size); their buffers,
+    // when longer than the object's own, are on the heap.
+    static const size_t kInObject = std::string().capacity();
+    for (const FieldDescriptor* f : t.let_go_strings) {
+      if (!r.HasField(m, f)) continue;
+      const size_t capacity = r.GetStringReference(m, f, &scratch).capacity();
+      if (capacity > kInObject) let_go += capacity + 1;
+    }
+  }
   // ClearField on a repeated field keeps the cleared elements / capacity (RepeatedPtrField::Clear).
   for (const FieldDescriptor* f : t.clear_fields) r.ClearField(&m, f);
   for (const OneofDescriptor* o : t.oneofs) r.ClearOneof(&m, o);
@@ -164,7 +193,7 @@ void ClearNode(Message& m, const Node& node, KeptTreePlan::Stash stash,
       r.UnsafeArenaSetAllocatedMessage(&m, attached, f);
     }
     if (attached != nullptr) {
-      ClearNode(*attached, *child, stash, kept);
+      ClearNode(*attached, *child, stash, kept, let_go);
       kept.push_back(attached);
     }
   }
@@ -223,18 +252,22 @@ KeptTreePlan::KeptTreePlan(const Descriptor& root) {
 }
 KeptTreePlan::~KeptTreePlan() = default;
 
-void KeptTreePlan::Clear(Message& message, Stash stash, std::vector<const Message*>& kept) const {
+size_t KeptTreePlan::Clear(Message& message, Stash stash, std::vector<const Message*>& kept) const {
   kept.clear();
-  ClearNode(message, root_, stash, kept);
+  size_t let_go = 0;
+  ClearNode(message, root_, stash, kept, let_go);
+  return let_go;
 }
 void KeptTreePlan::Settle(Message& message, Stash stash,
                           std::span<const Message* const> candidates, bool only_empty) const {
   if (candidates.empty()) return;  // nothing kept, or nothing the bytes left out
   SettleNode(message, root_, stash, SettleRule{candidates, only_empty});
 }
-void KeptTreePlan::Clear(Message& message, Stash stash) const {
+size_t KeptTreePlan::Clear(Message& message, Stash stash) const {
   std::vector<const Message*> kept;
-  ClearNode(message, root_, stash, kept);
+  size_t let_go = 0;
+  ClearNode(message, root_, stash, kept, let_go);
+  return let_go;
 }
 void KeptTreePlan::Settle(Message& message, Stash stash) const {
   SettleNode(message, root_, stash, SettleRule{{}, /*only_empty=*/true, /*any=*/true});

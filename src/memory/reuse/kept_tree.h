@@ -47,9 +47,11 @@ class KeptTreePlan {
   // an object on an arena does not grow call after call with objects Clear() let go of.
   bool keeps_objects() const noexcept { return keeps_objects_; }
   // Clears `message` (of the root type) in place, keeping its sub-message tree; re-attaches stashed
-  // sub-messages whose field is unset. `kept` receives every sub-message left attached.
-  void Clear(google::protobuf::Message& message, Stash stash,
-             std::vector<const google::protobuf::Message*>& kept) const;
+  // sub-messages whose field is unset. `kept` receives every sub-message left attached. Strings
+  // without presence are erased in place (their buffers kept). Returns the bytes a message on an
+  // arena let go of to its arena (strings with a has-bit: held until the arena dies).
+  size_t Clear(google::protobuf::Message& message, Stash stash,
+               std::vector<const google::protobuf::Message*>& kept) const;
   // Detaches into `stash` the kept sub-messages of `candidates` that are attached (and, when
   // `only_empty`, empty). Candidates are the sub-messages Clear() kept, or — for a request whose
   // bytes were shaped — those the bytes did not contain (ShapePlan::Shape). A sub-message the
@@ -58,7 +60,7 @@ class KeptTreePlan {
               std::span<const google::protobuf::Message* const> candidates, bool only_empty) const;
   // The same without lists: Clear() not reporting, Settle() detaching every attached kept
   // sub-message that is empty (whether kept or created by the content).
-  void Clear(google::protobuf::Message& message, Stash stash) const;
+  size_t Clear(google::protobuf::Message& message, Stash stash) const;
   void Settle(google::protobuf::Message& message, Stash stash) const;
 
   struct TypePlan;  // per-descriptor field classification (kept_tree.cc)

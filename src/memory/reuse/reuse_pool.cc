@@ -175,7 +175,7 @@ void ReusePool::Give(Entry* entry, const ResponseMirror* fitted_by) noexcept {
     // arena also gives nothing back but whole, so over the cap it is destroyed, not trimmed. Its
     // size is read every time (cheap): what it holds beyond the tree is not in the sampled
     // estimate.
-    bytes = std::max<size_t>(bytes, ArenaBytes(*entry));
+    bytes = std::max<size_t>(bytes, ArenaBytes(*entry)) + entry->let_go_bytes;
     entry->retained_estimate = bytes;
     const bool keep =
         filled_by_ == FilledBy::kParse
@@ -212,7 +212,7 @@ void ReusePool::Give(Entry* entry, const ResponseMirror* fitted_by) noexcept {
 
   const bool stale = parsed && shape_plan_.ForgetStrings(*entry->message);
   try {
-    plan_.Clear(*entry->message, entry->stash, entry->kept);
+    entry->let_go_bytes += plan_.Clear(*entry->message, entry->stash, entry->kept);
   } catch (...) {  // reflection does not throw in practice; never pool a half-cleared object
     pooled_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
     rebuilds_.fetch_add(1, std::memory_order_relaxed);

@@ -101,6 +101,9 @@ class ReusePool {
     std::vector<uint32_t> scratch;  // ShapePlan working memory, kept for the next call
     int64_t shaped_bytes = -1;      // wire size of the last Shape(); -1: not shaped this use
     size_t retained_estimate = 0;
+    // Strings its clears let go of to its arena (KeptTreePlan::Clear), held until the arena dies:
+    // counted in its size, so that an object whose arena keeps them is rebuilt at the cap.
+    size_t let_go_bytes = 0;
     double space_per_wire_byte = 0;  // smallest sampled SpaceUsed/wire ratio; 0 until known
     uint32_t releases = 0;
     size_t largest_wire = 0;   // the largest content's wire size seen at a release
