@@ -1,9 +1,11 @@
 find_package(GTest REQUIRED)
 include(GoogleTest)
-# arenarpc_add_test(<name> SOURCES ... [LIBS ...] [LABELS ...])
+# arenarpc_add_test(<name> SOURCES ... [LIBS ...] [LABELS ...] [SERIAL])
 # Label "concurrency" marks tests that the ThreadSanitizer build runs (scripts/test.sh tsan).
+# SERIAL: ctest runs each of its tests alone (what it measures, e.g. a process's RSS, moves with
+# whatever runs beside it).
 function(arenarpc_add_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   # The TSan build runs only the concurrency tests: the others stay out of its default build (the
   # target exists, so the settings that follow a call still apply) and are not registered.
   set(tsan_skip OFF)
@@ -28,6 +30,9 @@ function(arenarpc_add_test name)
   set(props TIMEOUT ${T_TIMEOUT})
   if(T_LABELS)  # an empty LABELS value would swallow the next property name
     list(APPEND props LABELS ${T_LABELS})
+  endif()
+  if(T_SERIAL)
+    list(APPEND props RUN_SERIAL TRUE)
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()
