@@ -52,7 +52,12 @@ class StandingQueue {
         const int64_t min_wait = min_wait_ns_.exchange(wait_ns, std::memory_order_relaxed);
         // A window that closed long after its end saw too few dequeues to judge: no verdict.
         const bool judged = end != 0 && now_ns - end < window;
-        const bool standing = judged && min_wait >= Target(drain_interval).count();
+        // Once standing, the backlog is held between the target and the bound, so a call that
+        // waited a little less than the target does not end the verdict (it would let the
+        // backlog grow back to half a deadline at once): only half the target does.
+        const int64_t target = Target(drain_interval).count();
+        const bool was_standing = now_ns < verdict_until_ns_.load(std::memory_order_relaxed);
+        const bool standing = judged && min_wait >= (was_standing ? target / 2 : target);
         verdict_until_ns_.store(standing ? now_ns + 2 * window : 0, std::memory_order_relaxed);
         return;
       }
