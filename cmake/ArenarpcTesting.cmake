@@ -1,11 +1,12 @@
 find_package(GTest REQUIRED)
 include(GoogleTest)
-# arenarpc_add_test(<name> SOURCES ... [LIBS ...] [LABELS ...] [SERIAL])
+# arenarpc_add_test(<name> SOURCES ... [LIBS ...] [LABELS ...] [SERIAL] [SERIAL_TESTS <filter>])
 # Label "concurrency" marks tests that the ThreadSanitizer build runs (scripts/test.sh tsan).
-# SERIAL: ctest runs each of its tests alone (what it measures, e.g. a process's RSS, moves with
-# whatever runs beside it).
+# SERIAL: ctest runs each of its tests alone (what it measures, e.g. a process's RSS or a p99,
+# moves with whatever runs beside it). SERIAL_TESTS: only the tests matching this gtest filter
+# (patterns joined by ':') run alone, the rest as any other.
 function(arenarpc_add_test name)
-  cmake_parse_arguments(T "SERIAL" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "TIMEOUT;SERIAL_TESTS" "SOURCES;LIBS;LABELS" ${ARGN})
   # The TSan build runs only the concurrency tests: the others stay out of its default build (the
   # target exists, so the settings that follow a call still apply) and are not registered.
   set(tsan_skip OFF)
@@ -33,6 +34,13 @@ function(arenarpc_add_test name)
   endif()
   if(T_SERIAL)
     list(APPEND props RUN_SERIAL TRUE)
+  endif()
+  if(T_SERIAL_TESTS)
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${T_SERIAL_TESTS}"
+                         PROPERTIES ${props})
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${T_SERIAL_TESTS}"
+                         PROPERTIES ${props} RUN_SERIAL TRUE)
+    return()
   endif()
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()

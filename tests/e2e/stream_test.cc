@@ -707,10 +707,8 @@ TEST_P(StreamHostileTest, HostilePeersAreBoundedWhileAGoodClientKeepsWorking) {
 // max_stream_unconsumed_bytes (4 MiB here), so the flood is reset after ~32,000 messages instead
 // of queueing all 300,000 (~40 MB held before).
 TEST_P(StreamHostileTest, EmptyMessagesNotConsumedAreChargedTheirOverhead) {
-  // Two I/O threads: on one, the repeated floods held the bar on a quiet machine but not under
-  // load (p99 128-143 ms against the 100 ms bound in 3 of 30 runs, load average 6-7 on 2 cores).
-  // Open in issue 39.
-  threads_ = 2;
+  // Run alone (SERIAL_TESTS): beside the release suite (load average 6-7 on 2 cores) the one
+  // thread waited for a core and the good client's p99 passed its bound in 3 of 30 runs.
   StartAttacked(ServerOptions{});
   // Round after round (a new connection each) for the attack time.
   RepeatAttack([&] {
