@@ -2,7 +2,9 @@
 // frame, FrameDecoder ("PRPC": header checks, RpcMeta parsing, payload/attachment split; then the
 // payload codec on every frame it accepts) or StreamFrameDecoder ("STRM": streaming frames), over
 // input that arrives in arbitrary pieces.
-// Input: byte 0 chooses how the rest is chopped into reads; the rest is the connection's bytes.
+// Input: byte 0 chooses how the rest is chopped into reads (bits 0-5), whether large frames are
+// reported by their heads (bit 6) and whether a reported head is dropped, its rest skipped as the
+// server discards it (bit 7); the rest is the connection's bytes.
 #include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
@@ -71,6 +73,7 @@ void CheckStreamFrame(const StreamFrame& frame) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const size_t unit = (data[0] & 0x3f) + 1;
+  const bool heads = (data[0] & 0x40) != 0, drop_heads = (data[0] & 0x80) != 0;
   const std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
 
   FrameDecoder decoder(kMaxBody);
@@ -78,8 +81,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   BufferChain in;
   Frame frame;
   StreamFrame stream_frame;
-  size_t pos = 0, round = 0, consumed = 0;
+  size_t pos = 0, round = 0, consumed = 0, skip = 0;
   while (pos < bytes.size()) {
+    if (skip > 0) {  // a dropped frame's rest, discarded unread
+      const size_t n = std::min(skip, bytes.size() - pos);
+      pos += n;
+      skip -= n;
+      consumed += n;
+      continue;
+    }
     const size_t n = std::min(bytes.size() - pos, unit * (round++ % 4 + 1));
     in.Append(bytes.substr(pos, n));
     pos += n;
@@ -92,7 +102,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       const bool stream = kind == FrameKind::kStream;
       const DecodeStatus status =
-          stream ? stream_decoder.Next(in, &stream_frame) : decoder.Next(in, &frame);
+          stream ? stream_decoder.Next(in, &stream_frame) : decoder.Next(in, &frame, heads);
+      if (status == DecodeStatus::kHead) {
+        FUZZ_CHECK(!stream && heads && decoder.head_reported());
+        FUZZ_CHECK(in.size() == before);  // a head eats nothing
+        FUZZ_CHECK(frame.body_size >= kHeadFirstBodySize);
+        FUZZ_CHECK(decoder.missing(in) == kHeaderSize + frame.body_size - in.size());
+        if (drop_heads) {
+          skip = decoder.Drop(in);
+          FUZZ_CHECK(in.empty() && !decoder.head_reported());
+          consumed += before;
+          break;
+        }
+        continue;  // the body comes: kNeedMore until it is in, then the whole frame
+      }
       if (status == DecodeStatus::kNeedMore) {
         FUZZ_CHECK(in.size() == before);  // waiting never eats bytes
         break;

@@ -92,6 +92,8 @@ struct ServerStats {
                                          // while queued: dropped, the handler not run
   uint64_t rejected_fiber_limit = 0;     // ELIMIT: max_fibers were alive
   uint64_t read_pauses = 0;              // times a connection's reading paused (backpressure)
+  uint64_t refused_bytes_unread = 0;     // bytes of large requests refused from their head,
+                                         // discarded without being read (docs/server.md)
   uint64_t rejected_request_memory = 0;  // EREQUEST: over max_request_memory once parsed
   uint64_t rejected_message_memory = 0;  // ELIMIT: over max_inflight_message_memory
   uint64_t message_memory_in_flight = 0;  // estimated message memory of the calls in flight

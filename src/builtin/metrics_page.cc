@@ -248,6 +248,10 @@ void AddServerMetrics(Families& f, const ServerStats& s) {
   f.Counter("arenarpc_server_read_pauses_total", "Times a connection's reading paused")
       .Add({})
       .Increment(static_cast<double>(s.read_pauses));
+  f.Counter("arenarpc_server_refused_bytes_unread_total",
+            "Bytes of large requests refused from their head and discarded unread")
+      .Add({})
+      .Increment(static_cast<double>(s.refused_bytes_unread));
   f.Gauge("arenarpc_server_connections", "Open connections")
       .Add({})
       .Set(static_cast<double>(s.connections_open));

@@ -61,6 +61,7 @@ void WriteServer(JsonWriter& json, const ServerStats& s) {
       .Field("rejected_queue_wait", s.rejected_queue_wait)
       .Field("canceled_before_start", s.canceled_before_start)
       .Field("read_pauses", s.read_pauses)
+      .Field("refused_bytes_unread", s.refused_bytes_unread)
       .Field("unwritten_held_bytes", s.unwritten_held_bytes)
       .Field("in_flight", s.in_flight)
       .Field("queued", s.queued)

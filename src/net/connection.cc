@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <limits>
 #include <utility>
+
+#include <sys/socket.h>
 
 #include "net/endpoint.h"
 #include "net/scatter_read.h"
@@ -101,6 +105,16 @@ void Connection::Start() {
 }
 
 void Connection::ArmRead() {
+  if (skip_bytes_ > 0 && !tls_) {
+    // The rest of a refused message comes first: wait until the socket holds some, then
+    // discard it without copying it (ReadAvailable), instead of reading it into a buffer.
+    armed_read_space_ = 0;
+    socket_.async_wait(asio::socket_base::wait_read,
+                       [self = shared_from_this()](const asio::error_code& error) {
+                         self->OnRead(error, 0, /*readable=*/true);
+                       });
+    return;
+  }
   std::span<char> space = read_target().PrepareWrite(kMinReadSpace);
   armed_read_space_ = space.size();
   socket_.async_read_some(asio::buffer(space.data(), space.size()),
@@ -109,13 +123,14 @@ void Connection::ArmRead() {
                           });
 }
 
-void Connection::OnRead(const asio::error_code& error, size_t bytes) {
+void Connection::OnRead(const asio::error_code& error, size_t bytes, bool readable) {
   if (error || closed()) {  // EOF, reset, or our own shutdown
     input_.clear();
     CloseNow(CloseReason::kPeer, error == asio::error::operation_aborted ? asio::error_code() : error);
     return;
   }
   read_target().CommitWrite(bytes);  // 0 when resuming: OnInput sees only what was buffered
+  if (skip_bytes_ > 0 && !tls_) DropSkipped();  // before anything later is discarded unread
   if (bytes > 0 && !read_any_.load(std::memory_order_relaxed)) {
     read_any_.store(true, std::memory_order_relaxed);
   }
@@ -128,7 +143,7 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
   // A read that left room in its buffer emptied the socket: asking again would only return
   // EAGAIN (one system call per small request). Bytes arriving since are picked up when the read
   // is armed again: Asio tries the socket before it waits for the next readiness event.
-  for (bool more = bytes > 0 && bytes >= armed_read_space_;;) {
+  for (bool more = readable || (bytes > 0 && bytes >= armed_read_space_);;) {
     if (more) more = ReadAvailable(&read_now, &read_error);
     if (tls_ && !ciphertext_in_.empty()) {
       const bool was_done = tls_->handshake_done();
@@ -142,6 +157,7 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
       if (!was_done && tls_->handshake_done()) delegate_->OnTlsHandshakeDone(*this);
       RequestFlush();  // handshake records, or plaintext that waited for the handshake
     }
+    if (skip_bytes_ > 0 && tls_) DropSkipped();
     const Clock::time_point now = Clock::now();
     last_activity_ns_.store(Nanos(now), std::memory_order_relaxed);
     Connection* const outer = t_input_turn;
@@ -161,6 +177,8 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
     }
     keep_open = result.keep_open;
     input_waits = result.input_waits;
+    skip_bytes_ += result.skip_bytes;
+    read_hint_ = result.read_hint;
     if (result.run_next) {
       if (!run_next) {
         run_next = std::move(result.run_next);
@@ -169,9 +187,9 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
                    [task = std::move(result.run_next)] { task->Run(); });
       }
     }
-    const bool partial =
-        (!input_.empty() || result.message_in_progress || (tls_ && tls_->InRecord())) &&
-        !input_waits;
+    const bool partial = (!input_.empty() || result.message_in_progress || skip_bytes_ > 0 ||
+                          (tls_ && tls_->InRecord())) &&
+                         !input_waits;
     if (!partial) {  // waiting on us is no slow sender
       partial_since_ns_.store(0, std::memory_order_relaxed);
     } else if (result.message_completed ||
@@ -197,9 +215,13 @@ void Connection::OnRead(const asio::error_code& error, size_t bytes) {
 }
 
 bool Connection::ReadAvailable(size_t* read_now, asio::error_code* error) {
-  for (size_t round = 0; round < kReadBytesPerRound;) {
+  if (skip_bytes_ > 0 && !tls_ && !DiscardSkipped(read_now, error)) return false;
+  // A large message's rest and the next one's head, or a full round.
+  const size_t limit = read_hint_ > 0 ? std::min(read_hint_, kReadBytesPerRound)
+                                      : kReadBytesPerRound;
+  for (size_t round = 0; round < limit;) {
     // One system call for many pages: the socket held at least a full buffer a moment ago.
-    ScatterRead space(read_target(), kReadBytesPerRound - round);
+    ScatterRead space(read_target(), limit - round);
     const size_t n = socket_.read_some(space.buffers(), *error);
     if (*error == asio::error::would_block || *error == asio::error::try_again) {
       error->clear();
@@ -212,6 +234,37 @@ bool Connection::ReadAvailable(size_t* read_now, asio::error_code* error) {
     if (n < space.size()) return false;  // the socket is most likely empty now
   }
   return true;
+}
+
+bool Connection::DiscardSkipped(size_t* read_now, asio::error_code* error) {
+  while (skip_bytes_ > 0) {
+    const ssize_t n =
+        ::recv(socket_.native_handle(), nullptr, std::min<size_t>(skip_bytes_, std::numeric_limits<ssize_t>::max()),
+               MSG_TRUNC | MSG_DONTWAIT);
+    if (n > 0) {
+      skip_bytes_ -= static_cast<size_t>(n);
+      *read_now += static_cast<size_t>(n);
+      if (options_.bytes_discarded != nullptr) {
+        options_.bytes_discarded->fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+      }
+      continue;
+    }
+    if (n == 0) {
+      *error = asio::error::eof;
+    } else if (errno == EINTR) {
+      continue;
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      *error = asio::error_code(errno, asio::error::get_system_category());
+    }
+    return false;
+  }
+  return true;
+}
+
+void Connection::DropSkipped() {
+  const size_t n = std::min(skip_bytes_, input_.size());
+  input_.PopFront(n);
+  skip_bytes_ -= n;
 }
 
 void Connection::ResumeReading() {

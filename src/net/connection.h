@@ -65,6 +65,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // the input holds bytes or the Delegate took bytes of a message that has not completed.
     bool message_completed = false;   // at least one message was complete in this input
     bool message_in_progress = false;  // the Delegate holds part of a message outside `input`
+    // The Delegate refused a message from its head and dropped its bytes, which were the last
+    // of `input`: this many more of them are discarded as they arrive, unread where the socket
+    // allows (plain TCP: recv(MSG_TRUNC) copies nothing).
+    size_t skip_bytes = 0;
+    // > 0: read at most about this many bytes before the next OnInput (the rest of a large
+    // message and the head of the next, so the next can be refused before its body is read).
+    size_t read_hint = 0;
   };
 
   // Protocol callbacks.
@@ -99,6 +106,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // Pause reading while unwritten output holds more than this many bytes of memory.
     size_t max_unwritten_bytes = SIZE_MAX;
     std::atomic<uint64_t>* read_pauses = nullptr;  // optional: counts times reading paused
+    // optional: counts bytes of refused messages discarded unread (InputResult::skip_bytes)
+    std::atomic<uint64_t>* bytes_discarded = nullptr;
   };
 
   // The socket must belong to the io_context the connection will run on.
@@ -176,9 +185,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Connection(asio::ip::tcp::socket socket, std::unique_ptr<Delegate> delegate,
              const Options& options);
   void ArmRead();
-  void OnRead(const asio::error_code& error, size_t bytes);
+  // `readable`: woken by a wait for readability (nothing read yet), not by a read.
+  void OnRead(const asio::error_code& error, size_t bytes, bool readable = false);
   // Non-blocking reads into input_ (one round's worth); true if the socket may hold more.
   bool ReadAvailable(size_t* read_now, asio::error_code* error);
+  // Discards skip_bytes_ the socket holds without reading them (plain TCP); true if all are gone.
+  bool DiscardSkipped(size_t* read_now, asio::error_code* error);
+  // Drops skip_bytes_ from the front of input_ (bytes read, or decrypted, before they could be
+  // discarded unread).
+  void DropSkipped();
   void ContinueReading(bool input_waits);  // the reading thread, after OnInput
   void ResumeReading();                    // OnInput on what is buffered, then read on
   void Unblock(uint32_t reason);           // clears a ReadBlock bit; re-arms reading if it may
@@ -205,6 +220,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string remote_side_, local_side_;
 
   BufferChain input_;    // the reading thread only
+  size_t skip_bytes_ = 0;  // the reading thread: InputResult::skip_bytes still to come
+  size_t read_hint_ = 0;   // the reading thread: the last InputResult::read_hint
   BufferChain writing_;  // the flushing thread only: bytes being written now
 
   // TLS (StartTls): set once by the reading thread (under mutex_), before any write needs it.

@@ -2,8 +2,10 @@
 
 #include <cstring>
 #include <limits>
+#include <algorithm>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 namespace arenarpc::protocol {
 namespace {
@@ -37,8 +39,15 @@ std::string HexPrefix(const unsigned char* p, size_t n) {
 
 FrameDecoder::FrameDecoder(size_t max_body_size) : max_body_size_(max_body_size) {}
 
-DecodeStatus FrameDecoder::Next(net::BufferChain& in, Frame* out) {
+DecodeStatus FrameDecoder::Next(net::BufferChain& in, Frame* out, bool report_heads) {
   if (failed_) return DecodeStatus::kError;
+  if (head_body_size_ > 0) {  // the head was reported and its meta parsed: wait for the body
+    if (in.size() - kHeaderSize < head_body_size_) return DecodeStatus::kNeedMore;
+    head_body_size_ = 0;
+    in.PopFront(kHeaderSize + out->meta_size);
+    CutData(in, out);
+    return DecodeStatus::kFrame;
+  }
   attachment_error_ = false;
   auto fail = [this](std::string message) {
     failed_ = true;
@@ -70,38 +79,79 @@ DecodeStatus FrameDecoder::Next(net::BufferChain& in, Frame* out) {
   if (meta_size > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return fail("meta_size=" + std::to_string(meta_size) + " is larger than protobuf can parse");
   }
-  if (in.size() - kHeaderSize < body_size) return DecodeStatus::kNeedMore;
+  if (in.size() - kHeaderSize < body_size) {
+    if (!report_heads || body_size < kHeadFirstBodySize ||
+        in.size() - kHeaderSize < meta_size) {
+      return DecodeStatus::kNeedMore;
+    }
+    const DecodeStatus parsed = ParseMeta(in, body_size, meta_size, out);
+    if (parsed != DecodeStatus::kFrame) return parsed;
+    head_body_size_ = body_size;
+    return DecodeStatus::kHead;
+  }
+  const DecodeStatus parsed = ParseMeta(in, body_size, meta_size, out);
+  if (parsed != DecodeStatus::kFrame) return parsed;
+  in.PopFront(kHeaderSize + meta_size);
+  CutData(in, out);
+  return DecodeStatus::kFrame;
+}
 
-  in.PopFront(kHeaderSize);
+// Parses the meta that follows the 12-byte header at the front of `in` (consumes nothing) and
+// checks that the attachment fits the body after it.
+DecodeStatus FrameDecoder::ParseMeta(net::BufferChain& in, size_t body_size, size_t meta_size,
+                                     Frame* out) {
   out->meta.Clear();
   out->payload.clear();
   out->attachment.clear();
   out->meta_size = meta_size;
+  out->body_size = body_size;
   {
-    net::BufferChainInputStream meta_stream(in, meta_size);
-    if (!out->meta.MergePartialFromBoundedZeroCopyStream(&meta_stream,
+    net::BufferChainInputStream meta_stream(in, kHeaderSize + meta_size);
+    if (!meta_stream.Skip(static_cast<int>(kHeaderSize)) ||
+        !out->meta.MergePartialFromBoundedZeroCopyStream(&meta_stream,
                                                          static_cast<int>(meta_size))) {
-      return fail("fail to parse RpcMeta (" + std::to_string(meta_size) + " bytes)");
+      failed_ = true;
+      error_ = "fail to parse RpcMeta (" + std::to_string(meta_size) + " bytes)";
+      return DecodeStatus::kError;
     }
     if (!out->meta.IsInitialized()) {
-      return fail("RpcMeta lacks required fields: " + out->meta.InitializationErrorString());
+      failed_ = true;
+      error_ = "RpcMeta lacks required fields: " + out->meta.InitializationErrorString();
+      return DecodeStatus::kError;
     }
   }
-  in.PopFront(meta_size);
+  // Not a framing error: the frame is intact, only its split is impossible (spec §1.1).
+  attachment_error_ = out->meta.attachment_size() > 0 &&
+                      static_cast<size_t>(out->meta.attachment_size()) > body_size - meta_size;
+  return DecodeStatus::kFrame;
+}
 
-  const size_t rest = body_size - meta_size;
-  size_t attachment_size = 0;
-  if (out->meta.attachment_size() > 0) {
-    attachment_size = static_cast<size_t>(out->meta.attachment_size());
-    if (attachment_size > rest) {
-      // Not a framing error: the frame is intact, only its split is impossible (spec §1.1).
-      attachment_error_ = true;
-      attachment_size = 0;
-    }
-  }
+void FrameDecoder::CutData(net::BufferChain& in, Frame* out) {
+  const size_t rest = out->body_size - out->meta_size;
+  const size_t attachment_size =
+      attachment_error_ ? 0 : static_cast<size_t>(std::max(out->meta.attachment_size(), 0));
   in.CutFront(rest - attachment_size, &out->payload);
   in.CutFront(attachment_size, &out->attachment);
-  return DecodeStatus::kFrame;
+}
+
+size_t FrameDecoder::Drop(net::BufferChain& in) {
+  const size_t frame_size = kHeaderSize + std::exchange(head_body_size_, 0);
+  const size_t have = std::min(in.size(), frame_size);
+  in.PopFront(have);
+  return frame_size - have;
+}
+
+size_t FrameDecoder::missing(const net::BufferChain& in) const noexcept {
+  if (failed_) return 0;
+  size_t body_size = head_body_size_;
+  if (body_size == 0) {
+    unsigned char header[kHeaderSize];
+    if (in.CopyTo(header, kHeaderSize) < kHeaderSize) return 0;
+    body_size = LoadBE32(header + 4);
+  }
+  if (body_size < kHeadFirstBodySize) return 0;
+  const size_t frame_size = kHeaderSize + body_size;
+  return frame_size > in.size() ? frame_size - in.size() : 0;
 }
 
 void EncodeHeaderAndMeta(std::string_view magic, const google::protobuf::MessageLite& meta,

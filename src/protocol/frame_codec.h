@@ -22,13 +22,22 @@ struct Frame {
   net::BufferChain payload;     // as on the wire (maybe compressed)
   net::BufferChain attachment;  // meta.attachment_size() bytes (0 if absent)
   size_t meta_size = 0;         // the meta's bytes on the wire
+  size_t body_size = 0;         // meta + payload + attachment bytes on the wire
 };
 
 enum class DecodeStatus {
   kNeedMore,   // not a whole frame buffered yet; call again after more bytes arrive
   kFrame,      // one frame was cut off the input into *out
   kError,      // fatal framing error: close the connection (error() says why)
+  // Next(..., report_heads): the header and meta of a large frame are in (out->meta parsed,
+  // attachment_error() known) but not its body. Then either Next() again (the meta is not parsed
+  // twice; kFrame once the body is in) or Drop() the frame.
+  kHead,
 };
+
+// A frame whose body is at least this large is reported by its head (kHead) before its body is
+// read: a server can refuse it and leave the rest of its bytes unread.
+inline constexpr size_t kHeadFirstBodySize = 64u << 10;
 
 // Incremental decoder. Call Next() repeatedly on the connection's input chain: it consumes at most
 // one frame per call. Fatal errors (bad magic, body_size > max_body_size — detected as soon as the
@@ -38,13 +47,27 @@ enum class DecodeStatus {
 class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_body_size = kDefaultMaxBodySize);
-  DecodeStatus Next(net::BufferChain& in, Frame* out);
+  // report_heads: a frame of kHeadFirstBodySize or more whose body is not all in yields kHead
+  // once, as soon as its header and meta are.
+  DecodeStatus Next(net::BufferChain& in, Frame* out, bool report_heads = false);
+  // After kHead: drops the frame — its bytes in `in` (all of `in`: the frame is its last bytes)
+  // — and returns how many of its bytes are still to come, which the caller discards unread.
+  size_t Drop(net::BufferChain& in);
+  // Bytes of the current frame not yet in `in` if it is a large one (kHeadFirstBodySize or
+  // more) and its header is in; else 0.
+  size_t missing(const net::BufferChain& in) const noexcept;
+  bool head_reported() const noexcept { return head_body_size_ > 0; }
   const std::string& error() const noexcept { return error_; }
   bool attachment_error() const noexcept { return attachment_error_; }
 
  private:
+  DecodeStatus ParseMeta(net::BufferChain& in, size_t body_size, size_t meta_size, Frame* out);
+  // Cuts the body after the meta off `in` into payload and attachment.
+  void CutData(net::BufferChain& in, Frame* out);
+
   size_t max_body_size_;
   std::string error_;
+  size_t head_body_size_ = 0;  // > 0: the current frame's head was reported (meta in *out)
   bool failed_ = false;
   bool attachment_error_ = false;
 };

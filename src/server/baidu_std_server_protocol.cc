@@ -50,11 +50,11 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(net::Connection& connection,
   }
   // The meta stays with the decoder, which clears it for the next frame and so reuses its parts
   // (its strings' buffers) — unless it was large: a connection keeps no more than that.
-  if (frame_.meta_size > kMaxKeptMetaBytes) {
+  if (frame_.meta_size > kMaxKeptMetaBytes && !decoder_.head_reported()) {
     frame_.meta = protocol::RpcMeta();
     frame_.meta_size = 0;
   }
-  const protocol::DecodeStatus status = decoder_.Next(input, &frame_);
+  const protocol::DecodeStatus status = decoder_.Next(input, &frame_, /*report_heads=*/true);
   if (status == protocol::DecodeStatus::kNeedMore) return Step::kNeedMore;
   if (status == protocol::DecodeStatus::kError) return Step::kMalformed;
 
@@ -68,13 +68,14 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(net::Connection& connection,
   head.key = meta.correlation_id();
   head.credential = meta.authentication_data();
   if (request_meta.has_timeout_ms()) head.timeout_ms = request_meta.timeout_ms();
-  const size_t request_size = frame_.payload.size() + frame_.attachment.size();
+  const size_t request_size = frame_.body_size - frame_.meta_size;
   if (decoder_.attachment_error()) {
     invalid_text_ = protocol::AttachmentTooLargeText("request", meta.attachment_size(),
                                                      request_size);
     head.invalid_code = EREQUEST;
     head.invalid_text = invalid_text_;
   }
+  if (status == protocol::DecodeStatus::kHead) return Step::kHead;
   call.capture = CaptureBaiduStd(capture_, meta, frame_.payload, frame_.attachment);
   CallFields& fields = call.fields;
   fields.log_id = request_meta.log_id();
@@ -174,6 +175,14 @@ void BaiduStdServerProtocol::ConnectAcceptedStream(int64_t key) {
   }
   replies_with_streams_.fetch_sub(1, std::memory_order_relaxed);
   accepted->Connect(nullptr);
+}
+
+size_t BaiduStdServerProtocol::DropRequest(net::BufferChain& input) {
+  return decoder_.Drop(input);
+}
+
+size_t BaiduStdServerProtocol::MissingBytes(const net::BufferChain& input) const noexcept {
+  return stream_error_ ? 0 : decoder_.missing(input);
 }
 
 ServerProtocol::Step BaiduStdServerProtocol::NextStreamFrame(net::Connection& connection,

@@ -27,6 +27,8 @@ class BaiduStdServerProtocol final : public ServerProtocol {
   const std::string& error() const noexcept override {
     return stream_error_ ? stream_decoder_.error() : decoder_.error();
   }
+  size_t DropRequest(net::BufferChain& input) override;
+  size_t MissingBytes(const net::BufferChain& input) const noexcept override;
   void Reply(net::Connection& connection, ServerCall& call,
              const google::protobuf::Message& response) override;
   void SendError(net::Connection& connection, int64_t key, const CallError& error) override;

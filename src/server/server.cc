@@ -315,6 +315,7 @@ void Server::Impl::OnAccept(asio::ip::tcp::socket socket, bool internal_port) {
   connection_options.write_timeout_ms = TimeoutMs(s.config.options.write_timeout);
   connection_options.max_unwritten_bytes = s.config.options.max_unwritten_bytes;
   connection_options.read_pauses = &s.counters.read_pauses;
+  connection_options.bytes_discarded = &s.counters.refused_bytes_unread;
   auto served =
       std::make_unique<server::ServerConnection>(&s, s.runtime->handler_threads(), internal_port);
   const server::ServedConnection* served_side = served.get();

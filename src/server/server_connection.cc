@@ -24,6 +24,9 @@ namespace {
 // (docs/server.md, "Overload").
 constexpr size_t kInputPerTurn = 1u << 20;
 constexpr int kStepsPerTurn = 256;
+// Read past a large request's end, or after one refused from its head: enough for the next
+// request's head (its meta), little of a body that may be refused unread.
+constexpr size_t kHeadLookahead = 4u << 10;
 }  // namespace
 
 // A turn of draining a connection's backlog, as a task the connection runs after a read.
@@ -165,6 +168,16 @@ net::Connection::InputResult ServerConnection::OnInput(
       result.input_waits = true;
       break;
     }
+    if (step == ServerProtocol::Step::kHead) {
+      // Admitted: held until its body is in (the next kCall). Refused: answered, and what is
+      // still to come of it is discarded without being read.
+      if (!AdmitHead(connection, read_at)) {
+        result.message_completed = true;
+        result.skip_bytes += protocol_->DropRequest(input);
+        result.read_hint = kHeadLookahead;
+      }
+      continue;
+    }
     result.message_completed = true;
     if (step == ServerProtocol::Step::kMalformed ||
         step == ServerProtocol::Step::kMalformedAnswered) {
@@ -198,6 +211,9 @@ net::Connection::InputResult ServerConnection::OnInput(
     }
   }
   result.message_in_progress = protocol_->InRequest();
+  if (const size_t missing = protocol_->MissingBytes(input); missing > 0) {
+    result.read_hint = missing + kHeadLookahead;
+  }
   int start_drainers = 0;
   {
     std::lock_guard lock(backlog_mutex_);
@@ -296,9 +312,11 @@ void ServerConnection::OnClosed(net::Connection& connection) {
   // Calls that have not started would only produce replies nobody can receive: drop them (each
   // settles its admission). This also releases the connection they keep alive.
   std::deque<PendingCall> dropped;
+  std::unique_ptr<ServerCall> head_call;
   {
     std::lock_guard lock(backlog_mutex_);
     dropped.swap(backlog_);
+    head_call = std::move(head_call_);
     backlog_bytes_ = 0;
   }
   dropped.clear();
@@ -444,6 +462,19 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
   return call;
 }
 
+bool ServerConnection::AdmitHead(net::Connection& connection,
+                                 net::Connection::Clock::time_point read_at) {
+  std::unique_ptr<ServerCall> call = Admit(connection, decoded_.call.head, read_at);
+  if (!call) {
+    decoded_.call = DecodedCall();
+    return false;
+  }
+  std::lock_guard lock(backlog_mutex_);
+  // Closed meanwhile: OnClosed has run (or runs after this) and will not see it; dropped here.
+  if (!connection.closed()) head_call_ = std::move(call);
+  return true;
+}
+
 bool ServerConnection::Authenticate(net::Connection& connection, const CallHead& head,
                                     std::unique_ptr<AuthContext>* call_context,
                                     const AuthContext** context) {
@@ -496,7 +527,12 @@ bool ServerConnection::AdmitDecoded(net::Connection& connection, ServerProtocol:
     return true;
   }
   DecodedCall& decoded = decoded_.call;
-  std::unique_ptr<ServerCall> call = Admit(connection, decoded.head, read_at);
+  std::unique_ptr<ServerCall> call;
+  {
+    std::lock_guard lock(backlog_mutex_);
+    call = std::move(head_call_);  // admitted from its head
+  }
+  if (!call) call = Admit(connection, decoded.head, read_at);
   if (!call) {
     decoded = DecodedCall();  // dropped: what it held is released now
     return false;

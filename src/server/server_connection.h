@@ -70,6 +70,9 @@ class ServerConnection final : public net::Connection::Delegate,
   // answered through the protocol. nullptr = rejected.
   std::unique_ptr<ServerCall> Admit(net::Connection& connection, const CallHead& head,
                                     net::Connection::Clock::time_point read_at);
+  // Admits a large request from its head (ServerProtocol::Step::kHead) into head_call_. false:
+  // refused and answered.
+  bool AdmitHead(net::Connection& connection, net::Connection::Clock::time_point read_at);
   // Admission of work that is not a method call (an HTTP built-in page): stopping, the queue and
   // concurrency limits and unsent output as for a call. An empty ticket: rejected and answered.
   AdmissionTicket AdmitTask(net::Connection& connection, int64_t key);
@@ -117,6 +120,9 @@ class ServerConnection final : public net::Connection::Delegate,
 
   std::mutex backlog_mutex_;
   std::deque<PendingCall> backlog_;
+  // A large request admitted from its head, waiting for its body (the reading thread sets and
+  // takes it; OnClosed drops it). Keeps the connection alive: OnClosed breaks the cycle.
+  std::unique_ptr<ServerCall> head_call_;
   size_t backlog_bytes_ = 0;
   int drainers_ = 0;        // drainers running or queued
   bool read_blocked_ = false;

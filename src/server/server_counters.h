@@ -15,7 +15,7 @@ struct ServerCounters {
       connections_closed_read_timeout{0}, connections_closed_first_byte_timeout{0},
       connections_closed_write_timeout{0}, connections_rejected{0}, malformed_frames{0},
       requests{0}, rejected_stopping{0}, rejected_limit{0}, rejected_unknown{0},
-      rejected_overcrowded{0}, rejected_timed_out{0}, read_pauses{0}, rejected_fiber_limit{0},
+      rejected_overcrowded{0}, rejected_timed_out{0}, read_pauses{0}, refused_bytes_unread{0}, rejected_fiber_limit{0},
       tls_handshakes{0}, tls_failures{0}, tls_refused{0}, rejected_auth{0},
       rejected_queue_wait{0}, canceled_before_start{0};
   util::RateLimitedLog malformed_log;  // bad input, refused connections

@@ -44,6 +44,9 @@ class ServerProtocol : public ReplySink {
     kAnswered,           // a request was answered or rejected without admission
     kMalformed,          // bad input: count it and close the connection now (error() says why)
     kMalformedAnswered,  // bad input, answered: count it; the protocol closes after the answer
+    // The head of a large request (Decoded::call.head) is in, its body is not: the connection
+    // admits it now — the next kCall is the same request — or refuses it and DropRequest()s it.
+    kHead,
     // The protocol decoded its share of the input for this turn and more waits in it: other
     // connections go first, then Next() runs again on what is left (nothing new is read).
     kYield,
@@ -56,6 +59,12 @@ class ServerProtocol : public ReplySink {
   virtual Step Next(net::Connection& connection, net::BufferChain& input,
                     std::chrono::steady_clock::time_point read_at, Decoded* decoded) = 0;
   virtual const std::string& error() const noexcept = 0;  // after kMalformed*
+  // After kHead, refused: drops the request's bytes from `input` (the request is its last bytes)
+  // and returns how many of them are still to come; the connection discards those unread.
+  virtual size_t DropRequest(net::BufferChain& /*input*/) { return 0; }
+  // Bytes of the request at the front of `input` that are not in it yet (0: none or unknown):
+  // the connection reads them, and little more, before it hands the input over again.
+  virtual size_t MissingBytes(const net::BufferChain& /*input*/) const noexcept { return 0; }
   // Bytes of a request that has not completed were taken off the input (Next()'s thread).
   virtual bool InRequest() const noexcept { return false; }
   // The protocol holds as many replies waiting for their turn as it may (HTTP's in-order replies):

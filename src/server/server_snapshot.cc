@@ -97,6 +97,7 @@ ServerStats SnapshotServer(ServerState& state) {
   stats.rejected_queue_wait = counters.rejected_queue_wait.load(kRelaxed);
   stats.canceled_before_start = counters.canceled_before_start.load(kRelaxed);
   stats.read_pauses = counters.read_pauses.load(kRelaxed);
+  stats.refused_bytes_unread = counters.refused_bytes_unread.load(kRelaxed);
   stats.rejected_request_memory = state.message_memory.rejected_too_large.load(kRelaxed);
   stats.rejected_message_memory = state.message_memory.rejected_in_flight.load(kRelaxed);
   stats.message_memory_in_flight = state.message_memory.in_use();

@@ -101,6 +101,7 @@ void VarList::AddServer(const ServerStats& s) {
   Add("rpc_server_rejected_queue_wait", s.rejected_queue_wait);
   Add("rpc_server_canceled_before_start", s.canceled_before_start);
   Add("rpc_server_read_pauses", s.read_pauses);
+  Add("rpc_server_refused_bytes_unread", s.refused_bytes_unread);
   Add("rpc_server_rejected_request_memory", s.rejected_request_memory);
   Add("rpc_server_rejected_message_memory", s.rejected_message_memory);
   Add("rpc_server_message_memory_in_flight", s.message_memory_in_flight);

@@ -1,6 +1,11 @@
 // Error replies exactly as spec §5.3/§5.4 gives them: codes, texts, reply shape (no payload, no
 // attachment), and the connection staying usable afterwards.
 
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <thread>
+
 #include "arenarpc/error_codes.h"
 #include "protocol/compression.h"
 #include "server_fixture.h"
@@ -157,6 +162,48 @@ TEST_P(ErrorsTest, AttachmentSizeLargerThanBody) {
   raw = RawRequest{};
   raw.message = &request_;
   EXPECT_EQ(0, client.Call(raw).error_code);
+}
+
+// A large request is admitted or refused from its head (header and meta), before its body is
+// read: a refused one is answered at once and the rest of its bytes is discarded unread
+// (docs/server.md, "Overload"); the connection's framing goes on with the next request.
+TEST_P(ErrorsTest, LargeRequestRefusedFromItsHeadIsAnsweredBeforeItsBodyArrives) {
+  StartServer();
+  RawClient client(port_);
+  RawRequest refused;
+  refused.method = "Nope";
+  refused.raw_payload = std::string(1 << 20, 'r');
+  const std::string refused_bytes = RawClient::Encode(refused, 41);
+  constexpr size_t kFirst = 20000;
+  client.SendBytes(std::string_view(refused_bytes).substr(0, kFirst));
+  RawReply reply;
+  ASSERT_TRUE(client.Read(&reply)) << "no answer before the body was sent";
+  EXPECT_EQ(41, reply.correlation_id);
+  EXPECT_EQ(ENOMETHOD, reply.error_code) << reply.error_text;
+  ExpectFailureShape(reply);
+  client.SendBytes(std::string_view(refused_bytes).substr(kFirst));
+
+  // Admitted from its head, then served once its body is in, sent in two parts.
+  TestRequest large;
+  large.set_message(std::string(300000, 'a'));
+  const std::string large_bytes = RawClient::Encode(RequestFor(&large), 42);
+  client.SendBytes(std::string_view(large_bytes).substr(0, kFirst));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  client.SendBytes(std::string_view(large_bytes).substr(kFirst));
+  ASSERT_TRUE(client.Read(&reply));
+  EXPECT_EQ(42, reply.correlation_id);
+  ASSERT_EQ(0, reply.error_code) << reply.error_text;
+  TestResponse response;
+  ASSERT_TRUE(ParseReply(reply, &response));
+  EXPECT_EQ(large.message(), response.message());
+  EXPECT_EQ(0, client.Call(RequestFor(&request_)).error_code);
+
+  const ServerStats stats = server_->GetServerStats();
+  EXPECT_EQ(1u, stats.rejected_unknown);
+  // What came after the refusal was discarded unread, but for what one read had room for.
+  EXPECT_GE(stats.refused_bytes_unread, refused_bytes.size() - kFirst - (64u << 10));
+  EXPECT_LE(stats.refused_bytes_unread, refused_bytes.size() - kFirst);
+  EXPECT_EQ(2u, server_->GetMethodStats("arenarpc.e2e.TestService.Echo").calls);
 }
 
 TEST_P(ErrorsTest, HandlerFailureCodes) {

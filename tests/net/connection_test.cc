@@ -11,6 +11,7 @@
 #include <atomic>
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <condition_variable>
 #include <functional>
@@ -292,6 +293,94 @@ TEST_F(ConnectionTest, UnwrittenOutputPausesReadingUntilItDrainsToHalf) {
   EXPECT_EQ(std::string::npos, echoed.find_first_not_of('e'));
   std::lock_guard lock(observed_->mutex);
   EXPECT_EQ(kChunk * kChunks, observed_->input.size());
+}
+
+// Messages "<K|X><8 decimal digits: body length><body>": K is kept whole, X refused from its
+// 9-byte head — its bytes in the input dropped, the rest left to the connection to discard.
+class SkippingDelegate : public Connection::Delegate {
+ public:
+  explicit SkippingDelegate(std::shared_ptr<Observed> observed) : observed_(std::move(observed)) {}
+  Connection::InputResult OnInput(Connection& /*connection*/, BufferChain& input,
+                                  Connection::Clock::time_point /*read_at*/) override {
+    Connection::InputResult result;
+    while (input.size() >= kHead) {
+      char head[kHead];
+      input.CopyTo(head, kHead);
+      const size_t length = std::stoul(std::string(head + 1, 8));
+      std::string seen;
+      if (head[0] == 'X') {
+        const size_t have = input.size();
+        input.PopFront(std::min(have, kHead + length));
+        result.skip_bytes = kHead + length - std::min(have, kHead + length);
+        result.read_hint = kHead;  // the next head, not the next body
+        seen = "X" + std::to_string(length) + ";";
+      } else if (input.size() >= kHead + length) {
+        input.PopFront(kHead);
+        BufferChain body;
+        input.CutFront(length, &body);
+        seen = "K" + body.ToString() + ";";
+      } else {
+        break;
+      }
+      {
+        std::lock_guard lock(observed_->mutex);
+        observed_->input += seen;
+      }
+      observed_->changed.notify_all();
+      if (result.skip_bytes > 0) break;  // the refused message was the input's last bytes
+    }
+    return result;
+  }
+  void OnClosed(Connection& /*connection*/) override {}
+  static constexpr size_t kHead = 9;
+
+ private:
+  const std::shared_ptr<Observed> observed_;
+};
+
+std::string SkipMessage(char type, const std::string& body) {
+  char length[9];
+  std::snprintf(length, sizeof(length), "%08zu", body.size());
+  return type + std::string(length) + body;
+}
+
+TEST_F(ConnectionTest, ARefusedMessagesRestIsDiscardedUnreadAndTheNextArrivesWhole) {
+  std::atomic<uint64_t> discarded{0};
+  Connection::Options options;
+  options.bytes_discarded = &discarded;
+  Open(std::make_unique<SkippingDelegate>(observed_), options);
+  const std::string refused = SkipMessage('X', std::string(4u << 20, 'x'));
+  // The head and a little of the body first: the refusal is decided on those.
+  asio::write(client_, asio::buffer(refused.data(), 5000));
+  ASSERT_TRUE(observed_->WaitFor([&] { return observed_->input == "X4194304;"; }))
+      << observed_->input;
+  // The rest arrives after the refusal: discarded, except what one armed read takes.
+  asio::write(client_, asio::buffer(refused.data() + 5000, refused.size() - 5000));
+  asio::write(client_, asio::buffer(SkipMessage('K', "after") + SkipMessage('X', "abc") +
+                                    SkipMessage('K', "last")));
+  ASSERT_TRUE(observed_->WaitFor(
+      [&] { return observed_->input == "X4194304;Kafter;X3;Klast;"; }))
+      << observed_->input;
+  EXPECT_GE(discarded.load(), refused.size() - 5000 - (64u << 10));
+  EXPECT_LE(discarded.load(), refused.size() - 5000);
+}
+
+TEST_F(ConnectionTest, MessagesRefusedFromTheirHeadsBackToBackKeepTheFraming) {
+  std::atomic<uint64_t> discarded{0};
+  Connection::Options options;
+  options.bytes_discarded = &discarded;
+  Open(std::make_unique<SkippingDelegate>(observed_), options);
+  std::string bytes, expected;
+  for (int i = 0; i < 40; ++i) {
+    const size_t size = static_cast<size_t>(i) * 37'000 + 1;
+    bytes += SkipMessage('X', std::string(size, 'x')) + SkipMessage('K', std::to_string(i));
+    expected += "X" + std::to_string(size) + ";K" + std::to_string(i) + ";";
+  }
+  std::thread writer([&] { asio::write(client_, asio::buffer(bytes)); });
+  EXPECT_TRUE(observed_->WaitFor([&] { return observed_->input == expected; }))
+      << observed_->input.substr(0, 200);
+  writer.join();
+  EXPECT_GT(discarded.load(), 0u);
 }
 
 TEST_F(ConnectionTest, NotifyWhenDrainedCallsBackOnceTheQueueIsDownToHalf) {

@@ -364,5 +364,103 @@ TEST(FrameDecoder, RandomHostileInputNeverMisbehaves) {
   EXPECT_GT(frames, 0);  // empty metas with small bodies are valid frames
 }
 
+// --- heads: a large frame can be refused from its header and meta, before its body is read
+
+std::string LargeFrame(int64_t correlation_id, size_t payload_bytes, int32_t attachment_size = 0) {
+  RpcMeta meta;
+  meta.mutable_request()->set_service_name("S");
+  meta.mutable_request()->set_method_name("M");
+  meta.set_correlation_id(correlation_id);
+  if (attachment_size != 0) meta.set_attachment_size(attachment_size);
+  net::BufferChain out;
+  EncodeFrame(meta, Chain(std::string(payload_bytes, 'p')), net::BufferChain(), &out);
+  return out.ToString();
+}
+
+TEST(FrameDecoder, LargeFrameReportsItsHeadOnceThenTheWholeFrame) {
+  const std::string first = LargeFrame(7, kHeadFirstBodySize);
+  const std::string second = LargeFrame(8, 10);
+  const std::string bytes = first + second;
+  FrameDecoder decoder;
+  Frame frame;
+  net::BufferChain in;
+  size_t fed = 0;
+  auto feed = [&](size_t n) {
+    in.append(bytes.substr(fed, n));
+    fed += n;
+  };
+  feed(20);  // the header and part of the meta
+  EXPECT_EQ(decoder.Next(in, &frame, true), DecodeStatus::kNeedMore);
+  EXPECT_EQ(decoder.missing(in), first.size() - 20);
+  feed(1000);
+  ASSERT_EQ(decoder.Next(in, &frame, true), DecodeStatus::kHead) << decoder.error();
+  EXPECT_TRUE(decoder.head_reported());
+  EXPECT_EQ(frame.meta.correlation_id(), 7);
+  EXPECT_EQ(frame.meta.request().method_name(), "M");
+  EXPECT_EQ(frame.body_size, first.size() - kHeaderSize);
+  EXPECT_EQ(in.size(), 1020u);  // nothing consumed
+  EXPECT_EQ(decoder.missing(in), first.size() - 1020);
+  EXPECT_EQ(decoder.Next(in, &frame, true), DecodeStatus::kNeedMore);  // the head once
+  feed(first.size() - fed + 5);  // the rest and 5 bytes of the next frame
+  ASSERT_EQ(decoder.Next(in, &frame, true), DecodeStatus::kFrame) << decoder.error();
+  EXPECT_FALSE(decoder.head_reported());
+  EXPECT_EQ(frame.meta.correlation_id(), 7);
+  const std::string payload = frame.payload.ToString();
+  EXPECT_EQ(payload.size(), kHeadFirstBodySize);
+  EXPECT_EQ(payload.find_first_not_of('p'), std::string::npos);
+  EXPECT_EQ(in.size(), 5u);
+  feed(bytes.size() - fed);
+  ASSERT_EQ(decoder.Next(in, &frame, true), DecodeStatus::kFrame) << decoder.error();
+  EXPECT_EQ(frame.meta.correlation_id(), 8);
+  EXPECT_EQ(frame.payload.ToString(), std::string(10, 'p'));
+  EXPECT_TRUE(in.empty());
+}
+
+TEST(FrameDecoder, HeadsOnlyWhenAskedAndOnlyForLargeBodies) {
+  const std::string small = LargeFrame(1, 1000);
+  const std::string large = LargeFrame(2, kHeadFirstBodySize);
+  FrameDecoder decoder;
+  Frame frame;
+  net::BufferChain in = Chain(small.substr(0, small.size() - 1));
+  EXPECT_EQ(decoder.Next(in, &frame, true), DecodeStatus::kNeedMore);
+  in.append(small.substr(small.size() - 1));
+  ASSERT_EQ(decoder.Next(in, &frame, true), DecodeStatus::kFrame);
+  in.append(large.substr(0, 2000));
+  EXPECT_EQ(decoder.Next(in, &frame), DecodeStatus::kNeedMore);  // not asked
+  in.append(large.substr(2000));
+  ASSERT_EQ(decoder.Next(in, &frame), DecodeStatus::kFrame);
+  EXPECT_EQ(frame.meta.correlation_id(), 2);
+}
+
+TEST(FrameDecoder, DroppedHeadLeavesTheRestToDiscardAndTheNextFrameDecodes) {
+  const std::string refused = LargeFrame(3, 200000);
+  const std::string next = LargeFrame(4, 3);
+  FrameDecoder decoder;
+  Frame frame;
+  net::BufferChain in = Chain(refused.substr(0, 5000));
+  ASSERT_EQ(decoder.Next(in, &frame, true), DecodeStatus::kHead) << decoder.error();
+  EXPECT_EQ(decoder.Drop(in), refused.size() - 5000);
+  EXPECT_TRUE(in.empty());
+  EXPECT_FALSE(decoder.head_reported());
+  in.append(next);  // the caller discarded the rest
+  ASSERT_EQ(decoder.Next(in, &frame, true), DecodeStatus::kFrame) << decoder.error();
+  EXPECT_EQ(frame.meta.correlation_id(), 4);
+  EXPECT_EQ(frame.payload.ToString(), "ppp");
+}
+
+TEST(FrameDecoder, HeadKnowsAnAttachmentLargerThanTheBody) {
+  const std::string bytes = LargeFrame(5, kHeadFirstBodySize, 1 << 30);
+  FrameDecoder decoder;
+  Frame frame;
+  net::BufferChain in = Chain(bytes.substr(0, 100));
+  ASSERT_EQ(decoder.Next(in, &frame, true), DecodeStatus::kHead) << decoder.error();
+  EXPECT_TRUE(decoder.attachment_error());
+  in.append(bytes.substr(100));
+  ASSERT_EQ(decoder.Next(in, &frame, true), DecodeStatus::kFrame);
+  EXPECT_TRUE(decoder.attachment_error());
+  EXPECT_TRUE(frame.attachment.empty());
+  EXPECT_EQ(frame.payload.size(), frame.body_size - frame.meta_size);
+}
+
 }  // namespace
 }  // namespace arenarpc::protocol
