@@ -19,6 +19,8 @@ namespace {
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
 constexpr std::string_view kGrpcType = "application/grpc";
+// Every response's headers carry it, after :status and content-type.
+constexpr std::string_view kAcceptEncodingName = "grpc-accept-encoding";
 
 bool StartsWith(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
@@ -59,22 +61,30 @@ bool KindOf(std::string_view content_type, WireKind* kind, bool* json) {
   return true;
 }
 
-// Header fields handed to nghttp2, which copies them: up to eight (a reply's usual few) need no
-// allocation of ours.
+// Header fields handed to nghttp2: up to eight (a reply's usual few) need no allocation of ours.
 class FieldArray {
  public:
   explicit FieldArray(size_t capacity) {
     if (capacity > few_.size()) many_.resize(capacity);
   }
+  // A field nghttp2 copies (and lower-cases), for names and values that may go before it sends.
   void Add(std::string_view name, std::string_view value) {
-    data()[size_++] = nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-                                 reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),
-                                 name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
+    Put(name, value, NGHTTP2_NV_FLAG_NONE);
+  }
+  // A field of string literals (lower case), which nghttp2 reads in place when it packs the
+  // frame: no copy, no lower-casing, byte for byte the same field.
+  void AddLiteral(std::string_view name, std::string_view value) {
+    Put(name, value, NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE);
   }
   nghttp2_nv* data() { return many_.empty() ? few_.data() : many_.data(); }
   size_t size() const { return size_; }
 
  private:
+  void Put(std::string_view name, std::string_view value, uint8_t flags) {
+    data()[size_++] = nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                                 reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),
+                                 name.size(), value.size(), flags};
+  }
   std::array<nghttp2_nv, 8> few_;
   std::vector<nghttp2_nv> many_;
   size_t size_ = 0;
@@ -125,6 +135,7 @@ struct GrpcServerSession::Stream {
   bool reset_after_send = false;  // answered before the client ended its side
   net::BufferChain out;      // response bytes for DATA frames
   Headers trailers;
+  bool ok_trailers = false;  // gRPC's unary OK: the trailers are grpc-status 0 (before `trailers`)
   WireKind kind = WireKind::kGrpc;
   bool json = false;  // Connect with JSON messages
   // The body is read whole before it is decoded (Connect unary, grpc-web-text, a preflight).
@@ -432,7 +443,8 @@ struct GrpcServerSession::Callbacks {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;  // the trailers frame was the body's last bytes
     } else if (stream->out.empty() && (!stream->streaming || stream->finished)) {
       *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM | NGHTTP2_DATA_FLAG_EOF;
-      FieldArray nv(stream->trailers.size());
+      FieldArray nv(stream->trailers.size() + 1);
+      if (stream->ok_trailers) nv.AddLiteral("grpc-status", "0");
       for (const auto& [name, value] : stream->trailers) nv.Add(name, value);
       if (nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size()) != 0) {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
@@ -855,25 +867,31 @@ void GrpcServerSession::Refuse(Stream& stream, GrpcStatus status, std::string te
   GrantWindows();
 }
 
-void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) {
-  stream.responded = true;
-  stream.reset_after_send = nghttp2_session_get_stream_remote_close(h2_.get(), stream.id) == 0;
-  // grpc-accept-encoding goes after :status and content-type, from constants: nghttp2 copies
-  // the fields, so adding it costs no allocation of ours on every reply.
-  static constexpr std::string_view kAcceptEncodingName = "grpc-accept-encoding";
+void GrpcServerSession::AddOriginHeaders(const Stream& stream, Headers* headers) {
   if (origin_headers_ && !stream.origin.empty() && stream.kind != WireKind::kPreflight) {
-    origin_headers_(stream.origin, &headers);
+    origin_headers_(stream.origin, headers);
   }
+}
+
+void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) {
+  AddOriginHeaders(stream, &headers);
+  // grpc-accept-encoding goes after :status and content-type.
   FieldArray nv(headers.size() + 1);
   for (size_t i = 0; i < headers.size(); ++i) {
-    if (i == 2) nv.Add(kAcceptEncodingName, kAcceptedEncodings);
+    if (i == 2) nv.AddLiteral(kAcceptEncodingName, kAcceptedEncodings);
     nv.Add(headers[i].first, headers[i].second);
   }
-  if (headers.size() <= 2) nv.Add(kAcceptEncodingName, kAcceptedEncodings);
+  if (headers.size() <= 2) nv.AddLiteral(kAcceptEncodingName, kAcceptedEncodings);
+  SubmitFields(stream, nv.data(), nv.size(), with_body);
+}
+
+void GrpcServerSession::SubmitFields(Stream& stream, const nghttp2_nv* fields, size_t count,
+                                     bool with_body) {
+  stream.responded = true;
+  stream.reset_after_send = nghttp2_session_get_stream_remote_close(h2_.get(), stream.id) == 0;
   nghttp2_data_provider body{};
   body.read_callback = &Callbacks::ReadBody;
-  nghttp2_submit_response(h2_.get(), stream.id, nv.data(), nv.size(),
-                          with_body ? &body : nullptr);
+  nghttp2_submit_response(h2_.get(), stream.id, fields, count, with_body ? &body : nullptr);
 }
 
 void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, bool compressed,
@@ -887,25 +905,30 @@ void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, b
     body.Append(std::string_view(prefix, sizeof(prefix)));
   }
   body.Append(std::move(message));
-  // Built in place: an initializer list would construct each field and then copy it.
   stream->trailers.clear();
-  stream->trailers.emplace_back("grpc-status", "0");
-  if (stream->kind != WireKind::kGrpc && stream->kind != WireKind::kConnect) {
-    AppendTrailersFrame(stream->trailers, &body);
+  if (stream->kind == WireKind::kGrpc) {
+    stream->ok_trailers = true;  // grpc-status 0, sent as the body's end
+  } else if (stream->kind != WireKind::kConnect) {
+    AppendTrailersFrame({{"grpc-status", "0"}}, &body);
   }
   AppendOut(*stream, std::move(body));
-  Headers headers;
-  headers.reserve(3 + metadata.size());
-  headers.emplace_back(":status", "200");
-  headers.emplace_back("content-type", ContentType(*stream));
+  // The fields Submit() would send, in its order, built in place: all but the metadata and
+  // CORS's are literals, which nghttp2 neither copies nor lower-cases.
+  Headers origin;
+  AddOriginHeaders(*stream, &origin);
+  FieldArray nv(4 + metadata.size() + origin.size());
+  nv.AddLiteral(":status", "200");
+  nv.AddLiteral("content-type", ContentType(*stream));
+  nv.AddLiteral(kAcceptEncodingName, kAcceptedEncodings);
   if (compressed) {
-    headers.emplace_back(stream->kind == WireKind::kConnect ? "content-encoding" : "grpc-encoding",
-                         "gzip");
+    nv.AddLiteral(stream->kind == WireKind::kConnect ? "content-encoding" : "grpc-encoding",
+                  "gzip");
   }
   for (const auto& [name, value] : metadata) {
-    if (!IsReservedHeader(name)) headers.emplace_back(name, value);
+    if (!IsReservedHeader(name)) nv.Add(name, value);
   }
-  Submit(*stream, std::move(headers), /*with_body=*/true);
+  for (const auto& [name, value] : origin) nv.Add(name, value);
+  SubmitFields(*stream, nv.data(), nv.size(), /*with_body=*/true);
 }
 
 Headers GrpcServerSession::StatusFields(GrpcStatus status, std::string_view text,
