@@ -720,6 +720,14 @@ void GrpcServerSession::Complete(Stream& stream) {
 
 bool GrpcServerSession::Classify(Stream& stream) {
   GrpcRequest& request = stream.request;
+  if (stream.method == "POST" && stream.content_type == kGrpcType) {
+    // gRPC's own content-type, as its clients send it: what KindOf() would say, without the
+    // parsing every browser protocol needs.
+    stream.kind = request.kind = WireKind::kGrpc;
+    stream.json = request.json = false;
+    stream.whole_body = false;
+    return true;
+  }
   bool served = false;
   if (stream.method == "POST") {
     served = KindOf(stream.content_type, &stream.kind, &stream.json);
