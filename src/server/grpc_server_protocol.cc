@@ -284,8 +284,11 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
   // The vector moves, its strings stay where they are: the credential's view stays good.
   fields.user_fields = std::move(request.metadata);
   const size_t request_size = request.message.size();
-  call->payload = RequestPayload{protocol::PayloadEncoding::Compressed(request_compress_type),
-                                 std::move(request.message), request_size};
+  // Member by member, as baidu_std's Next(): no temporary RequestPayload to move and destroy.
+  call->payload.encoding = protocol::PayloadEncoding::Compressed(request_compress_type);
+  call->payload.bytes = std::move(request.message);
+  call->payload.request_size = request_size;
+  call->payload.body = RequestBody::kRpcPayload;
   call->payload.json = request.json;
   return Step::kCall;
 }
