@@ -86,7 +86,10 @@ ServerProtocol::Step BaiduStdServerProtocol::Next(net::Connection& connection,
   }
   fields.request_compress_type = meta.compress_type();
   for (const auto& [key, value] : meta.user_fields()) fields.user_fields.emplace_back(key, value);
-  fields.attachment = std::move(frame_.attachment);
+  // Most requests carry none: an empty chain into an empty one is no move to make.
+  if (!frame_.attachment.empty() || !fields.attachment.empty()) {
+    fields.attachment = std::move(frame_.attachment);
+  }
   if (meta.has_stream_settings()) {
     fields.stream_offer =
         std::make_unique<StreamOffer>(StreamOffer{meta.stream_settings(), StreamHostOf(connection)});
