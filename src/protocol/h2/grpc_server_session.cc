@@ -241,23 +241,36 @@ struct GrpcServerSession::Callbacks {
     const std::string_view value(reinterpret_cast<const char*>(value_bytes), value_size);
     GrpcRequest& request = stream->request;
     // By the name's length first: most fields then cost one compare (or none) instead of a
-    // dozen. Pseudo-headers and the other reserved names (IsReservedHeader) are not metadata.
+    // dozen. Pseudo-headers and the other reserved names (IsReservedHeader) are not metadata:
+    // the ones read here are all reserved, and return at once.
     switch (name.size()) {
       case 5:
-        if (name == ":path") request.path = value;
+        if (name == ":path") {
+          request.path = value;
+          return 0;
+        }
         break;
       case 7:
-        if (name == ":method") stream->method = value;
+        if (name == ":method") {
+          stream->method = value;
+          return 0;
+        }
         break;
       case 12:
         if (name == "content-type") {
           stream->content_type = value;
-        } else if (name == "grpc-timeout") {
+          return 0;
+        }
+        if (name == "grpc-timeout") {
           request.timeout_ms = ParseGrpcTimeoutMs(value);
+          return 0;
         }
         break;
       case 13:
-        if (name == "grpc-encoding") request.encoding = value == "identity" ? "" : value;
+        if (name == "grpc-encoding") {
+          request.encoding = value == "identity" ? "" : value;
+          return 0;
+        }
         break;
       case 14:
         if (name == "content-length") {
@@ -267,11 +280,13 @@ struct GrpcServerSession::Callbacks {
               error == std::errc() && end == last) {
             stream->content_length = length;
           }
+          return 0;
         }
         break;
       case 20:
         if (name == "grpc-accept-encoding") {
           request.accepts_gzip = value.find("gzip") != std::string_view::npos;
+          return 0;
         }
         break;
       default:
