@@ -246,6 +246,7 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
     entry.accepts_gzip = request.accepts_gzip;
     entry.json = request.json;
     if (request.streaming) {
+      if (!entry.stream) stream_calls_.fetch_add(1, std::memory_order_release);
       entry.stream = std::make_shared<StreamWaits>();
       entry.stream->connection = &connection;
       entry.stream->compress_type = compress_type;
@@ -283,8 +284,11 @@ ServerProtocol::Step GrpcServerProtocol::Dispatch(net::Connection& connection,
   // The vector moves, its strings stay where they are: the credential's view stays good.
   fields.user_fields = std::move(request.metadata);
   const size_t request_size = request.message.size();
-  call->payload = RequestPayload{protocol::PayloadEncoding::Compressed(request_compress_type),
-                                 std::move(request.message), request_size};
+  // Member by member, as baidu_std's Next(): no temporary RequestPayload to move and destroy.
+  call->payload.encoding = protocol::PayloadEncoding::Compressed(request_compress_type);
+  call->payload.bytes = std::move(request.message);
+  call->payload.request_size = request_size;
+  call->payload.body = RequestBody::kRpcPayload;
   call->payload.json = request.json;
   return Step::kCall;
 }
@@ -470,6 +474,7 @@ void GrpcServerProtocol::MarkCanceledLocked(Call& call) {
 
 void GrpcServerProtocol::EraseLocked(std::unordered_map<int64_t, Call>::iterator it) {
   if (it->second.canceled) canceled_calls_.fetch_sub(1, std::memory_order_relaxed);
+  if (it->second.stream) stream_calls_.fetch_sub(1, std::memory_order_relaxed);
   calls_.erase(it);
 }
 
@@ -591,7 +596,9 @@ void GrpcServerProtocol::OnClosed() {
 }
 
 bool GrpcServerProtocol::IsStreamCall(int64_t key) {
-  if (!has_stream_methods_) return false;
+  // Every call asks as it starts: without a streaming call on the connection, no lock is taken
+  // (a streaming call's entry is counted before its call can ask).
+  if (!has_stream_methods_ || stream_calls_.load(std::memory_order_acquire) == 0) return false;
   std::lock_guard lock(mutex_);
   auto it = calls_.find(key);
   return it != calls_.end() && it->second.stream != nullptr;

@@ -159,6 +159,8 @@ class GrpcServerProtocol final : public ServerProtocol, public ServerStreamTrans
   std::unordered_map<int64_t, Call> calls_;
   // calls_ marked canceled (written under mutex_): CallCanceled()'s lock-free answer while 0.
   std::atomic<int> canceled_calls_{0};
+  // calls_ of streaming calls (written under mutex_): IsStreamCall()'s lock-free "no" while 0.
+  std::atomic<int> stream_calls_{0};
   net::BufferChain unsent_;  // session output for the writing thread
   bool writing_ = false;
   bool close_issued_ = false;

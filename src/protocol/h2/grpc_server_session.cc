@@ -19,6 +19,8 @@ namespace {
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
 constexpr std::string_view kGrpcType = "application/grpc";
+// Every response's headers carry it, after :status and content-type.
+constexpr std::string_view kAcceptEncodingName = "grpc-accept-encoding";
 
 bool StartsWith(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
@@ -59,22 +61,30 @@ bool KindOf(std::string_view content_type, WireKind* kind, bool* json) {
   return true;
 }
 
-// Header fields handed to nghttp2, which copies them: up to eight (a reply's usual few) need no
-// allocation of ours.
+// Header fields handed to nghttp2: up to eight (a reply's usual few) need no allocation of ours.
 class FieldArray {
  public:
   explicit FieldArray(size_t capacity) {
     if (capacity > few_.size()) many_.resize(capacity);
   }
+  // A field nghttp2 copies (and lower-cases), for names and values that may go before it sends.
   void Add(std::string_view name, std::string_view value) {
-    data()[size_++] = nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-                                 reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),
-                                 name.size(), value.size(), NGHTTP2_NV_FLAG_NONE};
+    Put(name, value, NGHTTP2_NV_FLAG_NONE);
+  }
+  // A field of string literals (lower case), which nghttp2 reads in place when it packs the
+  // frame: no copy, no lower-casing, byte for byte the same field.
+  void AddLiteral(std::string_view name, std::string_view value) {
+    Put(name, value, NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE);
   }
   nghttp2_nv* data() { return many_.empty() ? few_.data() : many_.data(); }
   size_t size() const { return size_; }
 
  private:
+  void Put(std::string_view name, std::string_view value, uint8_t flags) {
+    data()[size_++] = nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                                 reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())),
+                                 name.size(), value.size(), flags};
+  }
   std::array<nghttp2_nv, 8> few_;
   std::vector<nghttp2_nv> many_;
   size_t size_ = 0;
@@ -108,6 +118,28 @@ void AppendTrailersFrame(const Headers& fields, net::BufferChain* out) {
 
 constexpr size_t kCopiedMessageBytes = 1024;
 
+// A std::deque made on the first push: libstdc++'s allocates its map and a 512-byte block as it
+// is constructed, and a unary stream, which never queues a message, would pay for both (two
+// allocations and their frees: ~500 instructions a call as measured).
+template <typename T>
+class LazyQueue {
+ public:
+  bool empty() const noexcept { return items_ == nullptr || items_->empty(); }
+  size_t size() const noexcept { return items_ == nullptr ? 0 : items_->size(); }
+  T& front() { return items_->front(); }
+  void push_back(T&& item) {
+    if (items_ == nullptr) items_ = std::make_unique<std::deque<T>>();
+    items_->push_back(std::move(item));
+  }
+  void pop_front() { items_->pop_front(); }
+  void clear() noexcept {
+    if (items_ != nullptr) items_->clear();
+  }
+
+ private:
+  std::unique_ptr<std::deque<T>> items_;
+};
+
 }  // namespace
 
 struct GrpcServerSession::Stream {
@@ -125,6 +157,7 @@ struct GrpcServerSession::Stream {
   bool reset_after_send = false;  // answered before the client ended its side
   net::BufferChain out;      // response bytes for DATA frames
   Headers trailers;
+  bool ok_trailers = false;  // gRPC's unary OK: the trailers are grpc-status 0 (before `trailers`)
   WireKind kind = WireKind::kGrpc;
   bool json = false;  // Connect with JSON messages
   // The body is read whole before it is decoded (Connect unary, grpc-web-text, a preflight).
@@ -145,7 +178,7 @@ struct GrpcServerSession::Stream {
   bool finished = false;     // trailers submitted (or the stream was answered / reset)
   bool end_received = false;  // END_STREAM from the client (messages may still wait in body)
   bool input_ended = false;  // every message before END_STREAM is in the inbox, or input broke
-  std::deque<InMessage> inbox;  // complete messages the call did not take yet
+  LazyQueue<InMessage> inbox;  // complete messages the call did not take yet
   size_t inbox_bytes = 0;       // their payload + kQueuedMessageOverhead each
   // What one queued message costs beyond its payload: its InMessage in the inbox's deque block
   // plus the allocator's slack (an empty message held ~127 bytes when this was measured).
@@ -208,23 +241,36 @@ struct GrpcServerSession::Callbacks {
     const std::string_view value(reinterpret_cast<const char*>(value_bytes), value_size);
     GrpcRequest& request = stream->request;
     // By the name's length first: most fields then cost one compare (or none) instead of a
-    // dozen. Pseudo-headers and the other reserved names (IsReservedHeader) are not metadata.
+    // dozen. Pseudo-headers and the other reserved names (IsReservedHeader) are not metadata:
+    // the ones read here are all reserved, and return at once.
     switch (name.size()) {
       case 5:
-        if (name == ":path") request.path = value;
+        if (name == ":path") {
+          request.path = value;
+          return 0;
+        }
         break;
       case 7:
-        if (name == ":method") stream->method = value;
+        if (name == ":method") {
+          stream->method = value;
+          return 0;
+        }
         break;
       case 12:
         if (name == "content-type") {
           stream->content_type = value;
-        } else if (name == "grpc-timeout") {
+          return 0;
+        }
+        if (name == "grpc-timeout") {
           request.timeout_ms = ParseGrpcTimeoutMs(value);
+          return 0;
         }
         break;
       case 13:
-        if (name == "grpc-encoding") request.encoding = value == "identity" ? "" : value;
+        if (name == "grpc-encoding") {
+          request.encoding = value == "identity" ? "" : value;
+          return 0;
+        }
         break;
       case 14:
         if (name == "content-length") {
@@ -234,11 +280,13 @@ struct GrpcServerSession::Callbacks {
               error == std::errc() && end == last) {
             stream->content_length = length;
           }
+          return 0;
         }
         break;
       case 20:
         if (name == "grpc-accept-encoding") {
           request.accepts_gzip = value.find("gzip") != std::string_view::npos;
+          return 0;
         }
         break;
       default:
@@ -432,7 +480,8 @@ struct GrpcServerSession::Callbacks {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;  // the trailers frame was the body's last bytes
     } else if (stream->out.empty() && (!stream->streaming || stream->finished)) {
       *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM | NGHTTP2_DATA_FLAG_EOF;
-      FieldArray nv(stream->trailers.size());
+      FieldArray nv(stream->trailers.size() + 1);
+      if (stream->ok_trailers) nv.AddLiteral("grpc-status", "0");
       for (const auto& [name, value] : stream->trailers) nv.Add(name, value);
       if (nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size()) != 0) {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
@@ -686,6 +735,14 @@ void GrpcServerSession::Complete(Stream& stream) {
 
 bool GrpcServerSession::Classify(Stream& stream) {
   GrpcRequest& request = stream.request;
+  if (stream.method == "POST" && stream.content_type == kGrpcType) {
+    // gRPC's own content-type, as its clients send it: what KindOf() would say, without the
+    // parsing every browser protocol needs.
+    stream.kind = request.kind = WireKind::kGrpc;
+    stream.json = request.json = false;
+    stream.whole_body = false;
+    return true;
+  }
   bool served = false;
   if (stream.method == "POST") {
     served = KindOf(stream.content_type, &stream.kind, &stream.json);
@@ -855,25 +912,31 @@ void GrpcServerSession::Refuse(Stream& stream, GrpcStatus status, std::string te
   GrantWindows();
 }
 
-void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) {
-  stream.responded = true;
-  stream.reset_after_send = nghttp2_session_get_stream_remote_close(h2_.get(), stream.id) == 0;
-  // grpc-accept-encoding goes after :status and content-type, from constants: nghttp2 copies
-  // the fields, so adding it costs no allocation of ours on every reply.
-  static constexpr std::string_view kAcceptEncodingName = "grpc-accept-encoding";
+void GrpcServerSession::AddOriginHeaders(const Stream& stream, Headers* headers) {
   if (origin_headers_ && !stream.origin.empty() && stream.kind != WireKind::kPreflight) {
-    origin_headers_(stream.origin, &headers);
+    origin_headers_(stream.origin, headers);
   }
+}
+
+void GrpcServerSession::Submit(Stream& stream, Headers headers, bool with_body) {
+  AddOriginHeaders(stream, &headers);
+  // grpc-accept-encoding goes after :status and content-type.
   FieldArray nv(headers.size() + 1);
   for (size_t i = 0; i < headers.size(); ++i) {
-    if (i == 2) nv.Add(kAcceptEncodingName, kAcceptedEncodings);
+    if (i == 2) nv.AddLiteral(kAcceptEncodingName, kAcceptedEncodings);
     nv.Add(headers[i].first, headers[i].second);
   }
-  if (headers.size() <= 2) nv.Add(kAcceptEncodingName, kAcceptedEncodings);
+  if (headers.size() <= 2) nv.AddLiteral(kAcceptEncodingName, kAcceptedEncodings);
+  SubmitFields(stream, nv.data(), nv.size(), with_body);
+}
+
+void GrpcServerSession::SubmitFields(Stream& stream, const nghttp2_nv* fields, size_t count,
+                                     bool with_body) {
+  stream.responded = true;
+  stream.reset_after_send = nghttp2_session_get_stream_remote_close(h2_.get(), stream.id) == 0;
   nghttp2_data_provider body{};
   body.read_callback = &Callbacks::ReadBody;
-  nghttp2_submit_response(h2_.get(), stream.id, nv.data(), nv.size(),
-                          with_body ? &body : nullptr);
+  nghttp2_submit_response(h2_.get(), stream.id, fields, count, with_body ? &body : nullptr);
 }
 
 void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, bool compressed,
@@ -887,25 +950,30 @@ void GrpcServerSession::Respond(int32_t stream_id, net::BufferChain&& message, b
     body.Append(std::string_view(prefix, sizeof(prefix)));
   }
   body.Append(std::move(message));
-  // Built in place: an initializer list would construct each field and then copy it.
   stream->trailers.clear();
-  stream->trailers.emplace_back("grpc-status", "0");
-  if (stream->kind != WireKind::kGrpc && stream->kind != WireKind::kConnect) {
-    AppendTrailersFrame(stream->trailers, &body);
+  if (stream->kind == WireKind::kGrpc) {
+    stream->ok_trailers = true;  // grpc-status 0, sent as the body's end
+  } else if (stream->kind != WireKind::kConnect) {
+    AppendTrailersFrame({{"grpc-status", "0"}}, &body);
   }
   AppendOut(*stream, std::move(body));
-  Headers headers;
-  headers.reserve(3 + metadata.size());
-  headers.emplace_back(":status", "200");
-  headers.emplace_back("content-type", ContentType(*stream));
+  // The fields Submit() would send, in its order, built in place: all but the metadata and
+  // CORS's are literals, which nghttp2 neither copies nor lower-cases.
+  Headers origin;
+  AddOriginHeaders(*stream, &origin);
+  FieldArray nv(4 + metadata.size() + origin.size());
+  nv.AddLiteral(":status", "200");
+  nv.AddLiteral("content-type", ContentType(*stream));
+  nv.AddLiteral(kAcceptEncodingName, kAcceptedEncodings);
   if (compressed) {
-    headers.emplace_back(stream->kind == WireKind::kConnect ? "content-encoding" : "grpc-encoding",
-                         "gzip");
+    nv.AddLiteral(stream->kind == WireKind::kConnect ? "content-encoding" : "grpc-encoding",
+                  "gzip");
   }
   for (const auto& [name, value] : metadata) {
-    if (!IsReservedHeader(name)) headers.emplace_back(name, value);
+    if (!IsReservedHeader(name)) nv.Add(name, value);
   }
-  Submit(*stream, std::move(headers), /*with_body=*/true);
+  for (const auto& [name, value] : origin) nv.Add(name, value);
+  SubmitFields(*stream, nv.data(), nv.size(), /*with_body=*/true);
 }
 
 Headers GrpcServerSession::StatusFields(GrpcStatus status, std::string_view text,

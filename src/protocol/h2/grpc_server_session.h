@@ -240,9 +240,14 @@ class GrpcServerSession {
   // A streaming call's input broke (a message over the limit): answered `status` if nothing was
   // sent yet, reset otherwise; the call sees a cancel.
   void BreakStream(Stream& stream, GrpcStatus status, std::string text);
-  // Sends the response headers (with grpc-accept-encoding added).
+  // Sends the response headers (with grpc-accept-encoding and the CORS headers added).
   void Submit(Stream& stream, std::vector<std::pair<std::string, std::string>> headers,
               bool with_body);
+  // Sends `fields` as the response headers (nghttp2 copies those not flagged NO_COPY).
+  void SubmitFields(Stream& stream, const nghttp2_nv* fields, size_t count, bool with_body);
+  // The owner's OriginHeaders for a request with an Origin header (not a preflight's).
+  void AddOriginHeaders(const Stream& stream,
+                        std::vector<std::pair<std::string, std::string>>* headers);
   // grpc-status, grpc-message and grpc-status-details-bin for a status.
   static std::vector<std::pair<std::string, std::string>> StatusFields(GrpcStatus status,
                                                                        std::string_view text,
