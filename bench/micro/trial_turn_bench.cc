@@ -53,8 +53,10 @@ double Median(std::vector<double> v) {
 }
 
 // Phases of a call, for the callgrind buckets.
-enum Phase { kTurnWarmup, kTurnCounted, kAloneWarmup, kAlone, kPhases };
-const char* const kPhaseNames[kPhases] = {"turn_warmup", "turn_counted", "alone_warmup", "alone"};
+// The first round's turns (a cold process, left out of the report) run in buckets of their own.
+enum Phase { kColdRound, kTurnWarmup, kTurnCounted, kTurnLate, kAloneWarmup, kAlone, kPhases };
+const char* const kPhaseNames[kPhases] = {"cold_round",   "turn_warmup", "turn_counted",
+                                          "turn_late",    "alone_warmup", "alone"};
 constexpr int kMaxCandidates = 4;
 constexpr int kMaxScales = 4;
 constexpr int kBuckets = kMaxCandidates * kPhases * kMaxScales;
@@ -99,6 +101,9 @@ DEFINE_string(payload_mix, "",
 DEFINE_int32(requests, 64, "distinct requests in the ring (the press's default)");
 DEFINE_int32(turn, 512, "calls per candidate per turn");
 DEFINE_int32(warmup, 16, "first calls of a turn a trial does not count (AutoSettings::warmup_calls)");
+DEFINE_int32(late_from, 0,
+             "> --warmup: counted calls from this position of a turn on run in buckets of their own "
+             "(turn_late), to tell under callgrind whether a cost fades within the turn");
 DEFINE_int32(rounds, 12, "turns per candidate (the first is left out: a cold process)");
 DEFINE_int32(alone_calls, 2048, "calls of each candidate alone, after the turns");
 
@@ -196,8 +201,12 @@ int main(int argc, char** argv) {
       for (int position = 0; position < FLAGS_turn; ++position) {
         const size_t request = static_cast<size_t>(index) % requests.size();
         uint64_t wire = 0;
-        const double ns =
-            call(c, position < FLAGS_warmup ? kTurnWarmup : kTurnCounted, index++, &wire);
+        const Phase phase = round == 0                 ? kColdRound
+                            : position < FLAGS_warmup ? kTurnWarmup
+                            : FLAGS_late_from > FLAGS_warmup && position >= FLAGS_late_from
+                                ? kTurnLate
+                                : kTurnCounted;
+        const double ns = call(c, phase, index++, &wire);
         while (position >= edges[range + 1]) ++range;
         if (round > 0) turns[c][range].push_back({ns, request, position, wire});
         if (position >= FLAGS_warmup) {
