@@ -164,6 +164,47 @@ TEST(AutoChooser, OverlappingIntervalsKeepTheIncumbent) {
   EXPECT_EQ(clear.candidates[1].samples, 16u);
 }
 
+TEST(AutoChooser, CallsOfAlternatingSizesAreRankedByTheirMeanCost) {
+  // compare_modes' "mixed" (scale 10 and 1 alternating) and "bimodal" (one scale-10 call in ten)
+  // rings: ~247 KB calls (request + response) among 24-byte ones. Each candidate's cost per call of
+  // each size in instructions, as trial_turn_bench measured its counted calls under callgrind
+  // (docs/benchmarks.md, "Trial turns"), plus 20 us of the runtime's own work that every call
+  // costs alike. reuse is the cheapest on the large calls and the dearest but arena on the tiny
+  // ones: per call a median ranks by whichever size is the majority, the trial by the mean.
+  const std::vector<double> large = {6'871'619, 5'393'587, 7'748'351, 14'452'749};
+  const std::vector<double> tiny = {5'472, 11'888, 18'536, 7'687};
+  const auto cost_ns = [&](uint32_t c, uint64_t bytes) {
+    return 20'000 + (bytes > 1000 ? large[c] : tiny[c]) / 3;  // ~3 instructions per ns
+  };
+  for (const uint64_t period : {2u, 10u}) {
+    for (const uint64_t phase : {0u, 3u}) {
+      AutoChooser chooser({"paged", "reuse", "arena", "heap"}, AutoSettings{});
+      // The call's place in the ring decides its size, whichever candidate serves it: turns of
+      // 144 calls do not span whole periods of ten, so candidates count 12 or 13 large calls.
+      const SizeOf size = [&](uint32_t, uint64_t call) -> uint64_t {
+        return (call + phase) % period == 0 ? 247'458 : 24;
+      };
+      RunTrial(chooser, [&](uint32_t c, uint64_t bytes) {
+        return static_cast<uint64_t>(cost_ns(c, bytes));
+      }, size);
+      const MemoryChoice choice = chooser.Report();
+      ASSERT_FALSE(choice.in_trial);
+      EXPECT_EQ(choice.chosen, "reuse") << "period " << period << ": " << choice.reason;
+      // Each figure over paged's is the ratio of their mean costs on the ring's mix, within 1 %.
+      const auto mean = [&](uint32_t c) {
+        return (cost_ns(c, 247'458) + static_cast<double>(period - 1) * cost_ns(c, 24)) /
+               static_cast<double>(period);
+      };
+      for (uint32_t c = 1; c < 4; ++c) {
+        EXPECT_NEAR(static_cast<double>(choice.candidates[c].cpu_ns) /
+                        static_cast<double>(choice.candidates[0].cpu_ns),
+                    mean(c) / mean(0), 0.01 * mean(c) / mean(0))
+            << "period " << period << ", " << choice.candidates[c].name << ": " << choice.reason;
+      }
+    }
+  }
+}
+
 TEST(AutoChooser, TenPercentTinyCallsDoNotChangeTheChoice) {
   // A model of the seed workload (~136 KB calls; per-call CPU of each mode as measured side by
   // side, +-10 % noise) with and without 10 % tiny calls (~15 us in every mode) mixed in at
