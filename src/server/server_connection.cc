@@ -3,6 +3,7 @@
 #include <asio/post.hpp>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "arenarpc/error_codes.h"
@@ -469,6 +470,7 @@ bool ServerConnection::AdmitHead(net::Connection& connection,
     decoded_.call = DecodedCall();
     return false;
   }
+  head_admitted_ = true;
   std::lock_guard lock(backlog_mutex_);
   // Closed meanwhile: OnClosed has run (or runs after this) and will not see it; dropped here.
   if (!connection.closed()) head_call_ = std::move(call);
@@ -528,9 +530,9 @@ bool ServerConnection::AdmitDecoded(net::Connection& connection, ServerProtocol:
   }
   DecodedCall& decoded = decoded_.call;
   std::unique_ptr<ServerCall> call;
-  {
+  if (std::exchange(head_admitted_, false)) {  // admitted from its head
     std::lock_guard lock(backlog_mutex_);
-    call = std::move(head_call_);  // admitted from its head
+    call = std::move(head_call_);
   }
   if (!call) call = Admit(connection, decoded.head, read_at);
   if (!call) {

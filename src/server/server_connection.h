@@ -123,6 +123,7 @@ class ServerConnection final : public net::Connection::Delegate,
   // A large request admitted from its head, waiting for its body (the reading thread sets and
   // takes it; OnClosed drops it). Keeps the connection alive: OnClosed breaks the cycle.
   std::unique_ptr<ServerCall> head_call_;
+  bool head_admitted_ = false;  // the reading thread's: head_call_ may be set (no lock to ask)
   size_t backlog_bytes_ = 0;
   int drainers_ = 0;        // drainers running or queued
   bool read_blocked_ = false;
