@@ -140,5 +140,37 @@ TEST_P(HostileInputTest, MalformedFramesCloseOnlyTheirConnection) {
   ExpectAllPairsReleased();
 }
 
+// Large requests refused from their head (here: an unknown method), back to back, each 16 MiB:
+// the server answers each at once and discards its body unread (docs/server.md, "Overload"), so
+// the attacker's bytes cost no memory and the good client keeps up.
+TEST_P(HostileInputTest, LargeRequestsRefusedFromTheirHeadAreDiscardedUnread) {
+  ServerOptions options;
+  options.num_threads = 1;
+  options.memory_mode = GetParam();
+  StartServer(options);
+  StartMeasuredGoodClient();
+  RawRequest refused;
+  refused.method = "Nope";
+  refused.raw_payload = std::string(16u << 20, 'h');
+  const std::string bytes = RawClient::Encode(refused, 7);
+  int refusals = 0;
+  const int rounds = RepeatAttack([&] {
+    RawClient client(port_);
+    ASSERT_TRUE(client.connected());
+    for (int i = 0; i < 4; ++i) client.SendBytes(bytes);
+    for (int i = 0; i < 4; ++i) {
+      RawReply reply;
+      ASSERT_TRUE(client.Read(&reply));
+      EXPECT_EQ(ENOMETHOD, reply.error_code) << reply.error_text;
+      ++refusals;
+    }
+  });
+  meter_.Finish(2 * BaiduStdConnectionBound(options) + ProcessCachesBound(options, 2), GetParam());
+  EXPECT_EQ(4 * rounds, refusals);
+  // Nearly all of each refused request went unread (a read may take the head's page and more).
+  EXPECT_GE(server_->GetServerStats().refused_bytes_unread,
+            static_cast<uint64_t>(refusals) * (bytes.size() - (1u << 20)));
+}
+
 }  // namespace
 }  // namespace arenarpc::e2e
