@@ -238,9 +238,8 @@ bool Connection::ReadAvailable(size_t* read_now, asio::error_code* error) {
 
 bool Connection::DiscardSkipped(size_t* read_now, asio::error_code* error) {
   while (skip_bytes_ > 0) {
-    const ssize_t n =
-        ::recv(socket_.native_handle(), nullptr, std::min<size_t>(skip_bytes_, std::numeric_limits<ssize_t>::max()),
-               MSG_TRUNC | MSG_DONTWAIT);
+    const size_t want = std::min<size_t>(skip_bytes_, std::numeric_limits<ssize_t>::max());
+    const ssize_t n = ::recv(socket_.native_handle(), nullptr, want, MSG_TRUNC | MSG_DONTWAIT);
     if (n > 0) {
       skip_bytes_ -= static_cast<size_t>(n);
       *read_now += static_cast<size_t>(n);

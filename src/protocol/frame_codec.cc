@@ -1,8 +1,8 @@
 #include "protocol/frame_codec.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
-#include <algorithm>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -49,35 +49,30 @@ DecodeStatus FrameDecoder::Next(net::BufferChain& in, Frame* out, bool report_he
     return DecodeStatus::kFrame;
   }
   attachment_error_ = false;
-  auto fail = [this](std::string message) {
-    failed_ = true;
-    error_ = std::move(message);
-    return DecodeStatus::kError;
-  };
 
   unsigned char header[kHeaderSize];
   const size_t have = in.CopyTo(header, kHeaderSize);
   const size_t magic_bytes = have < 4 ? have : 4;
   if (std::memcmp(header, kMagic, magic_bytes) != 0) {
     if (magic_bytes == 4 && std::memcmp(header, kStreamMagic, 4) == 0) {
-      return fail("streaming frame (magic \"STRM\") received: streaming RPC is not supported");
+      return Fail("streaming frame (magic \"STRM\") received: streaming RPC is not supported");
     }
-    return fail("bad magic " + HexPrefix(header, magic_bytes) + " (expected 50 52 50 43 \"PRPC\")");
+    return Fail("bad magic " + HexPrefix(header, magic_bytes) + " (expected 50 52 50 43 \"PRPC\")");
   }
   if (have < kHeaderSize) return DecodeStatus::kNeedMore;
 
   const size_t body_size = LoadBE32(header + 4);
   const size_t meta_size = LoadBE32(header + 8);
   if (body_size > max_body_size_) {
-    return fail("body_size=" + std::to_string(body_size) +
+    return Fail("body_size=" + std::to_string(body_size) +
                 " is larger than max_body_size=" + std::to_string(max_body_size_));
   }
   if (meta_size > body_size) {
-    return fail("meta_size=" + std::to_string(meta_size) +
+    return Fail("meta_size=" + std::to_string(meta_size) +
                 " is larger than body_size=" + std::to_string(body_size));
   }
   if (meta_size > static_cast<size_t>(std::numeric_limits<int>::max())) {
-    return fail("meta_size=" + std::to_string(meta_size) + " is larger than protobuf can parse");
+    return Fail("meta_size=" + std::to_string(meta_size) + " is larger than protobuf can parse");
   }
   if (in.size() - kHeaderSize < body_size) {
     if (!report_heads || body_size < kHeadFirstBodySize ||
@@ -110,20 +105,22 @@ DecodeStatus FrameDecoder::ParseMeta(net::BufferChain& in, size_t body_size, siz
     if (!meta_stream.Skip(static_cast<int>(kHeaderSize)) ||
         !out->meta.MergePartialFromBoundedZeroCopyStream(&meta_stream,
                                                          static_cast<int>(meta_size))) {
-      failed_ = true;
-      error_ = "fail to parse RpcMeta (" + std::to_string(meta_size) + " bytes)";
-      return DecodeStatus::kError;
+      return Fail("fail to parse RpcMeta (" + std::to_string(meta_size) + " bytes)");
     }
     if (!out->meta.IsInitialized()) {
-      failed_ = true;
-      error_ = "RpcMeta lacks required fields: " + out->meta.InitializationErrorString();
-      return DecodeStatus::kError;
+      return Fail("RpcMeta lacks required fields: " + out->meta.InitializationErrorString());
     }
   }
   // Not a framing error: the frame is intact, only its split is impossible (spec §1.1).
   attachment_error_ = out->meta.attachment_size() > 0 &&
                       static_cast<size_t>(out->meta.attachment_size()) > body_size - meta_size;
   return DecodeStatus::kFrame;
+}
+
+DecodeStatus FrameDecoder::Fail(std::string message) {
+  failed_ = true;
+  error_ = std::move(message);
+  return DecodeStatus::kError;
 }
 
 void FrameDecoder::CutData(net::BufferChain& in, Frame* out) {

@@ -62,6 +62,8 @@ class FrameDecoder {
 
  private:
   DecodeStatus ParseMeta(net::BufferChain& in, size_t body_size, size_t meta_size, Frame* out);
+  // Sticky: every later Next() answers kError; error() says why.
+  DecodeStatus Fail(std::string message);
   // Cuts the body after the meta off `in` into payload and attachment.
   void CutData(net::BufferChain& in, Frame* out);
 
