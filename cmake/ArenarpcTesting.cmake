@@ -17,6 +17,12 @@ function(arenarpc_add_test name)
     add_executable(${name} ${T_SOURCES})
   endif()
   target_link_libraries(${name} PRIVATE ${T_LIBS} arenarpc_internal GTest::gtest GTest::gmock GTest::gtest_main Threads::Threads)
+  if(ARENARPC_SANITIZE MATCHES "undefined")
+    # The tests' own code skips UBSan's null and alignment checks, which cost a third of a test
+    # file's compile time (an instrumented branch at every pointer use): the library under test
+    # keeps every check, and a null dereference in a test still stops it under ASan.
+    target_compile_options(${name} PRIVATE -fno-sanitize=null,alignment)
+  endif()
   if(tsan_skip)
     return()
   endif()

@@ -15,10 +15,13 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 for f in "${flavours[@]}"; do
   echo "=== [$f] build"
+  SECONDS=0
   bash "$root/scripts/build.sh" "$f"
-  echo "=== [$f] test"
+  echo "=== [$f] built in $SECONDS s; test"
+  SECONDS=0
   label=()
   [ "$f" = tsan ] && label=(-L concurrency)
   (cd "$root/build/$f" && ctest --output-on-failure -j "$(nproc)" "${label[@]}")
+  echo "=== [$f] tested in $SECONDS s"
   if [ "${ARENARPC_PRUNE_BUILDS:-0}" = 1 ]; then rm -rf "$root/build/$f"; fi
 done

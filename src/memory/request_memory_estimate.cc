@@ -17,7 +17,7 @@ using google::protobuf::FieldDescriptor;
 
 namespace {
 
-constexpr int kMaxDepth = 100;             // protobuf's default recursion limit: a parse fails past it
+constexpr int kMaxParseDepth = 100;  // protobuf's default recursion limit: a parse fails past it
 constexpr uint32_t kDenseNumbers = 256;    // field numbers below this are looked up in an array
 constexpr uint64_t kPointerSlot = 2 * sizeof(void*);  // a repeated element's slot, array doubling
 constexpr uint64_t kUnknownRecord = 32;    // UnknownField (16 bytes) in a doubling vector
@@ -97,7 +97,7 @@ struct RequestMemoryEstimator::Type {
 namespace {
 
 using Type = RequestMemoryEstimator::Type;
-using Kind = Type::Kind;
+using TypeKind = Type::Kind;
 
 struct Scan {
   WireScanner& in;
@@ -118,26 +118,26 @@ bool ScanFields(Scan& s, int64_t end, uint32_t end_group, const Type* type, int 
     if (end_group != 0 && tag == end_group) return true;
     const uint32_t wire_type = tag & 7;
     const Type::Field* f = type != nullptr ? type->Find(tag >> 3) : nullptr;
-    if (f != nullptr && wire_type == 2 && f->kind != Kind::kGroup) {
+    if (f != nullptr && wire_type == 2 && f->kind != TypeKind::kGroup) {
       uint32_t length;
       if (!in.ReadVarint32(&length)) return false;
-      if (f->kind == Kind::kMessage) {
+      if (f->kind == TypeKind::kMessage) {
         s.total += f->element_cost;
-        if (depth >= kMaxDepth) return false;
+        if (depth >= kMaxParseDepth) return false;
         const int64_t sub_end = in.position() + length;
         if (end != WireScanner::kNoLimit && sub_end > end) return false;
         if (!ScanFields(s, sub_end, 0, f->sub, depth + 1) || in.position() != sub_end) return false;
       } else {
         if (!in.Skip(length)) return false;  // bytes a truncated request lacks cost nothing
-        s.total += f->kind == Kind::kString ? f->element_cost + LongString(length)
+        s.total += f->kind == TypeKind::kString ? f->element_cost + LongString(length)
                                              : length * f->packed_per_byte;
       }
-    } else if (f != nullptr && wire_type == 3 && f->kind == Kind::kGroup) {
+    } else if (f != nullptr && wire_type == 3 && f->kind == TypeKind::kGroup) {
       s.total += f->element_cost;
-      if (depth >= kMaxDepth || !ScanFields(s, end, (tag & ~7u) | 4, f->sub, depth + 1)) {
+      if (depth >= kMaxParseDepth || !ScanFields(s, end, (tag & ~7u) | 4, f->sub, depth + 1)) {
         return false;
       }
-    } else if (f != nullptr && f->kind == Kind::kScalar && wire_type == f->wire_type) {
+    } else if (f != nullptr && f->kind == TypeKind::kScalar && wire_type == f->wire_type) {
       s.total += f->element_cost;
       if (!in.SkipField(tag)) return false;
     } else {  // unknown, or a known number with another wire type: kept as an unknown field
@@ -149,7 +149,7 @@ bool ScanFields(Scan& s, int64_t end, uint32_t end_group, const Type* type, int 
         s.total += kStringObject + LongString(length);
       } else if (wire_type == 3) {
         s.total += kStringObject;  // the group's own UnknownFieldSet
-        if (depth >= kMaxDepth || !ScanFields(s, end, (tag & ~7u) | 4, nullptr, depth + 1)) {
+        if (depth >= kMaxParseDepth || !ScanFields(s, end, (tag & ~7u) | 4, nullptr, depth + 1)) {
           return false;
         }
       } else if (!in.SkipField(tag)) {
@@ -189,17 +189,18 @@ const RequestMemoryEstimator::Type& RequestMemoryEstimator::TypeFor(const Descri
   type.object_cost = ObjectBytes(d);
   for (int i = 0; i < d.field_count(); ++i) {
     const FieldDescriptor& f = *d.field(i);
-    Type::Field field{static_cast<uint32_t>(f.number()), Kind::kScalar, 0, 0, 0, nullptr};
+    Type::Field field{static_cast<uint32_t>(f.number()), TypeKind::kScalar, 0, 0, 0, nullptr};
     const uint64_t slot_cost = f.is_repeated() ? kPointerSlot : 0;
     switch (f.cpp_type()) {
       case FieldDescriptor::CPPTYPE_MESSAGE:
-        field.kind = f.type() == FieldDescriptor::TYPE_GROUP ? Kind::kGroup : Kind::kMessage;
+        field.kind =
+            f.type() == FieldDescriptor::TYPE_GROUP ? TypeKind::kGroup : TypeKind::kMessage;
         field.sub = &TypeFor(*f.message_type());
         // A map entry becomes a node of the map (key, value, links) besides the entry object.
         field.element_cost = field.sub->object_cost + slot_cost + (f.is_map() ? 48 : 0);
         break;
       case FieldDescriptor::CPPTYPE_STRING:
-        field.kind = Kind::kString;
+        field.kind = TypeKind::kString;
         field.element_cost = kStringObject + slot_cost;
         break;
       default:

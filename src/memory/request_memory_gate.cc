@@ -11,8 +11,8 @@ namespace arenarpc::memory {
 
 namespace {
 
-constexpr uint64_t kAlwaysObserve = 16;  // the first calls of a method, then one in kObserveEvery
-constexpr uint64_t kObserveEvery = 32;
+constexpr uint64_t kAlwaysObserve = 16;  // the first calls of a method, then one in kObserveOneIn
+constexpr uint64_t kObserveOneIn = 32;
 
 std::string Bytes(uint64_t n) {
   if (n >= (10u << 20)) return std::to_string(n >> 20) + " MiB";
@@ -90,7 +90,7 @@ uint64_t RequestMemoryGate::Observe(const MessagePair& pair, uint64_t wire_size)
   uint64_t held;
   if (const std::optional<uint64_t> known = pair.held_bytes()) {
     held = *known;
-  } else if (n < kAlwaysObserve || n % kObserveEvery == 0) {
+  } else if (n < kAlwaysObserve || n % kObserveOneIn == 0) {
     held = pair.request()->SpaceUsedLong() + pair.response()->SpaceUsedLong();
   } else {
     return 0;

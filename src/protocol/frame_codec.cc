@@ -10,9 +10,6 @@
 namespace arenarpc::protocol {
 namespace {
 
-constexpr char kMagic[4] = {'P', 'R', 'P', 'C'};
-constexpr char kStreamMagic[4] = {'S', 'T', 'R', 'M'};
-
 uint32_t LoadBE32(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
@@ -53,8 +50,8 @@ DecodeStatus FrameDecoder::Next(net::BufferChain& in, Frame* out, bool report_he
   unsigned char header[kHeaderSize];
   const size_t have = in.CopyTo(header, kHeaderSize);
   const size_t magic_bytes = have < 4 ? have : 4;
-  if (std::memcmp(header, kMagic, magic_bytes) != 0) {
-    if (magic_bytes == 4 && std::memcmp(header, kStreamMagic, 4) == 0) {
+  if (std::memcmp(header, kRpcFrameMagic, magic_bytes) != 0) {
+    if (magic_bytes == 4 && std::memcmp(header, kStreamFrameMagic, 4) == 0) {
       return Fail("streaming frame (magic \"STRM\") received: streaming RPC is not supported");
     }
     return Fail("bad magic " + HexPrefix(header, magic_bytes) + " (expected 50 52 50 43 \"PRPC\")");
@@ -175,7 +172,8 @@ void DecodeHeaderSizes(const unsigned char* header, size_t* body_size, size_t* m
 
 void EncodeFrame(const RpcMeta& meta, net::BufferChain&& payload, net::BufferChain&& attachment,
                  net::BufferChain* out) {
-  EncodeHeaderAndMeta(std::string_view(kMagic, 4), meta, payload.size() + attachment.size(), out);
+  EncodeHeaderAndMeta(std::string_view(kRpcFrameMagic, 4), meta,
+                      payload.size() + attachment.size(), out);
   out->Append(std::move(payload));
   out->Append(std::move(attachment));
 }

@@ -13,6 +13,10 @@
 
 namespace arenarpc::protocol {
 
+// The first 4 bytes of a baidu_std RPC frame and of a stream frame.
+inline constexpr char kRpcFrameMagic[4] = {'P', 'R', 'P', 'C'};
+inline constexpr char kStreamFrameMagic[4] = {'S', 'T', 'R', 'M'};
+
 inline constexpr size_t kHeaderSize = 12;
 inline constexpr size_t kDefaultMaxBodySize = 64u << 20;  // 67,108,864 bytes, inclusive
 

@@ -5,12 +5,6 @@
 #include <string_view>
 
 namespace arenarpc::protocol {
-namespace {
-
-constexpr char kRpcMagic[4] = {'P', 'R', 'P', 'C'};
-constexpr char kStreamMagic[4] = {'S', 'T', 'R', 'M'};
-
-}  // namespace
 
 FrameKind PeekFrameKind(const net::BufferChain& input) {
   char head[4];
@@ -18,13 +12,13 @@ FrameKind PeekFrameKind(const net::BufferChain& input) {
   if (n == 4) {  // every frame of a call passes here: compare words, not bytes
     uint32_t word, rpc, stream;
     std::memcpy(&word, head, 4);
-    std::memcpy(&rpc, kRpcMagic, 4);
-    std::memcpy(&stream, kStreamMagic, 4);
+    std::memcpy(&rpc, kRpcFrameMagic, 4);
+    std::memcpy(&stream, kStreamFrameMagic, 4);
     if (word == rpc) return FrameKind::kRpc;
     return word == stream ? FrameKind::kStream : FrameKind::kOther;
   }
   const bool prefix =
-      std::memcmp(head, kRpcMagic, n) == 0 || std::memcmp(head, kStreamMagic, n) == 0;
+      std::memcmp(head, kRpcFrameMagic, n) == 0 || std::memcmp(head, kStreamFrameMagic, n) == 0;
   return prefix ? FrameKind::kNeedMore : FrameKind::kOther;
 }
 
@@ -39,7 +33,7 @@ DecodeStatus StreamFrameDecoder::Next(net::BufferChain& in, StreamFrame* out) {
   };
   unsigned char header[kHeaderSize];
   if (in.CopyTo(header, kHeaderSize) < kHeaderSize) return DecodeStatus::kNeedMore;
-  if (std::memcmp(header, kStreamMagic, 4) != 0) return fail("not a \"STRM\" frame");
+  if (std::memcmp(header, kStreamFrameMagic, 4) != 0) return fail("not a \"STRM\" frame");
   size_t body_size = 0, meta_size = 0;
   DecodeHeaderSizes(header, &body_size, &meta_size);
   if (body_size > max_body_size_) {
@@ -69,7 +63,7 @@ DecodeStatus StreamFrameDecoder::Next(net::BufferChain& in, StreamFrame* out) {
 
 void EncodeStreamFrame(const StreamFrameMeta& meta, net::BufferChain&& data,
                        net::BufferChain* out) {
-  EncodeHeaderAndMeta(std::string_view(kStreamMagic, 4), meta, data.size(), out);
+  EncodeHeaderAndMeta(std::string_view(kStreamFrameMagic, 4), meta, data.size(), out);
   out->Append(std::move(data));
 }
 

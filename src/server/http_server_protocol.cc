@@ -26,8 +26,6 @@ namespace arenarpc::server {
 
 namespace {
 
-constexpr std::string_view kJsonType = "application/json";
-constexpr std::string_view kProtoType = "application/proto";
 
 bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
   if (text.size() < prefix.size()) return false;
@@ -513,7 +511,7 @@ bool HttpServerProtocol::PackReply(ServerCall& call, const google::protobuf::Mes
     }
     if (packed) {
       protocol::HttpResponseHead head = HeadFor(200, exchange);
-      head.content_type = exchange.json ? kJsonType : kProtoType;
+      head.content_type = exchange.json ? protocol::kJsonType : protocol::kProtoType;
       // As brpc: gzip when the handler asked for it and the client accepts it.
       EncodeBody(std::move(head), body,
                  exchange.accepts_gzip &&

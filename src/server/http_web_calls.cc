@@ -24,8 +24,6 @@ namespace arenarpc::server {
 
 namespace {
 
-constexpr std::string_view kJsonType = "application/json";
-constexpr std::string_view kProtoType = "application/proto";
 constexpr std::string_view kGrpcWebReplyType = "application/grpc-web+proto";
 constexpr std::string_view kGrpcWebTextReplyType = "application/grpc-web-text+proto";
 constexpr std::string_view kConnectProtoStreamType = "application/connect+proto";
@@ -68,7 +66,7 @@ void HttpServerProtocol::EncodeWebError(int code, std::string_view text, const E
   }
   if (exchange.web == WebRpc::kConnect) {
     protocol::HttpResponseHead head = HeadFor(protocol::HttpStatusForConnectCode(status), exchange);
-    head.content_type = kJsonType;
+    head.content_type = protocol::kJsonType;
     protocol::EncodeHttpResponse(head, protocol::ConnectErrorJson(status, status_text, details),
                                  out);
     return;
@@ -262,7 +260,7 @@ void HttpServerProtocol::PackWebReply(Controller& controller, const Exchange& ex
     head.headers.emplace_back(name, protocol::HttpHeaderValue(value));
   }
   if (exchange.web != WebRpc::kGrpcWeb && exchange.web != WebRpc::kGrpcWebText) {  // Connect
-    head.content_type = exchange.json ? kJsonType : kProtoType;
+    head.content_type = exchange.json ? protocol::kJsonType : protocol::kProtoType;
     EncodeBody(std::move(head), body,
                exchange.accepts_gzip && controller.response_compress_type() == COMPRESS_TYPE_GZIP,
                out);

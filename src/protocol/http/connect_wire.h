@@ -40,6 +40,10 @@ bool ParseConnectGetQuery(std::string_view query, ConnectGetQuery* out, std::str
 
 // A streaming body's last envelope carries this flag and the end-of-stream JSON.
 inline constexpr uint8_t kConnectEndStreamFlag = 0x02;
+
+// The content types of Connect's unary calls (and of the HTTP/JSON and protobuf bodies).
+inline constexpr std::string_view kJsonType = "application/json";
+inline constexpr std::string_view kProtoType = "application/proto";
 // {} on success; {"error":{...},"metadata":{"name":["value"]}} (each part when there is one; the
 // error as ConnectErrorJson).
 std::string ConnectEndStreamJson(int grpc_status, std::string_view message,
