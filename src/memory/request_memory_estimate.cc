@@ -130,7 +130,7 @@ bool ScanFields(Scan& s, int64_t end, uint32_t end_group, const Type* type, int 
       } else {
         if (!in.Skip(length)) return false;  // bytes a truncated request lacks cost nothing
         s.total += f->kind == TypeKind::kString ? f->element_cost + LongString(length)
-                                             : length * f->packed_per_byte;
+                                                 : length * f->packed_per_byte;
       }
     } else if (f != nullptr && wire_type == 3 && f->kind == TypeKind::kGroup) {
       s.total += f->element_cost;

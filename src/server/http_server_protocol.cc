@@ -26,7 +26,6 @@ namespace arenarpc::server {
 
 namespace {
 
-
 bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
   if (text.size() < prefix.size()) return false;
   for (size_t i = 0; i < prefix.size(); ++i) {

@@ -44,6 +44,7 @@ inline constexpr uint8_t kConnectEndStreamFlag = 0x02;
 // The content types of Connect's unary calls (and of the HTTP/JSON and protobuf bodies).
 inline constexpr std::string_view kJsonType = "application/json";
 inline constexpr std::string_view kProtoType = "application/proto";
+
 // {} on success; {"error":{...},"metadata":{"name":["value"]}} (each part when there is one; the
 // error as ConnectErrorJson).
 std::string ConnectEndStreamJson(int grpc_status, std::string_view message,
