@@ -23,6 +23,15 @@ function(arenarpc_add_test name)
     # keeps every check, and a null dereference in a test still stops it under ASan.
     target_compile_options(${name} PRIVATE -fno-sanitize=null,alignment)
   endif()
+  # A test file's compile is mostly code generation, so the tests' own files are optimized less
+  # than the library they test (which keeps the build's flags): -O1 in an optimized build (a fifth
+  # less compile time than -O2), -O0 in the sanitizer builds (under half -O1's time with clang),
+  # where the library's instrumented code sets the tests' pace.
+  if(ARENARPC_SANITIZE)
+    target_compile_options(${name} PRIVATE -O0)
+  elseif(CMAKE_BUILD_TYPE MATCHES "^(RelWithDebInfo|Release)$")
+    target_compile_options(${name} PRIVATE -O1)
+  endif()
   if(tsan_skip)
     return()
   endif()

@@ -266,6 +266,7 @@ bool BaiduStdClientSession::OnInput(net::BufferChain& input) {
         Deliver(frame, decoder_.attachment_error());
         if (host_.closed()) return true;  // the frame's call closed us (exclusive): stop reading
         break;
+      case protocol::DecodeStatus::kHead:  // never: a client reads whole replies (no report_heads)
       case protocol::DecodeStatus::kError:
         // Like brpc (spec §7.4): pending calls fail with EINVAL, the connection is closed.
         host_.SetCloseReason(

@@ -40,8 +40,8 @@ class ChannelCore;
 class ClientCall;
 class SubChannel;
 
-class ClientConnection : public std::enable_shared_from_this<ClientConnection>,
-                         private ClientSessionHost {
+class ClientConnection final : public std::enable_shared_from_this<ClientConnection>,
+                               private ClientSessionHost {
  public:
   // exclusive: at most one call at a time (pooled/short); its timeout closes the connection.
   // Starts connecting at once.

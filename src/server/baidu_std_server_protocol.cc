@@ -199,6 +199,7 @@ ServerProtocol::Step BaiduStdServerProtocol::NextStreamFrame(net::Connection& co
   switch (stream_decoder_.Next(input, &frame)) {
     case protocol::DecodeStatus::kNeedMore:
       return Step::kNeedMore;
+    case protocol::DecodeStatus::kHead:  // never: stream frames are not reported by their head
     case protocol::DecodeStatus::kError:
       stream_error_ = true;
       return Step::kMalformed;

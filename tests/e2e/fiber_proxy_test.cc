@@ -33,8 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 // The backend's delay: 20 ms; sanitizer builds read and start a burst of calls ~10x slower, so
 // there the backend waits 200 ms to keep the calls' waits overlapping as they do in release.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    defined(ARENARPC_SANITIZE_THREAD)
+#if defined(ARENARPC_SANITIZED)
 constexpr int kBackendDelayMs = 200;
 // A thousand calls: a fresh-clone TSan run on a loaded CI machine started them at ~440 per second,
 // so 200 ms overlapped only 87 of them; 600 ms overlaps ~260 at that rate.

@@ -50,8 +50,7 @@ inline constexpr double kGoodP99FloorMs = 20;
 // client's share of OK calls; their timing is not the server's (ThreadSanitizer measured the
 // window-0 test at p99 125-202 ms alone and 494-544 ms beside another test, release 15-38 ms), so
 // the p99 bound is asserted in release builds only and printed in all.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    defined(ARENARPC_SANITIZE_THREAD)
+#if defined(ARENARPC_SANITIZED)
 inline constexpr bool kGoodP99IsAsserted = false;
 #else
 inline constexpr bool kGoodP99IsAsserted = true;

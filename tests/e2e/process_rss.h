@@ -10,7 +10,7 @@
 
 namespace arenarpc::e2e {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(ARENARPC_SANITIZE_THREAD)
+#if defined(ARENARPC_SANITIZED)
 inline constexpr bool kMeasuresRss = false;
 #else
 inline constexpr bool kMeasuresRss = true;

@@ -21,7 +21,7 @@ namespace arenarpc::e2e {
 inline const char* const kAllModes[] = {"heap", "arena", "paged", "reuse"};
 
 // Sanitizer builds run everything several times slower: scale the loads down there.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(ARENARPC_SANITIZE_THREAD)
+#if defined(ARENARPC_SANITIZED)
 inline constexpr int kLoadScale = 1;
 // How much longer a wait for the server's work may take (a fresh-clone TSan run, two tests at a
 // time: the 8 gzip'd 24 MiB replies of one test took over the 3 s its release-sized wait allowed).

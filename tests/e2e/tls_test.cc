@@ -392,7 +392,7 @@ TEST_P(TlsTest, ManyHandshakesAtOnceLeaveAGoodClientAlone) {
   std::printf("%d handshakes at once: server process RSS grew %llu bytes (%llu per connection)\n",
               n, static_cast<unsigned long long>(rss_growth),
               static_cast<unsigned long long>(rss_growth / n));
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && !defined(ARENARPC_SANITIZE_THREAD)
+#if !defined(ARENARPC_SANITIZED)
   // docs/tls.md: TLS state under ~80 KiB per connection; with the connection's own buffers and
   // its call, the whole process grows by less than 128 KiB per connection.
   EXPECT_LT(rss_growth, static_cast<uint64_t>(n) * (128u << 10)) << rss_growth;

@@ -212,8 +212,7 @@ TEST(FiberTest, StartFromAFiberUsesTheSameScheduler) {
   EXPECT_FALSE(outside.load());  // not on a fiber: nothing to start it on
 }
 
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && \
-    !defined(ARENARPC_SANITIZE_THREAD)
+#if !defined(ARENARPC_SANITIZED)
 int Recurse(volatile char* previous, int depth) {
   volatile char frame[1024];
   frame[0] = previous != nullptr ? previous[0] : 1;

@@ -80,7 +80,7 @@ std::vector<EchoRequest> SeedRequests(int scale, int count) {
   return requests;
 }
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(ARENARPC_SANITIZED)
 constexpr bool kCpuDecisionsAreTheCodes = false;
 #else
 constexpr bool kCpuDecisionsAreTheCodes = true;
@@ -139,7 +139,7 @@ TEST(AutoMixedLoad, TinyCallsMixedInSettleOnTheSeedWorkloadsChoice) {
     agreed = pure.chosen == "reuse" && mixed.chosen == pure.chosen;
     seen += "pure: " + pure.reason + "\nmixed: " + mixed.reason + "\n";
   }
-  // Not asserted under ThreadSanitizer, whose instrumentation sets what each candidate's code
+  // Not asserted under the sanitizers, whose instrumentation sets what each candidate's code
   // costs: a fresh-clone TSan run chose heap for the pure workload once (the mixed one reuse).
   if (kCpuDecisionsAreTheCodes) {
     EXPECT_TRUE(agreed) << seen;

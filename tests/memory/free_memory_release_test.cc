@@ -14,8 +14,7 @@
 namespace arenarpc::memory {
 namespace {
 
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && \
-    !defined(ARENARPC_SANITIZE_THREAD)
+#if defined(__GLIBC__) && !defined(ARENARPC_SANITIZED)
 TEST(FreeMemoryRelease, FreedBlocksBetweenLiveOnesLeaveTheRss) {
   // 32 MiB of 64 KiB blocks (under glibc's mmap threshold: they come from the heap), written to;
   // then every other one freed: a freed block lies between two live ones, so it cannot merge
