@@ -13,8 +13,11 @@ namespace {
 
 std::atomic<uint64_t> g_next_core_id{1};
 
+}  // namespace
+
 // Owner-thread-only counter that other threads may read: a relaxed load/store pair instead of an
-// atomic read-modify-write keeps the fast path free of locked instructions.
+// atomic read-modify-write keeps the fast path free of locked instructions. (Not in the anonymous
+// namespace: ThreadPageCache's fields may not use it.)
 struct LocalCounter {
   std::atomic<uint64_t> value{0};
   void Add(uint64_t n = 1) noexcept {
@@ -22,8 +25,6 @@ struct LocalCounter {
   }
   uint64_t Get() const noexcept { return value.load(std::memory_order_relaxed); }
 };
-
-}  // namespace
 
 struct ThreadPageCache;
 

@@ -59,7 +59,7 @@ bool VerifyChecksum(const PayloadEncoding& encoding, const net::BufferChain& pay
   }
   const std::string expected =
       Crc32cChecksumValue(payload, encoding.checksum_with_attachment ? &attachment : nullptr);
-  if (expected != encoding.checksum_value) {
+  if (expected != encoding.checksum_value()) {
     *error = "crc32c checksum mismatch";
     return false;
   }

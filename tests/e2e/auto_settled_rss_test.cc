@@ -1,9 +1,10 @@
 // No tax for having tried, in resident memory: an echo_server child in the default "auto" mode,
 // pressed until its first and confirmation trials are over and then served by the mode it chose,
-// grows its RSS by at most kGrowthBound times what an echo_server in that fixed mode grows by,
-// pressed for as long. The losers' pools and pages are given back at the settle and malloc is
-// asked to return them (docs/memory.md, "Memory"); kept, serving grew the RSS 1.8-2.2x as much
-// as in the fixed mode, given back 1.3-1.5x.
+// holds at most kRssBound times the RSS of an echo_server in that fixed mode pressed for as long
+// (issue 40's target), and serving grew it by at most kLeftByTrials more. The losers' pools and
+// pages are given back at the settle and malloc is asked to return them (docs/memory.md,
+// "Memory"); kept, serving grew the RSS 1.8-2.2x as much as in the fixed mode (tcmalloc, reuse
+// chosen: +6 MiB more), given back 1.3-1.5x.
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
@@ -33,9 +34,13 @@ using google::protobuf::Value;
 
 constexpr const char* kTcmalloc = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4";
 constexpr const char* kEcho = "arenarpc.example.EchoService.Echo";
-// Settled auto over the fixed mode it chose, in what serving added to the process's RSS: the
-// release leaves some of malloc's free lists and of the losers' objects between live blocks.
-constexpr double kGrowthBound = 1.65;
+// Settled auto over the fixed mode it chose, in RSS.
+constexpr double kRssBound = 1.2;
+// What serving added to auto's RSS beyond what it added to the fixed mode's: the release leaves
+// some of malloc's free lists and of the losers' objects between live blocks. Measured 1.2-1.7 MiB
+// (glibc) and 2.5-3.7 MiB (tcmalloc). Not a ratio: the chosen mode's own growth moves with the
+// choice (tcmalloc: reuse +5.2 MiB, paged +4.4, for the same ~8 MiB of auto).
+constexpr double kLeftByTrialsMiB = 4;
 constexpr int kRoundSeconds = 2;
 constexpr int kMaxSettleRounds = 60;
 
@@ -168,7 +173,9 @@ void ExpectSettledAutoNearItsChoice(const std::vector<std::string>& environment)
               chosen.c_str(), rounds, kRoundSeconds, static_cast<double>(auto_rss) / (1 << 20),
               auto_grew, chosen.c_str(), static_cast<double>(fixed_rss) / (1 << 20), fixed_grew,
               auto_grew / fixed_grew);
-  EXPECT_LE(auto_grew, kGrowthBound * fixed_grew)
+  EXPECT_LE(static_cast<double>(auto_rss), kRssBound * static_cast<double>(fixed_rss))
+      << "auto holds " << auto_rss << " bytes, " << chosen << " alone " << fixed_rss;
+  EXPECT_LE(auto_grew - fixed_grew, kLeftByTrialsMiB)
       << "auto holds " << auto_rss << " bytes, " << chosen << " alone " << fixed_rss;
 }
 

@@ -104,6 +104,7 @@ bool RawClient::Read(RawReply* reply, std::chrono::milliseconds timeout) {
         reply->compress_type = frame.meta.compress_type();
         reply->frame = std::move(frame);
         return true;
+      case protocol::DecodeStatus::kHead:  // never: replies are read whole (no report_heads)
       case protocol::DecodeStatus::kError:
         return false;
       case protocol::DecodeStatus::kNeedMore:

@@ -200,7 +200,7 @@ TEST(Checksum, AnOversizedValueIsNotCopiedAndFailsWithItsSize) {
   meta.set_checksum_type(CHECKSUM_TYPE_CRC32C);
   meta.set_checksum_value(std::string(1 << 20, 'v'));  // what a hostile peer may send
   const PayloadEncoding encoding = PayloadEncoding::Of(meta);
-  EXPECT_TRUE(encoding.checksum_value.empty());  // a call holds no copy of it
+  EXPECT_TRUE(encoding.checksum_value().empty());  // a call holds no copy of it
   EXPECT_EQ(size_t{1} << 20, encoding.checksum_value_size);
   std::string error;
   EXPECT_FALSE(VerifyChecksum(encoding, payload, net::BufferChain(), &error));

@@ -118,6 +118,8 @@ void AppendTrailersFrame(const Headers& fields, net::BufferChain* out) {
 
 constexpr size_t kCopiedMessageBytes = 1024;
 
+}  // namespace
+
 // A std::deque made on the first push: libstdc++'s allocates its map and a 512-byte block as it
 // is constructed, and a unary stream, which never queues a message, would pay for both (two
 // allocations and their frees: ~500 instructions a call as measured).
@@ -139,8 +141,6 @@ class LazyQueue {
  private:
   std::unique_ptr<std::deque<T>> items_;
 };
-
-}  // namespace
 
 struct GrpcServerSession::Stream {
   int32_t id = 0;
