@@ -7,7 +7,7 @@
 # -g, a build that compiles and links faster);
 # every flavour links with lld when it is installed (scripts/install_deps.sh installs it).
 # The sanitizer flavours compile with clang when it is installed (scripts/install_deps.sh installs
-# it for the fuzzers): it builds them in about three quarters of g++'s time. CXX=g++ keeps g++.
+# it for the fuzzers), which builds them faster than g++. CXX=g++ keeps g++.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 flavour=${1:-release}
