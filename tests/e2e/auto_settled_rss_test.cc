@@ -1,7 +1,7 @@
 // No tax for having tried, in resident memory: an echo_server child in the default "auto" mode,
 // pressed until its first and confirmation trials are over and then served by the mode it chose,
 // holds at most kRssBound times the RSS of an echo_server in that fixed mode pressed for as long
-// (issue 40's target), and serving grew it by at most kLeftByTrials more. The losers' pools and
+// (issue 40's target), and serving grew it by at most kLeftByTrialsMiB more. The losers' pools and
 // pages are given back at the settle and malloc is asked to return them (docs/memory.md,
 // "Memory"); kept, serving grew the RSS 1.8-2.2x as much as in the fixed mode (tcmalloc, reuse
 // chosen: +6 MiB more), given back 1.3-1.5x.

@@ -1,6 +1,7 @@
 #pragma once
-// Helpers of the runtime-under-load tests: the process's resident memory, a raw non-blocking
-// socket that writes without ever reading, and a per-call outcome tally for async calls.
+// Helpers of the runtime-under-load tests: a raw non-blocking socket that writes without ever
+// reading, and a per-call outcome tally for async calls. The process's resident memory:
+// process_rss.h.
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -10,31 +11,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <string_view>
 
 namespace arenarpc::e2e {
-
-// AddressSanitizer keeps freed memory resident in its quarantine (256 MB by default) and
-// ThreadSanitizer keeps shadow memory for every byte touched (clang 14's TSan: a never-reading
-// client's test grew 101 MB where the release build stays under 64), so there the resident size
-// says nothing about what the server holds; the tests then check the server's own counters only.
-#if defined(ARENARPC_SANITIZED)
-inline constexpr bool kResidentSizeIsMeaningful = false;
-#else
-inline constexpr bool kResidentSizeIsMeaningful = true;
-#endif
-
-// Resident set size of this process, bytes (the server runs in the test process).
-inline size_t ResidentBytes() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<size_t>(resident) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
 
 // A loopback TCP socket in non-blocking mode (fd < 0 when the connect failed).
 class RawSocket {

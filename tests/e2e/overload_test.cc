@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "load_support.h"
+#include "process_rss.h"
 #include "server_fixture.h"
 
 namespace arenarpc::e2e {
@@ -117,11 +118,11 @@ TEST_P(OverloadTest, FixedMaxConcurrencyRejectsTheExcessAtOnce) {
   options.num_threads = 1;
   options.max_concurrency = 4;
   StartServer(options);
-  const size_t rss_before = ResidentBytes();
+  const uint64_t rss_before = RssBytes();
   const Outcome outcome = Offer(kOfferedRate, kDuration, kBlockMs);
   ExpectServedOrRejected(outcome);
-  if (kResidentSizeIsMeaningful) {
-    EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
+  if (kMeasuresRss) {
+    EXPECT_LT(RssBytes(), rss_before + (64u << 20));
   }
   EXPECT_GT(server_->GetServerStats().rejected_limit, 0u);
 }
@@ -131,11 +132,11 @@ TEST_P(OverloadTest, AutoMaxConcurrencyFindsASmallLimitAndRejectsTheExcess) {
   options.num_threads = 1;
   options.max_concurrency = "auto";
   StartServer(options);
-  const size_t rss_before = ResidentBytes();
+  const uint64_t rss_before = RssBytes();
   const Outcome outcome = Offer(kOfferedRate, kDuration, kBlockMs);
   ExpectServedOrRejected(outcome);
-  if (kResidentSizeIsMeaningful) {
-    EXPECT_LT(ResidentBytes(), rss_before + (64u << 20));
+  if (kMeasuresRss) {
+    EXPECT_LT(RssBytes(), rss_before + (64u << 20));
   }
   // One thread: a call admitted beyond the one running only waits (a probe may add one).
   const ServerStats stats = server_->GetServerStats();
