@@ -2,7 +2,8 @@
 # Builds the protocol layer's (baidu_std frames, HTTP requests, HTTP/2 + gRPC, grpc-web bodies) and the reuse strategy's request-shaping libFuzzer targets with clang (ASan + UBSan) and runs each for a
 # bounded time, starting from a seed corpus the build generates (the spec's example frames and
 # payloads in every codec) and the committed regression corpus (fuzz/corpus/<target>/). Fails on any crash, leak, timeout, OOM or sanitizer report.
-#   scripts/fuzz.sh [SECONDS]   total fuzzing time, split between the targets (default 60)
+#   scripts/fuzz.sh [SECONDS]   total fuzzing time, split between the targets (default 60); JOBS
+#                               targets run at once (default 2)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 total=${1:-60}
@@ -42,16 +43,29 @@ mkdir -p "$dir/artifacts"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# The targets run $jobs at a time (JOBS, default 2), each for its share of SECONDS: the wall time is
+# about SECONDS / JOBS.
+run_one() {
+  local t=$1 log="$dir/$1.log"
+  "$dir/$t" "$corpus/$t" -max_total_time="$per_target" -timeout=10 -rss_limit_mb=2048 \
+    -max_len=65536 -print_final_stats=1 -artifact_prefix="$dir/artifacts/$t-" >"$log" 2>&1
+}
+declare -A pid_of
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  echo "=== $t for ${per_target}s"
+  run_one "$t" &
+  pid_of[$t]=$!
+done
 status=0
 for t in "${targets[@]}"; do
-  echo "=== $t for ${per_target}s"
   log="$dir/$t.log"
-  if ! "$dir/$t" "$corpus/$t" -max_total_time="$per_target" -timeout=10 -rss_limit_mb=2048 \
-       -max_len=65536 -print_final_stats=1 -artifact_prefix="$dir/artifacts/$t-" >"$log" 2>&1; then
+  if ! wait "${pid_of[$t]}"; then
     echo "fuzz.sh: $t FAILED; last lines of $log:" >&2
     tail -n 40 "$log" >&2
     status=1
   else
+    echo "=== $t"
     grep -E "^stat::(number_of_executed_units|peak_rss_mb)|^Done" "$log" || true
   fi
 done
