@@ -8,7 +8,7 @@ include(GoogleTest)
 # Every test target reuses one precompiled header (tests/precompiled.h) built by an executable
 # of its own, compiled as the tests are (same options, -fPIE): a compiler uses a precompiled header
 # only when the options it was made with match.
-set(ARENARPC_TEST_PCH ON CACHE BOOL "Compile the tests with a precompiled header")
+option(ARENARPC_TEST_PCH "Compile the tests with a precompiled header" ON)
 function(arenarpc_test_compile_options target)
   target_link_libraries(${target} PRIVATE arenarpc_internal GTest::gtest GTest::gmock
                         GTest::gtest_main Threads::Threads)
