@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <vector>
 
+#include "memory/free_memory_release.h"
 #include "memory/option_errors.h"
 #include "memory/system_pages.h"
 
@@ -12,6 +14,18 @@ namespace arenarpc::memory {
 namespace {
 
 std::atomic<uint64_t> g_next_core_id{1};
+
+// Operations between two looks at the clock for idle pages (PagePoolOptions::idle_release).
+constexpr uint32_t kOpsPerIdleCheck = 64;
+// Freed at once by an idle release, past which malloc is asked to return its free pages (freed
+// 8-16 KiB blocks sit between live ones, where glibc does not return them by itself).
+constexpr size_t kIdleBytesWorthReturning = size_t{1} << 20;
+
+int64_t SteadyNowNs() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace
 
@@ -32,7 +46,9 @@ struct CachedPageAllocator::Core {
   explicit Core(const PagePoolOptions& o)
       : options(o),
         id(g_next_core_id.fetch_add(1, std::memory_order_relaxed)),
-        batch(std::max<size_t>(1, o.thread_cache_pages / 2)) {
+        batch(std::max<size_t>(1, o.thread_cache_pages / 2)),
+        idle_release_ns(std::chrono::nanoseconds(o.idle_release).count()),
+        next_idle_check_ns(SteadyNowNs() + idle_release_ns) {
     shared.reserve(o.capacity_pages);
   }
   ~Core() {
@@ -51,7 +67,35 @@ struct CachedPageAllocator::Core {
   // Counters of operations done under the lock without a thread cache, and of flushed caches.
   uint64_t allocations = 0, hits = 0, misses = 0, frees = 0;
 
+  // Idle release: the bottom `shared_low` pages of the shared stack (LIFO) were not taken since
+  // the last check; at the next check they go back to the system.
+  const int64_t idle_release_ns;            // 0: never
+  std::atomic<int64_t> next_idle_check_ns;  // steady clock
+  size_t shared_low = 0;                    // under mu
+  uint32_t locked_ops = 0;                  // under mu: operations without a thread cache
+
   size_t SharedCapacity() const { return options.capacity_pages - granted_credit; }
+  void NoteSharedTaken() { shared_low = std::min(shared_low, shared.size()); }
+
+  // Called every kOpsPerIdleCheck operations of a thread cache (or of the locked path), without
+  // the lock held.
+  void MaybeReleaseIdle() noexcept {
+    if (idle_release_ns == 0) return;
+    const int64_t now = SteadyNowNs();
+    if (now < next_idle_check_ns.load(std::memory_order_relaxed)) return;
+    std::vector<void*> idle;
+    {
+      std::lock_guard lock(mu);
+      if (now < next_idle_check_ns.load(std::memory_order_relaxed)) return;  // another thread did
+      next_idle_check_ns.store(now + idle_release_ns, std::memory_order_relaxed);
+      const size_t n = std::min(shared_low, shared.size());
+      idle.assign(shared.begin(), shared.begin() + static_cast<ptrdiff_t>(n));
+      shared.erase(shared.begin(), shared.begin() + static_cast<ptrdiff_t>(n));
+      shared_low = shared.size();
+    }
+    for (void* page : idle) FreeSystemPage(page, options.page_size);
+    if (idle.size() * options.page_size >= kIdleBytesWorthReturning) ReleaseFreeMemoryToSystem();
+  }
 };
 
 // One thread's free pages for one CachedPageAllocator.
@@ -69,6 +113,7 @@ struct ThreadPageCache {
         FreeSystemPage(core->shared.back(), core->options.page_size);
         core->shared.pop_back();
       }
+      core->NoteSharedTaken();
     }
     core->granted_credit += credit;
     pages.reserve(credit);
@@ -95,6 +140,7 @@ struct ThreadPageCache {
 
   std::shared_ptr<CachedPageAllocator::Core> core;
   size_t credit = 0;
+  uint32_t ops = 0;  // since the last idle check
   std::vector<void*> pages;
   LocalCounter allocations, hits, misses, frees, cached;
 };
@@ -157,11 +203,16 @@ void* CachedPageAllocator::Allocate() {
   Core& core = *core_;
   ThreadPageCache* cache = FindCache(core_);
   if (cache != nullptr && cache->credit > 0) {
+    if (++cache->ops == kOpsPerIdleCheck) {
+      cache->ops = 0;
+      core.MaybeReleaseIdle();
+    }
     if (cache->pages.empty()) {
       std::lock_guard lock(core.mu);
       const size_t n = std::min({core.batch, cache->credit, core.shared.size()});
       cache->pages.insert(cache->pages.end(), core.shared.end() - n, core.shared.end());
       core.shared.resize(core.shared.size() - n);
+      core.NoteSharedTaken();
     }
     cache->allocations.Add();
     if (!cache->pages.empty()) {
@@ -174,18 +225,23 @@ void* CachedPageAllocator::Allocate() {
     cache->misses.Add();
     return AllocateSystemPage(core.options.page_size);
   }
+  void* page = nullptr;
+  bool check_idle = false;
   {
     std::lock_guard lock(core.mu);
     ++core.allocations;
+    check_idle = ++core.locked_ops % kOpsPerIdleCheck == 0;
     if (!core.shared.empty()) {
-      void* page = core.shared.back();
+      page = core.shared.back();
       core.shared.pop_back();
+      core.NoteSharedTaken();
       ++core.hits;
-      return page;
+    } else {
+      ++core.misses;
     }
-    ++core.misses;
   }
-  return AllocateSystemPage(core.options.page_size);
+  if (check_idle) core.MaybeReleaseIdle();
+  return page != nullptr ? page : AllocateSystemPage(core.options.page_size);
 }
 
 void CachedPageAllocator::Deallocate(void* page) noexcept {
@@ -238,6 +294,7 @@ size_t CachedPageAllocator::Trim() noexcept {
   for (void* page : core.shared) FreeSystemPage(page, core.options.page_size);
   freed += core.shared.size();
   core.shared.clear();
+  core.NoteSharedTaken();
   return freed;
 }
 

@@ -66,6 +66,10 @@ std::string PagePoolOptionsError(const PagePoolOptions& options) {
     return "thread_cache_pages (" + std::to_string(options.thread_cache_pages) +
            ") must not exceed capacity_pages (" + std::to_string(options.capacity_pages) + ")";
   }
+  if (options.idle_release.count() < 0) {
+    return "idle_release must be >= 0 ms (0 = keep idle pages), not " +
+           std::to_string(options.idle_release.count()) + " ms";
+  }
   return {};
 }
 

@@ -1,5 +1,6 @@
 // The process-wide page pool that I/O buffers come from.
 #include <atomic>
+#include <chrono>
 #include <memory>
 
 #include "arenarpc/buffer_chain.h"
@@ -17,6 +18,9 @@ memory::PageAllocator& DefaultIoPages() {
     options.page_size = 8192;       // one page holds a typical request or reply frame
     options.capacity_pages = 8192;  // at most 64 MiB of idle I/O pages stay cached
     options.thread_cache_pages = 64;
+    // What a burst left cached (queued requests, replies held for slow readers) goes back once
+    // traffic no longer needs it, so steady RSS follows steady load.
+    options.idle_release = std::chrono::seconds(1);
     return memory::MakeCachedPageAllocator(options, nullptr).release();
   }();
   return *pages;

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "arenarpc/memory/cached_page_allocator.h"
@@ -22,6 +24,8 @@ TEST(PagePoolOptions, RejectsInvalidSettingsWithClearError) {
   EXPECT_NE(error.find("capacity_pages must be >= 1"), std::string::npos) << error;
   EXPECT_EQ(-1, ValidatePagePoolOptions({4096, 8, 9}, &error));
   EXPECT_NE(error.find("thread_cache_pages (9)"), std::string::npos) << error;
+  EXPECT_EQ(-1, ValidatePagePoolOptions({4096, 8, 4, std::chrono::milliseconds(-1)}, &error));
+  EXPECT_NE(error.find("idle_release must be >= 0 ms"), std::string::npos) << error;
   error.clear();
   std::unique_ptr<PageAllocator> pages;
   EXPECT_NO_THROW(pages = MakeSystemPageAllocator(1000, &error));
@@ -104,6 +108,63 @@ TEST(CachedPageAllocator, NeverCachesMoreThanCapacity) {
     EXPECT_EQ(pages.stats().cache_hits, 16u);
     for (void* p : held) pages.Deallocate(p);
   }
+}
+
+// Allocates and frees one page kOps times: served by the thread cache, without touching the
+// shared stack, and enough operations for the pool to look at the clock.
+void CycleOnePage(CachedPageAllocator& pages) {
+  for (int i = 0; i < 64; ++i) pages.Deallocate(pages.Allocate());
+}
+
+std::vector<void*> AllocateMany(CachedPageAllocator& pages, int n) {
+  std::vector<void*> held;
+  for (int i = 0; i < n; ++i) held.push_back(pages.Allocate());
+  return held;
+}
+
+TEST(CachedPageAllocator, PagesNoAllocationTookForAnIntervalGoBack) {
+  using std::chrono::milliseconds;
+  CachedPageAllocator pages({4096, 256, 8, milliseconds(50)});
+  for (void* p : AllocateMany(pages, 200)) pages.Deallocate(p);  // a burst
+  ASSERT_EQ(pages.stats().pages_cached, 200u);
+  // The first look after an interval only marks what is idle from now on: pages freed just
+  // before it are not released.
+  std::this_thread::sleep_for(milliseconds(80));
+  CycleOnePage(pages);
+  EXPECT_EQ(pages.stats().pages_cached, 200u);
+  // Still untouched one interval later: everything the shared stack held goes; the thread's own
+  // cache (thread_cache_pages) stays.
+  std::this_thread::sleep_for(milliseconds(80));
+  CycleOnePage(pages);
+  EXPECT_EQ(pages.stats().pages_cached, 8u);
+  EXPECT_EQ(pages.stats().pages_outstanding, 0u);
+  // Taken again later, they come from the system.
+  const uint64_t misses = pages.stats().cache_misses;
+  for (void* p : AllocateMany(pages, 100)) pages.Deallocate(p);
+  EXPECT_EQ(pages.stats().cache_misses, misses + 92);
+}
+
+TEST(CachedPageAllocator, PagesInUseEveryIntervalAreKept) {
+  using std::chrono::milliseconds;
+  CachedPageAllocator pages({4096, 256, 8, milliseconds(20)});
+  const auto until = std::chrono::steady_clock::now() + milliseconds(300);
+  int rounds = 0;
+  while (std::chrono::steady_clock::now() < until || rounds < 3) {
+    for (void* p : AllocateMany(pages, 100)) pages.Deallocate(p);
+    ++rounds;
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  // Only the first round went to the system: the working set was never released.
+  EXPECT_EQ(pages.stats().cache_misses, 100u) << rounds << " rounds";
+  EXPECT_EQ(pages.stats().pages_cached, 100u);
+}
+
+TEST(CachedPageAllocator, WithoutIdleReleaseFreePagesStayCached) {
+  CachedPageAllocator pages({4096, 256, 8});
+  for (void* p : AllocateMany(pages, 200)) pages.Deallocate(p);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  for (int i = 0; i < 4; ++i) CycleOnePage(pages);
+  EXPECT_EQ(pages.stats().pages_cached, 200u);
 }
 
 TEST(CachedPageAllocator, NullDeallocateIsNoop) {

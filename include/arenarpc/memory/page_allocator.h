@@ -1,6 +1,7 @@
 #pragma once
 // Fixed-size page allocators: the unit of memory that paged arenas and I/O buffers are built from.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -10,13 +11,17 @@ namespace arenarpc::memory {
 
 // Settings of a page pool. Validated on construction: page_size must be a power of two in
 // [256 B, 1 MiB]; capacity_pages >= 1 (a pool without cache is MakeSystemPageAllocator);
-// thread_cache_pages <= capacity_pages.
+// thread_cache_pages <= capacity_pages; idle_release >= 0.
 // 16 KiB pages: a large call takes a quarter of the pages (and of the cache's hand-offs between
 // threads) that 4 KiB pages need; the cache holds at most 16 MiB.
 struct PagePoolOptions {
   size_t page_size = 16384;        // bytes per page, power of two
   size_t capacity_pages = 1024;    // max free pages kept in the cache (all threads together)
   size_t thread_cache_pages = 16;  // max free pages a thread keeps locally (fast path, no lock)
+  // > 0: pages of the shared cache that no allocation took for this long go back to the system
+  // (checked as the pool is used; an idle pool keeps its pages until its next use). 0: kept until
+  // Trim() or the cache's capacity (the paged strategy's caches, by design).
+  std::chrono::milliseconds idle_release{0};
 };
 
 struct PageAllocatorStats {
