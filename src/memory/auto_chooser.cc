@@ -245,6 +245,29 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
   const auto apart = [&](size_t a, size_t b) {
     return figures_[a].cpu_ns_high < figures_[b].cpu_ns_low;
   };
+  const auto clearly_cheaper = [&](size_t a, size_t b) {
+    return static_cast<double>(figures_[a].cpu_ns) <
+               (1 - settings_.switch_margin) * static_cast<double>(figures_[b].cpu_ns) &&
+           apart(a, b);
+  };
+  // Memory settles what CPU cannot tell apart: a candidate is chosen over one that holds
+  // switch_margin less per call only when it is clearly cheaper than that one (otherwise a trial's
+  // noise could put a method on a strategy that holds twice the memory for no gain).
+  const auto leaner = [&](size_t a, size_t b) {
+    return static_cast<double>(figures_[a].held_bytes) <
+           (1 - settings_.switch_margin) * static_cast<double>(figures_[b].held_bytes);
+  };
+  int choice = -1;  // the cheapest candidate clearly cheaper than every leaner one
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (!eligible(i) || (choice >= 0 && figures_[i].cpu_ns >= figures_[choice].cpu_ns)) continue;
+    bool earns_its_memory = true;
+    for (size_t j = 0; j < names_.size() && earns_its_memory; ++j) {
+      if (j != i && eligible(j) && leaner(j, i) && !clearly_cheaper(i, j)) {
+        earns_its_memory = false;
+      }
+    }
+    if (earns_its_memory) choice = static_cast<int>(i);
+  }
   if (best >= 0 && retries_ < kMaxRetries) {
     // Go on for whatever could still change the decision: candidates measured on other sizes,
     // and, while the leader may or may not be switch_margin cheaper than the incumbent (its
@@ -271,6 +294,8 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
         }
       }
     }
+    // The cheapest by CPU gave way to a leaner one it may or may not be clearly cheaper than.
+    if (choice != best && !apart(best, choice)) again |= 1u << best | 1u << choice;
     if (again != 0) {
       Retry(again);
       return Step::kNone;
@@ -284,14 +309,17 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
         "finish on another thread, or calls of very different sizes): kept " +
         names_[current];
   } else {
-    const MemoryChoice::Candidate& incumbent = figures_[current];
-    const double bar = (1 - settings_.switch_margin) * static_cast<double>(incumbent.cpu_ns);
-    const bool clearly_cheaper =
-        static_cast<double>(figures_[best].cpu_ns) < bar && apart(best, current);
-    if (!incumbent_ok || clearly_cheaper) next = static_cast<uint32_t>(best);
+    // The incumbent stays unless the choice is clearly cheaper, or leaner and not clearly dearer.
+    const auto to = static_cast<uint32_t>(choice);
+    if (!incumbent_ok || clearly_cheaper(to, current) ||
+        (leaner(to, current) && !clearly_cheaper(current, to))) {
+      next = to;
+    }
     found = names_[next];
-    if (next == current && static_cast<uint32_t>(best) != current) {
-      found += " kept (" + names_[best] + " not clearly cheaper)";
+    if (next != static_cast<uint32_t>(best)) {
+      found += (next == current ? " kept (" : " (") + names_[best] + " not clearly cheaper";
+      if (leaner(next, best)) found += ", holds more per call";
+      found += ")";
     }
     found += " (per call of " + std::to_string(static_cast<uint64_t>(reference_bytes_)) +
              " wire bytes: ";

@@ -81,6 +81,29 @@ TEST(AutoChooser, MaxHeldRatioPutsMemoryBeforeCpu) {
   EXPECT_NE(error.find("max_held_ratio must be 0 (off) or >= 1"), std::string::npos) << error;
 }
 
+TEST(AutoChooser, MemorySettlesWhatCpuCannotTellApart) {
+  // "fat" serves first and holds twice what "lean" holds per call.
+  const auto run = [](uint64_t fat_cost) {
+    const std::vector<uint64_t> cost = {fat_cost, 1000}, held = {200, 100};
+    AutoChooser chooser({"fat", "lean"}, QuickAutoSettings());
+    while (chooser.Report().in_trial) {
+      const AutoChooser::Pick pick = chooser.Next();
+      if (pick.measure) {
+        chooser.Record(pick.candidate, {cost[pick.candidate], held[pick.candidate], 100}, 1000);
+      }
+    }
+    return chooser.Report();
+  };
+  // 2 % cheaper, inside switch_margin (5 %): not worth twice the memory, although it serves.
+  const MemoryChoice close = run(980);
+  EXPECT_EQ(close.chosen, "lean") << close.reason;
+  EXPECT_NE(close.reason.find("lean (fat not clearly cheaper, holds more per call)"),
+            std::string::npos)
+      << close.reason;
+  // 30 % cheaper: CPU wins.
+  EXPECT_EQ(run(700).chosen, "fat");
+}
+
 TEST(AutoChooser, CandidatesTakeTurnsInBlocks) {
   AutoSettings s = QuickAutoSettings();
   s.trial_block = 4;
