@@ -12,7 +12,12 @@ namespace arenarpc::memory {
 namespace {
 
 constexpr double kMeanWeight = 1.0 / 16;  // moving means between trials
-constexpr uint64_t kShapeSamples = 16;    // sampled calls before a size change can start a trial
+constexpr uint64_t kShapeSamples = 16;    // sampled calls in a call rate window, at least
+// Sampled calls whose mean request size is compared with the last trial's, and windows in a row
+// past shape_change before a trial: a mix of sizes (one call in ten 10x the others) moves the mean
+// of 16 calls by 2x often, that of 64 calls rarely, two such windows in a row practically never.
+constexpr uint64_t kShapeWindowSamples = 64;
+constexpr uint32_t kShapeStrikes = 2;
 // The first trial runs on a cold process: reuse's pools are still growing and malloc's heap is
 // fresh, which favours some candidates over their steady state by 10-30 %. A second trial follows
 // after this many trials' worth of calls, at most kConfirmAfterCalls (the process is as warm after
@@ -68,17 +73,17 @@ AutoChooser::Step AutoChooser::Record(uint32_t candidate, const Measurement& m, 
 
 AutoChooser::Step AutoChooser::RecordLocked(uint32_t candidate, const Measurement& m,
                                             int64_t now_ms) {
-  request_bytes_ =
-      request_bytes_ == 0
-          ? static_cast<double>(m.request_bytes)
-          : request_bytes_ + kMeanWeight * (static_cast<double>(m.request_bytes) - request_bytes_);
   if (!in_trial_.load(std::memory_order_relaxed)) {
+    shape_window_sum_ += static_cast<double>(m.request_bytes);
+    ++shape_window_calls_;
     if (candidate == chosen_.load(std::memory_order_relaxed)) {
       chosen_cpu_ns_ += kMeanWeight * (static_cast<double>(m.cpu_ns) - chosen_cpu_ns_);
     }
     return CheckRecheck(now_ms);
   }
   ++trial_attempts_;
+  trial_request_sum_ += static_cast<double>(m.request_bytes);
+  ++trial_request_calls_;
   Trial& trial = trial_[candidate];
   if (trial.warm < settings_.warmup_calls) {
     ++trial.warm;
@@ -127,17 +132,29 @@ std::string AutoChooser::RateMoved(uint64_t calls, int64_t now_ms) {
          std::to_string(static_cast<uint64_t>(rate)) + " per second";
 }
 
+std::string AutoChooser::ShapeMoved() {
+  if (shape_window_calls_ < kShapeWindowSamples) return "";
+  const double mean = shape_window_sum_ / static_cast<double>(shape_window_calls_);
+  shape_window_sum_ = 0;
+  shape_window_calls_ = 0;
+  const double moved = decided_request_bytes_ > 0 ? mean / decided_request_bytes_ : 1;
+  if (moved < settings_.shape_change && moved * settings_.shape_change > 1) {
+    shape_strikes_ = 0;
+    return "";
+  }
+  if (++shape_strikes_ < kShapeStrikes) return "";
+  return "request size moved from " + std::to_string(static_cast<uint64_t>(decided_request_bytes_)) +
+         " to " + std::to_string(static_cast<uint64_t>(mean)) + " bytes";
+}
+
 AutoChooser::Step AutoChooser::CheckRecheck(int64_t now_ms) {
   calls_since_ += settings_.sample_every;
-  const double moved = decided_request_bytes_ > 0 ? request_bytes_ / decided_request_bytes_ : 1;
   std::string rate_moved = RateMoved(settings_.sample_every, now_ms);
+  std::string shape_moved = ShapeMoved();
   if (!rate_moved.empty()) {
     StartTrial(std::move(rate_moved));
-  } else if (calls_since_ >= kShapeSamples * settings_.sample_every &&
-             (moved >= settings_.shape_change || moved * settings_.shape_change <= 1)) {
-    StartTrial("request size moved from " +
-               std::to_string(static_cast<uint64_t>(decided_request_bytes_)) + " to " +
-               std::to_string(static_cast<uint64_t>(request_bytes_)) + " bytes");
+  } else if (!shape_moved.empty()) {
+    StartTrial(std::move(shape_moved));
   } else if (confirm_ && calls_since_ >= std::min(kConfirmAfterCalls,
                                                   kConfirmAfterTrials * TrialSizeCalls())) {
     confirm_ = false;
@@ -160,6 +177,8 @@ void AutoChooser::StartTrial(std::string reason) {
     t.calls.reserve(std::size_t{settings_.trial_calls} * (1 + kMaxRetries));
   }
   trial_attempts_ = 0;
+  trial_request_sum_ = 0;
+  trial_request_calls_ = 0;
   retries_ = 0;
   trial_reason_ = std::move(reason);
   active_.store(names_.size() == kMaxCandidates ? ~0u : (1u << names_.size()) - 1,
@@ -345,7 +364,12 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
   decided_ms_ = now_ms;
   calls_since_ = 0;
   chosen_cpu_ns_ = static_cast<double>(figures_[next].raw_cpu_ns);
-  decided_request_bytes_ = request_bytes_;
+  if (trial_request_calls_ > 0) {
+    decided_request_bytes_ = trial_request_sum_ / static_cast<double>(trial_request_calls_);
+  }
+  shape_window_sum_ = 0;
+  shape_window_calls_ = 0;
+  shape_strikes_ = 0;
   rate_window_ms_ = now_ms;
   rate_window_calls_ = 0;
   decided_rate_ = 0;

@@ -79,6 +79,8 @@ class AutoChooser {
   Step MaybeFinishTrial(int64_t now_ms);  // mu_ held
   Step FinishTrial(int64_t now_ms);       // mu_ held; kNone when the trial goes on for some
   Step CheckRecheck(int64_t now_ms);      // mu_ held, between trials
+  // mu_ held, between trials: the reason for a trial when the request size moved (else "").
+  std::string ShapeMoved();
   // mu_ held, between trials: counts `calls` into the rate window; the reason for a trial when
   // the rate moved past rate_change in two windows in a row, else "".
   std::string RateMoved(uint64_t calls, int64_t now_ms);
@@ -105,8 +107,14 @@ class AutoChooser {
   uint64_t calls_since_ = 0;  // estimated calls of the method since the last trial ended
   bool confirm_ = false;      // the first trial ended: a second one follows once warm
   double chosen_cpu_ns_ = 0;  // moving mean between trials
-  double request_bytes_ = 0;  // moving mean of measured calls' request sizes
+  // Request size: the mean over the last trial's measured calls; between trials, windows of
+  // kShapeWindowSamples sampled calls, and how many windows in a row were past shape_change.
   double decided_request_bytes_ = 0;
+  double trial_request_sum_ = 0;
+  uint64_t trial_request_calls_ = 0;
+  double shape_window_sum_ = 0;
+  uint64_t shape_window_calls_ = 0;
+  uint32_t shape_strikes_ = 0;
   // Call rate: the window being counted, the rate of the first full window after the last trial
   // (0: not yet), and how many windows in a row were past rate_change from it.
   int64_t rate_window_ms_ = 0;

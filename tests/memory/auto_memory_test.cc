@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ctime>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -229,6 +230,28 @@ TEST(AutoChooser, ARequestSizeChangeStartsATrial) {
   EXPECT_EQ(choice.trials, 2u);
   EXPECT_EQ(choice.chosen, "b");
   EXPECT_NE(choice.reason.find("request size moved"), std::string::npos) << choice.reason;
+}
+
+TEST(AutoChooser, AMixOfSizesStartsNoTrialByItself) {
+  // One call in ten is 10x the others, at random: the sampled calls' mean moves by 2x over a few
+  // dozen calls now and then, the traffic does not.
+  AutoSettings s = QuickAutoSettings();
+  s.sample_every = 1;
+  s.recheck_calls = 1'000'000;
+  AutoChooser chooser({"a", "b"}, s);
+  std::mt19937 random(7);
+  for (int i = 0; i < 200'000; ++i) {
+    const AutoChooser::Pick pick = chooser.Next();
+    const uint64_t size = random() % 10 == 0 ? 30'000 : 3'000;
+    if (pick.measure) {
+      chooser.Record(pick.candidate, {pick.candidate == 0 ? 1000u : 2000u, 0, size}, 1000);
+    }
+  }
+  const MemoryChoice choice = chooser.Report();
+  EXPECT_EQ(choice.trials, 2u) << choice.reason;  // the first and its confirmation
+  for (const MemoryChoice::Decision& d : choice.history) {
+    EXPECT_EQ(d.reason.find("request size moved"), std::string::npos) << d.reason;
+  }
 }
 
 // Feeds `calls` calls at `rate` calls per second from `now_ms` on (advanced).
