@@ -83,18 +83,18 @@ struct CachedPageAllocator::Core {
     if (idle_release_ns == 0) return;
     const int64_t now = SteadyNowNs();
     if (now < next_idle_check_ns.load(std::memory_order_relaxed)) return;
-    std::vector<void*> idle;
+    size_t n = 0;
     {
       std::lock_guard lock(mu);
       if (now < next_idle_check_ns.load(std::memory_order_relaxed)) return;  // another thread did
       next_idle_check_ns.store(now + idle_release_ns, std::memory_order_relaxed);
-      const size_t n = std::min(shared_low, shared.size());
-      idle.assign(shared.begin(), shared.begin() + static_cast<ptrdiff_t>(n));
+      // Freed under the lock: rare, and no allocation (this is noexcept) to move them out first.
+      n = std::min(shared_low, shared.size());
+      for (size_t i = 0; i < n; ++i) FreeSystemPage(shared[i], options.page_size);
       shared.erase(shared.begin(), shared.begin() + static_cast<ptrdiff_t>(n));
       shared_low = shared.size();
     }
-    for (void* page : idle) FreeSystemPage(page, options.page_size);
-    if (idle.size() * options.page_size >= kIdleBytesWorthReturning) ReleaseFreeMemoryToSystem();
+    if (n * options.page_size >= kIdleBytesWorthReturning) ReleaseFreeMemoryToSystem();
   }
 };
 
@@ -203,7 +203,7 @@ void* CachedPageAllocator::Allocate() {
   Core& core = *core_;
   ThreadPageCache* cache = FindCache(core_);
   if (cache != nullptr && cache->credit > 0) {
-    if (++cache->ops == kOpsPerIdleCheck) {
+    if (core.idle_release_ns != 0 && ++cache->ops == kOpsPerIdleCheck) {
       cache->ops = 0;
       core.MaybeReleaseIdle();
     }
@@ -230,7 +230,7 @@ void* CachedPageAllocator::Allocate() {
   {
     std::lock_guard lock(core.mu);
     ++core.allocations;
-    check_idle = ++core.locked_ops % kOpsPerIdleCheck == 0;
+    check_idle = core.idle_release_ns != 0 && ++core.locked_ops % kOpsPerIdleCheck == 0;
     if (!core.shared.empty()) {
       page = core.shared.back();
       core.shared.pop_back();

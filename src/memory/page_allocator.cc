@@ -15,6 +15,8 @@ namespace {
 
 constexpr size_t kMinPageSize = 256;
 constexpr size_t kMaxPageSize = size_t{1} << 20;
+// The longest idle_release: what the server's timeouts accept (in nanoseconds, far from overflow).
+constexpr int64_t kMaxIdleReleaseMs = 2147483647;
 
 class SystemPageAllocator final : public PageAllocator {
  public:
@@ -66,9 +68,9 @@ std::string PagePoolOptionsError(const PagePoolOptions& options) {
     return "thread_cache_pages (" + std::to_string(options.thread_cache_pages) +
            ") must not exceed capacity_pages (" + std::to_string(options.capacity_pages) + ")";
   }
-  if (options.idle_release.count() < 0) {
-    return "idle_release must be >= 0 ms (0 = keep idle pages), not " +
-           std::to_string(options.idle_release.count()) + " ms";
+  if (options.idle_release.count() < 0 || options.idle_release.count() > kMaxIdleReleaseMs) {
+    return "idle_release must be 0 (keep idle pages) .. " + std::to_string(kMaxIdleReleaseMs) +
+           " ms, not " + std::to_string(options.idle_release.count()) + " ms";
   }
   return {};
 }

@@ -25,7 +25,12 @@ TEST(PagePoolOptions, RejectsInvalidSettingsWithClearError) {
   EXPECT_EQ(-1, ValidatePagePoolOptions({4096, 8, 9}, &error));
   EXPECT_NE(error.find("thread_cache_pages (9)"), std::string::npos) << error;
   EXPECT_EQ(-1, ValidatePagePoolOptions({4096, 8, 4, std::chrono::milliseconds(-1)}, &error));
-  EXPECT_NE(error.find("idle_release must be >= 0 ms"), std::string::npos) << error;
+  EXPECT_NE(error.find("idle_release must be 0 (keep idle pages) .. 2147483647 ms, not -1 ms"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(-1, ValidatePagePoolOptions(
+                    {4096, 8, 4, std::chrono::milliseconds(int64_t{1} << 40)}, &error));
+  EXPECT_EQ(0, ValidatePagePoolOptions({4096, 8, 4, std::chrono::milliseconds(2147483647)}, &error));
   error.clear();
   std::unique_ptr<PageAllocator> pages;
   EXPECT_NO_THROW(pages = MakeSystemPageAllocator(1000, &error));

@@ -11,7 +11,7 @@ namespace arenarpc::memory {
 
 // Settings of a page pool. Validated on construction: page_size must be a power of two in
 // [256 B, 1 MiB]; capacity_pages >= 1 (a pool without cache is MakeSystemPageAllocator);
-// thread_cache_pages <= capacity_pages; idle_release >= 0.
+// thread_cache_pages <= capacity_pages; idle_release in [0, 2147483647 ms].
 // 16 KiB pages: a large call takes a quarter of the pages (and of the cache's hand-offs between
 // threads) that 4 KiB pages need; the cache holds at most 16 MiB.
 struct PagePoolOptions {
