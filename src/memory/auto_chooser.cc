@@ -33,6 +33,16 @@ std::string Micros(uint64_t ns) {
   return text;
 }
 
+// One more window measured: true once `needed` windows in a row moved by `factor` or more either
+// way (`moved` = the window's figure / the decided one); a window within the factor resets them.
+bool MovedInARow(double moved, double factor, uint32_t needed, uint32_t& strikes) {
+  if (moved < factor && moved * factor > 1) {
+    strikes = 0;
+    return false;
+  }
+  return ++strikes >= needed;
+}
+
 }  // namespace
 
 uint64_t AutoChooser::TrialSizeCalls() const noexcept {
@@ -122,12 +132,9 @@ std::string AutoChooser::RateMoved(uint64_t calls, int64_t now_ms) {
     decided_rate_ = rate;
     return "";
   }
-  const double moved = rate / decided_rate_;
-  if (moved < settings_.rate_change && moved * settings_.rate_change > 1) {
-    rate_strikes_ = 0;
+  if (!MovedInARow(rate / decided_rate_, settings_.rate_change, kRateStrikes, rate_strikes_)) {
     return "";
   }
-  if (++rate_strikes_ < kRateStrikes) return "";
   return "call rate moved from " + std::to_string(static_cast<uint64_t>(decided_rate_)) + " to " +
          std::to_string(static_cast<uint64_t>(rate)) + " per second";
 }
@@ -138,11 +145,7 @@ std::string AutoChooser::ShapeMoved() {
   shape_window_sum_ = 0;
   shape_window_calls_ = 0;
   const double moved = decided_request_bytes_ > 0 ? mean / decided_request_bytes_ : 1;
-  if (moved < settings_.shape_change && moved * settings_.shape_change > 1) {
-    shape_strikes_ = 0;
-    return "";
-  }
-  if (++shape_strikes_ < kShapeStrikes) return "";
+  if (!MovedInARow(moved, settings_.shape_change, kShapeStrikes, shape_strikes_)) return "";
   return "request size moved from " + std::to_string(static_cast<uint64_t>(decided_request_bytes_)) +
          " to " + std::to_string(static_cast<uint64_t>(mean)) + " bytes";
 }

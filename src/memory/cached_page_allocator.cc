@@ -77,10 +77,9 @@ struct CachedPageAllocator::Core {
   size_t SharedCapacity() const { return options.capacity_pages - granted_credit; }
   void NoteSharedTaken() { shared_low = std::min(shared_low, shared.size()); }
 
-  // Called every kOpsPerIdleCheck operations of a thread cache (or of the locked path), without
-  // the lock held.
+  // Called, with idle_release_ns > 0, every kOpsPerIdleCheck operations of a thread cache (or of
+  // the locked path), without the lock held.
   void MaybeReleaseIdle() noexcept {
-    if (idle_release_ns == 0) return;
     const int64_t now = SteadyNowNs();
     if (now < next_idle_check_ns.load(std::memory_order_relaxed)) return;
     size_t n = 0;
