@@ -50,6 +50,32 @@ def auto_versus_best(result):
     }
 
 
+def auto_versus_best_max(result):
+    """At maximum throughput: auto's CPU per call and QPS against the fixed mode of the lowest
+    median CPU per call in the closed-loop runs, with each repeat's CPU ratio. None without
+    auto's and a fixed mode's max-throughput runs."""
+    runs = result.get("max_runs", {})
+    med = result.get("max_throughput", {})
+    fixed = [m for m in result["modes"] if m in ("heap", "arena", "paged", "reuse") and m in med]
+    if "auto" not in med or not fixed:
+        return None
+    best = min(fixed, key=lambda m: med[m]["cpu_us_per_call"] or float("inf"))
+    if not med[best]["cpu_us_per_call"] or not med[best]["achieved_qps"]:
+        return None
+    own = [r["cpu_us_per_call"] for r in runs.get(best, [])]
+    return {
+        "best": best,
+        "cpu": med["auto"]["cpu_us_per_call"] / med[best]["cpu_us_per_call"],
+        "qps": med["auto"]["achieved_qps"] / med[best]["achieved_qps"],
+        "per_repeat": [a["cpu_us_per_call"] / b["cpu_us_per_call"]
+                       for a, b in zip(runs.get("auto", []), runs.get(best, []))
+                       if b["cpu_us_per_call"]],
+        "best_spread": (max(own) - min(own)) / med[best]["cpu_us_per_call"] if own else 0,
+        "served": [",".join(sorted(set(r.get("auto_chosen", {}).values())))
+                   for r in runs.get("auto", [])],
+    }
+
+
 def _versus_served(result, fixed):
     """Per repeat, (the fixed mode auto served its window with, auto's CPU per call over that
     mode's in the same repeat), where auto served every method with one mode that also ran:
@@ -126,6 +152,13 @@ def table(result):
             lines.append(
                 "auto / the mode it served each window with (same repeat): " +
                 " ".join(f"{r:.2f} ({mode})" for mode, r in versus["versus_served"]))
+    at_max = auto_versus_best_max(result)
+    if at_max:
+        lines.append(
+            f"at max throughput, auto / best fixed mode ({at_max['best']}): CPU per call "
+            f"{at_max['cpu']:.2f} (per repeat {' '.join(f'{r:.2f}' for r in at_max['per_repeat'])}"
+            f"; {at_max['best']}'s own repeats spread {at_max['best_spread']:.0%}), QPS "
+            f"{at_max['qps']:.2f}; auto served with {' '.join(at_max['served']) or '?'}")
     # --before_build: this build's CPU per call over the earlier build's, mode by mode (repeat i of
     # "mode" ran right after repeat i of "mode@before").
     before_after = []
