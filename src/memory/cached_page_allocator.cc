@@ -297,6 +297,10 @@ size_t CachedPageAllocator::Trim() noexcept {
   return freed;
 }
 
+void CachedPageAllocator::ReleaseIdle() noexcept {
+  if (core_->idle_release_ns != 0) core_->MaybeReleaseIdle();
+}
+
 PageAllocatorStats CachedPageAllocator::stats() const noexcept {
   const Core& core = *core_;
   std::lock_guard lock(core.mu);

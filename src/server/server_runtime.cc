@@ -19,6 +19,7 @@ ServerRuntime::ServerRuntime(const ServerOptions& options)
                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   loops_ =
       std::make_unique<net::EventLoopGroup>(io_threads, "arenarpc-io", net::LoopSharing::kShared);
+  io_page_sweeper_ = std::make_unique<net::IoPageSweeper>(loops_->loop(0));
   handler_threads_ = options.worker_threads > 0 ? options.worker_threads : io_threads;
   if (options.worker_threads > 0) {
     workers_ = std::make_unique<asio::thread_pool>(options.worker_threads);
@@ -35,11 +36,13 @@ ServerRuntime::ServerRuntime(const ServerOptions& options)
 
 ServerRuntime::~ServerRuntime() {
   CloseListeners();
+  io_page_sweeper_->Stop();
   loops_->Stop();
   acceptor_.reset();  // their timers and sockets belong to the loops: gone first
   internal_acceptor_.reset();
   fibers_.reset();
   workers_.reset();  // stops and joins the pool
+  io_page_sweeper_.reset();
   loops_.reset();
 }
 
@@ -89,6 +92,7 @@ bool ServerRuntime::OnServerThread() const {
 
 void ServerRuntime::Join() {
   fibers_->WaitIdle();
+  io_page_sweeper_->Stop();
   loops_->Stop();
   if (workers_) workers_->join();
 }

@@ -15,6 +15,7 @@
 #include "server/fiber_shares.h"
 #include "net/acceptor.h"
 #include "net/event_loop_group.h"
+#include "net/io_page_sweeper.h"
 
 namespace arenarpc::server {
 
@@ -52,6 +53,8 @@ class ServerRuntime {
  private:
   int handler_threads_ = 1;
   std::unique_ptr<net::EventLoopGroup> loops_;  // one io_context shared by all I/O threads
+  // I/O pages a burst left cached go back even if no call follows (stopped before the loops).
+  std::unique_ptr<net::IoPageSweeper> io_page_sweeper_;
   std::unique_ptr<asio::thread_pool> workers_;
   std::unique_ptr<fiber::Scheduler> fibers_;  // on the workers, else on the I/O threads
   FiberShares fiber_shares_;

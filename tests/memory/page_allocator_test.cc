@@ -164,6 +164,28 @@ TEST(CachedPageAllocator, PagesInUseEveryIntervalAreKept) {
   EXPECT_EQ(pages.stats().pages_cached, 100u);
 }
 
+// ReleaseIdle() is the same look at the clock without any allocation: a pool whose traffic
+// stopped gives its idle pages back when its owner calls it (the server, from a timer).
+TEST(CachedPageAllocator, ReleaseIdleReleasesWithoutTraffic) {
+  using std::chrono::milliseconds;
+  CachedPageAllocator pages({4096, 256, 8, milliseconds(50)});
+  for (void* p : AllocateMany(pages, 200)) pages.Deallocate(p);
+  pages.ReleaseIdle();  // before an interval passed: nothing
+  EXPECT_EQ(pages.stats().pages_cached, 200u);
+  std::this_thread::sleep_for(milliseconds(80));
+  pages.ReleaseIdle();  // marks what is idle from now on
+  EXPECT_EQ(pages.stats().pages_cached, 200u);
+  std::this_thread::sleep_for(milliseconds(80));
+  pages.ReleaseIdle();
+  EXPECT_EQ(pages.stats().pages_cached, 8u);  // the thread's own cache stays
+  EXPECT_EQ(pages.stats().allocations, 200u);  // no allocation drove it
+  CachedPageAllocator keeping({4096, 256, 8});  // idle_release 0: ReleaseIdle() does nothing
+  for (void* p : AllocateMany(keeping, 200)) keeping.Deallocate(p);
+  std::this_thread::sleep_for(milliseconds(30));
+  keeping.ReleaseIdle();
+  EXPECT_EQ(keeping.stats().pages_cached, 200u);
+}
+
 TEST(CachedPageAllocator, WithoutIdleReleaseFreePagesStayCached) {
   CachedPageAllocator pages({4096, 256, 8});
   for (void* p : AllocateMany(pages, 200)) pages.Deallocate(p);

@@ -30,6 +30,10 @@ class CachedPageAllocator final : public PageAllocator {
   // Frees the cached pages of the shared stack and of the calling thread's cache; other threads'
   // caches are theirs alone (at most thread_cache_pages each). Returns the pages freed.
   size_t Trim() noexcept;
+  // With options().idle_release > 0: the idle release now, if an interval passed since the last
+  // check (the pool checks by itself only as it is used, so an owner whose traffic may stop calls
+  // this from a timer). Otherwise nothing.
+  void ReleaseIdle() noexcept;
 
   // Shared state; kept alive by thread caches that still hold pages of a destroyed allocator, which
   // hand them back when their thread exits or next creates a cache.

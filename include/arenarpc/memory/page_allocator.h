@@ -19,8 +19,9 @@ struct PagePoolOptions {
   size_t capacity_pages = 1024;    // max free pages kept in the cache (all threads together)
   size_t thread_cache_pages = 16;  // max free pages a thread keeps locally (fast path, no lock)
   // > 0: pages of the shared cache that no allocation took for this long go back to the system
-  // (checked as the pool is used; an idle pool keeps its pages until its next use). 0: kept until
-  // Trim() or the cache's capacity (the paged strategy's caches, by design).
+  // (checked as the pool is used, and when its owner calls CachedPageAllocator::ReleaseIdle();
+  // the server does that for the I/O pool every interval). 0: kept until Trim() or the cache's
+  // capacity (the paged strategy's caches, by design).
   std::chrono::milliseconds idle_release{0};
 };
 

@@ -1,0 +1,41 @@
+#include "net/io_page_sweeper.h"
+
+#include <asio/post.hpp>
+
+#include "arenarpc/buffer_chain.h"
+#include "arenarpc/memory/cached_page_allocator.h"
+
+namespace arenarpc::net {
+namespace {
+
+memory::CachedPageAllocator* CachedIoPages() {
+  return dynamic_cast<memory::CachedPageAllocator*>(&IoPageAllocator());
+}
+
+}  // namespace
+
+IoPageSweeper::IoPageSweeper(asio::io_context& loop)
+    : strand_(asio::make_strand(loop)), timer_(strand_) {
+  if (memory::CachedPageAllocator* pages = CachedIoPages()) interval_ = pages->options().idle_release;
+  if (interval_.count() <= 0) return;
+  asio::post(strand_, [this] { Arm(); });
+}
+
+void IoPageSweeper::Arm() {
+  if (stopped_) return;
+  timer_.expires_after(interval_);
+  timer_.async_wait([this](const asio::error_code& error) {
+    if (error || stopped_) return;
+    if (memory::CachedPageAllocator* pages = CachedIoPages()) pages->ReleaseIdle();
+    Arm();
+  });
+}
+
+void IoPageSweeper::Stop() {
+  asio::post(strand_, [this] {
+    stopped_ = true;
+    timer_.cancel();
+  });
+}
+
+}  // namespace arenarpc::net
