@@ -114,7 +114,9 @@ class Controller : public google::protobuf::RpcController {
   CompressType response_compress_type() const noexcept { return response_compress_; }
   void set_response_compress_type(CompressType t) noexcept { response_compress_ = t; }
   // "ip:port" of the other side (client: set when the call completed).
-  const std::string& remote_side() const noexcept { return remote_side_; }
+  const std::string& remote_side() const noexcept {
+    return remote_side_of_ != nullptr ? *remote_side_of_ : remote_side_;
+  }
   // "ip:port" of this side (server: the accepting socket's address; empty on the client).
   const std::string& local_side() const noexcept;
   // Server: the client's TLS identity; nullptr on a clear-text connection (and on the client).
@@ -162,7 +164,14 @@ class Controller : public google::protobuf::RpcController {
   friend struct internal::ControllerAccess;
   using RetainHook = std::shared_ptr<void> (*)(const Controller&);
 
+  // The 4-byte and 1-byte fields side by side: a server call embeds its Controller in one
+  // allocation that must stay in glibc's small sizes (server/server_call.cc).
   int error_code_ = 0;
+  CompressType request_compress_ = CompressType::kNone, response_compress_ = CompressType::kNone;
+  int max_retry_ = -1;
+  int retried_count_ = 0;
+  int32_t deadline_hint_ms_ = -1;
+  bool has_request_code_ = false;
   std::string error_text_;
   int64_t log_id_ = 0;
   std::string request_id_;
@@ -173,19 +182,15 @@ class Controller : public google::protobuf::RpcController {
   net::BufferChain request_attachment_, response_attachment_;
   std::map<std::string, std::string> request_user_fields_, response_user_fields_;
   std::string grpc_status_details_;
-  CompressType request_compress_ = CompressType::kNone, response_compress_ = CompressType::kNone;
-  std::string remote_side_;
+  std::string remote_side_;                     // a client call's
+  const std::string* remote_side_of_ = nullptr;  // a server call's: its connection's
   const std::string* local_side_ = nullptr;  // the server connection's (outlives the call)
   const TlsPeer* tls_peer_ = nullptr;        // the server connection's (outlives the call)
   const AuthContext* auth_context_ = nullptr;  // the server connection's or call's
   int64_t timeout_ms_ = -1;
-  int max_retry_ = -1;
   uint64_t request_code_ = 0;
-  bool has_request_code_ = false;
   int64_t latency_us_ = 0;
-  int retried_count_ = 0;
   std::atomic<uint64_t> call_id_{0};  // 0 = not assigned yet
-  int32_t deadline_hint_ms_ = -1;
   RetainHook retain_hook_ = nullptr;
   void* retain_state_ = nullptr;
   internal::CancelSource* cancel_source_ = nullptr;  // server calls only

@@ -31,6 +31,7 @@ void Controller::Reset() {
   grpc_status_details_.clear();
   request_compress_ = response_compress_ = CompressType::kNone;
   remote_side_.clear();
+  remote_side_of_ = nullptr;
   local_side_ = nullptr;
   tls_peer_ = nullptr;
   auth_context_ = nullptr;

@@ -17,7 +17,11 @@ struct ControllerAccess {
 
   static void set_latency_us(Controller& c, int64_t us) noexcept { c.latency_us_ = us; }
   static void set_retried_count(Controller& c, int n) noexcept { c.retried_count_ = n; }
-  static void set_remote_side(Controller& c, std::string side) { c.remote_side_ = std::move(side); }
+  static void set_remote_side(Controller& c, const std::string& side) { c.remote_side_ = side; }
+  // A server call's: its connection's string, which outlives the call (no copy per call).
+  static void set_remote_side_of(Controller& c, const std::string* side) noexcept {
+    c.remote_side_of_ = side;
+  }
   // `side` must outlive the controller (a server call's connection does).
   static void set_local_side(Controller& c, const std::string* side) noexcept {
     c.local_side_ = side;

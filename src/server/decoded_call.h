@@ -88,7 +88,11 @@ struct DecodedCall {
     head = CallHead();
     fields.log_id = 0;
     fields.request_id.clear();
-    fields.trace = TraceContext();
+    // In place: assigning a new TraceContext would move a string in and free one, every call.
+    fields.trace.trace_id_high = fields.trace.trace_id = 0;
+    fields.trace.span_id = fields.trace.parent_span_id = 0;
+    fields.trace.flags = 0;
+    fields.trace.tracestate.clear();
     fields.request_compress_type = 0;
     fields.user_fields.clear();  // their strings moved out
     fields.stream_offer.reset();  // its host moved out

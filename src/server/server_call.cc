@@ -33,7 +33,9 @@ constexpr uint32_t kSampleEvery = 16;  // calls whose CPU and held bytes /memory
 // Every call allocates one ServerCall. glibc serves requests of up to 1032 bytes from its
 // per-thread cache; a larger one takes malloc's general path (and may consolidate its fast bins)
 // on every call — measured at +2 to +5 % of a call's instructions when the object grew past it.
-static_assert(sizeof(ServerCall) <= 1032, "ServerCall outgrew glibc's per-thread cache sizes");
+// And when that cache is empty for the size (a burst of calls in flight), a request above 1000
+// bytes is a "large" one for glibc, which first consolidates its fast bins.
+static_assert(sizeof(ServerCall) <= 1000, "ServerCall outgrew glibc's small request sizes");
 
 
 // A pair kept alive by RetainMessages() handles. The binding (strategy + prototypes) outlives it.
@@ -76,15 +78,15 @@ ServerCall::ServerCall(std::shared_ptr<ServerState> state, AdmissionTicket&& tic
 ServerCall::~ServerCall() {
   // A call that ended without a reply of its own (an error answered, a call dropped).
   if (span() != nullptr) FinishSpan(nullptr, 0);
-  std::shared_ptr<CancelState> cancel;
+  std::unique_ptr<CancelWatch> cancel;
   {
     std::lock_guard lock(cancel_mutex_);
     if (!cancel_) return;
     cancel = std::move(cancel_);
   }
-  cancels_->Remove(cancel_token_);
-  deadline_timer_.reset();  // cancels the wait; its handler holds only a weak_ptr
-  cancel->Fire();           // the call ended without being canceled (else a no-op)
+  cancels_->Remove(cancel->token);
+  cancel->deadline_timer.reset();  // cancels the wait
+  cancel->state->Fire();           // the call ended without being canceled (else a no-op)
 }
 
 std::chrono::steady_clock::time_point ServerCall::deadline() const noexcept {
@@ -103,20 +105,24 @@ void ServerCall::NotifyOnCancel(google::protobuf::Closure* callback) {
   {
     std::lock_guard lock(cancel_mutex_);
     if (!cancel_) {
-      cancel_ = std::make_shared<CancelState>();
+      auto watch = std::make_unique<CancelWatch>();
+      watch->state = std::make_shared<CancelState>();
       const auto deadline = this->deadline();
       if (deadline != std::chrono::steady_clock::time_point::max()) {
-        deadline_timer_ = std::make_unique<asio::steady_timer>(connection_->executor(), deadline);
-        deadline_timer_->async_wait(
-            [weak = std::weak_ptr<CancelState>(cancel_)](const asio::error_code& error) {
+        watch->deadline_timer =
+            std::make_unique<asio::steady_timer>(connection_->executor(), deadline);
+        watch->deadline_timer->async_wait(
+            [weak = std::weak_ptr<CancelState>(watch->state)](const asio::error_code& error) {
               if (error) return;
               if (auto state = weak.lock()) state->Fire();
             });
       }
-      cancel_token_ = cancels_->Add(cancel_);  // fires at once if the connection already closed
-      sink_->WatchCancel(correlation_id_, cancel_);
+      // Fires at once if the connection already closed.
+      watch->token = cancels_->Add(watch->state);
+      sink_->WatchCancel(correlation_id_, watch->state);
+      cancel_ = std::move(watch);
     }
-    cancel = cancel_;
+    cancel = cancel_->state;
   }
   if (IsCanceled()) cancel->Fire();  // already canceled: the callback runs now, on this thread
   cancel->Notify(callback);

@@ -139,11 +139,15 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   std::shared_ptr<MethodBinding> binding_;     // outlives pair_, which goes back to it
   memory::MessagePair pair_;                   // moved into retained_ by RetainMessages()
   std::shared_ptr<RetainedMessages> retained_;
-  // Set up by the first NotifyOnCancel() (guarded by cancel_mutex_).
+  // Set up by the first NotifyOnCancel() (guarded by cancel_mutex_); most calls never ask, so
+  // it is one pointer here (ServerCall stays in glibc's small sizes, see server_call.cc).
+  struct CancelWatch {
+    std::shared_ptr<CancelState> state;
+    uint64_t token = 0;                                   // in cancels_
+    std::unique_ptr<asio::steady_timer> deadline_timer;  // its handler holds only a weak_ptr
+  };
   std::mutex cancel_mutex_;
-  std::shared_ptr<CancelState> cancel_;
-  uint64_t cancel_token_ = 0;
-  std::unique_ptr<asio::steady_timer> deadline_timer_;
+  std::unique_ptr<CancelWatch> cancel_;
 };
 
 }  // namespace arenarpc::server

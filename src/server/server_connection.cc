@@ -449,7 +449,7 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
   auto call = std::make_unique<ServerCall>(state.shared_from_this(), std::move(ticket),
                                            connection.shared_from_this(), &cancels_, fiber_share_,
                                            protocol_.get(), method, key, read_at);
-  internal::ControllerAccess::set_remote_side(call->controller(), connection.remote_side());
+  internal::ControllerAccess::set_remote_side_of(call->controller(), &connection.remote_side());
   if (head.timeout_ms >= 0) {
     internal::ControllerAccess::set_deadline_hint_ms(call->controller(), head.timeout_ms);
   }
