@@ -45,8 +45,10 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_ma
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # The targets run $jobs at a time (JOBS, default 2), each for its share of SECONDS: the wall time is
 # about SECONDS / JOBS.
+log_of() { echo "$dir/$1.log"; }
 run_one() {
-  local t=$1 log="$dir/$1.log"
+  local t=$1 log
+  log=$(log_of "$t")
   "$dir/$t" "$corpus/$t" -max_total_time="$per_target" -timeout=10 -rss_limit_mb=2048 \
     -max_len=65536 -print_final_stats=1 -artifact_prefix="$dir/artifacts/$t-" >"$log" 2>&1
 }
@@ -59,7 +61,7 @@ for t in "${targets[@]}"; do
 done
 status=0
 for t in "${targets[@]}"; do
-  log="$dir/$t.log"
+  log=$(log_of "$t")
   if ! wait "${pid_of[$t]}"; then
     echo "fuzz.sh: $t FAILED; last lines of $log:" >&2
     tail -n 40 "$log" >&2

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -24,13 +25,13 @@ class EchoServer {
  public:
   EchoServer(std::vector<std::string> environment, const std::string& test,
              std::vector<std::string> flags = {})
-      : log_(::testing::TempDir() + test + "_echo_server_" + std::to_string(getpid()) + "_" +
-             std::to_string(++count_) + ".log"),
-        process_(Argv(std::move(environment), std::move(flags)), log_) {
+      : log_{::testing::TempDir() + test + "_echo_server_" + std::to_string(getpid()) + "_" +
+             std::to_string(++count_) + ".log"},
+        process_(Argv(std::move(environment), std::move(flags)), log_.path) {
     static const std::regex kListening(R"(listening on 127\.0\.0\.1:(\d+))");
     for (const auto until = std::chrono::steady_clock::now() + 20s;
          port_ == 0 && std::chrono::steady_clock::now() < until && process_.running();) {
-      std::ifstream in(log_);
+      std::ifstream in(log_.path);
       std::stringstream text;
       text << in.rdbuf();
       std::smatch m;
@@ -41,7 +42,7 @@ class EchoServer {
   }
   int port() const { return port_; }
   std::string log() const {
-    std::ifstream in(log_);
+    std::ifstream in(log_.path);
     std::stringstream text;
     text << in.rdbuf();
     return text.str();
@@ -57,8 +58,16 @@ class EchoServer {
     for (std::string& flag : flags) argv.push_back(std::move(flag));
     return argv;
   }
+  // The server's log, removed once the server has exited unless the test failed (then it is
+  // kept for reading). Declared before process_, so it outlives the process.
+  struct Log {
+    std::string path;
+    ~Log() {
+      if (!::testing::Test::HasFailure()) std::remove(path.c_str());
+    }
+  };
   static inline int count_ = 0;
-  std::string log_;
+  Log log_;
   ChildProcess process_;
   int port_ = 0;
 };
