@@ -15,18 +15,17 @@ memory::CachedPageAllocator* CachedIoPages() {
 }  // namespace
 
 IoPageSweeper::IoPageSweeper(asio::io_context& loop)
-    : strand_(asio::make_strand(loop)), timer_(strand_) {
-  if (memory::CachedPageAllocator* pages = CachedIoPages()) interval_ = pages->options().idle_release;
-  if (interval_.count() <= 0) return;
+    : pages_(CachedIoPages()), strand_(asio::make_strand(loop)), timer_(strand_) {
+  if (pages_ == nullptr || pages_->options().idle_release.count() <= 0) return;
   asio::post(strand_, [this] { Arm(); });
 }
 
 void IoPageSweeper::Arm() {
   if (stopped_) return;
-  timer_.expires_after(interval_);
+  timer_.expires_after(pages_->options().idle_release);
   timer_.async_wait([this](const asio::error_code& error) {
     if (error || stopped_) return;
-    if (memory::CachedPageAllocator* pages = CachedIoPages()) pages->ReleaseIdle();
+    pages_->ReleaseIdle();
     Arm();
   });
 }

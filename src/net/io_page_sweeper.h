@@ -8,7 +8,9 @@
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 
-#include <chrono>
+namespace arenarpc::memory {
+class CachedPageAllocator;
+}  // namespace arenarpc::memory
 
 namespace arenarpc::net {
 
@@ -28,10 +30,11 @@ class IoPageSweeper {
  private:
   void Arm();
 
+  // The I/O pool (set once, before any buffer exists); null: not a CachedPageAllocator.
+  memory::CachedPageAllocator* const pages_;
   asio::strand<asio::io_context::executor_type> strand_;
-  asio::steady_timer timer_;       // used on strand_ only
-  std::chrono::milliseconds interval_{0};  // 0: no sweeping
-  bool stopped_ = false;                   // on strand_ only
+  asio::steady_timer timer_;  // used on strand_ only
+  bool stopped_ = false;      // on strand_ only
 };
 
 }  // namespace arenarpc::net
