@@ -6,16 +6,10 @@
 #include "arenarpc/memory/cached_page_allocator.h"
 
 namespace arenarpc::net {
-namespace {
-
-memory::CachedPageAllocator* CachedIoPages() {
-  return dynamic_cast<memory::CachedPageAllocator*>(&IoPageAllocator());
-}
-
-}  // namespace
 
 IoPageSweeper::IoPageSweeper(asio::io_context& loop)
-    : pages_(CachedIoPages()), strand_(asio::make_strand(loop)), timer_(strand_) {
+    : pages_(dynamic_cast<memory::CachedPageAllocator*>(&IoPageAllocator())),
+      strand_(asio::make_strand(loop)), timer_(strand_) {
   if (pages_ == nullptr || pages_->options().idle_release.count() <= 0) return;
   asio::post(strand_, [this] { Arm(); });
 }

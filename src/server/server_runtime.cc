@@ -36,8 +36,7 @@ ServerRuntime::ServerRuntime(const ServerOptions& options)
 
 ServerRuntime::~ServerRuntime() {
   CloseListeners();
-  io_page_sweeper_->Stop();
-  loops_->Stop();
+  StopLoops();
   acceptor_.reset();  // their timers and sockets belong to the loops: gone first
   internal_acceptor_.reset();
   fibers_.reset();
@@ -90,10 +89,14 @@ bool ServerRuntime::OnServerThread() const {
   return loops_->InLoopThread() || (workers_ && workers_->get_executor().running_in_this_thread());
 }
 
+void ServerRuntime::StopLoops() {
+  io_page_sweeper_->Stop();  // its timer would keep the loops running
+  loops_->Stop();
+}
+
 void ServerRuntime::Join() {
   fibers_->WaitIdle();
-  io_page_sweeper_->Stop();
-  loops_->Stop();
+  StopLoops();
   if (workers_) workers_->join();
 }
 

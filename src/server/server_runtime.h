@@ -51,6 +51,9 @@ class ServerRuntime {
   FiberShares& fiber_shares() noexcept { return fiber_shares_; }
 
  private:
+  // Lets the loops finish their queued handlers and joins their threads (idempotent).
+  void StopLoops();
+
   int handler_threads_ = 1;
   std::unique_ptr<net::EventLoopGroup> loops_;  // one io_context shared by all I/O threads
   // I/O pages a burst left cached go back even if no call follows (stopped before the loops).
