@@ -45,15 +45,8 @@ bool MovedInARow(double moved, double factor, uint32_t needed, uint32_t& strikes
 
 }  // namespace
 
-uint64_t AutoChooser::CallsPerCandidate() const noexcept {
-  const uint64_t block = settings_.trial_block, warmup = settings_.warmup_calls;
-  if (block <= warmup) return warmup + settings_.trial_calls;  // warm once, then every call counts
-  const uint64_t turns = (settings_.trial_calls + block - warmup - 1) / (block - warmup);
-  return turns * block;
-}
-
 uint64_t AutoChooser::TrialSizeCalls() const noexcept {
-  return CallsPerCandidate() * names_.size();
+  return (uint64_t{settings_.warmup_calls} + settings_.trial_calls) * names_.size();
 }
 
 AutoChooser::AutoChooser(std::vector<std::string> names, const AutoSettings& settings)
@@ -71,10 +64,11 @@ AutoChooser::Pick AutoChooser::Next() noexcept {
     const uint64_t turn = turn_.fetch_add(1, std::memory_order_relaxed);
     // The turn-th of the candidates still in the trial, block by block.
     uint32_t mask = active_.load(std::memory_order_relaxed);
-    if (mask == 0) return {chosen_.load(std::memory_order_relaxed), true, kNoBlock};
-    const uint64_t block = turn / settings_.trial_block;
-    for (uint64_t skip = block % std::popcount(mask); skip > 0; --skip) mask &= mask - 1;
-    return {static_cast<uint32_t>(std::countr_zero(mask)), true, block};
+    if (mask == 0) return {chosen_.load(std::memory_order_relaxed), true};
+    for (uint64_t skip = turn / settings_.trial_block % std::popcount(mask); skip > 0; --skip) {
+      mask &= mask - 1;
+    }
+    return {static_cast<uint32_t>(std::countr_zero(mask)), true};
   }
   // Random, not every Nth call: methods that alternate on a thread are sampled alike.
   return {chosen_.load(std::memory_order_relaxed), util::OneIn(settings_.sample_every)};
@@ -101,24 +95,10 @@ AutoChooser::Step AutoChooser::RecordLocked(uint32_t candidate, const Measuremen
   trial_request_sum_ += static_cast<double>(m.request_bytes);
   ++trial_request_calls_;
   Trial& trial = trial_[candidate];
-  if (m.block == kNoBlock) return MaybeFinishTrial(now_ms);  // picked before the trial began
-  // A later block than its turn under way: the candidate's next turn (a call of an earlier block
-  // recorded late, from another thread, counts in the turn under way).
-  if (trial.block == kNoBlock || m.block > trial.block) {
-    trial.block = m.block;
-    // Warm again after the others served, unless turns are no longer than the warm-up or the
-    // candidate is the only one taking turns.
-    if (trial.turns > 0 && settings_.trial_block > settings_.warmup_calls &&
-        std::popcount(active_.load(std::memory_order_relaxed)) > 1) {
-      trial.warm = 0;
-    }
-    ++trial.turns;
-  }
   if (trial.warm < settings_.warmup_calls) {
     ++trial.warm;
   } else {
-    trial.calls.push_back({m.cpu_ns, m.request_bytes + m.response_bytes,
-                           retries_ * kRoundsPerRetry + trial.turns - 1});
+    trial.calls.push_back({m.cpu_ns, m.request_bytes + m.response_bytes});
     trial.held_sum += m.held_bytes;
   }
   return MaybeFinishTrial(now_ms);
@@ -214,8 +194,6 @@ void AutoChooser::Retry(uint32_t mask) {
     if ((mask >> i & 1) == 0) continue;
     trial_[i].warm = 0;  // its turn comes after the others': warm up again
     trial_[i].target = trial_[i].calls.size() + settings_.trial_calls;
-    trial_[i].block = kNoBlock;
-    trial_[i].turns = 0;
   }
   ++retries_;
   trial_attempts_ = 0;
@@ -223,7 +201,7 @@ void AutoChooser::Retry(uint32_t mask) {
 }
 
 AutoChooser::Step AutoChooser::MaybeFinishTrial(int64_t now_ms) {
-  const uint64_t per_candidate = CallsPerCandidate();
+  const uint64_t per_candidate = uint64_t{settings_.warmup_calls} + settings_.trial_calls;
   const uint32_t mask = active_.load(std::memory_order_relaxed);
   bool complete = true;
   for (size_t i = 0; i < names_.size(); ++i) {

@@ -12,11 +12,6 @@
 // every one measured on other sizes), adding to their samples, up to kMaxRetries times; then
 // the incumbent stays.
 //
-// The candidates take turns of trial_block calls, each turn beginning with warmup_calls uncounted
-// calls (when a turn is longer than that; shorter turns warm up only at a candidate's first), so
-// that a trial samples every candidate several times over its length: the machine's load moves
-// a turn's cost as a whole, and the intervals come from how the turns differ (TrialSample::round).
-//
 // Between trials Next() costs a thread-local random draw and two relaxed loads; everything else
 // (Record(), trials) takes a mutex, and runs only on measured calls.
 #include <atomic>
@@ -33,28 +28,21 @@ namespace arenarpc::memory {
 
 class AutoChooser {
  public:
-  static constexpr uint64_t kNoBlock = UINT64_MAX;
   struct Pick {
     uint32_t candidate;
     bool measure;
-    // During a trial, which turn (block of trial_block calls) the call belongs to; kNoBlock
-    // between trials.
-    uint64_t block = kNoBlock;
   };
   struct Measurement {
     uint64_t cpu_ns = 0;
     uint64_t held_bytes = 0;
     uint64_t request_bytes = 0;
     uint64_t response_bytes = 0;
-    uint64_t block = 0;  // the Pick's: a call picked between trials is not counted in one
   };
   // What a Record() or Unmeasured() changed: the caller may act on it (give back the memory of
   // the candidates a settled method left). The method's first call counts as starting its first
   // trial.
   enum class Step { kNone, kTrialStarted, kSettled };
   static constexpr uint32_t kMaxRetries = 2;
-  // TrialSample::round of a candidate's k-th turn after r retries: r * kRoundsPerRetry + k.
-  static constexpr uint32_t kRoundsPerRetry = 1u << 16;
   static constexpr size_t kMaxCandidates = 32;
 
   // `names` are the candidates, in preference order (the first serves until a trial decides).
@@ -82,8 +70,6 @@ class AutoChooser {
   struct Trial {
     uint32_t warm = 0;    // calls seen and discarded since the candidate's turn began
     uint64_t target = 0;  // counted calls wanted
-    uint64_t block = kNoBlock;  // of its turn under way (none yet)
-    uint32_t turns = 0;           // turns begun since the trial or its last retry began
     std::vector<TrialSample> calls;
     uint64_t held_sum = 0;
   };
@@ -99,8 +85,7 @@ class AutoChooser {
   // the rate moved past rate_change in two windows in a row, else "".
   std::string RateMoved(uint64_t calls, int64_t now_ms);
   void Retry(uint32_t mask);              // mu_ held
-  uint64_t CallsPerCandidate() const noexcept;  // of one trial, warm-ups included
-  uint64_t TrialSizeCalls() const noexcept;     // of one trial, warm-ups included
+  uint64_t TrialSizeCalls() const noexcept;  // calls of one trial's round, warm-ups included
 
   const std::vector<std::string> names_;
   const AutoSettings settings_;

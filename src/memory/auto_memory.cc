@@ -68,7 +68,6 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       if (!pick.measure) return candidate.Acquire();
       auto call = std::make_unique<MeasuredCall>();
       call->candidate = pick.candidate;
-      call->block = pick.block;
       call->timer.Start();
       call->pair = candidate.Acquire();
       const MessagePair& pair = call->pair;
@@ -123,7 +122,6 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
       m.held_bytes = held;
       m.request_bytes = call->request_bytes;
       m.response_bytes = response_bytes;
-      m.block = call->block;
       if (chooser_.Record(call->candidate, m, NowMs()) != AutoChooser::Step::kNone) {
         FollowChooser();
       }
@@ -133,7 +131,6 @@ class AutoMemory final : public MessageMemory, public std::enable_shared_from_th
     struct MeasuredCall {
       MessagePair pair;
       uint32_t candidate = 0;
-      uint64_t block = 0;
       util::ThreadCpuTimer timer;
       uint64_t request_bytes = 0;
     };

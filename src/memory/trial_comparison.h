@@ -12,11 +12,7 @@
 // the expected cost at the reference size: the mean CPU per call it would cost on the trial's mix,
 // which is what a server's CPU per call measures (a median would hide a strategy whose large calls
 // cost more than the model says, or which pays for its blocks every few calls), with a ~95 %
-// interval of that ratio (delta method), widened to what the turns show: calls of one turn share
-// the machine's state (other processes' load, the caches), so where candidates took several turns
-// each (`round`: the k-th turns of the candidates ran next to each other), each turn's figure is
-// taken relative to its round's level (the geometric mean of the candidates' figures in that
-// round) and the spread of those relative figures gives a t interval. A candidate whose calls' mean size is more than
+// interval of that ratio (delta method). A candidate whose calls' mean size is more than
 // kComparableRatio away from the reference is marked not comparable: the model would be
 // extrapolated too far to rank it.
 #include <cstdint>
@@ -27,7 +23,6 @@ namespace arenarpc::memory {
 struct TrialSample {
   uint64_t cpu_ns = 0;
   uint64_t wire_bytes = 0;  // request + response
-  uint32_t round = 0;       // which round of turns the call was served in
 };
 
 struct CandidateCost {

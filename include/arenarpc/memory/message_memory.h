@@ -124,14 +124,12 @@ struct AutoSettings {
   // that stray 3-8 % from their cost (in-process) put it within +-1.5 %, inside switch_margin with
   // room for a loaded machine's larger spread.
   uint32_t trial_calls = 128;
-  // Consecutive calls a candidate serves before the next takes its turn; a turn longer than
-  // warmup_calls begins with that many uncounted calls. The default gives each candidate 4 turns
-  // of 16 + 32 calls per trial, spread over its length: a turn's cost moves as a whole with the
-  // machine's load (other processes sharing the caches and cores), so one long turn each would
-  // rank the candidates by when they ran; the trial's intervals come from how the candidates'
-  // turns differ round by round. Much shorter turns (8 calls) left each candidate running in the
-  // state the others left.
-  uint32_t trial_block = 48;
+  // Consecutive calls a candidate serves before the next takes its turn. The default, warmup_calls
+  // + trial_calls, gives each candidate one run of calls per trial: the strategies share the CPU
+  // caches and malloc's heap, and in short interleaved blocks each ran in the state the others
+  // left (blocks of 8 ranked the candidates far from how they cost serving alone). Smaller blocks
+  // spread a slow candidate's calls and the machine's load changes over the trial.
+  uint32_t trial_block = 144;
   uint32_t sample_every = 64;  // between trials: the chosen candidate is measured once in N calls
   uint64_t recheck_calls = 200000;
   std::chrono::milliseconds recheck_interval{std::chrono::minutes(5)};  // >= 1 ms
