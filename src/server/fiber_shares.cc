@@ -26,17 +26,15 @@ FiberShares::Limits FiberShares::LimitsFor(const ServerOptions& options) {
   return limits;
 }
 
-FiberShares::Ticket FiberShares::TryTake(const std::shared_ptr<Connection>& connection,
-                                         bool streaming, std::string* refusal) {
-  Ticket ticket;
+FiberShares::Ticket FiberShares::TryTakeLimited(std::shared_ptr<Connection> connection,
+                                                bool streaming, std::string* refusal) {
   if (limits_.per_connection > 0 && !TryIncrement(connection->fibers, limits_.per_connection)) {
     *refusal = "Reached server's max_fibers_per_connection=" +
                std::to_string(limits_.per_connection);
-    return ticket;
+    return Ticket();
   }
   if (limits_.per_connection <= 0) connection->fibers.fetch_add(1, std::memory_order_relaxed);
-  ticket.shares_ = this;
-  ticket.connection_ = connection;
+  Ticket ticket(this, connection);
   if (!streaming) return ticket;
   if (!TryIncrement(connection->streaming, limits_.streaming_per_connection)) {
     *refusal = "Reached server's max_streaming_calls_per_connection=" +
@@ -54,32 +52,9 @@ FiberShares::Ticket FiberShares::TryTake(const std::shared_ptr<Connection>& conn
   return ticket;
 }
 
-FiberShares::Ticket::Ticket(Ticket&& other) noexcept
-    : shares_(std::exchange(other.shares_, nullptr)),
-      connection_(std::move(other.connection_)),
-      streaming_(std::exchange(other.streaming_, false)) {}
-
-FiberShares::Ticket& FiberShares::Ticket::operator=(Ticket&& other) noexcept {
-  if (this != &other) {
-    Release();
-    shares_ = std::exchange(other.shares_, nullptr);
-    connection_ = std::move(other.connection_);
-    streaming_ = std::exchange(other.streaming_, false);
-  }
-  return *this;
-}
-
-FiberShares::Ticket::~Ticket() { Release(); }
-
-void FiberShares::Ticket::Release() noexcept {
-  if (!connection_) return;
-  connection_->fibers.fetch_sub(1, std::memory_order_relaxed);
-  if (streaming_) {
-    connection_->streaming.fetch_sub(1, std::memory_order_relaxed);
-    shares_->streaming_.fetch_sub(1, std::memory_order_relaxed);
-  }
-  connection_.reset();
-  shares_ = nullptr;
+void FiberShares::Ticket::ReleaseStreaming() noexcept {
+  connection_->streaming.fetch_sub(1, std::memory_order_relaxed);
+  shares_->streaming_.fetch_sub(1, std::memory_order_relaxed);
   streaming_ = false;
 }
 

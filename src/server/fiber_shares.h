@@ -11,6 +11,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace arenarpc {
 struct ServerOptions;
@@ -31,18 +32,39 @@ class FiberShares {
     std::atomic<int> streaming{0};
   };
 
-  // Holds one fiber's counts; move-only, gives them back when destroyed.
+  // Holds one fiber's counts; move-only, gives them back when destroyed. Inline: every call's
+  // handler fiber takes one.
   class Ticket {
    public:
     Ticket() = default;
-    Ticket(Ticket&& other) noexcept;
-    Ticket& operator=(Ticket&& other) noexcept;
-    ~Ticket();
+    Ticket(Ticket&& other) noexcept
+        : shares_(std::exchange(other.shares_, nullptr)),
+          connection_(std::move(other.connection_)),
+          streaming_(std::exchange(other.streaming_, false)) {}
+    Ticket& operator=(Ticket&& other) noexcept {
+      if (this != &other) {
+        Release();
+        shares_ = std::exchange(other.shares_, nullptr);
+        connection_ = std::move(other.connection_);
+        streaming_ = std::exchange(other.streaming_, false);
+      }
+      return *this;
+    }
+    ~Ticket() { Release(); }
     explicit operator bool() const noexcept { return connection_ != nullptr; }
 
    private:
     friend class FiberShares;
-    void Release() noexcept;
+    Ticket(FiberShares* shares, std::shared_ptr<Connection> connection) noexcept
+        : shares_(shares), connection_(std::move(connection)) {}
+    void Release() noexcept {
+      if (!connection_) return;
+      connection_->fibers.fetch_sub(1, std::memory_order_relaxed);
+      if (streaming_) ReleaseStreaming();
+      connection_.reset();
+      shares_ = nullptr;
+    }
+    void ReleaseStreaming() noexcept;
     FiberShares* shares_ = nullptr;
     std::shared_ptr<Connection> connection_;
     bool streaming_ = false;
@@ -54,14 +76,23 @@ class FiberShares {
   static Limits LimitsFor(const ServerOptions& options);
 
   // A ticket for one more handler fiber of `connection` (never null); empty, with *refusal
-  // naming the option reached, when a share is full.
-  Ticket TryTake(const std::shared_ptr<Connection>& connection, bool streaming,
-                 std::string* refusal);
+  // naming the option reached, when a share is full. A unary call without a per-connection
+  // share (the default) only counts.
+  Ticket TryTake(std::shared_ptr<Connection> connection, bool streaming, std::string* refusal) {
+    if (limits_.per_connection <= 0 && !streaming) {
+      connection->fibers.fetch_add(1, std::memory_order_relaxed);
+      return Ticket(this, std::move(connection));
+    }
+    return TryTakeLimited(std::move(connection), streaming, refusal);
+  }
 
   int streaming() const noexcept { return streaming_.load(std::memory_order_relaxed); }
   const Limits& limits() const noexcept { return limits_; }
 
  private:
+  Ticket TryTakeLimited(std::shared_ptr<Connection> connection, bool streaming,
+                        std::string* refusal);
+
   const Limits limits_;
   std::atomic<int> streaming_{0};
 };

@@ -308,7 +308,8 @@ ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int6
   if (SplitMethodPath(request.path, &service, &method)) {
     int code = 0;
     std::string text;
-    const MethodEntry* entry = state_.config.registry.Resolve(service, method, &code, &text);
+    const MethodEntry* entry =
+        last_resolved_.Resolve(state_.config.registry, service, method, &code, &text);
     if (entry != nullptr ||
         (request.method == "POST" && state_.config.builtins.Find(request.path) == nullptr)) {
       if (internal_port_) {

@@ -22,6 +22,7 @@
 #include "protocol/http/http_request_decoder.h"
 #include "protocol/http/http_response.h"
 #include "server/server_protocol.h"
+#include "server/service_registry.h"
 #include "server/stream_transport.h"
 
 namespace arenarpc::server {
@@ -191,6 +192,7 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
   protocol::HttpRequestDecoder decoder_;  // Next() only
   int64_t next_sequence_ = 0;             // Next() only
   bool stopped_ = false;                  // Next() only: no more requests on this connection
+  LastResolved last_resolved_;            // Next() only
   // The request Next() decoded last (the reading thread's): its call's CallHead points into it
   // until the next Next().
   protocol::HttpRequest request_;

@@ -16,6 +16,7 @@
 #include "stats/error_counts.h"
 #include "stats/memory_series.h"
 #include "stats/window_histogram.h"
+#include "util/spin_lock.h"
 
 namespace google::protobuf {
 class MethodDescriptor;
@@ -97,11 +98,10 @@ struct MethodEntry {
   }
 
  private:
-  // A lock held only to copy the pointer: the calls of one method already share their counters'
-  // cache lines, and libstdc++'s atomic<shared_ptr> unlocks its loads with relaxed order (a race
-  // to ThreadSanitizer). Measured with bench/callgrind_server (heap, payload_scale 1): within the
-  // run-to-run noise (< 1 %) of a server without live settings.
-  mutable std::mutex binding_mutex_;
+  // A lock held only to copy the pointer (libstdc++'s atomic<shared_ptr> unlocks its loads with
+  // relaxed order: a race to ThreadSanitizer); a spin lock, since a std::mutex's two calls into
+  // libpthread were a visible part of a small call's instructions.
+  mutable util::SpinLock binding_mutex_;
   std::shared_ptr<MethodBinding> binding_;
 };
 

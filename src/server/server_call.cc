@@ -284,8 +284,9 @@ void ServerCall::Execute(std::unique_ptr<ServerCall> call, RequestPayload payloa
   ServerRuntime& runtime = *call->state_->runtime;
   fiber::Scheduler& fibers = runtime.fibers();
   std::string limit_text;
-  FiberShares::Ticket ticket = runtime.fiber_shares().TryTake(
-      call->fiber_share_, call->sink_->IsStreamCall(call->correlation_id_), &limit_text);
+  FiberShares::Ticket ticket =
+      runtime.fiber_shares().TryTake(std::move(call->fiber_share_),
+                                     call->sink_->IsStreamCall(call->correlation_id_), &limit_text);
   if (ticket) {
     if (!fibers.TryReserve()) {
       limit_text = "Reached server's max_fibers=" + std::to_string(fibers.options().max_fibers);

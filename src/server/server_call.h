@@ -121,7 +121,7 @@ class ServerCall final : public google::protobuf::Closure, private internal::Can
   AdmissionTicket ticket_;
   std::shared_ptr<net::Connection> connection_;
   CancelRegistry* const cancels_;
-  const std::shared_ptr<FiberShares::Connection> fiber_share_;
+  std::shared_ptr<FiberShares::Connection> fiber_share_;  // moved into the fiber's ticket
   ReplySink* const sink_;
   MethodEntry* method_;
   const int64_t correlation_id_;

@@ -31,6 +31,7 @@
 #include "server/server_protocol.h"
 #include "server/server_protocol_table.h"
 #include "server/server_state.h"
+#include "server/service_registry.h"
 
 namespace arenarpc::server {
 
@@ -115,6 +116,7 @@ class ServerConnection final : public net::Connection::Delegate,
   // What the protocol's Next() decodes, for AdmitDecoded() (the reading thread's, as admitted_);
   // holds nothing between two requests.
   Decoded decoded_;
+  LastResolved last_resolved_;  // Admit()'s (the reading thread's)
   // protocol_'s entry once protocol_ is set (read by other threads).
   std::atomic<const ServerProtocolEntry*> entry_{nullptr};
 

@@ -54,4 +54,29 @@ class ServiceRegistry {
   std::map<std::string, MethodEntry*, std::less<>> by_method_name_;  // "pkg.Service.Method"
 };
 
+// The method one reader (a connection's reading thread) resolved last, and the names that named
+// it: a connection's calls mostly name one method, and two compares cost less than the registry's
+// maps, which do not change while the server runs.
+class LastResolved {
+ public:
+  // ServiceRegistry::Resolve(), from the remembered entry when the names are the last ones.
+  MethodEntry* Resolve(const ServiceRegistry& registry, std::string_view service_name,
+                       std::string_view method_name, int* error_code, std::string* error_text) {
+    if (entry_ != nullptr && service_name == service_name_ && method_name == method_name_) {
+      return entry_;
+    }
+    MethodEntry* entry = registry.Resolve(service_name, method_name, error_code, error_text);
+    if (entry != nullptr) {
+      entry_ = entry;
+      service_name_.assign(service_name);
+      method_name_.assign(method_name);
+    }
+    return entry;
+  }
+
+ private:
+  MethodEntry* entry_ = nullptr;
+  std::string service_name_, method_name_;
+};
+
 }  // namespace arenarpc::server
