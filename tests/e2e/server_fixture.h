@@ -90,8 +90,9 @@ class ServerTest : public ::testing::TestWithParam<const char*> {
 
   // A server counter once it reaches `expected` (or its value after 5 s): counters are bumped by
   // the connection's thread, which may still be on its way when the client sees the close.
-  uint64_t StatSoon(uint64_t ServerStats::*counter, uint64_t expected) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  uint64_t StatSoon(uint64_t ServerStats::*counter, uint64_t expected,
+                    std::chrono::seconds within = std::chrono::seconds(5)) {
+    const auto deadline = std::chrono::steady_clock::now() + within;
     uint64_t value = server_->GetServerStats().*counter;
     while (value != expected && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
