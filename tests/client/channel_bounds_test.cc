@@ -213,10 +213,10 @@ TEST(ChannelBounds, ARequestTheServerNeverReadsIsRetriedOnANewConnectionAfterWri
   FakeServer server(EchoHandler(), FakeServer::Options{[](int index) { return index > 0; }});
   Channel channel;
   ChannelOptions options = TestOptions();
-  // A timeout far above the write timeout: under ThreadSanitizer, beside other tests on the same
-  // cores, writing the request twice has taken more than 10 s.
-  options.timeout_ms = 30000;
-  options.write_timeout = std::chrono::milliseconds(1000);
+  // Under ThreadSanitizer, beside other tests on the same cores, writing the request twice has
+  // taken more than 10 s, and a reading server's connection has gone 1 s without progress.
+  options.timeout_ms = 60000;
+  options.write_timeout = std::chrono::milliseconds(3000);
   ASSERT_EQ(channel.Init(server.address(), &options), 0);
   Controller cntl;
   cntl.request_attachment().Append(std::string(KernelBufferBound() + (4u << 20), 'w'));
@@ -225,7 +225,7 @@ TEST(ChannelBounds, ARequestTheServerNeverReadsIsRetriedOnANewConnectionAfterWri
   EchoService_Stub(&channel).Echo(&cntl, &request, &response, nullptr);
   EXPECT_FALSE(cntl.Failed()) << cntl.ErrorText();
   EXPECT_EQ(cntl.retried_count(), 1);  // the cut-off request was never complete: retried
-  EXPECT_LT(cntl.latency_us(), 20'000'000);  // retried after the write timeout, not the call's
+  EXPECT_LT(cntl.latency_us(), 40'000'000);  // retried after the write timeout, not the call's
   EXPECT_EQ(channel.stats().stuck_connections, 1u);
   EXPECT_EQ(server.connections_accepted(), 2);
 }
