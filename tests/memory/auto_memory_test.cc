@@ -344,10 +344,13 @@ TEST(AutoMemory, ServesWithTheCandidateThatCostsLeastCpu) {
   EXPECT_EQ(automatic->name(), "auto");
   auto method = automatic->Bind(EchoRequest::default_instance(), EchoResponse::default_instance());
   const std::string wire = RequestWire();
-  for (int i = 0; i < 3 * 10 && method->Choice()->in_trial; ++i) Call(*method, wire);
+  // A trial is 3 x 10 calls; one of "fast"'s calls slowed by the machine (page faults under a
+  // sanitizer) can widen its interval to reach "slow"'s, and the trial goes on: room for retries.
+  const int most = 3 * 10 * (1 + static_cast<int>(AutoChooser::kMaxRetries));
+  for (int i = 0; i < most && method->Choice()->in_trial; ++i) Call(*method, wire);
   const MemoryChoice choice = *method->Choice();
   EXPECT_FALSE(choice.in_trial);
-  EXPECT_EQ(choice.chosen, "fast");
+  EXPECT_EQ(choice.chosen, "fast") << choice.reason;
   EXPECT_GE(choice.candidates[0].cpu_ns, 200'000u);
   EXPECT_LT(choice.candidates[1].cpu_ns, 200'000u);
   EXPECT_GT(choice.candidates[1].held_bytes, 0u);  // SpaceUsedLong of the two heap messages
