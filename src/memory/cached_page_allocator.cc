@@ -178,6 +178,22 @@ ThreadPageCache* FindCache(const std::shared_ptr<CachedPageAllocator::Core>& cor
   return tc.last = tc.caches.back().get();
 }
 
+// An empty cache takes a batch of pages from the system at once, not one page per miss: each
+// malloc of a page (a large-bin request to glibc) first merges every fastbin chunk the process
+// freed since the last one (malloc_consolidate), and the small allocations that follow are then
+// carved from the merged chunks on glibc's slow path. One page at a time, a server whose pages in
+// use keep growing (replies held for a slow reader) paid that for every page.
+void RefillFromSystem(ThreadPageCache& cache) noexcept {
+  const size_t n = std::min(cache.core->batch, cache.credit) - 1;
+  try {
+    for (size_t i = 0; i < n; ++i) {
+      cache.pages.push_back(AllocateSystemPage(cache.core->options.page_size));
+    }
+  } catch (const std::bad_alloc&) {  // what it got stays cached; the page asked for is served
+  }
+  cache.cached.value.store(cache.pages.size(), std::memory_order_relaxed);
+}
+
 }  // namespace
 
 CachedPageAllocator::CachedPageAllocator(const PagePoolOptions& options) {
@@ -222,7 +238,9 @@ void* CachedPageAllocator::Allocate() {
       return page;
     }
     cache->misses.Add();
-    return AllocateSystemPage(core.options.page_size);
+    void* page = AllocateSystemPage(core.options.page_size);
+    RefillFromSystem(*cache);
+    return page;
   }
   void* page = nullptr;
   bool check_idle = false;

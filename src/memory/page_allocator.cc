@@ -79,13 +79,13 @@ int ValidatePagePoolOptions(const PagePoolOptions& options, std::string* error) 
   return ReportError(PagePoolOptionsError(options), error);
 }
 
-void* AllocateSystemPage(size_t page_size) {
-  return ::operator new (page_size, std::align_val_t{kSystemPageAlignment});
-}
+// Plain operator new: an aligned one costs glibc's memalign, which splits off the chunk's unaligned
+// head and tail and frees them into its fastbins, so that the next page (a large-bin request)
+// first merges every small chunk the process freed since (malloc_consolidate), and the small
+// allocations after it run on malloc's slow path -- at each page.
+void* AllocateSystemPage(size_t page_size) { return ::operator new (page_size); }
 
-void FreeSystemPage(void* page, size_t page_size) noexcept {
-  ::operator delete (page, page_size, std::align_val_t{kSystemPageAlignment});
-}
+void FreeSystemPage(void* page, size_t page_size) noexcept { ::operator delete (page, page_size); }
 
 std::unique_ptr<PageAllocator> MakeSystemPageAllocator(size_t page_size, std::string* error) {
   if (ReportError(PageSizeError(page_size), error) != 0) return nullptr;

@@ -4,10 +4,8 @@
 
 namespace arenarpc::memory {
 
-// Cache-line alignment: enough for any protobuf block and avoids false sharing between pages,
-// without the per-allocation overhead that page-size alignment costs in glibc.
-inline constexpr size_t kSystemPageAlignment = 64;
-
+// Pages have operator new's alignment (16 bytes with glibc; page-sized size classes are aligned
+// further by jemalloc and tcmalloc): enough for any protobuf block.
 void* AllocateSystemPage(size_t page_size);  // throws std::bad_alloc
 void FreeSystemPage(void* page, size_t page_size) noexcept;
 
