@@ -24,11 +24,15 @@ class StreamHost;
 namespace arenarpc::server {
 
 class AdmittedTask;  // call_task.h; complete where a DecodedTask is destroyed
+struct MethodEntry;  // service_registry.h
 
 // What admission needs to know of one decoded request. Its views point into what the protocol
 // keeps of the request until its next Next() (admission reads them before that).
 struct CallHead {
   std::string_view service_name, method_name;  // resolved as spec §5.2
+  // The method those names resolved to, where the protocol resolved them already (HTTP's router):
+  // admission takes it instead of resolving again. nullptr: admission resolves the names.
+  MethodEntry* method = nullptr;
   int64_t key = 0;       // identifies the reply: correlation_id (baidu_std), sequence (HTTP)
   int invalid_code = 0;  // != 0: the request is invalid; answered so once admitted
   std::string_view invalid_text;

@@ -308,7 +308,7 @@ ServerProtocol::Step HttpServerProtocol::Route(net::Connection& connection, int6
   if (SplitMethodPath(request.path, &service, &method)) {
     int code = 0;
     std::string text;
-    const MethodEntry* entry =
+    MethodEntry* entry =
         last_resolved_.Resolve(state_.config.registry, service, method, &code, &text);
     if (entry != nullptr ||
         (request.method == "POST" && state_.config.builtins.Find(request.path) == nullptr)) {
@@ -408,10 +408,11 @@ void HttpServerProtocol::SendPage(net::Connection& connection, int64_t sequence,
 ServerProtocol::Step HttpServerProtocol::CallMethod(net::Connection& connection, int64_t sequence,
                                                     std::string_view service,
                                                     std::string_view method,
-                                                    const MethodEntry* entry, CallHead* head) {
+                                                    MethodEntry* entry, CallHead* head) {
   const protocol::HttpRequest& request = request_;
   head->service_name = service;
   head->method_name = method;
+  head->method = entry;  // nullptr: admission answers ENOSERVICE/ENOMETHOD
   head->key = sequence;
   head->per_request_auth = true;
   if (const std::string* authorization = request.Header("authorization")) {

@@ -125,7 +125,7 @@ class HttpServerProtocol final : public ServerProtocol, public ServerStreamTrans
              Decoded* decoded);
   Step ServeBuiltin(net::Connection& connection, int64_t sequence, DecodedTask* task);
   Step CallMethod(net::Connection& connection, int64_t sequence, std::string_view service,
-                  std::string_view method, const MethodEntry* entry, CallHead* head);
+                  std::string_view method, MethodEntry* entry, CallHead* head);
   // The rest of the call request_ is (its Controller's fields, its payload), once Route() said
   // kCall.
   void DecodeCall(const Exchange& settings, DecodedCall* call);

@@ -433,8 +433,10 @@ std::unique_ptr<ServerCall> ServerConnection::Admit(net::Connection& connection,
   }
   int code = 0;
   std::string text;
-  MethodEntry* method = last_resolved_.Resolve(state.config.registry, head.service_name,
-                                               head.method_name, &code, &text);
+  MethodEntry* method =
+      head.method != nullptr ? head.method
+                             : last_resolved_.Resolve(state.config.registry, head.service_name,
+                                                      head.method_name, &code, &text);
   if (method == nullptr) {
     Reject(connection, key, code, text, &state.counters.rejected_unknown);
     return nullptr;
