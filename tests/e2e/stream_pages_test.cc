@@ -480,8 +480,11 @@ TEST_F(StreamPagesTest, PeerThatDoesNotReadShowsBytesBuffered) {
     StreamRequest request;
     request.set_bytes(16 << 10);
     ASSERT_TRUE(push.Write(request));
-    const Struct p = PollUntil([&] { return MethodStreams(kPush); },
-                               [](const Struct& s) { return Num(s, "buffered_out_bytes") > 0; });
+    // Push's first messages are held until the connection's thread flushes them, so wait for
+    // the window's worth to have gone and the rest to wait.
+    const Struct p = PollUntil([&] { return MethodStreams(kPush); }, [](const Struct& s) {
+      return Num(s, "buffered_out_bytes") > 0 && Num(s, "bytes_out") >= (64 << 10);
+    });
     EXPECT_EQ(1, Num(p, "open"));
     EXPECT_GT(Num(p, "buffered_out_bytes"), 0);
     EXPECT_GE(Num(p, "bytes_out"), 64 << 10);  // at least the window's worth was written
