@@ -5,6 +5,7 @@ Also usable on a saved result:  python3 bench/compare/report.py RESULT.json [CHA
 
 import json
 import os
+import statistics
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,14 @@ def _workload(result):
     return f"payload_mix {mix}" if mix else f"payload_scale {result['payload_scale']}"
 
 
+def quartiles(values):
+    """(first quartile, median, third quartile) of a list, or None for fewer than 2 values."""
+    if len(values) < 2:
+        return None
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[1], q[2]
+
+
 def auto_versus_best(result):
     """auto against the fixed mode (heap, arena, paged, reuse: what it chooses from) with the
     lowest median CPU per call: ratios of the medians, each repeat's ratio (repeats interleave),
@@ -38,7 +47,7 @@ def auto_versus_best(result):
     best = min(fixed, key=lambda m: med[m]["cpu_us_per_call"])
     own = [r["cpu_us_per_call"] for r in result["runs"][best]]
     ratio = lambda k: med["auto"][k] / med[best][k] if med[best][k] else 0
-    return {
+    out = {
         "best": best, "cpu": ratio("cpu_us_per_call"), "p99": ratio("p99"),
         "rss": ratio("rss_peak"),
         "per_repeat": [a["cpu_us_per_call"] / b["cpu_us_per_call"]
@@ -48,6 +57,11 @@ def auto_versus_best(result):
         if med[best]["cpu_us_per_call"] else 0,
         "versus_served": _versus_served(result, fixed),
     }
+    # Repeat i of every mode ran within one turn of the modes: the ratio of the pair cancels what
+    # the machine did over minutes, and its quartiles say how well the pairs agree.
+    out["paired"] = quartiles(out["per_repeat"])
+    out["paired_served"] = quartiles([r for _, r in out["versus_served"]])
+    return out
 
 
 def auto_versus_best_max(result):
@@ -100,6 +114,7 @@ def table(result):
         f"{result['qps']:.0f} QPS open loop, {result['repeats']} interleaved repeats x "
         f"{result['duration_s']:g} s (after {result['warmup_s']:g} s warm-up"
         f"{'; auto: until its start-up trials ended' if any(m.startswith('auto') for m in result['modes']) else ''}"
+        f"{'; one server per mode for every repeat' if result.get('keep_servers') else ''}"
         f"); server pinned to "
         f"core {result['server_core']} ({result['server_threads']} I/O thread), press on core "
         f"{result['client_core']}; server malloc {result.get('server_malloc', 'glibc')}; "
@@ -152,6 +167,11 @@ def table(result):
             lines.append(
                 "auto / the mode it served each window with (same repeat): " +
                 " ".join(f"{r:.2f} ({mode})" for mode, r in versus["versus_served"]))
+        for what, q in (("best fixed mode", versus["paired"]),
+                        ("the mode it served with", versus["paired_served"])):
+            if q:
+                lines.append(f"auto / {what}, median of the per-repeat ratios {q[1]:.2f} "
+                             f"(quartiles {q[0]:.2f} {q[2]:.2f})")
     at_max = auto_versus_best_max(result)
     if at_max:
         lines.append(
