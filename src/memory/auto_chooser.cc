@@ -163,6 +163,7 @@ AutoChooser::Step AutoChooser::CheckRecheck(int64_t now_ms) {
     confirm_ = false;
     awaiting_confirmation_.store(false, std::memory_order_relaxed);
     StartTrial("confirmation once warm");
+    afresh_ = true;  // the first trial's choice was made on a cold process
   } else if (calls_since_ >= settings_.recheck_calls) {
     StartTrial("periodic recheck (" + std::to_string(settings_.recheck_calls) + " calls)");
   } else if (now_ms - decided_ms_ >= settings_.recheck_interval.count()) {
@@ -184,6 +185,8 @@ void AutoChooser::StartTrial(std::string reason) {
   trial_request_calls_ = 0;
   retries_ = 0;
   trial_reason_ = std::move(reason);
+  // The first trial's incumbent serves only because it comes first.
+  afresh_ = trials_ == 0;
   active_.store(names_.size() == kMaxCandidates ? ~0u : (1u << names_.size()) - 1,
                 std::memory_order_relaxed);
   in_trial_.store(true, std::memory_order_relaxed);
@@ -273,18 +276,20 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
            apart(a, b);
   };
   // Memory settles what CPU cannot tell apart: a candidate is chosen over one that holds
-  // switch_margin less per call only when it is clearly cheaper than that one (otherwise a trial's
-  // noise could put a method on a strategy that holds twice the memory for no gain).
+  // switch_margin less per call only when its interval lies wholly below that one's (otherwise a
+  // trial's noise could put a method on a strategy that holds twice the memory for no gain).
+  // Not switch_margin below: that would give up to the margin in CPU for memory per call, which
+  // shows little in the process's RSS (docs/benchmarks.md).
   const auto leaner = [&](size_t a, size_t b) {
     return static_cast<double>(figures_[a].held_bytes) <
            (1 - settings_.switch_margin) * static_cast<double>(figures_[b].held_bytes);
   };
-  int choice = -1;  // the cheapest candidate clearly cheaper than every leaner one
+  int choice = -1;  // the cheapest candidate measurably cheaper than every leaner one
   for (size_t i = 0; i < names_.size(); ++i) {
     if (!eligible(i) || (choice >= 0 && figures_[i].cpu_ns >= figures_[choice].cpu_ns)) continue;
     bool earns_its_memory = true;
     for (size_t j = 0; j < names_.size() && earns_its_memory; ++j) {
-      if (j != i && eligible(j) && leaner(j, i) && !clearly_cheaper(i, j)) {
+      if (j != i && eligible(j) && leaner(j, i) && !apart(i, j)) {
         earns_its_memory = false;
       }
     }
@@ -301,15 +306,15 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
     }
     const double bar =
         (1 - settings_.switch_margin) * static_cast<double>(figures_[current].cpu_ns);
-    if (static_cast<uint32_t>(best) != current && incumbent_ok &&
+    if (!afresh_ && static_cast<uint32_t>(best) != current && incumbent_ok &&
         static_cast<double>(figures_[best].cpu_ns_low) < bar && !apart(best, current)) {
       for (size_t i = 0; i < names_.size(); ++i) {
         if (eligible(i) && !apart(best, i)) again |= 1u << i;
       }
       again |= 1u << current;
-    } else if (static_cast<uint32_t>(best) != current) {
-      // The leader will replace the incumbent: a runner-up whose interval reaches the leader's
-      // is as likely the cheaper one, so both go on rather than the leader winning a coin flip.
+    } else if (afresh_ || static_cast<uint32_t>(best) != current) {
+      // The leader will serve: a runner-up whose interval reaches the leader's is as likely the
+      // cheaper one, so both go on rather than the leader winning a coin flip.
       for (size_t i = 0; i < names_.size(); ++i) {
         if (i != static_cast<size_t>(best) && eligible(i) && !apart(best, i)) {
           again |= 1u << i | 1u << best;
@@ -331,9 +336,10 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
         "finish on another thread, or calls of very different sizes): kept " +
         names_[current];
   } else {
-    // The incumbent stays unless the choice is clearly cheaper, or leaner and not clearly dearer.
+    // After the confirmation the incumbent stays unless the choice is clearly cheaper, or leaner
+    // and not clearly dearer.
     const auto to = static_cast<uint32_t>(choice);
-    if (!incumbent_ok || clearly_cheaper(to, current) ||
+    if (afresh_ || !incumbent_ok || clearly_cheaper(to, current) ||
         (leaner(to, current) && !clearly_cheaper(current, to))) {
       next = to;
     }

@@ -4,13 +4,15 @@
 // (AutoSettings). It knows nothing of messages or clocks: the strategy feeds it CPU times, held
 // bytes, wire sizes and the time, so its logic is testable with made-up figures.
 //
-// A trial ranks the candidates by CPU per call scaled to one call size (CompareTrial). The
+// A trial ranks the candidates by CPU per call scaled to one call size (CompareTrial). The first
+// trial and its confirmation choose afresh: the cheapest, unless its interval reaches that of a
+// candidate holding less per call (memory settles what CPU cannot tell apart). In later trials the
 // leader replaces the candidate serving the method only if it is switch_margin cheaper and its
-// interval lies wholly below the incumbent's. While the intervals overlap and the leader's
-// reaches below that margin, and for candidates measured on calls of another size, the trial goes
-// on for them (the leader, the incumbent, every candidate whose interval reaches the leader's,
-// every one measured on other sizes), adding to their samples, up to kMaxRetries times; then
-// the incumbent stays.
+// interval lies wholly below the incumbent's. While the intervals that decide overlap, and for
+// candidates measured on calls of another size, the trial goes on for them (the leader, the
+// incumbent, every candidate whose interval reaches the leader's, every one measured on other
+// sizes), adding to their samples, up to kMaxRetries times; then the incumbent (or the leaner)
+// stays.
 //
 // Between trials Next() costs a thread-local random draw and two relaxed loads; everything else
 // (Record(), trials) takes a mutex, and runs only on measured calls.
@@ -106,6 +108,7 @@ class AutoChooser {
   int64_t decided_ms_ = 0;
   uint64_t calls_since_ = 0;  // estimated calls of the method since the last trial ended
   bool confirm_ = false;      // the first trial ended: a second one follows once warm
+  bool afresh_ = true;        // the trial running decides without favouring the incumbent
   double chosen_cpu_ns_ = 0;  // moving mean between trials
   // Request size: the mean over the last trial's measured calls; between trials, windows of
   // kShapeWindowSamples sampled calls, and how many windows in a row were past shape_change.

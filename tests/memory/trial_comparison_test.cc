@@ -131,21 +131,34 @@ TEST(AutoChooser, ACandidateMeasuredOnTinyCallsIsRetriedNotCrowned) {
 }
 
 TEST(AutoChooser, OverlappingIntervalsKeepTheIncumbent) {
-  // b is 7 % cheaper than a (past the 5 % margin); each candidate's calls spread evenly over
+  // a serves: the first trial and its confirmation found it half b's cost. In the recheck after
+  // them b is 7 % cheaper than a (past the 5 % margin); each candidate's calls spread evenly over
   // +-spread around its cost.
   const auto run = [](double spread) {
     std::vector<uint64_t> served(2, 0);
     AutoSettings s = Trials(1);
     s.trial_calls = 16;
     AutoChooser chooser({"a", "b"}, s);
-    const uint64_t calls = RunTrial(
-        chooser,
-        [&](uint32_t c, uint64_t) {
-          const double position = static_cast<double>(served[c]++ * 7 % 13) / 12;  // 0..1
-          return static_cast<uint64_t>((c == 0 ? 1'000'000 : 930'000) *
-                                       (1 - spread + 2 * spread * position));
-        },
-        [](uint32_t, uint64_t) -> uint64_t { return 5000; });
+    double b_cost = 2'000'000;
+    const CostOf cost = [&](uint32_t c, uint64_t) {
+      const double position = static_cast<double>(served[c]++ * 7 % 13) / 12;  // 0..1
+      return static_cast<uint64_t>((c == 0 ? 1'000'000 : b_cost) *
+                                   (1 - spread + 2 * spread * position));
+    };
+    const SizeOf size = [](uint32_t, uint64_t) -> uint64_t { return 5000; };
+    uint64_t calls = RunTrial(chooser, cost, size);  // the last trial's calls
+    for (int trial = 1; trial < 3; ++trial) {
+      for (int i = 0; i < 100000 && !chooser.Report().in_trial; ++i) {  // between trials
+        const AutoChooser::Pick pick = chooser.Next();
+        if (pick.measure) {
+          chooser.Record(pick.candidate, {cost(pick.candidate, 5000), 5000, 2500, 2500}, 1000);
+        }
+      }
+      if (trial == 2) b_cost = 930'000;
+      calls = RunTrial(chooser, cost, size);
+    }
+    EXPECT_EQ(chooser.Report().trials, 3u);
+    EXPECT_NE(chooser.Report().reason.find("periodic recheck"), std::string::npos);
     return std::make_pair(chooser.Report(), calls);
   };
   const auto [noisy, noisy_calls] = run(0.3);

@@ -138,7 +138,9 @@ struct AutoSettings {
   // second and 16 sampled calls) moves by this factor from the first window after the last trial,
   // in two windows in a row (one burst or lull does not start one). > 1; 0 = off.
   double rate_change = 4.0;
-  double switch_margin = 0.05;  // a trial moves the method only to a candidate this much cheaper
+  // A recheck moves the method only to a candidate this much cheaper (the first trial and its
+  // confirmation take the cheapest they can tell apart).
+  double switch_margin = 0.05;
   // Memory before CPU: > 0, a candidate whose held bytes per call (arena bytes, or SpaceUsedLong()
   // of the two messages) pass this many times the leanest measured candidate's is not chosen,
   // however cheap (e.g. 1.5 keeps a method off a strategy that holds half as much again). 0 = off.
