@@ -79,15 +79,15 @@ void SpanRecord::Finish(Clock::time_point end) {
     span_.trace = trace_;
     span = std::make_shared<const Span>(std::move(span_));
   }
-  stats::SpanStore::Default().Add(span);
+  // Sinks first: a span found in the store has been handed to every sink that was registered.
   std::vector<std::shared_ptr<SpanSink>> sinks;
   {
     Sinks& all = AllSinks();
     std::lock_guard lock(all.mutex);
-    if (all.list.empty()) return;
     sinks = all.list;
   }
   for (const auto& sink : sinks) sink->Export(span);
+  stats::SpanStore::Default().Add(span);
 }
 
 std::shared_ptr<SpanRecord> NewSpanRecord(SpanKind kind, SpanRecord::Clock::time_point start) {

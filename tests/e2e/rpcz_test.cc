@@ -560,7 +560,9 @@ TEST_P(RpczTest, SinksReceiveEveryFinishedSpan) {
   AddSpanSink(sink);
   std::unique_ptr<Channel> channel = MakeChannel("grpc");
   const TraceContext trace = Call(channel.get(), "hello", 3, true, TraceContext::NewRoot());
+  // Both spans in the store: both have been handed to the sink (Finish exports first).
   Spans(SpanKind::kServer, kEcho, 1);
+  Spans(SpanKind::kClient, kEcho, 1);
   RemoveSpanSink(sink.get());
   Call(channel.get(), "after");  // not seen by the removed sink
   Spans(SpanKind::kServer, kEcho, 2);
