@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 
 #include "util/sampling.h"
@@ -24,8 +25,9 @@ constexpr uint32_t kShapeStrikes = 2;
 // that many calls whatever the trials' length).
 constexpr uint64_t kConfirmAfterTrials = 16;
 constexpr uint64_t kConfirmAfterCalls = 4096;
-constexpr int64_t kRateWindowMs = 1000;  // a rate window spans at least this and kShapeSamples
-constexpr uint32_t kRateStrikes = 2;     // windows in a row past rate_change before a trial
+// A rate window counts at least this much busy time and kShapeSamples sampled calls.
+constexpr double kRateWindowMs = 1000;
+constexpr uint32_t kRateStrikes = 2;  // windows in a row past rate_change before a trial
 
 std::string Micros(uint64_t ns) {
   char text[32];
@@ -92,6 +94,10 @@ AutoChooser::Step AutoChooser::RecordLocked(uint32_t candidate, const Measuremen
     return CheckRecheck(now_ms);
   }
   ++trial_attempts_;
+  if (settings_.rate_change != 0) {
+    trial_busy_ms_ += BusyMsSince(now_ms, kRateWindowMs);
+    ++trial_rate_calls_;
+  }
   trial_request_sum_ += static_cast<double>(m.request_bytes);
   ++trial_request_calls_;
   Trial& trial = trial_[candidate];
@@ -112,21 +118,48 @@ AutoChooser::Step AutoChooser::Unmeasured(int64_t now_ms) {
     step = CheckRecheck(now_ms);
   } else {
     ++trial_attempts_;
+    if (settings_.rate_change != 0) {
+      trial_busy_ms_ += BusyMsSince(now_ms, kRateWindowMs);
+      ++trial_rate_calls_;
+    }
     step = MaybeFinishTrial(now_ms);
   }
   return first && step == Step::kNone ? Step::kTrialStarted : step;
 }
 
+double AutoChooser::BusyMsSince(int64_t now_ms, double lull_ms) {
+  const int64_t last = rate_last_ms_;
+  rate_last_ms_ = now_ms;
+  if (last == 0 || now_ms <= last) return 0;
+  return std::min(static_cast<double>(now_ms - last), lull_ms);
+}
+
+// The rate is calls per second of busy time, so that traffic in bursts (a batch every minute, a
+// benchmark pressing several servers in turn) reads as a steady rate, not as one that moves with
+// every pause. A pause between two sampled calls counts at most
+// 2 x rate_change x the sampling interval at the reference rate (the decided one, or the trial's
+// before it is known), and at least a second: a lasting drop by rate_change or more still measures
+// as one (the capped gaps read at least 2 x rate_change slower), while a pause between bursts
+// adds a bounded share to its window.
 std::string AutoChooser::RateMoved(uint64_t calls, int64_t now_ms) {
   if (settings_.rate_change == 0) return "";
-  if (rate_window_ms_ == 0) rate_window_ms_ = now_ms;
+  const double reference = decided_rate_ > 0   ? decided_rate_
+                           : trial_busy_ms_ > 0 ? static_cast<double>(trial_rate_calls_) * 1000 /
+                                                      trial_busy_ms_
+                                                : 0;
+  const double lull_ms =
+      reference > 0 ? std::max(kRateWindowMs, 2 * settings_.rate_change * 1000 *
+                                                  static_cast<double>(settings_.sample_every) /
+                                                  reference)
+                    : std::numeric_limits<double>::infinity();
+  rate_window_busy_ms_ += BusyMsSince(now_ms, lull_ms);
   rate_window_calls_ += calls;
-  const int64_t span_ms = now_ms - rate_window_ms_;
-  if (span_ms < kRateWindowMs || rate_window_calls_ < kShapeSamples * settings_.sample_every) {
+  if (rate_window_busy_ms_ < kRateWindowMs ||
+      rate_window_calls_ < kShapeSamples * settings_.sample_every) {
     return "";
   }
-  const double rate = static_cast<double>(rate_window_calls_) * 1000 / static_cast<double>(span_ms);
-  rate_window_ms_ = now_ms;
+  const double rate = static_cast<double>(rate_window_calls_) * 1000 / rate_window_busy_ms_;
+  rate_window_busy_ms_ = 0;
   rate_window_calls_ = 0;
   if (decided_rate_ == 0) {
     decided_rate_ = rate;
@@ -183,6 +216,8 @@ void AutoChooser::StartTrial(std::string reason) {
   trial_attempts_ = 0;
   trial_request_sum_ = 0;
   trial_request_calls_ = 0;
+  trial_busy_ms_ = 0;
+  trial_rate_calls_ = 0;
   retries_ = 0;
   trial_reason_ = std::move(reason);
   // The first trial's incumbent serves only because it comes first.
@@ -379,7 +414,7 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
   shape_window_sum_ = 0;
   shape_window_calls_ = 0;
   shape_strikes_ = 0;
-  rate_window_ms_ = now_ms;
+  rate_window_busy_ms_ = 0;
   rate_window_calls_ = 0;
   decided_rate_ = 0;
   rate_strikes_ = 0;

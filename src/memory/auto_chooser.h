@@ -86,6 +86,8 @@ class AutoChooser {
   // mu_ held, between trials: counts `calls` into the rate window; the reason for a trial when
   // the rate moved past rate_change in two windows in a row, else "".
   std::string RateMoved(uint64_t calls, int64_t now_ms);
+  // mu_ held: the time since the last call seen, at most `lull_ms`, and now_ms becomes that call.
+  double BusyMsSince(int64_t now_ms, double lull_ms);
   void Retry(uint32_t mask);              // mu_ held
   uint64_t TrialSizeCalls() const noexcept;  // calls of one trial's round, warm-ups included
 
@@ -118,9 +120,14 @@ class AutoChooser {
   double shape_window_sum_ = 0;
   uint64_t shape_window_calls_ = 0;
   uint32_t shape_strikes_ = 0;
-  // Call rate: the window being counted, the rate of the first full window after the last trial
-  // (0: not yet), and how many windows in a row were past rate_change from it.
-  int64_t rate_window_ms_ = 0;
+  // Call rate, over busy time: a pause between two calls seen counts at most a lull bound (see
+  // RateMoved). The last call seen (0: none), the trial's calls and busy time, the window being
+  // counted, the rate of the first full window after the last trial (0: not yet), and how many
+  // windows in a row were past rate_change from it.
+  int64_t rate_last_ms_ = 0;
+  double trial_busy_ms_ = 0;
+  uint64_t trial_rate_calls_ = 0;
+  double rate_window_busy_ms_ = 0;
   uint64_t rate_window_calls_ = 0;
   double decided_rate_ = 0;
   uint32_t rate_strikes_ = 0;

@@ -326,6 +326,61 @@ TEST(AutoChooser, ACallRateChangeStartsATrialOnlyWhenItLasts) {
       << choice.history.back().reason;
 }
 
+TEST(AutoChooser, PausesBetweenBurstsDoNotMoveTheRate) {
+  // Half-second bursts at 100 calls per second with pauses of 2 to 20 s between them: every rate
+  // window spans a pause, and counting the pauses whole would read rates 10x apart from one
+  // window to the next. Then a lasting drop to 2 calls per second still starts a trial.
+  AutoSettings s = QuickAutoSettings();
+  s.sample_every = 1;
+  s.recheck_calls = 1'000'000;
+  s.recheck_interval = std::chrono::hours(10);
+  AutoChooser chooser({"a", "b"}, s);
+  double now_ms = 1000;
+  const double pauses_s[] = {2, 20, 5, 12, 3, 18};
+  int burst = 0;
+  const auto burst_and_pause = [&] {
+    FeedAt(chooser, 50, 100, now_ms);
+    now_ms += 1000 * pauses_s[burst++ % std::size(pauses_s)];
+  };
+  for (int i = 0; i < 200 && (chooser.Report().trials < 2 || chooser.Report().in_trial); ++i) {
+    burst_and_pause();  // the first trial and its confirmation
+  }
+  ASSERT_EQ(chooser.Report().trials, 2u);
+  for (int i = 0; i < 120; ++i) burst_and_pause();  // 6,000 calls over 20 minutes
+  EXPECT_EQ(chooser.Report().trials, 2u) << chooser.Report().history.back().reason;
+  EXPECT_FALSE(chooser.Report().in_trial);
+  for (int i = 0; i < 200 && !chooser.Report().in_trial; ++i) FeedAt(chooser, 1, 2, now_ms);
+  ASSERT_TRUE(chooser.Report().in_trial);
+  FeedAt(chooser, 200, 2, now_ms);  // the trial's calls
+  const std::string reason = chooser.Report().history.back().reason;
+  EXPECT_NE(reason.find("call rate moved from"), std::string::npos) << reason;
+  EXPECT_NE(reason.find(" to 2 per second"), std::string::npos) << reason;
+}
+
+TEST(AutoChooser, AServerPressedInTurnWithOthersStartsNoTrial) {
+  // compare_modes --keep_servers: 3 s at 200 calls per second, then 0 to 18 s while the other
+  // servers are pressed (the order rotates), one call in 64 sampled; once, a long pause (the
+  // other servers warming up) right after the confirmation, in the window that sets the rate.
+  AutoSettings s;
+  s.recheck_calls = 100'000'000;
+  s.recheck_interval = std::chrono::hours(10);
+  AutoChooser chooser({"a", "b"}, s);
+  double now_ms = 1000;
+  const double pauses_s[] = {9, 0, 18, 3, 12, 6, 15};
+  int burst = 0;
+  const auto burst_and_pause = [&] {
+    FeedAt(chooser, 600, 200, now_ms);
+    now_ms += 1000 * pauses_s[burst++ % std::size(pauses_s)];
+  };
+  for (int i = 0; i < 200 && (chooser.Report().trials < 2 || chooser.Report().in_trial); ++i) {
+    burst_and_pause();
+  }
+  ASSERT_EQ(chooser.Report().trials, 2u);
+  now_ms += 100'000;
+  for (int i = 0; i < 300; ++i) burst_and_pause();  // an hour
+  EXPECT_EQ(chooser.Report().trials, 2u) << chooser.Report().history.back().reason;
+}
+
 TEST(AutoChooser, ARecheckAfterTime) {
   AutoSettings s = QuickAutoSettings();
   s.sample_every = 1;

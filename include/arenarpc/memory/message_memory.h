@@ -134,9 +134,10 @@ struct AutoSettings {
   uint64_t recheck_calls = 200000;
   std::chrono::milliseconds recheck_interval{std::chrono::minutes(5)};  // >= 1 ms
   double shape_change = 2.0;    // > 1
-  // A trial also starts when the method's call rate (calls per second over windows of at least a
-  // second and 16 sampled calls) moves by this factor from the first window after the last trial,
-  // in two windows in a row (one burst or lull does not start one). > 1; 0 = off.
+  // A trial also starts when the method's call rate (calls per second of busy time, over windows
+  // of at least a second and 16 sampled calls; a pause counts at most 2 x rate_change sampling
+  // intervals) moves by this factor from the first window after the last trial, in two windows
+  // in a row (one burst or lull does not start one). > 1; 0 = off.
   double rate_change = 4.0;
   // A recheck moves the method only to a candidate this much cheaper (the first trial and its
   // confirmation take the cheapest they can tell apart).
