@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "util/sampling.h"
 
@@ -19,6 +21,17 @@ constexpr uint64_t kShapeSamples = 16;    // sampled calls in a call rate window
 // of 16 calls by 2x often, that of 64 calls rarely, two such windows in a row practically never.
 constexpr uint64_t kShapeWindowSamples = 64;
 constexpr uint32_t kShapeStrikes = 2;
+// A mix with a rarer, larger kind of call (one in twenty 100x the others) moves the mean of 64
+// calls past 2x in one window of a few dozen, and two in a row every few thousand: the windows in
+// a row past shape_change start a trial only when their pooled mean is also this many standard
+// errors from the reference's (its spread of sizes standing for both; the mean of a few rare
+// large calls has a long upper tail, so more than a normal law would need). The reference is the
+// trial's calls and the windows after it that moved nothing, at least kShapeReferenceWindows of
+// them before any comparison (a trial of ~300 calls holds too few of the rare kind to pin their
+// share) and at most kShapeReferenceMaxWindows (a slow drift is not taken in for ever).
+constexpr double kShapeDeviations = 6;
+constexpr uint32_t kShapeReferenceWindows = 8;
+constexpr uint32_t kShapeReferenceMaxWindows = 64;
 // The first trial runs on a cold process: reuse's pools are still growing and malloc's heap is
 // fresh, which favours some candidates over their steady state by 10-30 %. A second trial follows
 // after this many trials' worth of calls, at most kConfirmAfterCalls (the process is as warm after
@@ -86,8 +99,7 @@ AutoChooser::Step AutoChooser::Record(uint32_t candidate, const Measurement& m, 
 AutoChooser::Step AutoChooser::RecordLocked(uint32_t candidate, const Measurement& m,
                                             int64_t now_ms) {
   if (!in_trial_.load(std::memory_order_relaxed)) {
-    shape_window_sum_ += static_cast<double>(m.request_bytes);
-    ++shape_window_calls_;
+    window_sizes_.Add(static_cast<double>(m.request_bytes));
     if (candidate == chosen_.load(std::memory_order_relaxed)) {
       chosen_cpu_ns_ += kMeanWeight * (static_cast<double>(m.cpu_ns) - chosen_cpu_ns_);
     }
@@ -98,8 +110,7 @@ AutoChooser::Step AutoChooser::RecordLocked(uint32_t candidate, const Measuremen
     trial_busy_ms_ += BusyMsSince(now_ms, kRateWindowMs);
     ++trial_rate_calls_;
   }
-  trial_request_sum_ += static_cast<double>(m.request_bytes);
-  ++trial_request_calls_;
+  trial_sizes_.Add(static_cast<double>(m.request_bytes));
   Trial& trial = trial_[candidate];
   if (trial.warm < settings_.warmup_calls) {
     ++trial.warm;
@@ -172,15 +183,58 @@ std::string AutoChooser::RateMoved(uint64_t calls, int64_t now_ms) {
          std::to_string(static_cast<uint64_t>(rate)) + " per second";
 }
 
+void AutoChooser::SizeSums::Add(double bytes) noexcept {
+  sum += bytes;
+  square_sum += bytes * bytes;
+  ++calls;
+}
+
+void AutoChooser::SizeSums::Add(const SizeSums& other) noexcept {
+  sum += other.sum;
+  square_sum += other.square_sum;
+  calls += other.calls;
+}
+
+double AutoChooser::SizeSums::Mean() const noexcept {
+  return calls == 0 ? 0 : sum / static_cast<double>(calls);
+}
+
+double AutoChooser::SizeSums::Variance() const noexcept {
+  const double mean = Mean();
+  return calls == 0 ? 0 : std::max(0.0, square_sum / static_cast<double>(calls) - mean * mean);
+}
+
 std::string AutoChooser::ShapeMoved() {
-  if (shape_window_calls_ < kShapeWindowSamples) return "";
-  const double mean = shape_window_sum_ / static_cast<double>(shape_window_calls_);
-  shape_window_sum_ = 0;
-  shape_window_calls_ = 0;
-  const double moved = decided_request_bytes_ > 0 ? mean / decided_request_bytes_ : 1;
-  if (!MovedInARow(moved, settings_.shape_change, kShapeStrikes, shape_strikes_)) return "";
-  return "request size moved from " + std::to_string(static_cast<uint64_t>(decided_request_bytes_)) +
-         " to " + std::to_string(static_cast<uint64_t>(mean)) + " bytes";
+  if (window_sizes_.calls < kShapeWindowSamples) return "";
+  const SizeSums window = std::exchange(window_sizes_, {});
+  if (reference_windows_ < kShapeReferenceWindows) {
+    reference_sizes_.Add(window);
+    ++reference_windows_;
+    return "";
+  }
+  const double reference = reference_sizes_.Mean();
+  const double moved = reference > 0 ? window.Mean() / reference : 1;
+  const bool in_a_row = MovedInARow(moved, settings_.shape_change, kShapeStrikes, shape_strikes_);
+  if (shape_strikes_ == 0) {
+    // The traffic as it was: these windows (and a run of them the spread explained) join the
+    // reference, up to its bound.
+    run_sizes_.Add(window);
+    const uint32_t windows = static_cast<uint32_t>(run_sizes_.calls / kShapeWindowSamples);
+    if (reference_windows_ + windows <= kShapeReferenceMaxWindows) {
+      reference_sizes_.Add(run_sizes_);
+      reference_windows_ += windows;
+    }
+    run_sizes_ = {};
+    return "";
+  }
+  run_sizes_.Add(window);
+  if (!in_a_row) return "";
+  const double standard_error =
+      std::sqrt(reference_sizes_.Variance() * (1 / static_cast<double>(run_sizes_.calls) +
+                                               1 / static_cast<double>(reference_sizes_.calls)));
+  if (std::abs(run_sizes_.Mean() - reference) <= kShapeDeviations * standard_error) return "";
+  return "request size moved from " + std::to_string(static_cast<uint64_t>(reference)) + " to " +
+         std::to_string(static_cast<uint64_t>(run_sizes_.Mean())) + " bytes";
 }
 
 AutoChooser::Step AutoChooser::CheckRecheck(int64_t now_ms) {
@@ -214,8 +268,7 @@ void AutoChooser::StartTrial(std::string reason) {
     t.calls.reserve(std::size_t{settings_.trial_calls} * (1 + kMaxRetries));
   }
   trial_attempts_ = 0;
-  trial_request_sum_ = 0;
-  trial_request_calls_ = 0;
+  trial_sizes_ = {};
   trial_busy_ms_ = 0;
   trial_rate_calls_ = 0;
   retries_ = 0;
@@ -408,11 +461,10 @@ AutoChooser::Step AutoChooser::FinishTrial(int64_t now_ms) {
   decided_ms_ = now_ms;
   calls_since_ = 0;
   chosen_cpu_ns_ = static_cast<double>(figures_[next].raw_cpu_ns);
-  if (trial_request_calls_ > 0) {
-    decided_request_bytes_ = trial_request_sum_ / static_cast<double>(trial_request_calls_);
-  }
-  shape_window_sum_ = 0;
-  shape_window_calls_ = 0;
+  reference_sizes_ = trial_sizes_;
+  reference_windows_ = 0;
+  window_sizes_ = {};
+  run_sizes_ = {};
   shape_strikes_ = 0;
   rate_window_busy_ms_ = 0;
   rate_window_calls_ = 0;

@@ -112,13 +112,21 @@ class AutoChooser {
   bool confirm_ = false;      // the first trial ended: a second one follows once warm
   bool afresh_ = true;        // the trial running decides without favouring the incumbent
   double chosen_cpu_ns_ = 0;  // moving mean between trials
-  // Request size: the mean over the last trial's measured calls; between trials, windows of
-  // kShapeWindowSamples sampled calls, and how many windows in a row were past shape_change.
-  double decided_request_bytes_ = 0;
-  double trial_request_sum_ = 0;
-  uint64_t trial_request_calls_ = 0;
-  double shape_window_sum_ = 0;
-  uint64_t shape_window_calls_ = 0;
+  // Request sizes of a set of calls: enough for their mean and spread.
+  struct SizeSums {
+    double sum = 0, square_sum = 0;
+    uint64_t calls = 0;
+    void Add(double bytes) noexcept;
+    void Add(const SizeSums& other) noexcept;
+    double Mean() const noexcept;
+    double Variance() const noexcept;
+  };
+  // Request size: the trial's measured calls; the reference the windows are compared with (the
+  // last trial's calls and windows after it, and how many windows it holds); between trials,
+  // windows of kShapeWindowSamples sampled calls, how many windows in a row were past
+  // shape_change, and those windows pooled.
+  SizeSums trial_sizes_, reference_sizes_, window_sizes_, run_sizes_;
+  uint32_t reference_windows_ = 0;
   uint32_t shape_strikes_ = 0;
   // Call rate, over busy time: a pause between two calls seen counts at most a lull bound (see
   // RateMoved). The last call seen (0: none), the trial's calls and busy time, the window being

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 #include <memory>
 #include <random>
@@ -253,15 +254,18 @@ TEST(AutoChooser, ARequestSizeChangeStartsATrial) {
   s.sample_every = 1;
   s.recheck_calls = 1'000'000;
   AutoChooser chooser({"a", "b"}, s);
-  Feed(chooser, {1000, 2000}, 2 * 10, 100);
-  ASSERT_FALSE(chooser.Report().in_trial);
-  Feed(chooser, {1000, 2000}, 100, 120);  // within shape_change: no trial
+  for (int i = 0; i < 1000 && (chooser.Report().trials < 2 || chooser.Report().in_trial); ++i) {
+    Feed(chooser, {1000, 2000}, 1, 100);  // the first trial and its confirmation
+  }
+  ASSERT_EQ(chooser.Report().trials, 2u);
+  Feed(chooser, {1000, 2000}, 8 * 64, 100);  // the reference: the trial and 8 windows after it
+  Feed(chooser, {1000, 2000}, 200, 120);     // within shape_change: no trial
   EXPECT_FALSE(chooser.Report().in_trial);
-  EXPECT_EQ(chooser.Report().trials, 1u);
+  EXPECT_EQ(chooser.Report().trials, 2u);
   // Large requests now, and b is cheaper for them.
-  for (int i = 0; i < 400 && chooser.Report().trials < 2; ++i) Feed(chooser, {3000, 2000}, 1, 5000);
+  for (int i = 0; i < 400 && chooser.Report().trials < 3; ++i) Feed(chooser, {3000, 2000}, 1, 5000);
   const MemoryChoice choice = chooser.Report();
-  EXPECT_EQ(choice.trials, 2u);
+  EXPECT_EQ(choice.trials, 3u);
   EXPECT_EQ(choice.chosen, "b");
   EXPECT_NE(choice.reason.find("request size moved"), std::string::npos) << choice.reason;
 }
@@ -286,6 +290,66 @@ TEST(AutoChooser, AMixOfSizesStartsNoTrialByItself) {
   for (const MemoryChoice::Decision& d : choice.history) {
     EXPECT_EQ(d.reason.find("request size moved"), std::string::npos) << d.reason;
   }
+}
+
+// Feeds `calls` calls of default-sized trials, one call in `one_in` of `large` bytes at random and
+// the rest of `small`; a counts 1000 ns, b 2000.
+void FeedMix(AutoChooser& chooser, int calls, uint64_t one_in, uint64_t small, uint64_t large,
+             std::mt19937& random) {
+  for (int i = 0; i < calls; ++i) {
+    const AutoChooser::Pick pick = chooser.Next();
+    const uint64_t size = random() % one_in == 0 ? large : small;
+    if (pick.measure) {
+      chooser.Record(pick.candidate, {pick.candidate == 0 ? 1000u : 2000u, 0, size}, 1000);
+    }
+  }
+}
+
+AutoSettings SizeTriggerSettings() {
+  AutoSettings s;  // the default trial's length: its spread of sizes is what the windows meet
+  s.sample_every = 1;
+  s.recheck_calls = 100'000'000;
+  s.recheck_interval = std::chrono::hours(10);
+  return s;
+}
+
+TEST(AutoChooser, ARareLargeKindOfCallStartsNoTrialByItself) {
+  // One call in twenty is 100x the others, at random: 64 sampled calls hold none of them in one
+  // window in 27 (a mean 6x below the mix's), and 8 or more in one in 60 (2.2x above); two such
+  // windows in a row come every few thousand windows (147 trials here when each pair started
+  // one). Their pooled mean stays within what the reference's spread of sizes explains.
+  AutoChooser chooser({"a", "b"}, SizeTriggerSettings());
+  std::mt19937 random(11);
+  FeedMix(chooser, 400'000, 20, 1'000, 100'000, random);
+  const MemoryChoice choice = chooser.Report();
+  EXPECT_EQ(choice.trials, 2u) << choice.reason;  // the first and its confirmation
+  for (const MemoryChoice::Decision& d : choice.history) {
+    EXPECT_EQ(d.reason.find("request size moved"), std::string::npos) << d.reason;
+  }
+}
+
+TEST(AutoChooser, AMixThatLosesItsLargeCallsStartsATrial) {
+  // One call in ten 30x the others, then only the small ones: a mean 3.9x lower, in windows in a
+  // row until, pooled, they are far outside the reference's spread (about ten windows).
+  AutoChooser chooser({"a", "b"}, SizeTriggerSettings());
+  std::mt19937 random(13);
+  for (int i = 0; i < 100 && (chooser.Report().trials < 2 || chooser.Report().in_trial); ++i) {
+    FeedMix(chooser, 1000, 10, 1'000, 30'000, random);
+  }
+  ASSERT_EQ(chooser.Report().trials, 2u);
+  FeedMix(chooser, 20'000, 10, 1'000, 30'000, random);
+  ASSERT_EQ(chooser.Report().trials, 2u) << chooser.Report().history.back().reason;
+  for (int i = 0; i < 64 * 16 && !chooser.Report().in_trial; ++i) {
+    FeedMix(chooser, 1, 1, 1'000, 1'000, random);
+  }
+  ASSERT_TRUE(chooser.Report().in_trial);
+  FeedMix(chooser, 1000, 1, 1'000, 1'000, random);  // the trial's calls
+  const std::string reason = chooser.Report().history.back().reason;
+  unsigned long from = 0, to = 0;
+  ASSERT_EQ(std::sscanf(reason.c_str(), "request size moved from %lu to %lu bytes", &from, &to), 2)
+      << reason;
+  EXPECT_GT(from, 3000u) << reason;  // 3,900 on average
+  EXPECT_LT(to, from / 2) << reason;  // the first window may hold calls of the mix
 }
 
 // Feeds `calls` calls at `rate` calls per second from `now_ms` on (advanced).
