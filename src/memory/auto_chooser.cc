@@ -105,11 +105,7 @@ AutoChooser::Step AutoChooser::RecordLocked(uint32_t candidate, const Measuremen
     }
     return CheckRecheck(now_ms);
   }
-  ++trial_attempts_;
-  if (settings_.rate_change != 0) {
-    trial_busy_ms_ += BusyMsSince(now_ms, kRateWindowMs);
-    ++trial_rate_calls_;
-  }
+  CountTrialCall(now_ms);
   trial_sizes_.Add(static_cast<double>(m.request_bytes));
   Trial& trial = trial_[candidate];
   if (trial.warm < settings_.warmup_calls) {
@@ -128,14 +124,18 @@ AutoChooser::Step AutoChooser::Unmeasured(int64_t now_ms) {
   if (!in_trial_.load(std::memory_order_relaxed)) {
     step = CheckRecheck(now_ms);
   } else {
-    ++trial_attempts_;
-    if (settings_.rate_change != 0) {
-      trial_busy_ms_ += BusyMsSince(now_ms, kRateWindowMs);
-      ++trial_rate_calls_;
-    }
+    CountTrialCall(now_ms);
     step = MaybeFinishTrial(now_ms);
   }
   return first && step == Step::kNone ? Step::kTrialStarted : step;
+}
+
+void AutoChooser::CountTrialCall(int64_t now_ms) {
+  ++trial_attempts_;
+  if (settings_.rate_change != 0) {
+    trial_busy_ms_ += BusyMsSince(now_ms, kRateWindowMs);
+    ++trial_rate_calls_;
+  }
 }
 
 double AutoChooser::BusyMsSince(int64_t now_ms, double lull_ms) {

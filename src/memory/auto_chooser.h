@@ -86,6 +86,9 @@ class AutoChooser {
   // mu_ held, between trials: counts `calls` into the rate window; the reason for a trial when
   // the rate moved past rate_change in two windows in a row, else "".
   std::string RateMoved(uint64_t calls, int64_t now_ms);
+  // mu_ held, in a trial: counts a call (measured or not) into the trial's attempts and, with
+  // rate_change on, into its call rate.
+  void CountTrialCall(int64_t now_ms);
   // mu_ held: the time since the last call seen, at most `lull_ms`, and now_ms becomes that call.
   double BusyMsSince(int64_t now_ms, double lull_ms);
   void Retry(uint32_t mask);              // mu_ held

@@ -133,8 +133,8 @@ struct AutoSettings {
   uint32_t sample_every = 64;  // between trials: the chosen candidate is measured once in N calls
   uint64_t recheck_calls = 200000;
   std::chrono::milliseconds recheck_interval{std::chrono::minutes(5)};  // >= 1 ms
-  // A trial also starts when the method's mean request size moves by this factor from the last
-  // trial's, in windows of 64 sampled calls in a row whose pooled mean is also beyond what the
+  // A trial also starts when the method's mean request size moves by this factor from that of
+  // the last trial's calls and the calls after it, in windows of 64 sampled calls in a row whose pooled mean is also beyond what the
   // spread of sizes explains (a steady mix of sizes starts none; docs/memory.md). > 1.
   double shape_change = 2.0;
   // A trial also starts when the method's call rate (calls per second of busy time, over windows
