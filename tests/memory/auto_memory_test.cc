@@ -65,7 +65,9 @@ TEST(AutoChooser, MaxHeldRatioPutsMemoryBeforeCpu) {
     AutoChooser chooser({"lean", "fat", "mid"}, s);
     for (int i = 0; i < 3 * 10; ++i) {
       const AutoChooser::Pick pick = chooser.Next();
-      if (pick.measure) chooser.Record(pick.candidate, {cost[pick.candidate], held[pick.candidate], 100}, 1000);
+      if (pick.measure) {
+        chooser.Record(pick.candidate, {cost[pick.candidate], held[pick.candidate], 100}, 1000);
+      }
     }
     return chooser.Report();
   };

@@ -134,8 +134,9 @@ struct AutoSettings {
   uint64_t recheck_calls = 200000;
   std::chrono::milliseconds recheck_interval{std::chrono::minutes(5)};  // >= 1 ms
   // A trial also starts when the method's mean request size moves by this factor from that of
-  // the last trial's calls and the calls after it, in windows of 64 sampled calls in a row whose pooled mean is also beyond what the
-  // spread of sizes explains (a steady mix of sizes starts none; docs/memory.md). > 1.
+  // the last trial's calls and the calls after it, in windows of 64 sampled calls in a row whose
+  // pooled mean is also beyond what the spread of sizes explains (a steady mix of sizes starts
+  // none; docs/memory.md). > 1.
   double shape_change = 2.0;
   // A trial also starts when the method's call rate (calls per second of busy time, over windows
   // of at least a second and 16 sampled calls; a pause counts at most 2 x rate_change sampling
